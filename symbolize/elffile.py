@@ -1,0 +1,415 @@
+"""`Binary`: one ELF file opened safely, read lazily.
+
+Never raises out of its constructor or properties for bad input: the reason a
+file could not be used is kept in `error` (text) and `error_kind` (a word), and
+properties answer None or empty. pyelftools raises many exception types on
+malformed files (ELFError, construct errors, struct.error, ValueError,
+IndexError, ...), so every call into it goes through `_guard`.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import struct
+from typing import NamedTuple
+
+from .buildid import parse_build_id_notes
+
+MAX_BINARY_SIZE = 4 << 30
+
+SHT_NOBITS = 8
+SHT_NOTE = 7
+SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
+SHF_COMPRESSED = 0x800
+PT_LOAD = 1
+PT_NOTE = 4
+
+
+class LoadSegment(NamedTuple):
+    vaddr: int
+    memsz: int
+    offset: int
+    filesz: int
+    flags: int
+    align: int
+
+
+class SectionHeader(NamedTuple):
+    index: int
+    name: str
+    type: int          # raw sh_type
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+class Binary:
+    """An ELF file on disk (or in memory, for MiniDebugInfo).
+
+    `path` is what the caller named; `ok` says whether it opened as ELF.
+    """
+
+    def __init__(self, path: str, *, max_size: int = MAX_BINARY_SIZE,
+                 data: bytes | None = None):
+        self.path = str(path)
+        self.error: str | None = None
+        self.error_kind: str | None = None
+        self.warnings: list[str] = []
+        self.size = 0
+        self._buf = None          # mmap or bytes: the whole file
+        self._elf = None
+        self._elf_failed = False
+        self._sections: list[SectionHeader] | None = None
+        self._by_name: dict[str, SectionHeader] | None = None
+        self._segments: list[LoadSegment] | None = None
+        self._build_id: str | None | bool = False   # False: not computed yet
+        if data is not None:
+            self._buf = bytes(data)
+            self.size = len(self._buf)
+            self._check_magic()
+        else:
+            self._open_file(max_size)
+
+    # ----- opening -------------------------------------------------------
+    def _fail(self, kind: str, reason: str) -> None:
+        self.error_kind = kind
+        self.error = f"{self.path}: {reason}"
+
+    def _open_file(self, max_size: int) -> None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return self._fail("missing", "no such file")
+        except OSError as e:
+            return self._fail("unreadable", e.strerror or str(e))
+        # A FIFO would block open(), a device could be endless: refuse both
+        # before opening.
+        if not stat.S_ISREG(st.st_mode):
+            return self._fail("not-regular", "not a regular file")
+        if st.st_size > max_size:
+            return self._fail("too-large", f"{st.st_size} bytes is over the {max_size} limit")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            return self._fail("unreadable", e.strerror or str(e))
+        try:
+            st = os.fstat(fd)      # the file may have been swapped since stat()
+            if not stat.S_ISREG(st.st_mode):
+                return self._fail("not-regular", "not a regular file")
+            self.size = st.st_size
+            if self.size < 16:
+                return self._fail("not-elf", "too short to be ELF")
+            try:
+                self._buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as e:
+                return self._fail("unreadable", f"mmap failed: {e}")
+        finally:
+            os.close(fd)
+        self._check_magic()
+
+    def _check_magic(self) -> None:
+        buf = self._buf
+        if self.size < 16 or buf[:4] != b"\x7fELF":
+            return self._fail("not-elf", "not an ELF file")
+        if buf[4] not in (1, 2) or buf[5] not in (1, 2):
+            return self._fail("not-elf", "bad ELF class or data encoding")
+        hdr_size = 64 if buf[4] == 2 else 52
+        if self.size < hdr_size:
+            return self._fail("truncated", "ELF header cut short")
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def close(self) -> None:
+        if isinstance(self._buf, mmap.mmap):
+            try:
+                self._buf.close()
+            except (BufferError, ValueError):
+                pass      # a memoryview still refers to it; the GC will do it
+        self._buf = None
+        self._elf = None
+
+    def __repr__(self) -> str:
+        state = "ok" if self.ok else self.error_kind
+        return f"<Binary {self.path!r} {state}>"
+
+    # ----- raw bytes --------------------------------------------------------
+    @property
+    def is_64(self) -> bool:
+        return bool(self._buf is not None and self._buf[4] == 2)
+
+    @property
+    def little_endian(self) -> bool:
+        return bool(self._buf is not None and self._buf[5] == 1)
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        """size bytes at offset, or None when that runs past the file."""
+        if not self.ok or offset < 0 or size < 0 or offset + size > self.size:
+            return None
+        return self._buf[offset:offset + size]
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(f"{self.path}: {message}")
+
+    def _guard(self, what: str, fn, default=None):
+        try:
+            return fn()
+        except RecursionError:
+            self.warn(f"{what}: too deeply nested")
+        except Exception as e:  # pyelftools raises many types on bad input
+            self.warn(f"{what}: {type(e).__name__}: {e}")
+        return default
+
+    # ----- pyelftools -----------------------------------------------------
+    @property
+    def elf(self):
+        """The pyelftools ELFFile, built on first use; None if it fails."""
+        if self._elf is None and self.ok and not self._elf_failed:
+            from elftools.elf.elffile import ELFFile
+            self._elf = self._guard("ELF header", lambda: ELFFile(_Stream(self._buf)))
+            if self._elf is None:
+                self._elf_failed = True
+                self._fail("truncated", "ELF header could not be parsed")
+        return self._elf
+
+    def _header(self):
+        elf = self.elf
+        return elf.header if elf is not None else None
+
+    @property
+    def elf_type(self) -> str | None:
+        h = self._header()
+        return str(h["e_type"]) if h is not None else None
+
+    @property
+    def machine(self) -> str | None:
+        h = self._header()
+        return str(h["e_machine"]) if h is not None else None
+
+    # ----- sections -------------------------------------------------------
+    def _read_sections(self) -> list[SectionHeader]:
+        elf = self.elf
+        if elf is None:
+            return []
+        h = elf.header
+        shnum, shoff, shentsize = elf.num_sections(), h["e_shoff"], h["e_shentsize"]
+        # Check the table lies within the file before pyelftools walks it: a
+        # bogus e_shnum would otherwise cost a long loop of exceptions.
+        if shnum == 0:
+            return []
+        if shoff <= 0 or shentsize < (64 if self.is_64 else 40) or shoff + shnum * shentsize > self.size:
+            self.warn("section header table runs past the end of the file")
+            return []
+        out = []
+        for i in range(shnum):
+            sec = self._guard(f"section {i}", lambda: elf.get_section(i))
+            if sec is None:
+                continue
+            sh = sec.header
+            sh_type = sh["sh_type"]
+            if isinstance(sh_type, str):
+                from elftools.elf.enums import ENUM_SH_TYPE_BASE
+                sh_type = ENUM_SH_TYPE_BASE.get(sh_type, -1)
+            name = self._guard(f"section {i} name", lambda: sec.name, "") or ""
+            out.append(SectionHeader(i, name, sh_type, sh["sh_flags"], sh["sh_addr"],
+                                     sh["sh_offset"], sh["sh_size"], sh["sh_link"],
+                                     sh["sh_info"], sh["sh_entsize"]))
+        return out
+
+    @property
+    def sections(self) -> list[SectionHeader]:
+        if self._sections is None:
+            self._sections = self._guard("sections", self._read_sections, []) or []
+        return self._sections
+
+    def get_section(self, name: str) -> SectionHeader | None:
+        if self._by_name is None:
+            self._by_name = {}
+            for s in self.sections:
+                self._by_name.setdefault(s.name, s)
+        return self._by_name.get(name)
+
+    def section_by_index(self, index: int) -> SectionHeader | None:
+        secs = self.sections
+        if 0 <= index < len(secs) and secs[index].index == index:
+            return secs[index]
+        for s in secs:
+            if s.index == index:
+                return s
+        return None
+
+    def section_data(self, sec: SectionHeader | str | None) -> bytes | None:
+        """Contents of a section (decompressed if SHF_COMPRESSED), or None."""
+        if isinstance(sec, str):
+            sec = self.get_section(sec)
+        if sec is None or sec.type == SHT_NOBITS:
+            return None
+        if sec.flags & SHF_COMPRESSED:
+            elf = self.elf
+            return self._guard(f"section {sec.name}",
+                               lambda: bytes(elf.get_section(sec.index).data()))
+        data = self.read(sec.offset, sec.size)
+        if data is None:
+            self.warn(f"section {sec.name} runs past the end of the file")
+        return data
+
+    # ----- segments and addresses ----------------------------------------
+    def _read_segments(self) -> list[LoadSegment]:
+        elf = self.elf
+        if elf is None:
+            return []
+        h = elf.header
+        phnum, phoff, phentsize = h["e_phnum"], h["e_phoff"], h["e_phentsize"]
+        if phnum == 0 or phoff + phnum * phentsize > self.size:
+            return []
+        segs = []
+        for i in range(phnum):
+            seg = self._guard(f"segment {i}", lambda: elf.get_segment(i))
+            if seg is None or seg["p_type"] != "PT_LOAD":
+                continue
+            segs.append(LoadSegment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
+                                    seg["p_filesz"], seg["p_flags"], seg["p_align"]))
+        return segs
+
+    @property
+    def load_segments(self) -> list[LoadSegment]:
+        if self._segments is None:
+            self._segments = self._guard("program headers", self._read_segments, []) or []
+        return self._segments
+
+    def _segment_for_offset(self, file_offset: int) -> LoadSegment | None:
+        segs = self.load_segments
+        for s in segs:
+            if s.offset <= file_offset < s.offset + s.filesz:
+                return s
+        # A mapping starts on a page boundary below its segment's p_offset, and
+        # runs on past p_filesz into the zero-filled (bss) part; accept those.
+        for s in segs:
+            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 else 0x1000
+            if s.offset & ~(page - 1) <= file_offset < s.offset + max(s.memsz, s.filesz):
+                return s
+        return None
+
+    def file_offset_to_svma(self, file_offset: int) -> int | None:
+        s = self._segment_for_offset(file_offset)
+        if s is None:
+            return None
+        return s.vaddr + (file_offset - s.offset)
+
+    def svma_to_file_offset(self, svma: int) -> int | None:
+        for s in self.load_segments:
+            if s.vaddr <= svma < s.vaddr + s.filesz:
+                return s.offset + (svma - s.vaddr)
+        return None
+
+    def avma_to_svma(self, avma: int, map_start: int, map_pgoff: int) -> int | None:
+        """Address in the process -> address in the file, through the mapping
+        (start, page offset) the address fell in, as perf's MMAP records give."""
+        if avma < map_start:
+            return None
+        return self.file_offset_to_svma(avma - map_start + map_pgoff)
+
+    # ----- notes ----------------------------------------------------------
+    @property
+    def build_id(self) -> str | None:
+        if self._build_id is False:
+            self._build_id = self._guard("build-id note", self._find_build_id)
+        return self._build_id
+
+    def _find_build_id(self) -> str | None:
+        le = self.little_endian
+        for s in self.sections:
+            if s.type == SHT_NOTE:
+                data = self.section_data(s)
+                if data:
+                    bid = parse_build_id_notes(data, le)
+                    if bid:
+                        return bid
+        elf = self.elf
+        if elf is None:
+            return None
+        h = elf.header
+        if h["e_phoff"] + h["e_phnum"] * h["e_phentsize"] > self.size:
+            return None
+        for i in range(h["e_phnum"]):
+            seg = elf.get_segment(i)
+            if seg["p_type"] == "PT_NOTE":
+                data = self.read(seg["p_offset"], seg["p_filesz"])
+                if data:
+                    bid = parse_build_id_notes(data, le)
+                    if bid:
+                        return bid
+        return None
+
+    @property
+    def debuglink(self) -> tuple[str, int] | None:
+        """(file name, CRC32) from .gnu_debuglink, or None."""
+        data = self.section_data(".gnu_debuglink")
+        if not data:
+            return None
+        data = bytes(data)
+        nul = data.find(b"\0")
+        if nul <= 0:
+            return None
+        crc_off = (nul + 4) & ~3
+        if crc_off + 4 > len(data):
+            return None
+        (crc,) = struct.unpack_from("<I" if self.little_endian else ">I", data, crc_off)
+        try:
+            name = data[:nul].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return name, crc
+
+    # ----- convenience ----------------------------------------------------
+    def has_section(self, name: str) -> bool:
+        return self.get_section(name) is not None
+
+    @property
+    def has_code(self) -> bool:
+        """False for a separate debug file (its .text is NOBITS)."""
+        t = self.get_section(".text")
+        return t is not None and t.type != SHT_NOBITS
+
+
+class _Stream:
+    """File-like view over an mmap/bytes for pyelftools (seek/read/tell)."""
+
+    __slots__ = ("_buf", "_pos", "_size")
+
+    def __init__(self, buf):
+        self._buf = buf
+        self._pos = 0
+        self._size = len(buf)
+
+    def seek(self, pos, whence=0):
+        if whence == 1:
+            pos += self._pos
+        elif whence == 2:
+            pos += self._size
+        self._pos = max(0, pos)
+        return self._pos
+
+    def tell(self):
+        return self._pos
+
+    def read(self, n=-1):
+        start = self._pos
+        if n is None or n < 0:
+            end = self._size
+        else:
+            end = min(self._size, start + n)
+        self._pos = max(start, end)
+        return bytes(self._buf[start:end])
+
+
+def open_binary(path: str, **kw) -> Binary:
+    """Binary(path): never raises; check `.ok` / `.error`."""
+    return Binary(path, **kw)
