@@ -1,0 +1,113 @@
+"""Register models of the architectures the unwinder knows.
+
+Everything architecture-specific the unwinder needs is data in an `Arch`
+record: DWARF register numbers and names, which registers are the
+instruction pointer, stack pointer, frame pointer and return address, the
+pointer size, which registers survive a call (the only ones whose values
+carry over to the caller when CFI says nothing), and the frame-pointer step
+rule.  A new architecture is a new `Arch(...)` literal, no new code.
+
+Register values reach the unwinder as a dict of lowercase names -> int
+('rip', 'rsp', 'rbp', 'rbx', ... on x86_64; 'pc', 'sp', 'x29', 'x30', ... on
+aarch64), as perf's REGS_USER names them.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+__all__ = ["Arch", "X86_64", "AARCH64", "ARCHES", "get_arch"]
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    pointer_size: int
+    # DWARF register number -> register name, as in the psABI DWARF tables.
+    dwarf_names: Dict[int, str]
+    ip: str                 # name of the program counter in the regs dict
+    sp: str
+    fp: str
+    # DWARF column holding the return address in CFI (16 on x86_64, a virtual
+    # column; 30 on aarch64, the real link register).
+    ra_column: int
+    # Registers preserved across calls by the psABI.  When a row has no rule
+    # for one of them it has the "same value" in the caller; the others are
+    # clobbered by the call and are dropped rather than carried over wrongly.
+    callee_saved: Tuple[str, ...]
+    # Frame-pointer step: the frame record at fp holds the caller's fp at
+    # fp + fp_saved_fp and the return address at fp + fp_saved_ra; the
+    # caller's sp is fp + fp_caller_sp.
+    fp_saved_fp: int
+    fp_saved_ra: int
+    fp_caller_sp: int
+    # Return addresses are masked with this (aarch64 pointer authentication
+    # puts a signature in the high bits).
+    ra_mask: int
+    # Other spellings of register names (perf's own: 'ip', 'bp', 'lr', ...).
+    aliases: Dict[str, str] = field(default_factory=dict)
+    name_to_dwarf: Dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        names = {n: num for num, n in self.dwarf_names.items()}
+        for alias, real in self.aliases.items():
+            names.setdefault(alias, names[real])
+        object.__setattr__(self, "name_to_dwarf", names)
+
+    @property
+    def sp_column(self) -> int:
+        return self.name_to_dwarf[self.sp]
+
+    @property
+    def fp_column(self) -> int:
+        return self.name_to_dwarf[self.fp]
+
+    def dwarf_to_name(self, num: int) -> Optional[str]:
+        return self.dwarf_names.get(num)
+
+
+X86_64 = Arch(
+    name="x86_64",
+    pointer_size=8,
+    dwarf_names={
+        0: "rax", 1: "rdx", 2: "rcx", 3: "rbx", 4: "rsi", 5: "rdi",
+        6: "rbp", 7: "rsp",
+        8: "r8", 9: "r9", 10: "r10", 11: "r11",
+        12: "r12", 13: "r13", 14: "r14", 15: "r15",
+        16: "rip",  # the return-address column
+    },
+    ip="rip", sp="rsp", fp="rbp",
+    ra_column=16,
+    callee_saved=("rbx", "rbp", "r12", "r13", "r14", "r15"),
+    fp_saved_fp=0, fp_saved_ra=8, fp_caller_sp=16,
+    ra_mask=(1 << 64) - 1,
+    aliases={"ax": "rax", "bx": "rbx", "cx": "rcx", "dx": "rdx", "si": "rsi",
+             "di": "rdi", "bp": "rbp", "sp": "rsp", "ip": "rip"},
+)
+
+AARCH64 = Arch(
+    name="aarch64",
+    pointer_size=8,
+    dwarf_names=dict([(i, "x%d" % i) for i in range(31)] + [(31, "sp"), (32, "pc")]),
+    ip="pc", sp="sp", fp="x29",
+    ra_column=30,   # x30 is the link register
+    callee_saved=tuple("x%d" % i for i in range(19, 31)),
+    # AAPCS64 frame record: x29 -> {saved x29, saved x30}; the frame record
+    # normally sits at the bottom of the frame, so the caller's sp is only a
+    # guess (fp + 16); the CFI of the caller does not depend on it in practice.
+    fp_saved_fp=0, fp_saved_ra=8, fp_caller_sp=16,
+    # Keep 48 bits of virtual address: strips a pointer-authentication code.
+    ra_mask=(1 << 48) - 1,
+    aliases={"lr": "x30", "fp": "x29"},
+)
+
+ARCHES = {a.name: a for a in (X86_64, AARCH64)}
+# perf and uname spellings
+ARCHES["x86-64"] = X86_64
+ARCHES["arm64"] = AARCH64
+
+
+def get_arch(name) -> Arch:
+    """An Arch from its name ('x86_64', 'aarch64', 'arm64'), or the Arch itself."""
+    if isinstance(name, Arch):
+        return name
+    return ARCHES[name.lower()]
