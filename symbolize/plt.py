@@ -1,0 +1,191 @@
+"""Names for PLT stubs (`puts@plt`), which have no symbol of their own.
+
+Each stub jumps through a GOT slot; the relocation of that slot names the
+target. Decoding the stub's jump finds the slot, which is right for every
+layout (lazy `.plt`, IBT `.plt.sec`, `.plt.got`, `-z now`); where the jump
+cannot be decoded, slots are matched to `.rela.plt` in order, as objdump and
+perf do. objdump's `<puts@plt>` labels are the oracle for the tests.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable, NamedTuple
+
+from .elffile import Binary, SectionHeader, SHT_NOBITS
+
+# Relocation types that name a GOT slot, per machine.
+_X86_64 = {"GLOB_DAT": 6, "JUMP_SLOT": 7, "IRELATIVE": 37}
+_AARCH64 = {"GLOB_DAT": 1025, "JUMP_SLOT": 1026, "IRELATIVE": 1032}
+
+SHT_RELA = 4
+SHT_REL = 9
+ENDBR64 = b"\xf3\x0f\x1e\xfa"
+
+
+class PltSymbol(NamedTuple):
+    name: str
+    start: int
+    size: int
+
+
+class _Reloc(NamedTuple):
+    offset: int      # address of the GOT slot
+    type: int
+    sym_name: str
+    addend: int
+
+
+def _read_relocs(binary: Binary, sec: SectionHeader) -> list[_Reloc]:
+    data = binary.section_data(sec)
+    if not data:
+        return []
+    le = "<" if binary.little_endian else ">"
+    if binary.is_64:
+        rela = sec.type == SHT_RELA
+        fmt, size = (le + "QQq", 24) if rela else (le + "QQ", 16)
+        sym_shift, type_mask = 32, 0xFFFFFFFF
+    else:
+        rela = sec.type == SHT_RELA
+        fmt, size = (le + "IIi", 12) if rela else (le + "II", 8)
+        sym_shift, type_mask = 8, 0xFF
+    dynsym = binary.section_by_index(sec.link)
+    names = _symbol_names(binary, dynsym) if dynsym is not None else []
+    out = []
+    n = len(data) // size
+    for entry in struct.iter_unpack(fmt, bytes(data[:n * size])):
+        r_offset, r_info = entry[0], entry[1]
+        addend = entry[2] if rela else 0
+        symidx = r_info >> sym_shift
+        name = names[symidx] if 0 < symidx < len(names) else ""
+        out.append(_Reloc(r_offset, r_info & type_mask, name, addend))
+    return out
+
+
+def _symbol_names(binary: Binary, symsec: SectionHeader) -> list[str]:
+    """Names of all entries of a symbol section, by index."""
+    data = binary.section_data(symsec)
+    strsec = binary.section_by_index(symsec.link)
+    strtab = binary.section_data(strsec) if strsec is not None else None
+    if not data or strtab is None:
+        return []
+    strtab = bytes(strtab)
+    le = "<" if binary.little_endian else ">"
+    fmt, size = (le + "I20x", 24) if binary.is_64 else (le + "I12x", 16)
+    names = []
+    n = len(data) // size
+    for (st_name,) in struct.iter_unpack(fmt, bytes(data[:n * size])):
+        end = strtab.find(b"\0", st_name)
+        names.append(strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+                     if st_name < len(strtab) else "")
+    return names
+
+
+def _x86_64_got_slot(code: bytes, stub_addr: int) -> int | None:
+    """GOT address of the first `jmp *disp32(%rip)` (ff 25) in a stub."""
+    i = 0
+    if code.startswith(ENDBR64):
+        i = 4
+    while i < len(code) - 5:
+        if code[i] == 0xF2:           # bnd prefix (MPX-era IBT stubs)
+            i += 1
+            continue
+        if code[i] == 0xFF and code[i + 1] == 0x25:
+            (disp,) = struct.unpack_from("<i", code, i + 2)
+            return stub_addr + i + 6 + disp
+        return None
+    return None
+
+
+def _aarch64_got_slot(code: bytes, stub_addr: int) -> int | None:
+    """GOT address from `adrp x16, page; ldr x17, [x16, #off]`."""
+    if len(code) < 8:
+        return None
+    adrp, ldr = struct.unpack_from("<II", code, 0)
+    if adrp & 0x9F00001F != 0x90000010:            # adrp x16
+        return None
+    if ldr & 0xFFC003FF != 0xF9400211:             # ldr x17, [x16, #imm]
+        return None
+    imm = (((adrp >> 5) & 0x7FFFF) << 2) | ((adrp >> 29) & 3)
+    if imm & (1 << 20):
+        imm -= 1 << 21
+    page = (stub_addr & ~0xFFF) + (imm << 12)
+    return page + ((ldr >> 10) & 0xFFF) * 8
+
+
+def synthesize_plt_symbols(binary: Binary,
+                           name_for_address: Callable[[int], str | None] | None = None
+                           ) -> list[PltSymbol]:
+    """`name@plt` symbols for the stubs of .plt, .plt.sec and .plt.got.
+
+    name_for_address resolves IRELATIVE slots (whose relocation names no
+    symbol but the address of an IFUNC resolver), as perf's get_ifunc_name does.
+    Never raises for a malformed file; answers [] instead.
+    """
+    try:
+        return _synthesize(binary, name_for_address)
+    except Exception as e:      # malformed sections: a warning, not a failure
+        binary.warn(f"PLT synthesis: {type(e).__name__}: {e}")
+        return []
+
+
+def _synthesize(binary, name_for_address):
+    machine = binary.machine
+    if machine == "EM_X86_64":
+        types, decode, header, default_slot = _X86_64, _x86_64_got_slot, 16, 16
+    elif machine == "EM_AARCH64":
+        types, decode, header, default_slot = _AARCH64, _aarch64_got_slot, 32, 16
+    else:
+        return []
+    jump_relocs: list[_Reloc] = []
+    by_slot: dict[int, str] = {}
+    for sec in binary.sections:
+        if sec.type not in (SHT_RELA, SHT_REL):
+            continue
+        for r in _read_relocs(binary, sec):
+            name = r.sym_name
+            if r.type == types["IRELATIVE"] and not name and name_for_address:
+                name = name_for_address(r.addend) or ""
+            elif r.type not in (types["JUMP_SLOT"], types["GLOB_DAT"]):
+                continue
+            if sec.name in (".rela.plt", ".rel.plt"):
+                jump_relocs.append(r._replace(sym_name=name))
+            if name:
+                by_slot.setdefault(r.offset, name)
+
+    out: list[PltSymbol] = []
+    plt = binary.get_section(".plt")
+    plt_sec = binary.get_section(".plt.sec")
+    plt_got = binary.get_section(".plt.got")
+
+    def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[_Reloc] | None):
+        data = binary.section_data(sec)
+        if not data or sec.type == SHT_NOBITS:
+            return
+        data = bytes(data)
+        index = 0
+        for off in range(first, len(data) - slot + 1, slot):
+            addr = sec.addr + off
+            got = decode(data[off:off + slot], addr)
+            name = by_slot.get(got) if got is not None else None
+            if name is None and got is None and ordered is not None and index < len(ordered):
+                name = ordered[index].sym_name or None
+            index += 1
+            if name:
+                out.append(PltSymbol(name + "@plt", addr, slot))
+
+    if plt_sec is not None:
+        # IBT: .plt holds only the lazy-binding trampolines; callers go through
+        # .plt.sec, whose slots follow .rela.plt in order.
+        stubs(plt_sec, 0, _slot_size(plt_sec, 16), jump_relocs)
+    elif plt is not None:
+        stubs(plt, header, _slot_size(plt, default_slot), jump_relocs)
+    if plt_got is not None:
+        data = binary.section_data(plt_got) or b""
+        slot = plt_got.entsize if plt_got.entsize in (8, 16) else (
+            16 if bytes(data[:4]) == ENDBR64 else 8)
+        stubs(plt_got, 0, slot, None)
+    return out
+
+
+def _slot_size(sec: SectionHeader, default: int) -> int:
+    return sec.entsize if sec.entsize in (8, 16, 32) else default
