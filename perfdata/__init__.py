@@ -1,0 +1,19 @@
+"""perfdata: read Linux perf.data files.
+
+    import perfdata
+    with perfdata.open("perf.data") as pf:
+        for rec in pf.records():          # time order, as perf delivers them
+            if rec.name == "SAMPLE":
+                print(rec.parse()["ip"])
+"""
+from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
+from .format.reader import PerfFile, Record
+
+__all__ = ["open", "PerfFile", "Record", "PerfDataError", "CorruptError",
+           "NotPerfDataError", "TruncatedError"]
+
+
+def open(path, **options):
+    """Open a perf.data file, a `perf record --threads` directory, a binary
+    stream, or '-' for standard input (pipe mode)."""
+    return PerfFile(path, **options)

@@ -1,0 +1,43 @@
+"""The zstd stream of COMPRESSED / COMPRESSED2 records.
+
+perf compresses with one stream for the whole recording; each record holds a
+piece of it and the records inside may straddle two pieces.  Output is
+bounded: input is fed in small slices, and a piece that expands beyond the
+limit is an error (a zstd bomb), never an allocation of the claimed size.
+"""
+import zstandard
+
+# Largest input slice per call: a zstd block cannot expand beyond 128 KiB and
+# needs at least 3 bytes, so 2 KiB of input yields at most ~85 MiB.
+_SLICE = 2048
+
+
+class Decompressor:
+    def __init__(self, limit):
+        self.limit = limit
+        self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        self._left = b""
+        self.total_out = 0
+
+    def feed(self, payload):
+        """Decompress one record's payload; return leftover + new bytes."""
+        out = [self._left]
+        produced = 0
+        payload = memoryview(payload)
+        try:
+            for start in range(0, len(payload), _SLICE):
+                chunk = self._obj.decompress(payload[start:start + _SLICE])
+                produced += len(chunk)
+                if produced > self.limit:
+                    raise ValueError("decompressed data exceeds %d bytes for one record"
+                                     % self.limit)
+                out.append(chunk)
+        except zstandard.ZstdError as exc:
+            raise ValueError(str(exc))
+        self.total_out += produced
+        self._left = b""
+        return b"".join(out)
+
+    def keep(self, rest):
+        """Bytes of a record cut at the end of a piece, for the next one."""
+        self._left = bytes(rest)

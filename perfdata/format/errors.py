@@ -1,0 +1,40 @@
+"""Errors of the perf.data reader.
+
+Truncated and invalid input are different things: a cut tail is what a killed
+`perf record` leaves and ends the stream with a warning; a corrupt record is an
+error at its offset.  Both carry the file name and the byte offset.
+"""
+
+
+class PerfDataError(Exception):
+    """Base of everything the reader raises on bad input."""
+
+    def __init__(self, message, path=None, offset=None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.offset = offset
+
+    def describe(self):
+        parts = []
+        if self.path is not None:
+            parts.append(str(self.path))
+        if self.offset is not None:
+            parts.append("offset %#x" % self.offset)
+        parts.append(self.message)
+        return ": ".join(parts)
+
+    def __str__(self):
+        return self.describe()
+
+
+class NotPerfDataError(PerfDataError):
+    """The input is not a perf.data file at all (bad magic, no header)."""
+
+
+class TruncatedError(PerfDataError):
+    """The input ends in the middle of a structure."""
+
+
+class CorruptError(PerfDataError):
+    """A structure is present but its contents are impossible."""

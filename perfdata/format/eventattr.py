@@ -1,0 +1,103 @@
+"""One event of a recording: its perf_event_attr, ids, name and decoders."""
+import struct
+
+from .attr import complete_attr
+from .constants import AttrType, SampleType as ST
+from .fastpath import derive_decoder
+from .sample import (id_position_in_sample, id_position_in_trailer, sample_id_schema,
+                     sample_schema, time_position_in_sample, time_position_in_trailer)
+
+# perf's names of the generic events (tools/perf/util/evsel.c).
+HARDWARE_NAMES = ("cycles", "instructions", "cache-references", "cache-misses",
+                  "branches", "branch-misses", "bus-cycles", "stalled-cycles-frontend",
+                  "stalled-cycles-backend", "ref-cycles")
+SOFTWARE_NAMES = ("cpu-clock", "task-clock", "page-faults", "context-switches",
+                  "cpu-migrations", "minor-faults", "major-faults", "alignment-faults",
+                  "emulation-faults", "dummy", "bpf-output", "cgroup-switches")
+
+
+def default_event_name(attr):
+    """The name perf gives an event when the file does not say it."""
+    etype, config = attr["type"], attr["config"]
+    if etype == AttrType.HARDWARE and config < len(HARDWARE_NAMES):
+        name = HARDWARE_NAMES[config]
+    elif etype == AttrType.SOFTWARE and config < len(SOFTWARE_NAMES):
+        name = SOFTWARE_NAMES[config]
+    elif etype == AttrType.TRACEPOINT:
+        name = "tracepoint %d" % config
+    elif etype == AttrType.RAW:
+        name = "r%x" % config
+    else:
+        name = "unknown %d:%#x" % (etype, config)
+    return name
+
+
+class EventAttr:
+    """An event of the file, with the sample decoders derived once from its attr."""
+
+    def __init__(self, index, attr, ids, little=True, name=None):
+        self.index = index
+        self.attr = complete_attr(attr)
+        self.unknown_tail = attr.get("unknown_tail")
+        self.ids = list(ids)
+        self.little = little
+        self.name = name or default_event_name(self.attr)
+        a = self.attr
+        self.sample_type = a["sample_type"]
+        self.read_format = a["read_format"]
+        self.sample_id_all = bool(a["flags"].get("sample_id_all"))
+        self.schema = sample_schema(
+            self.sample_type, self.read_format, a["branch_sample_type"],
+            a["sample_regs_user"], a["sample_regs_intr"], little)
+        self.trailer_schema = sample_id_schema(self.sample_type, little)
+        self.trailer_size = self.trailer_schema.sizeof() if self.sample_id_all else 0
+        self._decode_sample = derive_decoder(self.schema)
+        self._decode_trailer = derive_decoder(self.trailer_schema)
+        pos = time_position_in_sample(self.sample_type)
+        self.sample_time_offset = None if pos is None else 8 * pos
+        pos = time_position_in_trailer(self.sample_type)
+        self.trailer_time_from_end = None if (pos is None or not self.sample_id_all) else 8 * pos
+        self.u64 = struct.Struct("<Q" if little else ">Q")
+
+    # Cheap reads used for ordering and counting, without a full decode.
+    def sample_time(self, body):
+        off = self.sample_time_offset
+        if off is None or off + 8 > len(body):
+            return None
+        return self.u64.unpack_from(body, off)[0]
+
+    def trailer_time(self, body):
+        back = self.trailer_time_from_end
+        if back is None or back > len(body):
+            return None
+        return self.u64.unpack_from(body, len(body) - back)[0]
+
+    def decode_sample(self, body):
+        out, _ = self._decode_sample(body, 0, len(body))
+        return out
+
+    def decode_trailer(self, body):
+        """The sample_id trailer at the end of a non-sample kernel record body."""
+        if not self.sample_id_all or self.trailer_size > len(body):
+            return None
+        out, _ = self._decode_trailer(body, len(body) - self.trailer_size, len(body))
+        return out
+
+    @property
+    def regs_user_mask(self):
+        return self.attr["sample_regs_user"]
+
+    def __repr__(self):
+        return "EventAttr(%d, %r, ids=%d)" % (self.index, self.name, len(self.ids))
+
+
+def id_positions(sample_type):
+    """(position in a SAMPLE, position from the end of a trailer) of the event id."""
+    return id_position_in_sample(sample_type), id_position_in_trailer(sample_type)
+
+
+def has_sample_field(sample_type, bit):
+    return bool(sample_type & bit)
+
+
+__all__ = ["EventAttr", "default_event_name", "id_positions", "has_sample_field", "ST"]

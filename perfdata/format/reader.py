@@ -1,0 +1,664 @@
+"""PerfFile: the perf.data container (file, pipe and directory forms).
+
+Layers: `source.py` gives bytes; this module finds the header, attrs and
+feature sections, walks the records of the data section (expanding zstd
+COMPRESSED records as it goes) and hands out `Record`s, in file order or in
+perf's time order (ordering.py).  Record bodies are memoryviews of the read
+chunks; `Record.parse()` decodes them on demand.
+"""
+import os
+import struct
+
+import construct as cs
+
+from . import ordering
+from .attr import attr_schema
+from .compression import Decompressor
+from .constants import (MAGIC_V1, MAGIC_V2, Feature, RecordType as RT, record_type_name)
+from .errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
+from .eventattr import EventAttr
+from .fastpath import DecodeError
+from .header import (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, PIPE_HEADER_SIZE,
+                     feature_bits, feature_table_schema, file_header_schema,
+                     pipe_header_schema)
+from .records import body_schemas, header_attr_schema, read_format_schema
+from .source import ByteSource, file_size, open_input
+
+# Records the kernel writes carry a sample_id trailer; perf's own (>= 64) do not.
+USER_TYPE_START = 64
+# Attr sizes perf knows, plus the 16-byte ids section: how perf tells the byte
+# order of a file with the old PERFFILE magic from its attr_size.
+_V1_FILE_ATTR_SIZES = tuple(s + 16 for s in (64, 72, 80, 96, 104, 112, 120, 128, 136, 144))
+# No sane perf.data has an attr section entry or a feature section this large.
+MAX_ATTRS = 1 << 16
+MAX_IDS = 1 << 24
+MAX_TRACING_DATA = 1 << 30
+
+
+class Record:
+    """One record: header fields, where it was, its body, its event."""
+    __slots__ = ("type", "misc", "size", "offset", "body", "attr", "time", "file",
+                 "compressed", "payload_offset", "payload_size", "_pf")
+
+    def __init__(self, pf, rtype, misc, size, offset, body, attr=None, time=None,
+                 compressed=False):
+        self._pf = pf
+        self.type = rtype
+        self.misc = misc
+        self.size = size
+        self.offset = offset
+        self.body = body
+        self.attr = attr
+        self.time = time
+        self.file = 0
+        self.compressed = compressed
+        self.payload_offset = None
+        self.payload_size = 0
+
+    @property
+    def name(self):
+        return record_type_name(self.type)
+
+    def parse(self):
+        """Decode the body into a dict (SAMPLE: the sample fields; kernel records:
+        their fields plus `sample_id` from the trailer)."""
+        return self._pf.parse_record(self)
+
+    def __repr__(self):
+        return "<%s at %#x size %d>" % (self.name, self.offset, self.size)
+
+
+class PerfFile:
+    """An open perf.data.  Use `perfdata.open(path)`."""
+
+    def __init__(self, path, max_decompressed=None):
+        self.path_arg = path
+        self.warnings = []
+        self.attrs = []
+        self.id_to_attr = {}
+        self.features = {}          # fid -> (offset, size) in file mode
+        self._feature_data = {}     # fid -> bytes (pipe mode, HEADER_FEATURE)
+        self._feature_cache = {}
+        self.build_ids = []         # HEADER_BUILD_ID records (pipe mode)
+        self.tracing_data = None    # bytes of HEADER_TRACING_DATA (pipe mode)
+        self.event_types = []
+        self.header = None
+        self.is_pipe = False
+        self.is_directory = False
+        self.data_files = []
+        self.stats = {}
+        self.max_decompressed = max_decompressed
+        self._dir_path = None
+        if not hasattr(path, "read") and path not in ("-", None) and os.path.isdir(path):
+            self.is_directory = True
+            self._dir_path = path
+            path = os.path.join(path, "data")
+        try:
+            self._f, self._seekable, self.path = open_input(path)
+        except OSError as exc:
+            raise NotPerfDataError("cannot open: %s" % (exc.strerror or exc), path=str(path))
+        self.size = file_size(self._f) if self._seekable else None
+        self._read_header()
+
+    # ----------------------------------------------------------------- header
+    def _error(self, cls, message, offset):
+        return cls(message, path=self.path, offset=offset)
+
+    def _read_at(self, offset, size):
+        """Bytes [offset, offset+size) of a seekable file, bounded by its size."""
+        if self.size is not None and (offset > self.size or size > self.size - offset):
+            raise self._error(TruncatedError, "section of %d bytes runs past the end of "
+                              "the file (%d bytes)" % (size, self.size), offset)
+        self._f.seek(offset)
+        data = self._f.read(size)
+        if len(data) < size:
+            raise self._error(TruncatedError, "file ends inside a section", offset + len(data))
+        return data
+
+    def _read_header(self):
+        if self._seekable:
+            self._f.seek(0)
+        head = self._f.read(16)
+        self._consumed = head
+        if len(head) < 16:
+            raise self._error(NotPerfDataError if len(head) < 8 else TruncatedError,
+                              "file too short for a perf.data header (%d bytes)" % len(head), 0)
+        magic = head[:8]
+        le_size, be_size = struct.unpack("<Q", head[8:16])[0], struct.unpack(">Q", head[8:16])[0]
+        if magic == MAGIC_V2:
+            self.little = True
+        elif magic == MAGIC_V2[::-1]:
+            self.little = False
+        elif magic == MAGIC_V1:
+            # The old magic is byte-order neutral: perf guesses the order from the
+            # sizes it knows (check_magic_endian / try_all_*_abis).
+            if le_size == PIPE_HEADER_SIZE:
+                self.little = True
+            elif be_size == PIPE_HEADER_SIZE:
+                self.little = False
+            else:
+                rest = self._f.read(8)
+                self._consumed += rest
+                attr_size = struct.unpack("<Q", rest)[0] if len(rest) == 8 else 0
+                self.little = attr_size in _V1_FILE_ATTR_SIZES or \
+                    struct.unpack(">Q", rest)[0] not in _V1_FILE_ATTR_SIZES
+            self.warnings.append("legacy PERFFILE magic")
+        else:
+            raise self._error(NotPerfDataError, "not a perf.data file (magic %r)" % bytes(magic), 0)
+        self.header_version = 1 if magic == MAGIC_V1 else 2
+        size = le_size if self.little else be_size
+        if size == PIPE_HEADER_SIZE:
+            self.is_pipe = True
+            self.header = dict(pipe_header_schema(self.little).parse(head))
+            self._data_start, self._data_end = PIPE_HEADER_SIZE, None
+            return
+        if size not in (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES):
+            raise self._error(NotPerfDataError, "unexpected header size %d" % size, 8)
+        if not self._seekable:
+            raise self._error(PerfDataError, "a perf.data in file mode must be seekable "
+                              "(record with -o - for pipe mode)", 0)
+        raw = self._read_at(0, size)
+        if size == FILE_HEADER_SIZE_NO_FEATURES:
+            raw = raw + bytes(32)
+        hdr = file_header_schema(self.little).parse(raw)
+        self.header = {k: v for k, v in hdr.items() if not k.startswith("_")}
+        for key in ("attrs", "data", "event_types"):
+            self.header[key] = {"offset": hdr[key].offset, "size": hdr[key].size}
+        feature_ids = feature_bits(hdr.adds_features, self.little)
+        data = hdr.data
+        self._data_start = data.offset
+        self._data_end = data.offset + data.size
+        if data.size == 0:
+            self.warnings.append("the data size field is 0: perf record was not terminated "
+                                 "properly; reading records up to the end of the file")
+            self._data_end = self.size
+            feature_ids = []
+        elif self.size is not None and self._data_end > self.size:
+            self.warnings.append("data section (%d bytes at %#x) runs past the end of the "
+                                 "file: truncated recording" % (data.size, data.offset))
+            self._data_end = self.size
+            feature_ids = []
+        self._read_attrs(hdr)
+        self._read_feature_table(feature_ids)
+        if self.is_directory:
+            self._find_data_files()
+
+    def _read_attrs(self, hdr):
+        stride = hdr.attr_size
+        if hdr.attrs.size == 0:
+            return
+        if stride < 64 + 16:
+            raise self._error(CorruptError, "attr_size %d is too small" % stride, 16)
+        count = hdr.attrs.size // stride
+        if count > MAX_ATTRS:
+            raise self._error(CorruptError, "%d attrs" % count, 24)
+        table = self._read_at(hdr.attrs.offset, count * stride)
+        u32 = struct.Struct("<I" if self.little else ">I")
+        section = cs.Struct("offset" / (cs.Int64ul if self.little else cs.Int64ub),
+                            "size" / (cs.Int64ul if self.little else cs.Int64ub))
+        for index in range(count):
+            base = index * stride
+            attr_size = u32.unpack_from(table, base + 4)[0] or 64
+            if attr_size + 16 > stride:
+                # perf refuses attrs larger than it knows; we read what fits in
+                # the stride and keep going.
+                self.warnings.append("attr %d: size %d does not fit the attr_size %d"
+                                     % (index, attr_size, stride))
+                attr_size = stride - 16
+            try:
+                attr = attr_schema(attr_size, self.little).parse(table[base:base + attr_size])
+                ids_sec = section.parse(table[base + attr_size:base + attr_size + 16])
+            except cs.ConstructError as exc:
+                raise self._error(CorruptError, "attr %d: %s" % (index, exc),
+                                  hdr.attrs.offset + base)
+            ids = []
+            if ids_sec.size:
+                if ids_sec.size % 8 or ids_sec.size // 8 > MAX_IDS:
+                    raise self._error(CorruptError, "attr %d: ids section of %d bytes"
+                                      % (index, ids_sec.size), hdr.attrs.offset + base + attr_size)
+                raw = self._read_at(ids_sec.offset, ids_sec.size)
+                ids = list(struct.unpack(("<" if self.little else ">") + "%dQ"
+                                         % (ids_sec.size // 8), raw))
+            self._add_attr(attr, ids)
+
+    def _add_attr(self, attr, ids, name=None):
+        ea = EventAttr(len(self.attrs), attr, ids, self.little, name)
+        self.attrs.append(ea)
+        for i in ids:
+            self.id_to_attr.setdefault(i, ea)
+        return ea
+
+    def _read_feature_table(self, feature_ids):
+        if not feature_ids:
+            return
+        offset = self._data_end
+        count = len(feature_ids)
+        try:
+            raw = self._read_at(offset, count * 16)
+        except TruncatedError as exc:
+            self.warnings.append("feature section table: %s" % exc)
+            return
+        table = feature_table_schema(count, self.little).parse(raw)
+        for fid, sec in zip(feature_ids, table):
+            if self.size is not None and (sec.offset > self.size or
+                                          sec.size > self.size - sec.offset):
+                self.warnings.append("feature %s: section at %#x (%d bytes) is outside "
+                                     "the file" % (_fname(fid), sec.offset, sec.size))
+                continue
+            self.features[fid] = (sec.offset, sec.size)
+        unknown = [fid for fid in feature_ids if fid > max(Feature)]
+        if unknown:
+            self.warnings.append("unknown feature bits: %s" % ", ".join(map(str, unknown)))
+
+    def _find_data_files(self):
+        names = sorted((n for n in os.listdir(self._dir_path)
+                        if n.startswith("data.") and n[5:].isdigit()),
+                       key=lambda n: int(n[5:]))
+        self.data_files = [os.path.join(self._dir_path, n) for n in names]
+
+    # -------------------------------------------------------------- features
+    @property
+    def feature_ids(self):
+        return sorted(set(self.features) | set(self._feature_data))
+
+    def has_feature(self, fid):
+        return fid in self.features or fid in self._feature_data
+
+    def feature_offset(self, fid):
+        sec = self.features.get(fid)
+        return sec[0] if sec else None
+
+    def feature_bytes(self, fid):
+        if fid in self._feature_data:
+            return self._feature_data[fid]
+        sec = self.features.get(fid)
+        if sec is None:
+            return None
+        if fid == Feature.TRACING_DATA and sec[1] > MAX_TRACING_DATA:
+            return None
+        return self._read_at(*sec)
+
+    def feature(self, fid):
+        """The parsed feature section, or None when absent."""
+        if fid in self._feature_cache:
+            return self._feature_cache[fid]
+        if self.is_pipe and not self._pipe_setup_done:
+            self._pipe_setup()
+        data = self.feature_bytes(fid)
+        if data is None:
+            return None
+        from . import features
+        result = features.parse_feature(fid, data, self.little, path=self.path,
+                                         offset=self.feature_offset(fid))
+        self._feature_cache[fid] = result
+        return result
+
+    # --------------------------------------------------------------- records
+    _pipe_setup_done = False
+
+    def _pipe_setup(self):
+        """Pipe mode: attrs and features arrive as records.  Read records until
+        the first SAMPLE, so that `attrs` and `feature()` are usable before
+        iteration; the records read are kept and replayed by `records()`."""
+        self._pipe_setup_done = True
+        self._pending = []
+        it = self._walk_source(self._main_source(), 0)
+        self._pipe_iter = it
+        try:
+            for rec in it:
+                self._pending.append(rec)
+                if rec.type < USER_TYPE_START or rec.type == RT.FINISHED_INIT:
+                    break
+        except PerfDataError as exc:
+            self._pending_error = exc
+
+    _pending = ()
+    _pipe_iter = None
+    _pending_error = None
+
+    def _main_source(self):
+        if self.is_pipe:
+            return ByteSource(self._f, PIPE_HEADER_SIZE, None, self._seekable,
+                              consumed=b"" if self._seekable else self._consumed[PIPE_HEADER_SIZE:])
+        return ByteSource(self._f, self._data_start, self._data_end, True)
+
+    def _file_order(self):
+        if self.is_pipe:
+            if not self._pipe_setup_done:
+                self._pipe_setup()
+            yield from self._pending
+            self._pending = []
+            if self._pending_error:
+                raise self._pending_error
+            yield from self._pipe_iter
+            return
+        yield from self._walk_source(self._main_source(), 0)
+        for index, path in enumerate(self.data_files, 1):
+            try:
+                f = open(path, "rb")
+            except OSError as exc:
+                raise PerfDataError("cannot open: %s" % exc.strerror, path=path)
+            with f:
+                end = file_size(f)
+                yield from self._walk_source(ByteSource(f, 0, end, True), index, path)
+
+    def records(self, order="time", include_compressed=False):
+        """Iterate over the records.
+
+        order='file': as stored; 'time': as perf delivers them (default).
+        COMPRESSED records are replaced by what they hold unless
+        include_compressed is set, in which case they are yielded too, before
+        their content.
+        """
+        source = self._file_order()
+        if order == "file":
+            for rec in source:
+                if rec.type in (RT.COMPRESSED, RT.COMPRESSED2) and not include_compressed:
+                    continue
+                yield rec
+            return
+        queue = ordering.OrderedQueue()
+        no_time = (0, (1 << 64) - 1, None)
+        for rec in source:
+            rtype = rec.type
+            if rtype >= USER_TYPE_START:
+                if rtype in (RT.COMPRESSED, RT.COMPRESSED2) and not include_compressed:
+                    continue
+                yield rec
+                if rtype == RT.FINISHED_ROUND:
+                    yield from queue.flush_round()
+                continue
+            if rec.time in no_time:
+                yield rec
+            else:
+                queue.push(rec.time, rec)
+        yield from queue.flush_all()
+
+    def __iter__(self):
+        return self.records()
+
+    def samples(self, order="time"):
+        for rec in self.records(order):
+            if rec.type == RT.SAMPLE:
+                yield rec
+
+    def _attr_for(self, rtype, body):
+        attrs = self.attrs
+        if not attrs:
+            return None
+        if len(attrs) == 1 or not self.id_to_attr:
+            return attrs[0]
+        first = attrs[0]
+        u64 = first.u64
+        if rtype == RT.SAMPLE:
+            pos = self._sample_id_pos
+            if pos is None or 8 * pos + 8 > len(body):
+                return first
+            ident = u64.unpack_from(body, 8 * pos)[0]
+        else:
+            pos = self._trailer_id_pos
+            if pos is None or not first.sample_id_all or 8 * pos > len(body):
+                return first
+            ident = u64.unpack_from(body, len(body) - 8 * pos)[0]
+        return self.id_to_attr.get(ident, first)
+
+    def _refresh_id_positions(self):
+        from .sample import id_position_in_sample, id_position_in_trailer
+        st = self.attrs[0].sample_type if self.attrs else 0
+        self._sample_id_pos = id_position_in_sample(st)
+        self._trailer_id_pos = id_position_in_trailer(st)
+
+    def _walk_source(self, src, file_index, path=None):
+        """Records of one byte source in file order, COMPRESSED ones expanded."""
+        path = path or self.path
+        self._refresh_id_positions()
+        little = self.little
+        hdr = struct.Struct("<IHH" if little else ">IHH")
+        decompressor = None
+        while True:
+            offset = src.offset
+            head = src.peek(8)
+            if len(head) == 0:
+                return
+            if len(head) < 8:
+                self.warnings.append("%s: offset %#x: file ends inside a record header"
+                                     % (path, offset))
+                self.truncated_at = offset
+                return
+            rtype, misc, size = hdr.unpack_from(head)
+            if size < 8:
+                raise CorruptError("record size %d is smaller than its header (type %d)"
+                                   % (size, rtype), path=path, offset=offset)
+            raw = src.take(size)
+            if len(raw) < size:
+                self.warnings.append("%s: offset %#x: file ends inside a %s record "
+                                     "(%d of %d bytes)" % (path, offset, record_type_name(rtype),
+                                                           len(raw), size))
+                self.truncated_at = offset
+                return
+            body = raw[8:]
+            rec = self._make_record(rtype, misc, size, offset, body, path)
+            rec.file = file_index
+            if rtype == RT.AUXTRACE or rtype == RT.HEADER_TRACING_DATA:
+                self._read_payload(src, rec, path)
+            elif rtype == RT.COMPRESSED or rtype == RT.COMPRESSED2:
+                yield rec
+                if decompressor is None:
+                    decompressor = Decompressor(self._decompress_limit())
+                yield from self._expand(decompressor, rec, path)
+                continue
+            elif rtype >= USER_TYPE_START:
+                self._user_record_side_effects(rec, path)
+            yield rec
+
+    def _decompress_limit(self):
+        if self.max_decompressed:
+            return self.max_decompressed
+        limit = 64 << 20
+        try:
+            comp = self.feature(Feature.COMPRESSED)
+            mmap_len = comp and comp.get("mmap_len")
+            if mmap_len:
+                limit = max(limit, 4 * mmap_len)
+        except Exception:       # a broken feature section must not stop the data
+            pass
+        return limit
+
+    def _make_record(self, rtype, misc, size, offset, body, path):
+        attr = None
+        time = None
+        if rtype < USER_TYPE_START:
+            attr = self._attr_for(rtype, body)
+            if attr is not None:
+                if rtype == RT.SAMPLE:
+                    time = attr.sample_time(body)
+                else:
+                    time = attr.trailer_time(body)
+        return Record(self, rtype, misc, size, offset, body, attr, time)
+
+    def _read_payload(self, src, rec, path):
+        """AUXTRACE data and pipe-mode tracing data follow their record."""
+        u = "<" if self.little else ">"
+        if rec.type == RT.AUXTRACE:
+            if len(rec.body) < 8:
+                raise CorruptError("AUXTRACE record too short", path=path, offset=rec.offset)
+            size = struct.unpack_from(u + "Q", rec.body)[0]
+            rec.payload_offset = src.offset
+            rec.payload_size = size
+            if src.skip(size) < size:
+                self.warnings.append("%s: offset %#x: AUXTRACE payload cut short"
+                                     % (path, rec.offset))
+            return
+        if len(rec.body) < 4:
+            raise CorruptError("TRACING_DATA record too short", path=path, offset=rec.offset)
+        size = struct.unpack_from(u + "I", rec.body)[0]
+        rec.payload_offset = src.offset
+        rec.payload_size = size
+        if size > MAX_TRACING_DATA:
+            raise CorruptError("tracing data of %d bytes" % size, path=path, offset=rec.offset)
+        data = src.take(size)
+        if len(data) < size:
+            raise TruncatedError("file ends inside the tracing data", path=path,
+                                 offset=rec.payload_offset)
+        self.tracing_data = bytes(data)
+        self._feature_data[Feature.TRACING_DATA] = self.tracing_data
+
+    def _user_record_side_effects(self, rec, path):
+        """perf's own records that define the file's events and features."""
+        rtype = rec.type
+        try:
+            if rtype == RT.HEADER_ATTR:
+                size_field = struct.unpack_from("<I" if self.little else ">I", rec.body, 4)[0]
+                attr_size = min(size_field or 64, len(rec.body))
+                parsed = header_attr_schema(attr_size, self.little).parse(rec.body)
+                self._add_attr(parsed.attr, list(parsed.ids))
+                self._refresh_id_positions()
+            elif rtype == RT.HEADER_FEATURE:
+                parsed = body_schemas(self.little)[rtype].parse(rec.body)
+                self._feature_data[parsed.feat_id] = bytes(parsed.data)
+                self._feature_cache.pop(parsed.feat_id, None)
+            elif rtype == RT.HEADER_BUILD_ID:
+                self.build_ids.append(rec)
+            elif rtype == RT.HEADER_EVENT_TYPE:
+                self.event_types.append(body_schemas(self.little)[rtype].parse(rec.body))
+            elif rtype == RT.EVENT_UPDATE:
+                parsed = body_schemas(self.little)[rtype].parse(rec.body)
+                if parsed.type == 2:
+                    ea = self.id_to_attr.get(parsed.id)
+                    if ea is not None:
+                        ea.name = parsed.data.name
+            elif rtype == RT.ID_INDEX:
+                parsed = body_schemas(self.little)[rtype].parse(rec.body)
+                for entry in parsed.entries:
+                    if entry.idx < len(self.attrs):
+                        self.id_to_attr.setdefault(entry.id, self.attrs[entry.idx])
+        except (cs.ConstructError, struct.error) as exc:
+            raise CorruptError("%s record: %s" % (rec.name, _short(exc)),
+                               path=path, offset=rec.offset)
+
+    def _expand(self, decompressor, rec, path):
+        """The records inside a COMPRESSED/COMPRESSED2 record.  perf keeps one zstd
+        stream for the whole file and lets a record straddle two chunks."""
+        body = rec.body
+        if rec.type == RT.COMPRESSED2:
+            if len(body) < 8:
+                raise CorruptError("COMPRESSED2 record too short", path=path, offset=rec.offset)
+            data_size = struct.unpack_from("<Q" if self.little else ">Q", body)[0]
+            if data_size > len(body) - 8:
+                raise CorruptError("COMPRESSED2 data_size %d exceeds the record" % data_size,
+                                   path=path, offset=rec.offset)
+            payload = body[8:8 + data_size]
+        else:
+            payload = body
+        try:
+            data = decompressor.feed(payload)
+        except ValueError as exc:
+            raise CorruptError("cannot decompress: %s" % exc, path=path, offset=rec.offset)
+        hdr = struct.Struct("<IHH" if self.little else ">IHH")
+        pos = 0
+        end = len(data)
+        view = memoryview(data)
+        while end - pos >= 8:
+            rtype, misc, size = hdr.unpack_from(data, pos)
+            if size < 8:
+                raise CorruptError("record size %d inside compressed data (at %d of the "
+                                   "decompressed stream)" % (size, decompressor.total_out - end + pos),
+                                   path=path, offset=rec.offset)
+            if end - pos < size:
+                break
+            inner = self._make_record(rtype, misc, size, rec.offset,
+                                      view[pos + 8:pos + size], path)
+            inner.compressed = True
+            inner.file = rec.file
+            if rtype >= USER_TYPE_START:
+                self._user_record_side_effects(inner, path)
+            yield inner
+            pos += size
+        decompressor.keep(data[pos:])
+
+    # ---------------------------------------------------------------- parsing
+    def parse_record(self, rec):
+        rtype = rec.type
+        body = rec.body
+        try:
+            if rtype == RT.SAMPLE:
+                if rec.attr is None:
+                    raise CorruptError("SAMPLE with no event attr", path=self.path,
+                                       offset=rec.offset)
+                return rec.attr.decode_sample(body)
+            if rtype == RT.HEADER_ATTR:
+                size_field = struct.unpack_from("<I" if self.little else ">I", body, 4)[0]
+                parsed = header_attr_schema(min(size_field or 64, len(body)),
+                                            self.little).parse(body)
+                return _plain(parsed)
+            trailer = None
+            if rtype < USER_TYPE_START and rec.attr is not None and rec.attr.sample_id_all:
+                trailer = rec.attr.decode_trailer(body)
+                body = body[:len(body) - rec.attr.trailer_size]
+            if rtype == RT.READ:
+                i = 4 if self.little else 4
+                schema = cs.Struct("pid" / (cs.Int32ul if self.little else cs.Int32ub),
+                                   "tid" / (cs.Int32ul if self.little else cs.Int32ub),
+                                   "values" / read_format_schema(
+                                       rec.attr.read_format if rec.attr else 0, self.little))
+                out = _plain(schema.parse(body))
+            else:
+                schema = body_schemas(self.little).get(rtype)
+                if schema is None:
+                    return {"raw": bytes(body)}
+                out = _plain(schema.parse(body))
+            if rtype == RT.MMAP2:
+                _split_mmap2(out, rec.misc)
+            if trailer is not None:
+                out["sample_id"] = trailer
+            return out
+        except DecodeError as exc:
+            raise CorruptError("%s record: field %s: %s" % (rec.name, exc.field, exc),
+                               path=self.path, offset=rec.offset)
+        except (cs.ConstructError, struct.error, UnicodeDecodeError) as exc:
+            raise CorruptError("%s record: %s" % (rec.name, _short(exc)),
+                               path=self.path, offset=rec.offset)
+
+    def close(self):
+        try:
+            self._f.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _split_mmap2(out, misc):
+    from .constants import MISC_MMAP_BUILD_ID
+    raw = out.pop("id_union")
+    inode = out.pop("inode")
+    bid = out.pop("buildid")
+    if misc & MISC_MMAP_BUILD_ID:
+        size = min(bid["build_id_size"], 20)
+        out["build_id"] = bytes(bid["build_id"][:size]).hex()
+    else:
+        out.update(inode)
+    del raw
+
+
+def _plain(obj):
+    """construct Containers to plain dicts and lists (no '_io' keys)."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items() if not k.startswith("_")}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _short(exc):
+    text = str(exc).strip().splitlines()
+    return text[-1] if text else type(exc).__name__
+
+
+def _fname(fid):
+    from .constants import feature_name
+    return feature_name(fid)

@@ -1,0 +1,129 @@
+"""Byte sources the reader walks: a regular file read in chunks, or a pipe.
+
+Records are at most 64 KiB (u16 size), but AUXTRACE and HEADER_TRACING_DATA
+carry payloads after the record that may be much larger; those are skipped by
+seeking (or by reading and dropping, on a pipe), never held whole.  Memory is
+bounded by the chunk size plus the largest record.
+"""
+import io
+import os
+import stat
+
+CHUNK = 1 << 20
+
+
+class ByteSource:
+    """Sequential reads from `start` to `end` (None: to EOF) of a file object."""
+
+    def __init__(self, fileobj, start=0, end=None, seekable=True, consumed=b""):
+        self.f = fileobj
+        self.seekable = seekable
+        self.pos = start            # file offset of buf[0]
+        self.end = end
+        self.buf = consumed
+        self.head = 0               # index in buf of the next unread byte
+        if seekable:
+            self.f.seek(start)
+
+    @property
+    def offset(self):
+        """File offset of the next unread byte."""
+        return self.pos + self.head
+
+    def _fill(self, need):
+        """Make `need` bytes available at head, if the input has them."""
+        avail = len(self.buf) - self.head
+        if avail >= need:
+            return True
+        want = max(need - avail, CHUNK)
+        if self.end is not None:
+            want = min(want, self.end - (self.pos + len(self.buf)))
+        chunks = [self.buf[self.head:]]
+        got = avail
+        while got < need and want > 0:
+            data = self.f.read(want)
+            if not data:
+                break
+            chunks.append(data)
+            got += len(data)
+            want -= len(data)
+        self.pos += self.head
+        self.buf = b"".join(chunks)
+        self.head = 0
+        return len(self.buf) >= need
+
+    def peek(self, n):
+        """memoryview of the next n bytes (fewer at the end of input)."""
+        self._fill(n)
+        return memoryview(self.buf)[self.head:self.head + n]
+
+    def take(self, n):
+        view = self.peek(n)
+        self.head += len(view)
+        return view
+
+    def skip(self, n):
+        """Skip n bytes; return how many were really there."""
+        avail = len(self.buf) - self.head
+        if n <= avail:
+            self.head += n
+            return n
+        skipped = avail
+        rest = n - avail
+        self.pos += len(self.buf)
+        self.buf, self.head = b"", 0
+        if self.end is not None:
+            rest_limit = self.end - self.pos
+            if rest < rest_limit:
+                rest_limit = rest
+        else:
+            rest_limit = rest
+        if self.seekable:
+            size = os.fstat(self.f.fileno()).st_size if hasattr(self.f, "fileno") else None
+            limit = self.pos + rest_limit
+            if size is not None:
+                limit = min(limit, size)
+            self.f.seek(limit)
+            skipped += limit - self.pos
+            self.pos = limit
+        else:
+            while rest_limit > 0:
+                data = self.f.read(min(rest_limit, CHUNK))
+                if not data:
+                    break
+                skipped += len(data)
+                rest_limit -= len(data)
+                self.pos += len(data)
+        return skipped
+
+    def at_end(self):
+        if self.end is not None and self.offset >= self.end:
+            return True
+        return not self._fill(1)
+
+
+def open_input(path):
+    """Open a path (or '-' for standard input) for reading; refuse non-files."""
+    if path == "-" or path is None:
+        stream = getattr(os.sys.stdin, "buffer", os.sys.stdin)
+        return stream, False, "<stdin>"
+    if hasattr(path, "read"):
+        seekable = False
+        try:
+            seekable = path.seekable()
+        except (AttributeError, OSError, ValueError):
+            pass
+        return path, seekable, getattr(path, "name", "<stream>")
+    st = os.stat(path)
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+        return open(path, "rb", buffering=0), False, str(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise IsADirectoryError(str(path))
+    return open(path, "rb"), True, str(path)
+
+
+def file_size(fileobj):
+    try:
+        return os.fstat(fileobj.fileno()).st_size
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return None
