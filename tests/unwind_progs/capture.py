@@ -42,15 +42,17 @@ def build(source, out_dir, cflags=("-O2",), strip_eh_frame=False, name=None):
     return exe
 
 
-def run_gdb(exe, stops, window=8192, timeout=120):
+def run_gdb(exe, stops, window=8192, timeout=120, symbols=()):
     """Stop `exe` under gdb at each of `stops` ({'break': spec, 'stepi': n})
-    and return one Capture per stop."""
+    and return one Capture per stop.  `symbols` are names whose addresses
+    gdb reports at each stop (Capture.symbols)."""
     require_tools()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "capture.json")
         env = dict(os.environ)
         env["UNWIND_CAPTURE_SPEC"] = json.dumps({"out": out, "stops": stops,
-                                                 "window": window})
+                                                 "window": window,
+                                                 "symbols": list(symbols)})
         proc = subprocess.run(["gdb", "-nx", "-batch", "-x",
                                os.path.join(HERE, "gdb_capture.py"), "--args", exe],
                               env=env, capture_output=True, text=True, timeout=timeout)
@@ -96,10 +98,31 @@ class Capture:
         self.gdb_pcs = raw["gdb_pcs"]
         self.gdb_names = raw["gdb_names"]
         self.gdb_stop = raw["gdb_stop"]
+        self.symbols = raw.get("symbols", {})
         self.maps = sorted(raw["maps"], key=lambda m: m["start"])
         self._starts = [m["start"] for m in self.maps]
         self._modules = {}
+        self._cfi_overrides = {}
         self.lookups = 0
+
+    def use_cfi(self, path, table):
+        """Unwind `path` with `table` instead of the file's own CFI."""
+        self._cfi_overrides[path] = table
+        self._modules.clear()
+
+    def unwind(self, max_depth=127):
+        from symbolize.unwind import unwind_dwarf
+        return unwind_dwarf("x86_64", self.regs, self.read_stack, self.find_module,
+                            max_depth=max_depth)
+
+    def window_end(self):
+        return self.read_stack.end
+
+    def map_of(self, avma):
+        for m in self.maps:
+            if m["start"] <= avma < m["end"]:
+                return m
+        return None
 
     def module_at(self, avma):
         i = bisect.bisect_right(self._starts, avma) - 1
@@ -117,11 +140,14 @@ class Capture:
             mod = Module(CfiTable.from_elf(data), _load_bias(io.BytesIO(data), m["start"], 0),
                          path)
         elif path.startswith("/") and os.path.exists(path):
-            if path not in _CFI_CACHE:
-                _CFI_CACHE[path] = CfiTable.from_elf(path)
+            table = self._cfi_overrides.get(path)
+            if table is None:
+                if path not in _CFI_CACHE:
+                    _CFI_CACHE[path] = CfiTable.from_elf(path)
+                table = _CFI_CACHE[path]
             with open(path, "rb") as f:
                 bias = _load_bias(f, m["start"], m["offset"])
-            mod = Module(_CFI_CACHE[path], bias, path)
+            mod = Module(table, bias, path)
         self._modules[key] = mod
         return mod
 

@@ -4,6 +4,7 @@
 # the mappings, the vdso image) plus gdb's own backtrace as the oracle.
 import json
 import os
+import re
 
 import gdb
 
@@ -14,7 +15,8 @@ MASK = (1 << 64) - 1
 spec = json.loads(os.environ["UNWIND_CAPTURE_SPEC"])
 for cmd in ("set pagination off", "set confirm off", "set width 0",
             "set backtrace past-main on", "set backtrace past-entry on",
-            "set backtrace limit 100000", "set disable-randomization on"):
+            "set backtrace limit 100000", "set disable-randomization on",
+            "handle SIGUSR1 nostop noprint pass"):
     gdb.execute(cmd)
 
 
@@ -49,14 +51,23 @@ def capture(window):
     f = frame
     last = f
     while f is not None:
-        # an inlined call shares its physical frame (and pc) with the caller;
-        # the unwinder sees physical frames only
-        if f.type() != gdb.INLINE_FRAME:
+        # an inlined call shares its physical frame (and pc) with the caller,
+        # and a tail-call frame is gdb's reconstruction from DWARF call-site
+        # data: the unwinder sees physical frames only
+        if f.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):
             pcs.append(f.pc())
             names.append(f.name())
         last = f
         f = f.older()
-    return {"regs": regs, "stack_base": sp, "stack": stack.hex(), "maps": maps,
+    symbols = {}
+    for name in spec.get("symbols", ()):
+        try:
+            text = gdb.execute("info address %s" % name, to_string=True)
+            m = re.search(r"at address (0x[0-9a-f]+)", text)
+            symbols[name] = int(m.group(1), 16) if m else None
+        except gdb.error:
+            symbols[name] = None
+    return {"regs": regs, "symbols": symbols, "stack_base": sp, "stack": stack.hex(), "maps": maps,
             "vdso": vdso, "gdb_pcs": pcs, "gdb_names": names,
             "gdb_stop": gdb.frame_stop_reason_string(last.unwind_stop_reason())}
 
