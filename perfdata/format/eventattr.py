@@ -28,8 +28,28 @@ def default_event_name(attr):
     elif etype == AttrType.RAW:
         name = "r%x" % config
     else:
-        name = "unknown %d:%#x" % (etype, config)
+        return "unknown %d:%#x" % (etype, config)
+    if etype in (AttrType.HARDWARE, AttrType.SOFTWARE, AttrType.HW_CACHE):
+        name += event_modifiers(attr)
     return name
+
+
+def event_modifiers(attr):
+    """The ':ukppHG' suffix perf adds to generic event names (evsel__add_modifiers)."""
+    flags = attr["flags"]
+    mods = ""
+    guest_default = False
+    if flags["exclude_kernel"] or flags["exclude_user"] or flags["exclude_hv"]:
+        mods += "".join(c for c, excl in (("k", "exclude_kernel"), ("u", "exclude_user"),
+                                          ("h", "exclude_hv")) if not flags[excl])
+        guest_default = True
+    if flags["precise_ip"]:
+        mods += "ppp"[:flags["precise_ip"]]
+        guest_default = True
+    if flags["exclude_host"] or bool(flags["exclude_guest"]) == guest_default:
+        mods += "".join(c for c, excl in (("H", "exclude_host"), ("G", "exclude_guest"))
+                        if not flags[excl])
+    return ":" + mods if mods else ""
 
 
 class EventAttr:

@@ -492,8 +492,15 @@ class PerfFile:
         if len(rec.body) < 4:
             raise CorruptError("TRACING_DATA record too short", path=path, offset=rec.offset)
         size = struct.unpack_from(u + "I", rec.body)[0]
-        rec.payload_offset = src.offset
         rec.payload_size = size
+        if len(rec.body) >= 4 + size:
+            # simpleperf puts the data inside the record; perf after it.
+            rec.payload_offset = rec.offset + 12
+            data = rec.body[4:4 + size]
+            self.tracing_data = bytes(data)
+            self._feature_data.setdefault(Feature.TRACING_DATA, self.tracing_data)
+            return
+        rec.payload_offset = src.offset
         if size > MAX_TRACING_DATA:
             raise CorruptError("tracing data of %d bytes" % size, path=path, offset=rec.offset)
         data = src.take(size)
@@ -521,20 +528,17 @@ class PerfFile:
                 self.build_ids.append(rec)
             elif rtype == RT.HEADER_EVENT_TYPE:
                 self.event_types.append(body_schemas(self.little)[rtype].parse(rec.body))
-            elif rtype == RT.EVENT_UPDATE:
-                parsed = body_schemas(self.little)[rtype].parse(rec.body)
-                if parsed.type == 2:
-                    ea = self.id_to_attr.get(parsed.id)
-                    if ea is not None:
-                        ea.name = parsed.data.name
+            # EVENT_UPDATE names are not applied: perf 6.1 keeps the name it
+            # computed from the attr (checked on the quipper pipe files).
             elif rtype == RT.ID_INDEX:
                 parsed = body_schemas(self.little)[rtype].parse(rec.body)
                 for entry in parsed.entries:
                     if entry.idx < len(self.attrs):
                         self.id_to_attr.setdefault(entry.id, self.attrs[entry.idx])
-        except (cs.ConstructError, struct.error) as exc:
-            raise CorruptError("%s record: %s" % (rec.name, _short(exc)),
-                               path=path, offset=rec.offset)
+        except (cs.ConstructError, struct.error, UnicodeDecodeError) as exc:
+            # perf counts the record and goes on; so do we, with a warning.
+            self.warnings.append("%s: offset %#x: %s record: %s"
+                                 % (path, rec.offset, rec.name, _short(exc)))
 
     def _expand(self, decompressor, rec, path):
         """The records inside a COMPRESSED/COMPRESSED2 record.  perf keeps one zstd

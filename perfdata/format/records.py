@@ -120,8 +120,9 @@ def body_schemas(little=True):
             "old_bytes" / cs.Bytes(cs.this.old_len), "new_bytes" / cs.Bytes(cs.this.new_len)),
         RecordType.AUX_OUTPUT_HW_ID: cs.Struct("hw_id" / u64),
 
+        # name is char[64] but old perf wrote records shorter than that.
         RecordType.HEADER_EVENT_TYPE: cs.Struct(
-            "event_id" / u64, "name" / _padded_string(64)),
+            "event_id" / u64, "name" / cs.NullStripped(cs.GreedyString("utf8"))),
         RecordType.HEADER_TRACING_DATA: cs.Struct("size" / u32),
         RecordType.HEADER_BUILD_ID: cs.Struct(
             "pid" / s32, "build_id" / cs.Bytes(20), "build_id_size" / u8,

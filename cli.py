@@ -1,0 +1,111 @@
+"""Command line of perfdata: argument parsing, one call per command, exit codes."""
+import argparse
+import os
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def _open(path):
+    import perfdata
+    return perfdata.open(path)
+
+
+def cmd_stats(args, out):
+    from perfdata.views.stats import RecordStats, describe_stats
+    pf = _open(args.file)
+    stats = RecordStats()
+    try:
+        for rec in pf.records(order="file", include_compressed=True):
+            stats.add(rec)
+    finally:
+        out.write(describe_stats(pf, stats))
+        _warn(pf)
+
+
+def cmd_dump(args, out):
+    from perfdata.views import dump
+    pf = _open(args.file)
+    if not args.json:
+        for line in dump.describe_header(pf) + dump.describe_attrs(pf) + dump.describe_features(pf):
+            out.write(line + "\n")
+    try:
+        dump.dump_records(pf, out.write, as_json=args.json,
+                          order="time" if args.time_order else "file")
+    finally:
+        _warn(pf)
+
+
+def cmd_header(args, out):
+    from perfdata.views.header import describe_header
+    pf = _open(args.file)
+    out.write(describe_header(pf, full=args.full))
+    _warn(pf)
+
+
+def _warn(pf):
+    seen = set()
+    for message in pf.warnings:
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write("perfdata: warning: %s\n" % message)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="perfdata", description=__doc__)
+    parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("stats", help="record counts, as perf report --stats")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("dump", help="every record with its offset and fields")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("--json", action="store_true", help="JSON lines")
+    p.add_argument("--time-order", action="store_true", help="perf's time order")
+    p.set_defaults(func=cmd_dump)
+
+    p = sub.add_parser("header", help="the metadata, as perf report --header-only")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
+    p.set_defaults(func=cmd_header)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from perfdata.format.errors import PerfDataError
+    out = sys.stdout
+    try:
+        args.func(args, out)
+        out.flush()
+    except BrokenPipeError:
+        # `| head` closed the pipe: end quietly, as perf does.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+    except PerfDataError as exc:
+        if args.traceback:
+            raise
+        _flush_quietly(out)
+        sys.stderr.write("perfdata: error: %s\n" % exc.describe())
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _flush_quietly(out):
+    try:
+        out.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
