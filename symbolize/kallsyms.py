@@ -1,0 +1,120 @@
+"""Kernel symbols from a kallsyms text (/proc/kallsyms, or the copy perf keeps
+in its build-id cache, ~/.debug/[kernel.kallsyms]/<build-id>/kallsyms).
+
+perf's conventions (tools/perf/util/symbol.c, perf 6.1): keep types T, W, D and
+B (either case); a symbol's size runs to the next symbol; the last symbol of
+the kernel or of a module ends at the end of its page rather than across the
+gap to the next; symbols sharing an address are resolved by choose_best_symbol.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import NamedTuple
+
+from .symtab import RawSymbol, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, fixup_symbols
+
+MAX_KALLSYMS_SIZE = 256 << 20
+KSYM_NAME_LEN = 512
+
+
+class KernelSymbol(NamedTuple):
+    name: str
+    start: int
+    size: int
+    module: str | None       # None for the kernel itself
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+
+def _binding(t: str) -> int:
+    if t in "Ww":
+        return STB_WEAK
+    return STB_GLOBAL if t.isupper() else STB_LOCAL
+
+
+class KernelSymbols:
+    def __init__(self, symbols=()):
+        self._syms = sorted(symbols, key=lambda s: s.start)
+        self._starts = [s.start for s in self._syms]
+        self.warnings: list[str] = []
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "kallsyms") -> "KernelSymbols":
+        raw = []
+        bad = 0
+        zero = 0
+        for line in text.splitlines():
+            parts = line.split(None, 3)
+            if len(parts) < 3 or len(parts[1]) != 1:
+                if line.strip():
+                    bad += 1
+                continue
+            try:
+                addr = int(parts[0], 16)
+            except ValueError:
+                bad += 1
+                continue
+            t = parts[1]
+            if t.upper() not in "TWDB":
+                continue
+            name = parts[2]
+            if len(name) >= KSYM_NAME_LEN:
+                bad += 1
+                continue
+            if len(parts) == 4:
+                mod = parts[3].strip()
+                if mod.startswith("[") and mod.endswith("]"):
+                    name = f"{name}\t{mod}"      # perf's own in-band marker
+            if addr == 0:
+                zero += 1
+            raw.append(RawSymbol(name, addr, 0, _binding(t), STT_FUNC, source))
+        table = cls()
+        if raw and zero == len(raw):
+            table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
+            return table
+        syms = []
+        for e in fixup_symbols(raw, is_kallsyms=True):
+            name, _, mod = e[3].partition("\t")
+            syms.append(KernelSymbol(name, e[0], e[1] - e[0], mod[1:-1] if mod else None))
+        table = cls(syms)
+        if bad:
+            table.warnings.append(f"{source}: {bad} malformed lines skipped")
+        return table
+
+    @classmethod
+    def from_file(cls, path: str) -> "KernelSymbols":
+        """Parse a kallsyms file; an unreadable one gives an empty table with
+        a warning."""
+        import os
+        import stat
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError("not a regular file")
+            # /proc files report size 0: read with a cap instead of trusting it.
+            with open(path, "rb") as f:
+                data = f.read(MAX_KALLSYMS_SIZE + 1)
+        except OSError as e:
+            t = cls()
+            t.warnings.append(f"{path}: {e.strerror or e}")
+            return t
+        if len(data) > MAX_KALLSYMS_SIZE:
+            t = cls()
+            t.warnings.append(f"{path}: larger than {MAX_KALLSYMS_SIZE} bytes")
+            return t
+        return cls.parse(data.decode("utf-8", "replace"), source=path)
+
+    def __len__(self) -> int:
+        return len(self._syms)
+
+    def __iter__(self):
+        return iter(self._syms)
+
+    def lookup(self, address: int) -> KernelSymbol | None:
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0:
+            return None
+        s = self._syms[i]
+        return s if address < s.start + s.size else None

@@ -1,0 +1,223 @@
+"""Where to look for a binary and its debug info: ordered candidate paths.
+
+Pure data: nothing here opens a file. The caller opens each candidate in turn
+and checks it (build-id, or the .gnu_debuglink CRC) before trusting it, as
+wholesym does. Orders follow perf and gdb:
+
+binary:  --debug-dir dirs (.build-id/xx/rest, DIR/<path>), the symfs root,
+         perf's build-id cache (~/.debug), then the original path.
+debug:   --debug-dir dirs (.build-id/xx/rest.debug, DIR/<path>.debug, ...),
+         the symfs root's /usr/lib/debug, /usr/lib/debug (.build-id and path
+         layouts), perf's build-id cache, then .gnu_debuglink's file next to
+         the binary, in its .debug/ and under /usr/lib/debug/<dir>/.
+
+perf's build-id cache (tools/perf/util/build-id.c): ~/.debug/.build-id/ab/cdef
+is a symlink to ../../<path>/<build-id>, a directory holding `elf` (the
+binary), `debug` (its debug info), `kallsyms` or `vdso`.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from .buildid import normalize_build_id
+
+
+class Candidate(NamedTuple):
+    path: str
+    origin: str            # debug-dir, symfs, system, buildid-cache, debuglink, original
+    crc: int | None = None  # for debuglink candidates: the CRC32 the file must have
+
+
+def _is_pseudo(path: str) -> bool:
+    # perf's names for things that are no file: [vdso], [kernel.kallsyms],
+    # [heap], //anon, /memfd:... (deleted) is a real path.
+    return not path or path.startswith("[") or path.startswith("//") or "\0" in path
+
+
+def _rooted(root: str, path: str, suffix: str = "") -> str | None:
+    """root + absolute path, with '..' resolved first so the result stays
+    inside root."""
+    if not os.path.isabs(path) or "\0" in path:
+        return None
+    norm = os.path.normpath(path).lstrip("/")
+    if not norm:
+        return None
+    return os.path.join(root, norm) + suffix
+
+
+def valid_debuglink_name(name) -> bool:
+    return (isinstance(name, str) and bool(name) and "/" not in name and "\0" not in name
+            and name not in (".", "..") and ".." not in name)
+
+
+class DebugInfoLocator:
+    def __init__(self, debug_dirs=(), symfs: str | None = None,
+                 buildid_dir: str | None = "~/.debug",
+                 system_debug: str | None = "/usr/lib/debug"):
+        self.debug_dirs = [os.path.expanduser(d) for d in (debug_dirs or ())]
+        self.symfs = os.path.expanduser(symfs) if symfs else None
+        self.buildid_dir = os.path.expanduser(buildid_dir) if buildid_dir else None
+        self.system_debug = system_debug
+        self.warnings: list[str] = []
+        self._warned: set[str] = set()
+
+    def _warn(self, msg: str) -> None:
+        if msg not in self._warned:
+            self._warned.add(msg)
+            self.warnings.append(msg)
+
+    @staticmethod
+    def _bid_parts(build_id) -> tuple[str, str] | None:
+        bid = normalize_build_id(build_id)
+        if bid is None or len(bid) < 4:
+            return None
+        return bid[:2], bid[2:]
+
+    def _cache_dirs(self, path: str, bid: str | None) -> list[str]:
+        """Directories of perf's build-id cache that may hold this binary."""
+        if not self.buildid_dir or bid is None:
+            return []
+        xx, rest = bid[:2], bid[2:]
+        out = [os.path.join(self.buildid_dir, ".build-id", xx, rest)]
+        if path.startswith("[") and "/" not in path and "\0" not in path:
+            out.append(os.path.join(self.buildid_dir, path, bid))
+        else:
+            p = _rooted(self.buildid_dir, path)
+            if p is not None:
+                out.append(os.path.join(p, bid))
+        return out
+
+    def candidates_for_binary(self, path: str, build_id=None) -> list[Candidate]:
+        """Files that may be the binary itself (with its code), best first."""
+        bid = normalize_build_id(build_id)
+        if build_id is not None and bid is None:
+            self._warn(f"{path}: invalid build-id {build_id!r} ignored")
+        out: list[Candidate] = []
+        pseudo = _is_pseudo(path)
+        for d in self.debug_dirs:
+            if bid is not None and len(bid) >= 4:
+                out.append(Candidate(os.path.join(d, ".build-id", bid[:2], bid[2:]), "debug-dir"))
+            if not pseudo:
+                p = _rooted(d, path)
+                if p:
+                    out.append(Candidate(p, "debug-dir"))
+        if self.symfs and not pseudo:
+            p = _rooted(self.symfs, path)
+            if p:
+                out.append(Candidate(p, "symfs"))
+        for cdir in self._cache_dirs(path, bid):
+            if path == "[vdso]":
+                out.append(Candidate(os.path.join(cdir, "vdso"), "buildid-cache"))
+            out.append(Candidate(os.path.join(cdir, "elf"), "buildid-cache"))
+        if bid is not None and self.buildid_dir and len(bid) >= 4:
+            # Old cache layout: the .build-id entry links to the file itself.
+            out.append(Candidate(os.path.join(self.buildid_dir, ".build-id", bid[:2], bid[2:]),
+                                 "buildid-cache"))
+        if not pseudo and not self.symfs:
+            out.append(Candidate(os.path.normpath(path), "original"))
+        return _dedup(out)
+
+    def candidates_for_debug(self, path: str, build_id=None, debuglink=None,
+                             binary_path: str | None = None) -> list[Candidate]:
+        """Files that may hold the binary's debug info (.symtab, DWARF).
+
+        debuglink is (name, crc) from the binary's .gnu_debuglink; binary_path
+        is where the binary was actually found (its directory is searched for
+        the debuglink file), by default `path`.
+        """
+        bid = normalize_build_id(build_id)
+        if build_id is not None and bid is None:
+            self._warn(f"{path}: invalid build-id {build_id!r} ignored")
+        out: list[Candidate] = []
+        pseudo = _is_pseudo(path)
+        has_bid = bid is not None and len(bid) >= 4
+        for d in self.debug_dirs:
+            if has_bid:
+                base = os.path.join(d, ".build-id", bid[:2], bid[2:])
+                out.append(Candidate(base + ".debug", "debug-dir"))
+            if not pseudo:
+                p = _rooted(d, path)
+                if p:
+                    out.append(Candidate(p + ".debug", "debug-dir"))
+                    out.append(Candidate(p, "debug-dir"))
+            if has_bid:
+                out.append(Candidate(base, "debug-dir"))
+        roots = []
+        if self.symfs and self.system_debug:
+            roots.append((_rooted(self.symfs, self.system_debug), "symfs"))
+        if self.system_debug and not self.symfs:
+            roots.append((self.system_debug, "system"))
+        for root, origin in roots:
+            if not root:
+                continue
+            if has_bid:
+                out.append(Candidate(os.path.join(root, ".build-id", bid[:2], bid[2:]) + ".debug",
+                                     origin))
+            if not pseudo:
+                p = _rooted(root, path)
+                if p:
+                    out.append(Candidate(p + ".debug", origin))
+                    out.append(Candidate(p, origin))
+        for cdir in self._cache_dirs(path, bid):
+            out.append(Candidate(os.path.join(cdir, "debug"), "buildid-cache"))
+        if debuglink is not None and not pseudo:
+            out += self._debuglink_candidates(path, debuglink, binary_path)
+        return _dedup(out)
+
+    def _debuglink_candidates(self, path, debuglink, binary_path) -> list[Candidate]:
+        try:
+            name, crc = debuglink
+        except (TypeError, ValueError):
+            return []
+        if not valid_debuglink_name(name):
+            self._warn(f"{path}: .gnu_debuglink name {name!r} rejected")
+            return []
+        out = []
+        dirs = []
+        for p in (binary_path, path if not self.symfs else _rooted(self.symfs, path)):
+            if p and os.path.isabs(p):
+                d = os.path.dirname(os.path.normpath(p))
+                if d not in dirs:
+                    dirs.append(d)
+        for d in dirs:
+            out.append(Candidate(os.path.join(d, name), "debuglink", crc))
+            out.append(Candidate(os.path.join(d, ".debug", name), "debuglink", crc))
+        orig_dir = os.path.dirname(os.path.normpath(path)) if os.path.isabs(path) else None
+        if orig_dir:
+            roots = []
+            if self.symfs and self.system_debug:
+                roots.append(_rooted(self.symfs, self.system_debug))
+            elif self.system_debug:
+                roots.append(self.system_debug)
+            for d in self.debug_dirs:
+                roots.append(d)
+            for root in roots:
+                p = _rooted(root, orig_dir) if root and orig_dir != "/" else root
+                if p:
+                    out.append(Candidate(os.path.join(p, name), "debuglink", crc))
+        return out
+
+    def candidates_for_kallsyms(self, build_id=None) -> list[Candidate]:
+        """perf's saved copy of /proc/kallsyms for this kernel build, then the
+        running kernel's (right only if the build-ids agree: the caller checks)."""
+        out = []
+        bid = normalize_build_id(build_id)
+        if bid is not None and self.buildid_dir:
+            out.append(Candidate(os.path.join(self.buildid_dir, "[kernel.kallsyms]", bid, "kallsyms"),
+                                 "buildid-cache"))
+        if self.symfs:
+            out.append(Candidate(os.path.join(self.symfs, "proc", "kallsyms"), "symfs"))
+        else:
+            out.append(Candidate("/proc/kallsyms", "original"))
+        return out
+
+
+def _dedup(cands: list[Candidate]) -> list[Candidate]:
+    seen = set()
+    out = []
+    for c in cands:
+        if c.path not in seen:
+            seen.add(c.path)
+            out.append(c)
+    return out
