@@ -293,6 +293,56 @@ class PerfFile:
         self._feature_cache[fid] = result
         return result
 
+    def resolve_event_names(self):
+        """Name events as perf does: EVENT_DESC names (by id), then tracepoints
+        from the tracing data formats, else the name computed from the attr."""
+        try:
+            # perf 6.1 keeps its computed names in pipe mode (quipper pipe files).
+            descs = [] if self.is_pipe else (self.feature(Feature.EVENT_DESC) or [])
+        except PerfDataError as exc:
+            self.warnings.append("EVENT_DESC: %s" % exc)
+            descs = []
+        for index, desc in enumerate(descs):
+            name = desc.get("name") if isinstance(desc, dict) else None
+            if not name:
+                continue
+            target = None
+            for ident in desc.get("ids") or ():
+                target = self.id_to_attr.get(ident)
+                if target is not None:
+                    break
+            if target is None and not desc.get("ids") and index < len(self.attrs):
+                target = self.attrs[index]
+            if target is not None:
+                target.name = name
+                target.named_by = "event_desc"
+        tracepoints = [ea for ea in self.attrs
+                       if ea.attr["type"] == 2 and getattr(ea, "named_by", None) is None]
+        if tracepoints:
+            events = self.tracepoint_formats()
+            for ea in tracepoints:
+                fmt = events.get(ea.attr["config"])
+                if fmt is not None:
+                    ea.name = "%s:%s" % (fmt.system, fmt.name)
+                    ea.named_by = "tracing_data"
+
+    _tracing = None
+
+    def tracepoint_formats(self):
+        """{tracepoint id: EventFormat} from the tracing data ({} if none)."""
+        if self._tracing is None:
+            self._tracing = {}
+            if self.is_pipe and not self._pipe_setup_done:
+                self._pipe_setup()
+            data = self.feature_bytes(Feature.TRACING_DATA)
+            if data:
+                from .tracing import parse_tracing_data
+                try:
+                    self._tracing = parse_tracing_data(data, path=self.path).events
+                except PerfDataError as exc:
+                    self.warnings.append("tracing data: %s" % exc)
+        return self._tracing
+
     # --------------------------------------------------------------- records
     _pipe_setup_done = False
 

@@ -1,5 +1,6 @@
 """`perfdata stats`: record counts per type and per event, as `perf report --stats`."""
-from ..format.constants import STATS_NAMES, RecordType as RT, record_type_name
+from ..format.constants import (STATS_NAMES, ReadFormat as RF, RecordType as RT,
+                                SampleType as ST, record_type_name)
 
 
 class RecordStats:
@@ -9,13 +10,28 @@ class RecordStats:
         self.by_type = {}
         self.by_event = {}      # EventAttr index -> {type: count}
         self.total = 0
+        self.has_aux = False
 
     def add(self, rec):
         self.total += 1
         self.by_type[rec.type] = self.by_type.get(rec.type, 0) + 1
+        if rec.type == RT.AUXTRACE_INFO:
+            self.has_aux = True
         if rec.type in (RT.SAMPLE, RT.LOST_SAMPLES) and rec.attr is not None:
-            per = self.by_event.setdefault(rec.attr.index, {})
-            per[rec.type] = per.get(rec.type, 0) + 1
+            for ea in self._events_of(rec):
+                per = self.by_event.setdefault(ea.index, {})
+                per[rec.type] = per.get(rec.type, 0) + 1
+
+    @staticmethod
+    def _events_of(rec):
+        """perf delivers a sample that reads a whole group once per member
+        (deliver_sample_group), to the event each value's id belongs to."""
+        ea = rec.attr
+        if rec.type == RT.SAMPLE and ea.sample_type & ST.READ and ea.read_format & RF.GROUP:
+            values = rec.parse()["read"]["values"]
+            id_to_attr = rec._pf.id_to_attr
+            return [id_to_attr[v["id"]] for v in values if v.get("id") in id_to_attr]
+        return [ea]
 
 
 def gather_stats(pf):
@@ -31,7 +47,11 @@ def _type_label(rtype):
 
 
 def describe_stats(pf, stats):
-    lines = ["", "Aggregated stats:"]
+    pf.resolve_event_names()
+    title = "Aggregated stats:"
+    if stats.has_aux:
+        title += " (excludes AUX area (e.g. instruction trace) decoded / synthesized events)"
+    lines = ["", title]
     lines.append("%16s events: %10d" % ("TOTAL", stats.total))
     for rtype in sorted(stats.by_type):
         count = stats.by_type[rtype]
