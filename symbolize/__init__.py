@@ -1,0 +1,35 @@
+"""symbolize: name addresses in ELF binaries; find binaries and debug info.
+
+A library about binaries, not about perf.data: it never imports perfdata.
+The symbol side (this file's exports) is:
+
+    Symbolizer(locator, demangle=True, inline=True).lookup(path, build_id, svma)
+    Binary(path)              a safely opened ELF file
+    DebugInfoLocator(...)     where binaries and debug files may be
+    SymbolTable, build_symbol_table, LineInfo, KernelSymbols, PerfMap, demangle
+"""
+from .errors import SymbolizeError, BinaryError, NotELFError, InvalidBuildIdError
+from .buildid import normalize_build_id, is_valid_build_id, require_build_id
+from .elffile import Binary, LoadSegment, SectionHeader, open_binary
+from .symtab import Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols
+from .plt import PltSymbol, synthesize_plt_symbols
+from .demangle import demangle, demangle_rust_legacy, demangle_rust_v0
+from .minidebuginfo import load_minidebuginfo
+from .lines import LineInfo, InlineFrame
+from .locate import DebugInfoLocator, Candidate
+from .kallsyms import KernelSymbols, KernelSymbol
+from .perfmap import PerfMap, MapSymbol, is_perfmap_path
+from .symbolizer import Symbolizer, Frame, BinaryChoice, address_for_lookup
+
+__all__ = [
+    "SymbolizeError", "BinaryError", "NotELFError", "InvalidBuildIdError",
+    "normalize_build_id", "is_valid_build_id", "require_build_id",
+    "Binary", "LoadSegment", "SectionHeader", "open_binary",
+    "Symbol", "SymbolTable", "RawSymbol", "build_symbol_table", "read_elf_symbols",
+    "PltSymbol", "synthesize_plt_symbols",
+    "demangle", "demangle_rust_legacy", "demangle_rust_v0",
+    "load_minidebuginfo", "LineInfo", "InlineFrame",
+    "DebugInfoLocator", "Candidate", "KernelSymbols", "KernelSymbol",
+    "PerfMap", "MapSymbol", "is_perfmap_path",
+    "Symbolizer", "Frame", "BinaryChoice", "address_for_lookup",
+]

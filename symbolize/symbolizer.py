@@ -1,0 +1,360 @@
+"""`Symbolizer`: the facade other tools use to name an address in a binary.
+
+It finds the binary and its debug file through a DebugInfoLocator, checks
+build-ids (and .gnu_debuglink CRCs), builds the symbol table once per build-id,
+adds inlined frames and source lines from DWARF, demangles, and caches it all
+per binary and per address. It never raises for bad input: problems become
+entries in `warnings` (one per file and problem) and frames with name None.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from typing import NamedTuple
+
+from .buildid import normalize_build_id
+from .demangle import demangle as _demangle
+from .elffile import Binary
+from .kallsyms import KernelSymbols
+from .lines import LineInfo
+from .locate import Candidate, DebugInfoLocator
+from .minidebuginfo import load_minidebuginfo
+from .perfmap import PerfMap, is_perfmap_path
+from .symtab import SymbolTable, build_symbol_table
+
+STATUSES = ("found", "missing", "buildid-mismatch", "not-elf", "no-symbols")
+
+
+class Frame(NamedTuple):
+    name: str | None          # None: no symbol covers the address ([unknown])
+    offset: int | None        # address - symbol start; None for inlined frames
+    svma: int | None          # the address as given (not address - 1)
+    dso_path: str
+    build_id: str | None
+    source: str | None        # symtab dynsym plt minidebuginfo debuginfo kallsyms perfmap
+    inlined: bool = False
+    srcline: str | None = None
+
+
+class BinaryChoice(NamedTuple):
+    """What binary_for() settled on, and why (for diagnosis)."""
+    status: str               # one of STATUSES
+    binary: Binary | None     # the file with the code (None if not found)
+    debug: Binary | None      # a separate debug file, if one was found
+    reason: str
+    tried: tuple              # (path, outcome) for each candidate looked at
+
+
+def address_for_lookup(address: int, is_return_address: bool) -> int:
+    """A return address points after the call; the call itself (and so the
+    right function and line, even after a noreturn call at a function's end)
+    is at address - 1."""
+    return address - 1 if is_return_address and address > 0 else address
+
+
+class _Dso:
+    __slots__ = ("choice", "table", "lines", "minidebug")
+
+    def __init__(self, choice, table, lines, minidebug):
+        self.choice = choice
+        self.table = table
+        self.lines = lines
+        self.minidebug = minidebug
+
+
+class Symbolizer:
+    def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
+                 inline: bool = True, *, srcline: bool = False,
+                 kallsyms: KernelSymbols | str | None = None):
+        """srcline: also fill Frame.srcline when inline is off (it costs a
+        DWARF line-table read per compilation unit hit). kallsyms: a table or
+        a file path for '[kernel.kallsyms]' lookups; by default it is found
+        through the locator (perf's build-id cache, then /proc/kallsyms)."""
+        self.locator = locator if locator is not None else DebugInfoLocator()
+        self.demangle = demangle
+        self.inline = inline
+        self.srcline = srcline or inline
+        self.warnings: list[str] = []
+        self._warned: set = set()
+        self._dsos: dict[tuple, _Dso] = {}
+        self._tables: dict[str, SymbolTable] = {}
+        self._frames: dict[tuple, tuple] = {}
+        self._names: dict[str, str] = {}
+        self._kallsyms = kallsyms
+        self._kernel_tables: dict = {}
+        self._perfmaps: dict[str, PerfMap] = {}
+
+    # ---------------------------------------------------------- warnings
+    def _warn(self, path: str, kind: str, message: str) -> None:
+        key = (path, kind)
+        if key not in self._warned:
+            self._warned.add(key)
+            self.warnings.append(message)
+
+    def _drain(self, *objs) -> None:
+        for o in objs:
+            if o is None:
+                continue
+            for w in getattr(o, "warnings", ()):
+                self._warn(w, "detail", w)
+            try:
+                o.warnings.clear()
+            except AttributeError:
+                pass
+
+    # ---------------------------------------------------------- finding
+    def binary_for(self, path: str, build_id=None) -> BinaryChoice:
+        return self._dso(path, build_id).choice
+
+    def _dso(self, path: str, build_id) -> _Dso:
+        bid = normalize_build_id(build_id)
+        key = (path, bid)
+        d = self._dsos.get(key)
+        if d is None:
+            if build_id is not None and bid is None:
+                self._warn(path, "bad-bid", f"{path}: invalid build-id {build_id!r} ignored")
+            d = self._load(path, bid)
+            self._dsos[key] = d
+        return d
+
+    def _load(self, path: str, bid: str | None) -> _Dso:
+        tried = []
+        binary = None
+        worst = "missing"
+        for cand in self.locator.candidates_for_binary(path, bid):
+            b, outcome = self._try(cand, bid)
+            tried.append((cand.path, outcome))
+            if b is not None:
+                binary = b
+                break
+            if outcome == "buildid-mismatch" or (outcome == "not-elf" and worst == "missing"):
+                worst = outcome
+        self._drain(self.locator)
+        want = bid or (binary.build_id if binary is not None else None)
+        debuglink = binary.debuglink if binary is not None else None
+        debug = None
+        for cand in self.locator.candidates_for_debug(
+                path, want, debuglink, binary.path if binary is not None else None):
+            if binary is not None and os.path.realpath(cand.path) == os.path.realpath(binary.path):
+                continue
+            d, outcome = self._try(cand, want, debug=True)
+            tried.append((cand.path, outcome))
+            if d is not None:
+                debug = d
+                break
+        self._drain(self.locator)
+        minidebug = load_minidebuginfo(binary) if binary is not None else None
+        if binary is None and debug is None:
+            status = worst
+            reason = {"missing": "no candidate file exists",
+                      "buildid-mismatch": "every candidate has another build-id",
+                      "not-elf": "candidates exist but are not usable ELF files"}[status]
+            if status == "missing":      # other outcomes were named per file already
+                self._warn(path, "missing", f"{path}: {reason}" + (f" (build-id {bid})" if bid else ""))
+            return _Dso(BinaryChoice(status, None, None, reason, tuple(tried)), None, None, None)
+        table = self._table_for(binary, debug, minidebug, want)
+        self._drain(binary, debug, minidebug)
+        lines = None
+        for f in (debug, binary):
+            if f is not None and f.ok and f.get_section(".debug_info") is not None:
+                lines = LineInfo(f)
+                break
+        if len(table) == 0:
+            status, reason = "no-symbols", "found, but it has no function symbols"
+            self._warn(path, "no-symbols", f"{path}: no symbols")
+        else:
+            status = "found"
+            reason = f"symbols from {', '.join(table.sources)}"
+        return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines, minidebug)
+
+    def _try(self, cand: Candidate, bid: str | None, debug: bool = False):
+        """Open one candidate; (Binary, 'found') or (None, why not)."""
+        if not os.path.lexists(cand.path):
+            return None, "missing"
+        b = Binary(cand.path)
+        if not b.ok:
+            if b.error_kind != "missing":
+                self._warn(cand.path, "open", f"{cand.path}: {b.error_kind}: {b.error}")
+            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind
+        if not debug and not b.has_code and b.get_section(".dynsym") is None:
+            b.close()
+            return None, "no-code"
+        have = b.build_id
+        if bid is not None:
+            if have != bid:
+                self._warn(cand.path, "bid",
+                           f"{cand.path}: build-id {have or 'none'} is not the wanted {bid}; not used")
+                b.close()
+                return None, "buildid-mismatch"
+            return b, "found"
+        # No build-id to check against.
+        if cand.crc is not None:
+            crc = _file_crc32(cand.path)
+            if crc != cand.crc:
+                self._warn(cand.path, "crc", f"{cand.path}: .gnu_debuglink CRC mismatch; not used")
+                b.close()
+                return None, "crc-mismatch"
+            return b, "found"
+        if cand.origin in ("original", "symfs", "debug-dir") and not debug:
+            return b, "found"
+        if debug and cand.origin in ("debug-dir", "symfs", "system") and have is None:
+            return b, "found"
+        b.close()
+        return None, "unverifiable"
+
+    def _table_for(self, binary, debug, minidebug, bid) -> SymbolTable:
+        if bid is not None and bid in self._tables:
+            return self._tables[bid]
+        table = build_symbol_table(binary, debug, minidebug)
+        if bid is not None:
+            self._tables[bid] = table
+        return table
+
+    def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:
+        return self._dso(path, build_id).table
+
+    # ---------------------------------------------------------- lookups
+    def _name(self, name: str) -> str:
+        if not self.demangle:
+            return name
+        out = self._names.get(name)
+        if out is None:
+            out = _demangle(name)
+            self._names[name] = out
+        return out
+
+    def lookup(self, path: str, build_id=None, svma: int | None = None, *,
+               file_offset: int | None = None, is_return_address: bool = False) -> list[Frame]:
+        """Frames for one address of a binary, innermost first.
+
+        Give svma (address as stated in the ELF file) or file_offset. For
+        '[kernel.kallsyms]' and '/tmp/perf-PID.map' give the address as svma.
+        With is_return_address the lookup is at address - 1, while the
+        reported svma and offset are from the address given (as perf prints).
+        Always at least one frame; name None when nothing covers the address.
+        """
+        bid = normalize_build_id(build_id)
+        if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel"):
+            return self._lookup_kernel(path, bid, svma, is_return_address)
+        if is_perfmap_path(path):
+            return self._lookup_perfmap(path, svma, is_return_address)
+        dso = self._dso(path, build_id)
+        if bid is None and dso.choice.binary is not None:
+            bid = dso.choice.binary.build_id
+        if svma is None:
+            if file_offset is None:
+                return [Frame(None, None, None, path, bid, None)]
+            src = dso.choice.binary or dso.choice.debug
+            svma = src.file_offset_to_svma(file_offset) if src is not None else None
+            if svma is None:
+                return [Frame(None, None, None, path, bid, None)]
+        key = (path, bid, svma, is_return_address)
+        hit = self._frames.get(key)
+        if hit is None:
+            hit = tuple(self._resolve(dso, path, bid, svma, is_return_address))
+            self._frames[key] = hit
+        return list(hit)
+
+    def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
+        addr = address_for_lookup(svma, is_ret)
+        sym = dso.table.lookup(addr) if dso.table is not None else None
+        inl = []
+        srcline = None
+        if dso.lines is not None and (self.inline or self.srcline):
+            if self.inline:
+                inl = dso.lines.frames(addr)
+                self._drain(dso.lines.binary)
+                if inl:
+                    last = inl[-1]
+                    srcline = f"{last.file}:{last.line}" if last.file else None
+            else:
+                srcline = dso.lines.srcline(addr)
+                self._drain(dso.lines.binary)
+        out = []
+        for f in inl[:-1]:
+            out.append(Frame(self._name(f.function) if f.function else None, None, svma, path, bid,
+                             "debuginfo", True, f"{f.file}:{f.line}" if f.file else None))
+        if sym is not None:
+            out.append(Frame(self._name(sym.name), svma - sym.start, svma, path, bid,
+                             sym.source, False, srcline))
+        elif inl and inl[-1].function:
+            # No symbol (stripped, or a gap), but DWARF names the function.
+            out.append(Frame(self._name(inl[-1].function), None, svma, path, bid,
+                             "debuginfo", False, srcline))
+        else:
+            out.append(Frame(None, None, svma, path, bid, None, False, srcline))
+        return out
+
+    # ---------------------------------------------------------- kernel, JIT
+    def _kernel_table(self, bid: str | None) -> KernelSymbols:
+        if bid in self._kernel_tables:
+            return self._kernel_tables[bid]
+        src = self._kallsyms
+        if isinstance(src, KernelSymbols):
+            table = src
+        elif isinstance(src, str):
+            table = KernelSymbols.from_file(src)
+        else:
+            table = KernelSymbols()
+            for cand in self.locator.candidates_for_kallsyms(bid):
+                if not os.path.isfile(cand.path):
+                    continue
+                if cand.origin == "original" and bid is not None and not _running_kernel_is(bid):
+                    self._warn(cand.path, "bid", f"{cand.path}: the running kernel is not build-id {bid}; not used")
+                    continue
+                table = KernelSymbols.from_file(cand.path)
+                if len(table):
+                    break
+        self._drain(table)
+        if len(table) == 0:
+            self._warn("[kernel.kallsyms]", "missing", "[kernel.kallsyms]: no kernel symbols")
+        self._kernel_tables[bid] = table
+        return table
+
+    def _lookup_kernel(self, path, bid, address, is_ret) -> list[Frame]:
+        if address is None:
+            return [Frame(None, None, None, path, bid, None)]
+        table = self._kernel_table(bid)
+        s = table.lookup(address_for_lookup(address, is_ret))
+        if s is None:
+            return [Frame(None, None, address, path, bid, None)]
+        return [Frame(self._name(s.name), address - s.start, address, path, bid, "kallsyms")]
+
+    def _lookup_perfmap(self, path, address, is_ret) -> list[Frame]:
+        if address is None:
+            return [Frame(None, None, None, path, None, None)]
+        pm = self._perfmaps.get(path)
+        if pm is None:
+            pm = PerfMap.from_file(path)
+            self._drain(pm)
+            self._perfmaps[path] = pm
+        s = pm.lookup(address_for_lookup(address, is_ret))
+        if s is None:
+            return [Frame(None, None, address, path, None, None)]
+        return [Frame(self._name(s.name), address - s.start, address, path, None, "perfmap")]
+
+
+def _file_crc32(path: str) -> int | None:
+    try:
+        crc = 0
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    return crc & 0xFFFFFFFF
+                crc = zlib.crc32(chunk, crc)
+    except OSError:
+        return None
+
+
+def _running_kernel_is(bid: str) -> bool:
+    """Whether /sys/kernel/notes names this build-id (unknown counts as yes:
+    there is nothing better to use)."""
+    from .buildid import parse_build_id_notes
+    try:
+        with open("/sys/kernel/notes", "rb") as f:
+            data = f.read(1 << 16)
+    except OSError:
+        return True
+    have = parse_build_id_notes(data, True)
+    return have is None or have == bid
