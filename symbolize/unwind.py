@@ -263,9 +263,11 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
             new[sp_col] = cfa
         new_sp = new[sp_col]
         # The caller's frame lies above ours.  Equal is allowed only for the
-        # innermost frame (an aarch64 leaf that keeps its return address in
-        # x30 and does not move sp), and a signal frame may switch stacks.
-        if not row.signal_frame and (new_sp < sp or (new_sp == sp and len(frames) > 1)):
+        # innermost frame when the return address lives in a register (an
+        # aarch64 leaf that does not move sp); on x86_64 the call pushed it.
+        # A signal frame may switch stacks (sigaltstack).
+        if not row.signal_frame and (
+                new_sp < sp or (new_sp == sp and (ra_is_ip or len(frames) > 1))):
             result.stop_reason = "cfa-not-increasing"
             result.stop_address = ip
             return
