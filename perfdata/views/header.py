@@ -1,0 +1,597 @@
+"""`perfdata header`: the text of `perf report --header-only` (and `-I`).
+
+Line for line as perf 6.1 prints it (perf_header__fprintf_info and the
+print_* functions of tools/perf/util/header.c, perf_event_attr__fprintf of
+tools/perf/util/perf_event_attr_fprintf.c), with these deliberate
+differences:
+
+* A feature section that does not decode prints `# <FEATURE>: <error>`
+  where perf prints what its half-filled state holds ("(null)", zeros).
+* Feature sections whose offset is outside the file are reported the same
+  way; perf skips those its lseek refuses and prints "(null)" for the rest.
+* A NUMA node with an empty cpu list prints it empty (perf prints the cpus
+  of the machine reading the file).
+* BPF program names are built without BTF function names (perf 6.1 looks
+  them up in the BPF_BTF section); the tag and info name part is the same.
+"""
+import os
+import struct
+import time
+
+from ..format.constants import Feature
+from ..format.errors import PerfDataError
+from ..format.features import COMP_ZSTD, parse_bpf_prog_info, parse_feature
+from ..format.header import feature_bits
+
+#: Features perf 6.1 knows (HEADER_LAST_FEATURE): bits at or above are ignored.
+HEADER_LAST_FEATURE = 32
+
+#: Printed only with -I (feat_ops[].full_only).
+FULL_ONLY = {Feature.CPU_TOPOLOGY, Feature.NUMA_TOPOLOGY, Feature.CACHE,
+             Feature.MEM_TOPOLOGY, Feature.HYBRID_TOPOLOGY}
+
+#: Features perf has no print function for.
+NO_PRINT = {Feature.TRACING_DATA, Feature.BUILD_ID}
+
+# Bit names in perf_event_attr__fprintf's order.
+SAMPLE_TYPE_BITS = (
+    ("IP", 1 << 0), ("TID", 1 << 1), ("TIME", 1 << 2), ("ADDR", 1 << 3),
+    ("READ", 1 << 4), ("CALLCHAIN", 1 << 5), ("ID", 1 << 6), ("CPU", 1 << 7),
+    ("PERIOD", 1 << 8), ("STREAM_ID", 1 << 9), ("RAW", 1 << 10),
+    ("BRANCH_STACK", 1 << 11), ("REGS_USER", 1 << 12), ("STACK_USER", 1 << 13),
+    ("IDENTIFIER", 1 << 16), ("REGS_INTR", 1 << 18), ("DATA_SRC", 1 << 15),
+    ("WEIGHT", 1 << 14), ("PHYS_ADDR", 1 << 19), ("AUX", 1 << 20),
+    ("CGROUP", 1 << 21), ("DATA_PAGE_SIZE", 1 << 22), ("CODE_PAGE_SIZE", 1 << 23),
+    ("WEIGHT_STRUCT", 1 << 24),
+)
+BRANCH_SAMPLE_TYPE_BITS = tuple((name, 1 << bit) for bit, name in enumerate((
+    "USER", "KERNEL", "HV", "ANY", "ANY_CALL", "ANY_RETURN", "IND_CALL", "ABORT_TX",
+    "IN_TX", "NO_TX", "COND", "CALL_STACK", "IND_JUMP", "CALL", "NO_FLAGS", "NO_CYCLES",
+    "TYPE_SAVE", "HW_INDEX", "PRIV_SAVE")))
+READ_FORMAT_BITS = (("TOTAL_TIME_ENABLED", 1), ("TOTAL_TIME_RUNNING", 2), ("ID", 4),
+                    ("GROUP", 8), ("LOST", 16))
+
+# perf_attr_check() limits of perf 6.1 (PERF_SAMPLE_MAX, PERF_FORMAT_MAX,
+# PERF_SAMPLE_BRANCH_MAX).
+SAMPLE_MAX = 1 << 25
+FORMAT_MAX = 1 << 5
+BRANCH_MAX = 1 << 19
+
+_U64 = (1 << 64) - 1
+
+#: clockid_name() of perf's clockid.c (first name per clock).
+CLOCKID_NAMES = {1: "monotonic", 4: "monotonic_raw", 0: "realtime", 7: "boottime",
+                 11: "tai"}
+
+
+class _BitsPrinter:
+    """perf's __p_bits writes into one buffer shared by all fields; a value
+    with only unknown bits leaves the previous field's text in it."""
+
+    def __init__(self):
+        self.buf = ""
+
+    def bits(self, value, names):
+        text = "|".join(name for name, bit in names if value & bit)
+        if text:
+            self.buf = text
+        return self.buf
+
+    def set(self, text):
+        self.buf = text
+        return text
+
+
+def describe_attr(attr):
+    """', name = value' pairs of perf_event_attr__fprintf, without the first ', '."""
+    flags = attr["flags"]
+    p = _BitsPrinter()
+    out = []
+
+    def add(name, value, fmt):
+        if value:
+            out.append("%s = %s" % (name, fmt(value)))
+
+    unsigned = lambda v: p.set("%d" % (v & _U64))
+    hexa = lambda v: p.set("%#x" % (v & _U64))
+    signed = lambda v: p.set("%d" % v)
+    add("type", attr["type"], unsigned)
+    add("size", attr["size"], unsigned)
+    add("config", attr["config"], hexa)
+    add("{ sample_period, sample_freq }", attr["sample_period"], unsigned)
+    add("sample_type", attr["sample_type"], lambda v: p.bits(v, SAMPLE_TYPE_BITS))
+    add("read_format", attr["read_format"], lambda v: p.bits(v, READ_FORMAT_BITS))
+    for name in ("disabled", "inherit", "pinned", "exclusive", "exclude_user",
+                 "exclude_kernel", "exclude_hv", "exclude_idle", "mmap", "comm", "freq",
+                 "inherit_stat", "enable_on_exec", "task", "watermark", "precise_ip",
+                 "mmap_data", "sample_id_all", "exclude_host", "exclude_guest",
+                 "exclude_callchain_kernel", "exclude_callchain_user", "mmap2",
+                 "comm_exec", "use_clockid", "context_switch", "write_backward",
+                 "namespaces", "ksymbol", "bpf_event", "aux_output", "cgroup",
+                 "text_poke", "build_id", "inherit_thread", "remove_on_exec", "sigtrap"):
+        add(name, flags.get(name, 0), unsigned)
+    add("{ wakeup_events, wakeup_watermark }", attr["wakeup_events"], unsigned)
+    add("bp_type", attr["bp_type"], unsigned)
+    add("{ bp_addr, config1 }", attr["config1"], hexa)
+    add("{ bp_len, config2 }", attr["config2"], hexa)
+    add("branch_sample_type", attr["branch_sample_type"],
+        lambda v: p.bits(v, BRANCH_SAMPLE_TYPE_BITS))
+    add("sample_regs_user", attr["sample_regs_user"], hexa)
+    add("sample_stack_user", attr["sample_stack_user"], unsigned)
+    add("clockid", attr["clockid"], signed)
+    add("sample_regs_intr", attr["sample_regs_intr"], hexa)
+    add("aux_watermark", attr["aux_watermark"], unsigned)
+    add("sample_max_stack", attr["sample_max_stack"], unsigned)
+    add("aux_sample_size", attr["aux_sample_size"], unsigned)
+    add("sig_data", attr["sig_data"], unsigned)
+    return out
+
+
+def _attr_check(attr):
+    """perf_attr_check(): False when perf 6.1 refuses the attr."""
+    if attr["flags"].get("reserved_1") or attr.get("reserved_2") or attr.get("aux_action"):
+        return False
+    if attr["sample_type"] & ~(SAMPLE_MAX - 1):
+        return False
+    if attr["read_format"] & ~(FORMAT_MAX - 1):
+        return False
+    if attr["sample_type"] & (1 << 11) and attr["branch_sample_type"] & ~(BRANCH_MAX - 1):
+        return False
+    return True
+
+
+def describe_event_desc(events):
+    if events is None or not all(_attr_check(ev["attr"]) for ev in events):
+        return ["# event desc: not available or unable to read"]
+    lines = []
+    for ev in events:
+        if not ev["attr"]["size"]:
+            break       # perf's list ends at the first attr of size 0
+        text = "# event : name = %s, " % ev["name"]
+        if ev["ids"]:
+            text += ", id = {" + ",".join(" %d" % i for i in ev["ids"]) + " }"
+        pairs = describe_attr(ev["attr"])
+        text += "".join(", " + pair for pair in pairs)
+        lines.append(text)
+    return lines
+
+
+# ----------------------------------------------------------------- helpers
+def parse_cpu_list(text):
+    """The cpus of a list like '0-3,8' (perf_cpu_map__new), sorted, unique."""
+    cpus = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            lo = int(lo)
+            hi = int(hi) if sep else lo
+        except ValueError:
+            break
+        if hi < lo or hi - lo > 1 << 16:
+            break
+        cpus.update(range(lo, hi + 1))
+    return sorted(cpus)
+
+
+def format_ranges(numbers):
+    """'0-3,8' from sorted numbers (cpu_map__snprint, bitmap_scnprintf)."""
+    parts = []
+    start = prev = None
+    for n in numbers:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            parts.append("%d" % start if start == prev else "%d-%d" % (start, prev))
+            start = prev = n
+    if start is not None:
+        parts.append("%d" % start if start == prev else "%d-%d" % (start, prev))
+    return ",".join(parts)
+
+
+def unit_number(n):
+    """unit_number__scnprintf: 24G, 512M, ..."""
+    units = "BKMG"
+    i = 0
+    while n // 1024 > 1 and i < 3:
+        n //= 1024
+        i += 1
+    return "%d%s" % (n, units[i])
+
+
+def _usec(ts):
+    """timestamp__scnprintf_usec."""
+    return "%d.%06d" % (ts // 1000000000, ts % 1000000000 // 1000)
+
+
+def _escape_arg(arg):
+    return arg.replace("'", "\\'")
+
+
+def _c_int(value):
+    """A u32 printed with %d."""
+    value &= 0xffffffff
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+# ---------------------------------------------------------- BTF func names
+_BTF_KIND_EXTRA = {1: lambda v: 4, 3: lambda v: 12, 4: lambda v: 12 * v, 5: lambda v: 12 * v,
+                   6: lambda v: 8 * v, 13: lambda v: 8 * v, 14: lambda v: 4,
+                   15: lambda v: 12 * v, 17: lambda v: 4, 19: lambda v: 12 * v}
+
+
+def _btf_type_name(btf, type_id, little):
+    """The name of BTF type `type_id`, or None."""
+    e = "<" if little else ">"
+    if len(btf) < 24:
+        return None
+    magic, version, flags, hdr_len = struct.unpack_from(e + "HBBI", btf, 0)
+    if magic != 0xeb9f:
+        return None
+    type_off, type_len, str_off, str_len = struct.unpack_from(e + "IIII", btf, 8)
+    types = hdr_len + type_off
+    strings = hdr_len + str_off
+    pos, end, current = types, types + type_len, 1
+    while pos + 12 <= end and current < type_id:
+        _, info, _ = struct.unpack_from(e + "III", btf, pos)
+        kind, vlen = (info >> 24) & 0x1f, info & 0xffff
+        pos += 12 + _BTF_KIND_EXTRA.get(kind, lambda v: 0)(vlen)
+        current += 1
+    if current != type_id or pos + 12 > end:
+        return None
+    name_off = struct.unpack_from(e + "I", btf, pos)[0]
+    start = strings + name_off
+    stop = btf.find(b"\0", start, strings + str_len)
+    if stop < 0:
+        return None
+    return btf[start:stop].decode("utf-8", "replace")
+
+
+def describe_bpf_prog_info(infos, btfs, little):
+    lines = []
+    for info in infos:
+        count = info["nr_jited_ksyms"]
+        if count != info["nr_prog_tags"] or count != info["nr_jited_func_lens"]:
+            continue
+        btf = btfs.get(info["btf_id"]) if info["btf_id"] else None
+
+        def name(sub):
+            tag = info["prog_tags_array"][sub].hex()
+            short = None
+            if btf is not None and info["func_info_rec_size"]:
+                short = _bpf_func_name(info, btf, sub, little)
+            elif sub == 0 and count == 1:
+                short = info["name"] or None
+            else:
+                short = "F"
+            return "bpf_prog_" + tag + ("_" + short if short else "")
+
+        addrs, lens = info["jited_ksyms_array"], info["jited_func_lens_array"]
+        if count == 1:
+            lines.append("# bpf_prog_info %d: %s addr 0x%x size %d"
+                         % (info["id"], name(0), addrs[0], lens[0]))
+            continue
+        lines.append("# bpf_prog_info %d:" % info["id"])
+        for sub in range(count):
+            lines.append("# \tsub_prog %d: %s addr 0x%x size %d"
+                         % (sub, name(sub), addrs[sub], lens[sub]))
+    return lines
+
+
+def _bpf_func_name(info, btf, sub, little):
+    data = info.get("_data", b"")
+    off = info["func_info"] + sub * info["func_info_rec_size"]
+    if off + 8 > len(data):
+        return None
+    type_id = struct.unpack_from("<I" if little else ">I", data, off + 4)[0]
+    return _btf_type_name(btf, type_id, little)
+
+
+# ----------------------------------------------------------------- the view
+class _State:
+    """What perf's perf_env holds across features (as the print_* read it)."""
+
+    def __init__(self, pf):
+        self.pf = pf
+        self.nrcpus = None
+        self.bpf_btfs = {}
+
+
+def _feature_lines(fid, value, state, full):
+    """The lines perf prints for one feature, from its parsed value."""
+    F = Feature
+    if fid in NO_PRINT:
+        return []
+    if fid in FULL_ONLY and not full:
+        return ["# %s info available, use -I to display" % fid.name]
+    if fid == F.HOSTNAME:
+        return ["# hostname : %s" % value]
+    if fid == F.OSRELEASE:
+        return ["# os release : %s" % value]
+    if fid == F.VERSION:
+        return ["# perf version : %s" % value]
+    if fid == F.ARCH:
+        return ["# arch : %s" % value]
+    if fid == F.NRCPUS:
+        return ["# nrcpus online : %d" % value["nr_cpus_online"],
+                "# nrcpus avail : %d" % value["nr_cpus_available"]]
+    if fid == F.CPUDESC:
+        return ["# cpudesc : %s" % value]
+    if fid == F.CPUID:
+        return ["# cpuid : %s" % value]
+    if fid == F.TOTAL_MEM:
+        return ["# total memory : %d kB" % value]
+    if fid == F.CMDLINE:
+        return ["# cmdline : " + "".join(_escape_arg(a) + " " for a in value)]
+    if fid == F.EVENT_DESC:
+        return describe_event_desc(value)
+    if fid == F.CPU_TOPOLOGY:
+        return _cpu_topology_lines(value, state)
+    if fid == F.NUMA_TOPOLOGY:
+        lines = []
+        for n in value:
+            lines.append("# node%d meminfo  : total = %d kB, free = %d kB"
+                         % (n["node"], n["mem_total"], n["mem_free"]))
+            lines.append("# node%d cpu list : %s" % (n["node"],
+                                                     format_ranges(parse_cpu_list(n["cpus"]))))
+        return lines
+    if fid == F.BRANCH_STACK:
+        return ["# contains samples with branch stack"]
+    if fid == F.PMU_MAPPINGS:
+        if not value:
+            return ["# pmu mappings: not available"]
+        return ["# pmu mappings: " + ", ".join("%s = %d" % (m["name"], m["type"])
+                                               for m in value)]
+    if fid == F.GROUP_DESC:
+        return _group_lines(value, state)
+    if fid == F.AUXTRACE:
+        return ["# contains AUX area data (e.g. instruction trace)"]
+    if fid == F.STAT:
+        return ["# contains stat data"]
+    if fid == F.CACHE:
+        return ["# CPU cache info:"] + [
+            "#  L%d %-15s %8s [%s]" % (_c_int(c["level"]), c["type"], c["size"], c["map"])
+            for c in value["caches"]]
+    if fid == F.SAMPLE_TIME:
+        first, last = value["first_sample_time"], value["last_sample_time"]
+        return ["# time of first sample : %s" % _usec(first),
+                "# time of last sample : %s" % _usec(last),
+                "# sample duration : %10.3f ms" % (((last - first) & _U64) / 1e6)]
+    if fid == F.MEM_TOPOLOGY:
+        lines = ["# memory nodes (nr %d, block size %#x):"
+                 % (_c_int(len(value["nodes"])), value["block_size"])]
+        if value["block_size"] == 0:
+            lines[0] = lines[0].replace("block size 0", "block size 0x0")
+        for n in value["nodes"]:
+            bits = [w * 64 + b for w, word in enumerate(n["bitmap"]) for b in range(64)
+                    if word >> b & 1 and w * 64 + b < n["bitmap_size"]]
+            size = (value["block_size"] * len(bits)) & _U64
+            lines.append("#  %3d [%s]: %s" % (n["node"], unit_number(size),
+                                              format_ranges(bits)[:99]))
+        return lines
+    if fid == F.CLOCKID:
+        return ["# clockid frequency: %d MHz" % ((value * 1000) & _U64)]
+    if fid == F.DIR_FORMAT:
+        return ["# directory data version : %d" % value]
+    if fid == F.BPF_PROG_INFO:
+        infos = {}
+        for entry in value:
+            info = parse_bpf_prog_info(entry, state.pf.little)
+            info["_data"] = bytes(entry["data"])
+            infos.setdefault(info["id"], info)
+        return describe_bpf_prog_info([infos[k] for k in sorted(infos)], state.bpf_btfs,
+                                      state.pf.little)
+    if fid == F.BPF_BTF:
+        ids = sorted({b["id"] for b in value})
+        return ["# btf info of id %d" % i for i in ids]
+    if fid == F.COMPRESSED:
+        return ["# compressed : %s, level = %d, ratio = %d"
+                % ("Zstd" if value["type"] == COMP_ZSTD else "Unknown",
+                   _c_int(value["level"]), _c_int(value["ratio"]))]
+    if fid == F.CPU_PMU_CAPS:
+        return [_pmu_caps_line("cpu", value)]
+    if fid == F.CLOCK_DATA:
+        return _clock_data_lines(value)
+    if fid == F.HYBRID_TOPOLOGY:
+        return ["# hybrid cpu system:"] + ["# %s cpu list : %s" % (n["pmu_name"], n["cpus"])
+                                          for n in value]
+    if fid == F.PMU_CAPS:
+        return [_pmu_caps_line(p["pmu_name"], p["caps"]) for p in value]
+    return []
+
+
+def _pmu_caps_line(pmu, caps):
+    if not caps:
+        return "# %s pmu capabilities: not available" % pmu
+    return "# %s pmu capabilities: %s" % (pmu, ", ".join("%s=%s" % (c["name"], c["value"])
+                                                          for c in caps))
+
+
+def _clock_data_lines(value):
+    tod = value["tod_ns"]
+    sec, usec = tod // 1000000000, tod % 1000000000 // 1000
+    ref = value["clockid_ns"]
+    csec, cnsec = ref // 1000000000, ref % 1000000000
+    clockid = value["clockid"]
+    try:
+        date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(sec))
+        tstr = "%s.%06d" % (date, usec)
+    except (OverflowError, ValueError, OSError):
+        tstr = "<error>"
+    name = CLOCKID_NAMES.get(_c_int(clockid), "(not found)")
+    return ["# clockid: %s (%d)" % (name, clockid),
+            "# reference time: %s = %d.%06d (TOD) = %d.%09d (%s)"
+            % (tstr, sec, usec, csec, cnsec, name)]
+
+
+def _cpu_topology_lines(value, state):
+    lines = ["# sibling sockets : %s" % s for s in value["sibling_cores"]]
+    dies = value["sibling_dies"]
+    if dies:
+        lines += ["# sibling dies    : %s" % s for s in dies]
+    lines += ["# sibling threads : %s" % s for s in value["sibling_threads"]]
+    cpus = value["cpus"]
+    if dies:
+        if cpus is not None:
+            lines += ["# CPU %d: Core ID %d, Die ID %d, Socket ID %d"
+                      % (i, _c_int(c["core_id"]), _c_int(c["die_id"]), _c_int(c["socket_id"]))
+                      for i, c in enumerate(cpus)]
+        else:
+            lines.append("# Core ID, Die ID and Socket ID information is not available")
+    else:
+        if cpus is not None:
+            lines += ["# CPU %d: Core ID %d, Socket ID %d"
+                      % (i, _c_int(c["core_id"]), _c_int(c["socket_id"]))
+                      for i, c in enumerate(cpus)]
+        else:
+            lines.append("# Core ID and Socket ID information is not available")
+    return lines
+
+
+def _group_lines(groups, state):
+    """process_group_desc then print_group_desc, over the file's events."""
+    attrs = state.pf.attrs
+    names = [a.name for a in attrs]
+    leaders = {}        # index -> (group name, nr_members)
+    i = nr = 0
+    for idx in range(len(attrs)):
+        if i < len(groups) and idx == groups[i]["leader_idx"]:
+            name = groups[i]["name"]
+            leaders[idx] = ("" if name == "{anon_group}" else name, groups[i]["nr_members"])
+            if nr > 0:
+                break
+            nr = groups[i]["nr_members"] - 1
+            i += 1
+        elif nr:
+            nr -= 1
+    lines = []
+    nr = 0
+    current = None
+    for idx, name in enumerate(names):
+        lead = leaders.get(idx)
+        if lead and lead[1] > 1:
+            current = "# group: %s{%s" % (lead[0], name)
+            nr = lead[1] - 1
+        elif nr:
+            current += ",%s" % name
+            nr -= 1
+            if nr == 0:
+                lines.append(current + "}")
+                current = None
+    if current is not None:
+        lines.append(current)       # perf leaves an unfinished group's line open
+    return lines
+
+
+def _parse(pf, fid, data, state, offset=None):
+    nr_cpus = None
+    if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
+        nr_cpus = state.nrcpus["nr_cpus_available"]
+    value = parse_feature(fid, data, pf.little, path=pf.path, offset=offset,
+                          nr_cpus_avail=nr_cpus)
+    if fid == Feature.NRCPUS:
+        state.nrcpus = value
+    elif fid == Feature.BPF_BTF:
+        for b in value:
+            state.bpf_btfs.setdefault(b["id"], bytes(b["data"]))
+    return value
+
+
+def _captured_on(pf):
+    try:
+        path = pf.path
+        if pf.is_directory and getattr(pf, "_dir_path", None):
+            path = os.path.join(pf._dir_path, "data")
+        mtime = os.stat(path).st_mtime
+    except (OSError, TypeError):
+        mtime = time.time()
+    return "# captured on    : %s" % time.ctime(mtime)
+
+
+def describe_header(pf, full=False):
+    """The text `perf report --header-only` prints for `pf` (`-I` with full),
+    ending with a newline."""
+    lines = ["# ========", _captured_on(pf),
+             "# header version : %d" % (getattr(pf, "header_version", 2) - 1)]
+    if pf.is_pipe:
+        lines += ["# data offset    : 0", "# data size      : 0", "# feat offset    : 0",
+                  "# ========", "#"]
+        lines += _pipe_features(pf, full)
+        return "\n".join(lines) + "\n"
+    hdr = pf.header
+    data_offset, data_size = hdr["data"]["offset"], hdr["data"]["size"]
+    lines += ["# data offset    : %d" % data_offset, "# data size      : %d" % data_size,
+              "# feat offset    : %d" % ((data_offset + data_size) & _U64)]
+    bits = set(feature_bits(hdr["adds_features"], pf.little))
+    state = _State(pf)
+    values = {}
+    # perf processes every section before printing any: parse them all first,
+    # in bit order, so NRCPUS and BPF_BTF are known to those that use them.
+    for fid in sorted(bits):
+        if fid >= HEADER_LAST_FEATURE or fid == 0:
+            continue
+        fid = Feature(fid)
+        if fid in NO_PRINT:
+            continue
+        try:
+            data = pf.feature_bytes(fid)
+            if data is None:
+                raise PerfDataError("section outside the file")
+            values[fid] = _parse(pf, fid, data, state, pf.feature_offset(fid))
+        except PerfDataError as exc:
+            values[fid] = exc
+    for fid in sorted(values):
+        value = values[fid]
+        if fid in FULL_ONLY and not full:
+            lines.append("# %s info available, use -I to display" % fid.name)
+        elif isinstance(value, PerfDataError):
+            lines.append("# %s: %s" % (fid.name, value.message))
+        else:
+            lines += _feature_lines(fid, value, state, full)
+    missing = [Feature(b).name for b in range(1, HEADER_LAST_FEATURE) if b not in bits]
+    lines.append("# missing features: " + "".join(name + " " for name in missing))
+    lines += ["# ========", "#"]
+    return "\n".join(lines) + "\n"
+
+
+def _pipe_features(pf, full):
+    """Pipe mode: perf prints each HEADER_FEATURE record as it meets it."""
+    from ..format.constants import RecordType
+    state = _State(pf)
+    lines = []
+    try:
+        for rec in pf.records(order="file"):
+            if rec.type != RecordType.HEADER_FEATURE:
+                continue
+            try:
+                body = rec.parse()
+                fid, data = body["feat_id"], bytes(body["data"])
+            except PerfDataError as exc:
+                lines.append("# FEATURE: %s" % exc.message)
+                continue
+            if fid == 0 or fid >= HEADER_LAST_FEATURE:
+                break           # perf stops at an invalid feature record
+            fid = Feature(fid)
+            if fid in FULL_ONLY and not full:
+                try:
+                    _parse(pf, fid, data, state)
+                except PerfDataError:
+                    pass
+                lines.append("# %s info available, use -I to display" % fid.name)
+                continue
+            if fid in NO_PRINT:
+                lines.append("# %s" % fid.name)
+                continue
+            try:
+                value = _parse(pf, fid, data, state)
+            except PerfDataError as exc:
+                lines.append("# %s: %s" % (fid.name, exc.message))
+                continue
+            lines += _feature_lines(fid, value, state, full)
+    except PerfDataError:
+        pass        # perf prints the features it met before the bad record
+    return lines
