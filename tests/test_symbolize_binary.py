@@ -1,0 +1,158 @@
+"""Binary: build-id, segments, address translation, debuglink, bad input."""
+import os
+import re
+import zlib
+
+import pytest
+
+from symbolize import Binary, SymbolizeError
+from test_symbolize_util import compile_c, readelf_build_id, run, need
+
+SRC = r"""
+#include <stdio.h>
+int g = 5;
+int main(void) { printf("%d\n", g); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def progs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bin")
+    return {
+        "pie": compile_c(d, "pie", SRC, "-O1", "-g"),
+        "exec": compile_c(d, "exec", SRC, "-O1", "-no-pie", "-g"),
+        "dir": d,
+    }
+
+
+def readelf_loads(path):
+    out = []
+    for line in run("readelf", "-lW", path).splitlines():
+        m = re.match(r"\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", line)
+        if m:
+            off, vaddr, _, filesz, memsz = (int(x, 16) for x in m.groups())
+            out.append((off, vaddr, filesz, memsz))
+    return out
+
+
+@pytest.mark.parametrize("kind,etype", [("pie", "ET_DYN"), ("exec", "ET_EXEC")])
+def test_header_build_id_and_segments(progs, kind, etype):
+    b = Binary(progs[kind])
+    assert b.ok and b.error is None
+    assert b.elf_type == etype
+    assert b.machine == "EM_X86_64"
+    assert b.build_id == readelf_build_id(progs[kind])
+    loads = readelf_loads(progs[kind])
+    assert [(s.offset, s.vaddr, s.filesz, s.memsz) for s in b.load_segments] == loads
+    assert len(loads) >= 2
+
+
+@pytest.mark.parametrize("kind", ["pie", "exec"])
+def test_file_offset_and_avma_translation(progs, kind):
+    """Every symbol's svma -> file offset -> svma, and through a mapping at
+    a non-zero page offset as the loader makes it, against readelf."""
+    path = progs[kind]
+    b = Binary(path)
+    text_seg = [s for s in b.load_segments if s.flags & 1][0]
+    syms = [l.split() for l in run("nm", "--defined-only", path).splitlines()]
+    funcs = [int(a, 16) for a, t, n in (s for s in syms if len(s) == 3) if t in "Tt"]
+    assert funcs
+    for svma in funcs:
+        off = text_seg.offset + (svma - text_seg.vaddr)
+        assert b.file_offset_to_svma(off) == svma
+        assert b.svma_to_file_offset(svma) == off
+        # The loader maps the text segment from its page-aligned file offset.
+        pgoff = text_seg.offset & ~0xFFF
+        map_start = 0x7F0000000000 if kind == "pie" else text_seg.vaddr & ~0xFFF
+        avma = map_start + (off - pgoff)
+        assert b.avma_to_svma(avma, map_start, pgoff) == svma
+    assert b.avma_to_svma(0x1000, 0x2000, 0) is None
+    assert b.file_offset_to_svma(10 ** 12) is None
+
+
+def test_live_process_mapping(progs):
+    """/proc/self/maps of a running python: its libc's mapping translates a
+    known symbol's avma (from ctypes) to nm's svma."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    avma = ctypes.cast(libc.getpid, ctypes.c_void_p).value
+    for line in open("/proc/self/maps"):
+        parts = line.split()
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        if lo <= avma < hi and len(parts) >= 6:
+            path, pgoff = parts[5], int(parts[2], 16)
+            break
+    else:
+        pytest.skip("getpid not in a file mapping")
+    b = Binary(path)
+    svma = b.avma_to_svma(avma, lo, pgoff)
+    nm = {n.split("@")[0]: int(a, 16) for a, t, n in (l.split() for l in run("nm", "-D", "--defined-only", path).splitlines()
+                                       if len(l.split()) == 3)}
+    assert svma == nm["getpid"]
+
+
+def test_debuglink_name_and_crc(progs, tmp_path):
+    need("objcopy")
+    src = progs["pie"]
+    dbg = str(tmp_path / "pie.debug")
+    stripped = str(tmp_path / "pie")
+    run("objcopy", "--only-keep-debug", src, dbg)
+    run("objcopy", "--strip-debug", f"--add-gnu-debuglink={dbg}", src, stripped)
+    b = Binary(stripped)
+    name, crc = b.debuglink
+    assert name == "pie.debug"
+    assert crc == zlib.crc32(open(dbg, "rb").read())
+    assert Binary(dbg).build_id == b.build_id
+    assert not Binary(dbg).has_code and b.has_code
+    assert Binary(src).debuglink is None
+
+
+def test_refuses_non_regular_files(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for p in (str(fifo), str(tmp_path), "/dev/null", "/dev/zero"):
+        b = Binary(p)          # must not block on the FIFO nor read /dev/zero forever
+        assert not b.ok and b.error_kind == "not-regular", p
+        assert b.build_id is None and b.load_segments == [] and b.sections == []
+    b = Binary(str(tmp_path / "absent"))
+    assert b.error_kind == "missing" and b.build_id is None
+
+
+def test_not_elf_and_size_limit(tmp_path, progs):
+    p = tmp_path / "text"
+    p.write_text("hello world, not an ELF file at all\n")
+    b = Binary(str(p))
+    assert b.error_kind == "not-elf" and b.build_id is None and b.debuglink is None
+    b = Binary(progs["pie"], max_size=1000)
+    assert b.error_kind == "too-large"
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert Binary(str(empty)).error_kind == "not-elf"
+
+
+def test_truncated_and_corrupted_never_raise(progs, tmp_path):
+    data = open(progs["pie"], "rb").read()
+    cuts = [4, 16, 20, 52, 63, 64, 100, 500, 2000, len(data) // 2, len(data) - 100]
+    for n in cuts:
+        p = tmp_path / f"cut{n}"
+        p.write_bytes(data[:n])
+        b = Binary(str(p))
+        # Whatever it answers, it answers without raising.
+        b.build_id, b.load_segments, b.sections, b.debuglink, b.elf_type, b.machine
+        b.file_offset_to_svma(0x1000)
+        assert b.ok or b.error
+    # Garbage in the section header fields: e_shoff, e_shnum, e_shstrndx.
+    import random
+    rnd = random.Random(7)
+    for i in range(40):
+        buf = bytearray(data)
+        for _ in range(8):
+            pos = rnd.choice([0x28, 0x2A, 0x30, 0x32, 0x34, 0x36, 0x38, 0x3C, 0x3E]) + rnd.randrange(0, 2)
+            buf[pos] = rnd.randrange(256)
+        p = tmp_path / f"bad{i}"
+        p.write_bytes(bytes(buf))
+        try:
+            b = Binary(str(p))
+            b.build_id, b.load_segments, b.sections, b.debuglink
+        except SymbolizeError:
+            pass
