@@ -259,10 +259,10 @@ def _decode_cie_uncached(sec, offset):
         pos = aug_data_end
     elif aug not in ("", "eh"):
         raise CfiError("unknown CIE augmentation %r" % aug)
-    cie.instructions = data[pos:end]
+    cie.instructions = (pos, end)
     # Run the initial instructions once: they are the state DW_CFA_restore
     # goes back to.
-    cfa, rules, _ = _run_program(cie, cie.instructions, 0, None, None, None, sec)
+    cfa, rules, _ = _run_program(cie, sec, pos, end, 0, None, None, None)
     cie.initial_cfa = cfa
     cie.initial_rules = rules
     return cie
@@ -317,8 +317,8 @@ def _decode_fde_uncached(sec, offset):
     if cie.has_aug_data:
         aug_len, pos = _uleb(sec.data, pos)
         pos += aug_len
-    _, _, rows = _run_program(cie, sec.data[pos:end], fde.start, cie.initial_cfa,
-                              cie.initial_rules, cie, sec)
+    _, _, rows = _run_program(cie, sec, pos, end, fde.start, cie.initial_cfa,
+                              cie.initial_rules, cie)
     fde.locs = [loc for loc, _ in rows]
     fde.rows = [row for _, row in rows]
     return fde
@@ -373,11 +373,12 @@ class CfiRow:
         return "CfiRow(cfa=%s, %s)" % (cfa, rules)
 
 
-def _run_program(cie, program, loc, cfa, rules, initial_cie, sec):
-    """Execute CFA instructions from `loc`.  Returns (cfa, rules, rows) with
-    rows a list of (loc, CfiRow), one per address range, in address order.
-    `initial_cie` is None while running the CIE's own initial instructions."""
-    data = program
+def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
+    """Execute the CFA instructions in sec.data[pos:end] from address `loc`.
+    Returns (cfa, rules, rows) with rows a list of (loc, CfiRow), one per
+    address range, in address order.  `initial_cie` is None while running
+    the CIE's own initial instructions."""
+    data = sec.data
     code_align = cie.code_align
     data_align = cie.data_align
     rules = dict(rules) if rules else {}
@@ -390,8 +391,7 @@ def _run_program(cie, program, loc, cfa, rules, initial_cie, sec):
     def emit(at):
         rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame)))
 
-    pos = 0
-    n = len(data)
+    n = end
     while pos < n:
         op = data[pos]
         pos += 1
@@ -418,12 +418,14 @@ def _run_program(cie, program, loc, cfa, rules, initial_cie, sec):
             pos += 4
         elif op == 0x01:                        # set_loc
             if sec.is_eh:
-                # operand is encoded like the FDE's initial location; decode it
-                # in a throw-away view positioned at this program's bytes
-                raise CfiError("DW_CFA_set_loc is not supported")
-            size = cie.address_size
-            new_loc = int.from_bytes(data[pos:pos + size], sec.endian_name)
-            pos += size
+                # encoded like the FDE's initial location
+                new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)
+            else:
+                size = cie.address_size
+                new_loc = int.from_bytes(data[pos:pos + size], sec.endian_name)
+                pos += size
+            if new_loc < loc:
+                raise CfiError("DW_CFA_set_loc goes backwards")
             delta = new_loc - loc
         elif op == 0x05:                        # offset_extended
             reg, pos = _uleb(data, pos)
@@ -521,12 +523,16 @@ def _run_program(cie, program, loc, cfa, rules, initial_cie, sec):
             continue
         else:
             raise CfiError("unknown CFA opcode 0x%x" % op)
+        if pos > n:
+            raise CfiError("CFA instruction runs past its entry")
         # an advance: the current row covers [loc, loc + delta)
         if initial_cie is None:
             raise CfiError("advance in a CIE's initial instructions")
         if delta:
             emit(loc)
             loc += delta
+    if pos > n:
+        raise CfiError("CFA instruction runs past its entry")
     if initial_cie is not None:
         emit(loc)
     return cfa, rules, rows
@@ -852,10 +858,10 @@ class CfiTable:
         self._rows[svma] = row
         return row
 
-    def _row_in(self, entry, svma):
+    def _index(self, entry):
+        """The FDE index of one section, built on first use."""
         sec, index = entry
         if index is None:
-            index = None
             if sec.is_eh and self._eh_hdr is not None:
                 try:
                     index = _hdr_index(self._eh_hdr, sec)
@@ -864,7 +870,12 @@ class CfiTable:
             if index is None:
                 index = _scan_index(sec)
             entry[1] = index
-        offset = index.find(svma)
+        return index
+
+    def _fde_in(self, entry, svma):
+        """The decoded _Fde of one section covering svma, or None."""
+        sec = entry[0]
+        offset = self._index(entry).find(svma)
         if offset is None:
             return None
         known = offset in sec.fdes
@@ -873,23 +884,25 @@ class CfiTable:
             self.stats_fdes_decoded += 1
         if fde is None or not (fde.start <= svma < fde.end):
             return None
+        return fde
+
+    def _row_in(self, entry, svma):
+        fde = self._fde_in(entry, svma)
+        if fde is None:
+            return None
         i = bisect.bisect_right(fde.locs, svma) - 1
         if i < 0:
             return None
         return fde.rows[i]
 
     def fde_range(self, svma):
-        """(start, end) of the FDE covering svma, or None (for diagnostics)."""
-        for sec, index in self._sections:
-            if index is None:
-                self.row_for(svma)
-                break
-        for sec, index in self._sections:
-            if index is None:
-                continue
-            off = index.find(svma)
-            fde = _decode_fde(sec, off) if off is not None else None
-            if fde is not None and fde.start <= svma < fde.end:
+        """(start, end) svma range of the FDE covering svma, or None."""
+        for entry in self._sections:
+            try:
+                fde = self._fde_in(entry, svma)
+            except Exception:
+                fde = None
+            if fde is not None:
                 return fde.start, fde.end
         return None
 
