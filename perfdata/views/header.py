@@ -20,7 +20,7 @@ import time
 
 from ..format.constants import Feature
 from ..format.errors import PerfDataError
-from ..format.features import COMP_ZSTD, parse_bpf_prog_info, parse_feature
+from ..format.features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
 from ..format.header import feature_bits
 
 #: Features perf 6.1 knows (HEADER_LAST_FEATURE): bits at or above are ignored.
@@ -299,6 +299,7 @@ class _State:
         self.pf = pf
         self.nrcpus = None
         self.bpf_btfs = {}
+        self.event_names = {}       # index -> name, from EVENT_DESC
 
 
 def _feature_lines(fid, value, state, full):
@@ -455,7 +456,7 @@ def _cpu_topology_lines(value, state):
 def _group_lines(groups, state):
     """process_group_desc then print_group_desc, over the file's events."""
     attrs = state.pf.attrs
-    names = [a.name for a in attrs]
+    names = [state.event_names.get(i, a.name) for i, a in enumerate(attrs)]
     leaders = {}        # index -> (group name, nr_members)
     i = nr = 0
     for idx in range(len(attrs)):
@@ -495,10 +496,50 @@ def _parse(pf, fid, data, state, offset=None):
                           nr_cpus_avail=nr_cpus)
     if fid == Feature.NRCPUS:
         state.nrcpus = value
+    elif fid == Feature.EVENT_DESC:
+        for index, ev in enumerate(value):
+            state.event_names.setdefault(index, ev["name"])
+    elif fid == Feature.CPU_TOPOLOGY:
+        _perf_topology_cut(value, len(data), nr_cpus or 0)
     elif fid == Feature.BPF_BTF:
         for b in value:
             state.bpf_btfs.setdefault(b["id"], bytes(b["data"]))
     return value
+
+
+def _string_size(text):
+    """perf's string_size(): what it assumes a string took in the section."""
+    return (len(text.encode("utf-8")) + 1 + NAME_ALIGN - 1) // NAME_ALIGN * NAME_ALIGN + 4
+
+
+def _perf_topology_cut(value, section_size, nr_cpus):
+    """process_cpu_topology() decides whether the per-cpu ids and the die
+    lists are present from a size it computes with string_size(), not from
+    the lengths stored in the file: cut what perf would not read."""
+    size = 4 + sum(_string_size(s) for s in value["sibling_cores"])
+    size += 4 + sum(_string_size(s) for s in value["sibling_threads"])
+    if section_size <= size:
+        value["cpus"] = None
+        value["sibling_dies"] = None
+        return
+    size += 8 * nr_cpus
+    if section_size <= size:
+        value["sibling_dies"] = None
+
+
+#: Features whose line perf prints whatever their section holds.
+CONSTANT_LINES = {
+    Feature.BRANCH_STACK: "# contains samples with branch stack",
+    Feature.AUXTRACE: "# contains AUX area data (e.g. instruction trace)",
+    Feature.STAT: "# contains stat data",
+}
+
+
+def _error_line(fid, exc):
+    message = exc.message
+    if message.startswith(fid.name + ": "):
+        message = message[len(fid.name) + 2:]
+    return "# %s: %s" % (fid.name, message)
 
 
 def _captured_on(pf):
@@ -537,6 +578,9 @@ def describe_header(pf, full=False):
         fid = Feature(fid)
         if fid in NO_PRINT:
             continue
+        if not pf.has_feature(fid) and data_size == 0:
+            # perf record did not finish: no feature section table was written.
+            continue
         try:
             data = pf.feature_bytes(fid)
             if data is None:
@@ -548,8 +592,10 @@ def describe_header(pf, full=False):
         value = values[fid]
         if fid in FULL_ONLY and not full:
             lines.append("# %s info available, use -I to display" % fid.name)
+        elif fid in CONSTANT_LINES:
+            lines.append(CONSTANT_LINES[fid])
         elif isinstance(value, PerfDataError):
-            lines.append("# %s: %s" % (fid.name, value.message))
+            lines.append(_error_line(fid, value))
         else:
             lines += _feature_lines(fid, value, state, full)
     missing = [Feature(b).name for b in range(1, HEADER_LAST_FEATURE) if b not in bits]
@@ -586,10 +632,13 @@ def _pipe_features(pf, full):
             if fid in NO_PRINT:
                 lines.append("# %s" % fid.name)
                 continue
+            if fid in CONSTANT_LINES:
+                lines.append(CONSTANT_LINES[fid])
+                continue
             try:
                 value = _parse(pf, fid, data, state)
             except PerfDataError as exc:
-                lines.append("# %s: %s" % (fid.name, exc.message))
+                lines.append(_error_line(fid, exc))
                 continue
             lines += _feature_lines(fid, value, state, full)
     except PerfDataError:
