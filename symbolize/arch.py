@@ -45,6 +45,10 @@ class Arch:
     ra_mask: int
     # Other spellings of register names (perf's own: 'ip', 'bp', 'lr', ...).
     aliases: Dict[str, str] = field(default_factory=dict)
+    # Names by the kernel's perf register number (arch/*/include/uapi/asm/
+    # perf_regs.h): bit i of sample_regs_user is perf_regs[i]; None for
+    # registers the unwinder has no use for (segment registers, flags).
+    perf_regs: Tuple[Optional[str], ...] = ()
     name_to_dwarf: Dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -64,6 +68,21 @@ class Arch:
     def dwarf_to_name(self, num: int) -> Optional[str]:
         return self.dwarf_names.get(num)
 
+    def regs_from_perf(self, mask: int, values) -> Dict[str, int]:
+        """The regs dict for the unwinder from a sample's REGS_USER: `mask`
+        is the attr's sample_regs_user, `values` the u64s in bit order."""
+        regs = {}
+        it = iter(values)
+        bit = 0
+        while mask >> bit:
+            if mask >> bit & 1:
+                value = next(it, None)
+                name = self.perf_regs[bit] if bit < len(self.perf_regs) else None
+                if name is not None and value is not None:
+                    regs[name] = value
+            bit += 1
+        return regs
+
 
 X86_64 = Arch(
     name="x86_64",
@@ -82,6 +101,9 @@ X86_64 = Arch(
     ra_mask=(1 << 64) - 1,
     aliases={"ax": "rax", "bx": "rbx", "cx": "rcx", "dx": "rdx", "si": "rsi",
              "di": "rdi", "bp": "rbp", "sp": "rsp", "ip": "rip"},
+    perf_regs=("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "rip",
+               None, None, None, None, None, None, None,   # flags, cs, ss, ds, es, fs, gs
+               "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"),
 )
 
 AARCH64 = Arch(
@@ -98,6 +120,7 @@ AARCH64 = Arch(
     # Keep 48 bits of virtual address: strips a pointer-authentication code.
     ra_mask=(1 << 48) - 1,
     aliases={"lr": "x30", "fp": "x29"},
+    perf_regs=tuple("x%d" % i for i in range(31)) + ("sp", "pc"),
 )
 
 ARCHES = {a.name: a for a in (X86_64, AARCH64)}

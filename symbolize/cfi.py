@@ -25,7 +25,7 @@ __all__ = [
     "evaluate_expression",
     "RULE_UNDEFINED", "RULE_SAME_VALUE", "RULE_OFFSET", "RULE_VAL_OFFSET",
     "RULE_REGISTER", "RULE_EXPRESSION", "RULE_VAL_EXPRESSION",
-    "EH_FRAME_HDR_HEADER", "POINTER_ENCODING",
+    "EH_FRAME_HDR_HEADER", "POINTER_ENCODING", "describe_pointer_encoding",
 ]
 
 MASK64 = (1 << 64) - 1
@@ -72,6 +72,16 @@ POINTER_ENCODING = BitStruct(
 )
 
 DW_EH_PE_omit = 0xFF
+
+
+def describe_pointer_encoding(enc):
+    """'pcrel|sdata4'-style text for a DW_EH_PE_* byte (for messages)."""
+    if enc == DW_EH_PE_omit:
+        return "omit"
+    p = POINTER_ENCODING.parse(bytes([enc]))
+    return "%s%s|%s" % ("indirect|" if p.indirect else "", p.application, p.format)
+
+
 DW_EH_PE_datarel_sdata4 = 0x3B
 
 # Fixed-size pointer formats: struct format letter (little endian added later).
@@ -136,7 +146,7 @@ class _Section:
         else:
             letter = _PE_FIXED.get(fmt)
             if letter is None:
-                raise CfiError("unknown pointer format 0x%x" % fmt)
+                raise CfiError("unknown pointer format in %s" % describe_pointer_encoding(enc))
             st = struct.Struct(self.endian + letter)
             (value,) = st.unpack_from(self.data, pos)
             pos += st.size
@@ -149,9 +159,9 @@ class _Section:
             value += self.datarel_base
         elif app not in (0x00,):
             # textrel/funcrel/aligned are not used by GCC or LLVM on our targets
-            raise CfiError("unsupported pointer application 0x%x" % app)
+            raise CfiError("unsupported pointer encoding %s" % describe_pointer_encoding(enc))
         if enc & 0x80:
-            raise CfiError("indirect pointer in CFI")
+            raise CfiError("unsupported pointer encoding %s" % describe_pointer_encoding(enc))
         return value & MASK64, pos
 
     @property

@@ -81,7 +81,8 @@ def unwind_dwarf(arch, regs: dict, read_stack: Callable[[int], Optional[int]],
     `arch`) using DWARF CFI.
 
     `find_module(avma)` returns an object with `.cfi` (a CfiTable or None)
-    and `.bias` (avma - svma) for the mapping holding avma, or None.
+    and `.bias` (avma - svma) for the mapping holding avma, or None; it is
+    asked about the lookup address (the ip, then each return address - 1).
     `read_stack(address)` returns the pointer-size word there or None.
     """
     arch = get_arch(arch)
