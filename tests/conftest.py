@@ -1,0 +1,142 @@
+"""Shared fixtures of the reader tests: the corpus, perf, and files recorded with perf.
+
+* `corpus_dir()` / `corpus` fixture: /work/shared/corpus (reached from the repo as
+  ../shared/corpus) or $PERFDATA_CORPUS; tests that need it skip when absent.
+* `requires_perf`: skip marker when `perf` cannot record here (absent, or
+  perf_event_paranoid forbids it).
+* `recorded` (session scope): a handful of small perf.data files recorded once
+  with perf into a tmp dir, by name; a file that perf could not make is missing
+  from the dict and the tests using it skip.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO = TESTS_DIR.parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+PERF = shutil.which("perf")
+# A short CPU-bound workload that exists on any box running these tests.
+WORKLOAD = [sys.executable, "-c", "sum(i * i for i in range(400000))"]
+
+
+def corpus_dir():
+    env = os.environ.get("PERFDATA_CORPUS")
+    if env:
+        path = Path(env)
+        # Accept both the corpus root and its perfdata/ directory.
+        return path.parent if path.name == "perfdata" else path
+    return Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+def have_corpus():
+    root = corpus_dir()
+    return (root / "perfdata").is_dir() and (root / "MANIFEST.md").is_file()
+
+
+def _perf_can_record():
+    if PERF is None:
+        return False, "perf is not installed"
+    try:
+        out = subprocess.run([PERF, "record", "-q", "-o", os.devnull, "-e", "task-clock",
+                              "--", "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, "perf record failed: %s" % exc
+    if out.returncode != 0:
+        return False, "perf record cannot run here: %s" % out.stderr.decode(
+            "utf-8", "replace").strip().splitlines()[-1:]
+    return True, ""
+
+
+_CAN_RECORD, _WHY_NOT = _perf_can_record()
+requires_perf = pytest.mark.skipif(not _CAN_RECORD, reason=_WHY_NOT or "perf missing")
+requires_corpus = pytest.mark.skipif(not have_corpus(),
+                                     reason="corpus not found at %s (set PERFDATA_CORPUS)"
+                                     % corpus_dir())
+
+
+def perf_version():
+    if PERF is None:
+        return None
+    out = subprocess.run([PERF, "--version"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    if not have_corpus():
+        pytest.skip("corpus not found at %s (set PERFDATA_CORPUS)" % corpus_dir())
+    return corpus_dir()
+
+
+def _run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, timeout=120, **kw)
+
+
+# name -> (perf record options, workload); "-o FILE" is added.
+RECORDINGS = {
+    "fp": (["-g", "-F", "2000"], WORKLOAD),
+    "plain": (["-F", "2000"], WORKLOAD),
+    "dwarf": (["--call-graph=dwarf,4096", "-F", "300"], WORKLOAD),
+    "zstd": (["-z", "-g", "-F", "2000"], WORKLOAD),
+    "twoev": (["-e", "cpu-clock,task-clock", "-F", "2000"], WORKLOAD),
+    "tracepoint": (["-e", "sched:sched_switch", "-a"], ["sleep", "0.2"]),
+    "threads": (["--threads", "-F", "2000"], WORKLOAD),
+    "group": (["-e", "{cpu-clock,task-clock}:S", "-F", "1000"], WORKLOAD),
+}
+
+
+@pytest.fixture(scope="session")
+def recorded(tmp_path_factory):
+    """{name: path} of small files recorded with perf 6.x (see RECORDINGS), plus
+    'pipe' (perf record -o -) and 'fp_inject_pipe' (perf inject of 'fp' to a pipe)."""
+    if not _CAN_RECORD:
+        pytest.skip(_WHY_NOT)
+    out = {}
+    tmp = tmp_path_factory.mktemp("recorded")
+    for name, (opts, workload) in RECORDINGS.items():
+        path = tmp / ("%s.data" % name)
+        res = _run([PERF, "record", "-q", "-o", str(path)] + opts + ["--"] + workload)
+        if res.returncode == 0 and path.exists():
+            out[name] = path
+    path = tmp / "pipe.data"
+    with open(path, "wb") as f:
+        res = subprocess.run([PERF, "record", "-q", "-g", "-F", "2000", "-o", "-", "--"]
+                             + WORKLOAD, stdout=f, stderr=subprocess.PIPE, timeout=120)
+    if res.returncode == 0 and path.stat().st_size > 16:
+        out["pipe"] = path
+    if "fp" in out:
+        path = tmp / "fp_inject_pipe.data"
+        with open(path, "wb") as f:
+            res = subprocess.run([PERF, "inject", "-i", str(out["fp"]), "-o", "-"],
+                                 stdout=f, stderr=subprocess.PIPE, timeout=120)
+        if res.returncode == 0 and path.stat().st_size > 16:
+            out["fp_inject_pipe"] = path
+    return out
+
+
+def need(recorded, name):
+    if name not in recorded:
+        pytest.skip("perf could not record %r here" % name)
+    return recorded[name]
+
+
+def run_cli(args):
+    """Run the perfdata CLI in-process; return (rc, stdout, stderr)."""
+    import contextlib
+    import io
+
+    import cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(list(args))
+        except SystemExit as exc:
+            rc = exc.code
+    return rc, out.getvalue(), err.getvalue()
