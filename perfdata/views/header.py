@@ -405,6 +405,17 @@ def _feature_lines(fid, value, state, full):
     return []
 
 
+def _safe_lines(fid, value, state, full):
+    """_feature_lines, degrading to an error line for values it cannot print
+    (a BPF_PROG_INFO whose arrays point outside its data, say)."""
+    try:
+        return _feature_lines(fid, value, state, full)
+    except PerfDataError as exc:
+        return [_error_line(fid, exc)]
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, struct.error) as exc:
+        return ["# %s: cannot print: %s" % (fid.name, exc)]
+
+
 def _pmu_caps_line(pmu, caps):
     if not caps:
         return "# %s pmu capabilities: not available" % pmu
@@ -597,7 +608,7 @@ def describe_header(pf, full=False):
         elif isinstance(value, PerfDataError):
             lines.append(_error_line(fid, value))
         else:
-            lines += _feature_lines(fid, value, state, full)
+            lines += _safe_lines(fid, value, state, full)
     missing = [Feature(b).name for b in range(1, HEADER_LAST_FEATURE) if b not in bits]
     lines.append("# missing features: " + "".join(name + " " for name in missing))
     lines += ["# ========", "#"]
@@ -640,7 +651,7 @@ def _pipe_features(pf, full):
             except PerfDataError as exc:
                 lines.append(_error_line(fid, exc))
                 continue
-            lines += _feature_lines(fid, value, state, full)
+            lines += _safe_lines(fid, value, state, full)
     except PerfDataError:
         pass        # perf prints the features it met before the bad record
     return lines
