@@ -43,9 +43,90 @@ def cmd_header(args, out):
     _warn(pf)
 
 
-def _warn(pf):
+def add_symbolize_options(p):
+    """Options every command that symbolizes shares (one definition)."""
+    g = p.add_argument_group("symbols")
+    g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
+                   help="directory of debug files (.build-id layout or path layout); repeatable")
+    g.add_argument("--symfs", metavar="ROOT", help="look for binaries under ROOT")
+    g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
+    g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
+    g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
+    g.add_argument("--inline", action="store_true",
+                   help="show inlined frames (perf script's --inline)")
+    g.add_argument("--no-inline", action="store_true", help="never look up inlined frames")
+    g.add_argument("--max-stack", type=int, default=127, help="frames per stack (perf's 127)")
+    g.add_argument("--unwind", choices=("auto", "dwarf", "fp", "none"), default="auto",
+                   help="user stack unwinding (auto: dwarf when samples carry regs and stack)")
+    f = p.add_argument_group("filters")
+    f.add_argument("--pid", help="only these pids (comma separated)")
+    f.add_argument("--tid", help="only these tids (comma separated)")
+    f.add_argument("--comm", help="only these comms (comma separated)")
+    f.add_argument("--time", help="time ranges as perf writes them: start,stop (seconds)")
+
+
+def make_sample_filter(args):
+    pids = {int(x) for x in args.pid.split(",")} if args.pid else None
+    tids = {int(x) for x in args.tid.split(",")} if args.tid else None
+    comms = set(args.comm.split(",")) if args.comm else None
+    ranges = parse_time_ranges(args.time) if args.time else None
+    if not (pids or tids or comms or ranges):
+        return None
+
+    def keep(sample):
+        if pids is not None and sample.pid not in pids:
+            return False
+        if tids is not None and sample.tid not in tids:
+            return False
+        if comms is not None and sample.comm not in comms:
+            return False
+        if ranges is not None and not any(lo <= sample.time <= hi for lo, hi in ranges):
+            return False
+        return True
+    return keep
+
+
+def parse_time_ranges(text):
+    """perf's --time: 'start,stop' in seconds (either may be empty), several
+    ranges separated by spaces."""
+    ranges = []
+    for part in text.split():
+        lo, _, hi = part.partition(",")
+        lo_ns = int(float(lo) * 1e9) if lo.strip() else 0
+        hi_ns = int(float(hi) * 1e9) if hi.strip() else (1 << 64)
+        ranges.append((lo_ns, hi_ns))
+    return ranges
+
+
+def make_sample_symbolizer(pf, args):
+    from symbolize import DebugInfoLocator, Symbolizer
+    from perfdata.symbolized import SampleSymbolizer
+    locator = DebugInfoLocator(debug_dirs=args.debug_dir, symfs=args.symfs,
+                               **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
+    symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
+                            inline=args.inline and not args.no_inline,
+                            **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
+    return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
+                            filters=make_sample_filter(args))
+
+
+def cmd_script(args, out):
+    from perfdata.views.script import ScriptFormatter, sample_to_json
+    pf = _open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    fmt = ScriptFormatter(pf, args.fields, show_inline=args.inline and not args.no_inline,
+                          nanosecs=args.ns)
+    write = out.write
+    try:
+        for sample in samples:
+            write(sample_to_json(sample) + "\n" if args.json else fmt.format(sample))
+    finally:
+        _warn(pf, samples.symbolizer.warnings)
+
+
+def _warn(pf, extra=()):
     seen = set()
-    for message in pf.warnings:
+    for message in list(pf.warnings) + list(extra):
         if message not in seen:
             seen.add(message)
             sys.stderr.write("perfdata: warning: %s\n" % message)
@@ -70,12 +151,23 @@ def build_parser():
     p.add_argument("file", nargs="?", default="perf.data")
     p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
     p.set_defaults(func=cmd_header)
+
+    p = sub.add_parser("script", help="samples with symbolized stacks, as perf script")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("-F", "--fields", help="fields, with perf's syntax")
+    p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
+    p.add_argument("--json", action="store_true", help="one JSON object per sample")
+    add_symbolize_options(p)
+    p.set_defaults(func=cmd_script)
     return parser
 
 
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "file_opt", None):
+        args.file = args.file_opt
     from perfdata.format.errors import PerfDataError
     out = sys.stdout
     try:

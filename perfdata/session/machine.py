@@ -1,0 +1,119 @@
+"""Session state: the machine as the records describe it over time.
+
+Feed it every record in delivery (time) order; it keeps threads, processes,
+their maps, the kernel's maps and the KSYMBOL/BPF symbols, as perf's
+machine.c does.  It knows nothing of symbols or binaries.
+"""
+from ..format.constants import (MISC_COMM_EXEC, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL,
+                                MISC_KERNEL, MISC_MMAP_DATA, RecordType as RT)
+from .maps import Map, MapGroup
+from .threads import Process, Thread
+
+KERNEL_PID = 0xFFFFFFFF     # pid -1 as u32: the kernel's own maps
+KERNEL_DSO = "[kernel.kallsyms]"
+
+
+class KernelSymbol:
+    __slots__ = ("start", "end", "name", "kind")
+
+    def __init__(self, start, length, name, kind):
+        self.start, self.end, self.name, self.kind = start, start + length, name, kind
+
+
+class Machine:
+    def __init__(self):
+        self.threads = {}
+        self.processes = {}
+        self.kernel_maps = MapGroup()
+        self.ksymbols = []      # KernelSymbol from KSYMBOL records (bpf, ool)
+        self.counts = {"comm_exec": 0, "fork": 0, "exit": 0, "mmap": 0}
+
+    # --------------------------------------------------------------- threads
+    def process(self, pid):
+        proc = self.processes.get(pid)
+        if proc is None:
+            proc = self.processes[pid] = Process(pid)
+        return proc
+
+    def thread(self, pid, tid):
+        """The thread, created as perf's machine__findnew_thread does if unseen."""
+        th = self.threads.get(tid)
+        if th is None or (pid not in (None, -1, KERNEL_PID) and th.pid != pid
+                          and th.pid in (-1, None)):
+            proc = self.process(pid if pid not in (None, -1) else tid)
+            th = Thread(pid if pid is not None else -1, tid, proc)
+            self.threads[tid] = th
+        return th
+
+    # ----------------------------------------------------------- processing
+    def apply(self, rtype, fields, misc=0, time=0):
+        """Update the state with one parsed record."""
+        if rtype == RT.COMM:
+            th = self.thread(fields["pid"], fields["tid"])
+            exec_ = bool(misc & MISC_COMM_EXEC)
+            if exec_:
+                # perf keeps the old maps across exec (the new image's MMAPs
+                # replace what they overlap): samples taken inside execve after
+                # the COMM still point into the old image's libc.
+                self.counts["comm_exec"] += 1
+            th.set_comm(fields["comm"], time, exec_)
+        elif rtype == RT.FORK:
+            self._fork(fields, time)
+        elif rtype == RT.EXIT:
+            th = self.threads.get(fields["tid"])
+            if th is not None:
+                th.exited = time
+            self.counts["exit"] += 1
+        elif rtype in (RT.MMAP, RT.MMAP2):
+            self._mmap(rtype, fields, misc, time)
+        elif rtype == RT.KSYMBOL:
+            self.ksymbols.append(KernelSymbol(fields["addr"], fields["len"], fields["name"],
+                                              fields["ksym_type"]))
+
+    def _fork(self, f, time):
+        self.counts["fork"] += 1
+        parent = self.thread(f["ppid"], f["ptid"])
+        old = self.threads.pop(f["tid"], None)
+        if f["pid"] == f["ppid"] and f["pid"] in self.processes:
+            proc = self.processes[f["pid"]]          # a new thread: shared maps
+        else:
+            maps = parent.process.maps.clone()       # a new process: a copy
+            proc = self.processes[f["pid"]] = Process(f["pid"], maps)
+        th = Thread(f["pid"], f["tid"], proc)
+        th.ppid = f["ppid"]
+        if parent.comm_set:
+            th.set_comm(parent.comm, time)
+        elif old is not None and old.comm_set:
+            th.set_comm(old.comm, time)
+        self.threads[f["tid"]] = th
+
+    def _mmap(self, rtype, f, misc, time):
+        self.counts["mmap"] += 1
+        filename = f["filename"]
+        prot = f.get("prot", 4 if not misc & MISC_MMAP_DATA else 1)
+        m = Map(f["start"], f["len"], f["pgoff"], filename,
+                build_id=f.get("build_id"), prot=prot, flags=f.get("flags", 0),
+                maj=f.get("maj", 0), min=f.get("min", 0), ino=f.get("ino", 0), time=time,
+                is_data=bool(misc & MISC_MMAP_DATA))
+        cpumode = misc & MISC_CPUMODE_MASK
+        if f["pid"] == KERNEL_PID or cpumode in (MISC_KERNEL, MISC_GUEST_KERNEL):
+            if filename.startswith(KERNEL_DSO) or filename.startswith("[guest.kernel"):
+                # perf's kernel map: "[kernel.kallsyms]_text" from _text to the end.
+                m.path = KERNEL_DSO
+                m.pgoff = m.start if m.pgoff == 0 or m.pgoff == m.start else m.pgoff
+                if m.end <= m.start or m.end < m.start:
+                    m.end = (1 << 64) - 1
+            self.kernel_maps.insert(m)
+            return
+        self.process(f["pid"]).maps.insert(m)
+
+    def find_map(self, thread, avma, kernel):
+        if kernel:
+            return self.kernel_maps.find(avma)
+        return thread.maps.find(avma) if thread is not None else None
+
+    def find_ksymbol(self, avma):
+        for sym in self.ksymbols:
+            if sym.start <= avma < sym.end:
+                return sym
+        return None

@@ -1,0 +1,103 @@
+"""Memory maps of a process (or of the kernel), from MMAP and MMAP2 records."""
+import bisect
+
+PROT_EXEC = 4
+
+
+class Map:
+    """One mapping: [start, end) of the address space backed by `path` at `pgoff`."""
+    __slots__ = ("start", "end", "pgoff", "path", "build_id", "prot", "flags",
+                 "maj", "min", "ino", "time", "is_data")
+
+    def __init__(self, start, length, pgoff, path, build_id=None, prot=PROT_EXEC, flags=0,
+                 maj=0, min=0, ino=0, time=0, is_data=False):
+        self.start = start
+        self.end = start + length
+        self.pgoff = pgoff
+        self.path = path
+        self.build_id = build_id
+        self.prot = prot
+        self.flags = flags
+        self.maj, self.min, self.ino = maj, min, ino
+        self.time = time
+        self.is_data = is_data
+
+    def file_offset(self, avma):
+        """Offset in the mapped file of a process address (perf's map__map_ip)."""
+        return avma - self.start + self.pgoff
+
+    def copy(self):
+        m = Map.__new__(Map)
+        for name in Map.__slots__:
+            setattr(m, name, getattr(self, name))
+        return m
+
+    def __contains__(self, avma):
+        return self.start <= avma < self.end
+
+    def __repr__(self):
+        return "Map(%#x-%#x %#x %s)" % (self.start, self.end, self.pgoff, self.path)
+
+
+class MapGroup:
+    """The maps of one address space, sorted by start; a new map replaces what it
+    overlaps (as perf's maps__fixup_overlappings does, keeping the parts of an
+    old map that stick out on either side)."""
+
+    def __init__(self):
+        self._starts = []
+        self._maps = []
+
+    def __len__(self):
+        return len(self._maps)
+
+    def __iter__(self):
+        return iter(self._maps)
+
+    def clone(self):
+        group = MapGroup()
+        group._starts = list(self._starts)
+        group._maps = [m.copy() for m in self._maps]
+        return group
+
+    def clear(self):
+        self._starts.clear()
+        self._maps.clear()
+
+    def insert(self, new):
+        if new.end <= new.start:
+            return
+        starts, maps = self._starts, self._maps
+        i = bisect.bisect_right(starts, new.start) - 1
+        if i < 0:
+            i = 0
+        keep_before, keep_after = [], []
+        j = i
+        while j < len(maps) and maps[j].start < new.end:
+            old = maps[j]
+            if old.end <= new.start:
+                j += 1
+                continue
+            if old.start < new.start:
+                head = old.copy()
+                head.end = new.start
+                keep_before.append(head)
+            if old.end > new.end:
+                tail = old.copy()
+                tail.pgoff += new.end - old.start
+                tail.start = new.end
+                keep_after.append(tail)
+            del maps[j]
+            del starts[j]
+        for m in keep_before + [new] + keep_after:
+            k = bisect.bisect_right(starts, m.start)
+            starts.insert(k, m.start)
+            maps.insert(k, m)
+
+    def find(self, avma):
+        i = bisect.bisect_right(self._starts, avma) - 1
+        if i >= 0:
+            m = self._maps[i]
+            if avma < m.end:
+                return m
+        return None

@@ -1,0 +1,294 @@
+"""Samples with symbolized stacks: the layer that joins the session's maps to
+`symbolize/`.
+
+perfdata.format gives records, perfdata.session the threads and maps at each
+moment; this module walks a file in perf's time order, keeps the session up to
+date and turns each SAMPLE into a `SymbolizedSample` whose frames carry the
+address, the symbol, the offset, the dso, the build-id, inlined frames and
+source lines.  Views (script, folded stacks, reports) format these.
+"""
+import os
+
+from symbolize import DebugInfoLocator, Symbolizer
+from symbolize.symbolizer import address_for_lookup  # noqa: F401  (re-exported vocabulary)
+
+from .format.constants import (CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
+                               MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
+                               RecordType as RT, SampleType as ST)
+from .format.errors import PerfDataError
+from .session.machine import KERNEL_DSO, Machine
+
+SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
+_KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
+# perf's sysctl_perf_event_max_stack default.
+DEFAULT_MAX_STACK = 127
+
+
+class StackFrame:
+    """One printed line of a stack."""
+    __slots__ = ("avma", "address", "symbol", "offset", "dso", "dso_path", "build_id",
+                 "source", "inlined", "srcline", "kernel", "is_return_address", "note")
+
+    def __init__(self, avma, address, symbol, offset, dso, dso_path=None, build_id=None,
+                 source=None, inlined=False, srcline=None, kernel=False,
+                 is_return_address=False, note=None):
+        self.avma = avma
+        self.address = address          # what perf prints: map-relative for user maps
+        self.symbol = symbol            # None: [unknown]
+        self.offset = offset
+        self.dso = dso                  # display name, as perf prints it
+        self.dso_path = dso_path
+        self.build_id = build_id
+        self.source = source            # symtab dynsym plt minidebuginfo debuginfo kallsyms ...
+        self.inlined = inlined
+        self.srcline = srcline
+        self.kernel = kernel
+        self.is_return_address = is_return_address
+        self.note = note                # why a frame is unknown, for diagnosis
+
+    def __repr__(self):
+        return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
+
+
+class SymbolizedSample:
+    __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
+                 "period", "ip", "frames", "stop_reason", "cpumode")
+
+    def __init__(self, record, fields, event, thread):
+        self.record = record
+        self.fields = fields
+        self.event = event
+        self.thread = thread
+        self.comm = thread.comm if thread is not None else ":-1"
+        self.pid = fields.get("pid", -1)
+        self.tid = fields.get("tid", -1)
+        self.time = fields.get("time", 0)
+        self.cpu = fields.get("cpu")
+        self.period = fields.get("period", 0)
+        self.ip = fields.get("ip")
+        self.cpumode = record.misc & MISC_CPUMODE_MASK
+        self.frames = []
+        self.stop_reason = None
+
+
+def module_display_name(path):
+    """perf shows a kernel module as [name] (dashes as underscores)."""
+    base = os.path.basename(path)
+    for ext in (".ko.xz", ".ko.zst", ".ko.gz", ".ko"):
+        if base.endswith(ext):
+            base = base[:-len(ext)]
+            break
+    return "[%s]" % base.replace("-", "_")
+
+
+class SampleSymbolizer:
+    """Iterate over the symbolized samples of an open PerfFile."""
+
+    def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
+                 demangle=True, unwind="auto", filters=None):
+        self.pf = pf
+        self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
+                                                   inline=inline)
+        self.machine = Machine()
+        self.max_stack = max_stack
+        self.unwind = unwind
+        self.filters = filters
+        self.build_ids = {}
+        self._frame_cache = {}
+        self.counts = {"samples": 0, "frames": 0}
+        self._load_build_ids()
+
+    def _load_build_ids(self):
+        entries = []
+        try:
+            entries = self.pf.feature(Feature.BUILD_ID) or []
+        except PerfDataError as exc:
+            self.pf.warnings.append("BUILD_ID feature: %s" % exc)
+        for e in entries:
+            name = e.get("filename") if isinstance(e, dict) else None
+            bid = e.get("build_id") if isinstance(e, dict) else None
+            if name and bid:
+                if isinstance(bid, (bytes, bytearray)):
+                    bid = bytes(bid).hex()
+                self.build_ids.setdefault(name, bid)
+        if self.build_ids.get(KERNEL_DSO) is None:
+            for name, bid in list(self.build_ids.items()):
+                if name.startswith("[kernel.kallsyms]"):
+                    self.build_ids[KERNEL_DSO] = bid
+
+    def _pipe_build_ids(self):
+        """Pipe mode: HEADER_BUILD_ID records instead of the BUILD_ID feature."""
+        for rec in self.pf.build_ids:
+            try:
+                parsed = rec.parse()
+            except PerfDataError:
+                continue
+            # misc bit 15 (PERF_RECORD_MISC_BUILD_ID_SIZE) says the size byte is valid.
+            size = parsed.get("build_id_size") if rec.misc & (1 << 15) else 20
+            bid = bytes(parsed["build_id"][:size or 20]).hex()
+            self.build_ids.setdefault(parsed["filename"], bid)
+        self.pf.build_ids = []
+
+    # ------------------------------------------------------------ iteration
+    def __iter__(self):
+        machine = self.machine
+        pf = self.pf
+        pf.resolve_event_names()
+        for rec in pf.records():
+            rtype = rec.type
+            if rtype in SESSION_TYPES:
+                try:
+                    fields = rec.parse()
+                except PerfDataError as exc:
+                    pf.warnings.append(str(exc))
+                    continue
+                if rtype == RT.MMAP2 and fields.get("build_id"):
+                    self.build_ids.setdefault(fields["filename"], fields["build_id"])
+                machine.apply(rtype, fields, rec.misc, rec.time or 0)
+                continue
+            if rtype == RT.HEADER_BUILD_ID:
+                self._pipe_build_ids()
+                continue
+            if rtype != RT.SAMPLE:
+                continue
+            fields = rec.parse()
+            for sample in self._expand_group(rec, fields):
+                if self.filters is not None and not self.filters(sample):
+                    continue
+                self._symbolize_sample(sample)
+                self.counts["samples"] += 1
+                yield sample
+
+    def _expand_group(self, rec, fields):
+        """A sample that reads a whole group stands for one sample per member
+        (perf's deliver_sample_group)."""
+        ea = rec.attr
+        thread = self.machine.thread(fields.get("pid", -1), fields.get("tid", -1))
+        if ea.sample_type & ST.READ and ea.read_format & 8:
+            read = fields.get("read") or {}
+            out = []
+            for value in read.get("values", ()):
+                member = self.pf.id_to_attr.get(value.get("id"))
+                if member is None:
+                    continue
+                sample = SymbolizedSample(rec, dict(fields), member, thread)
+                out.append(sample)
+            return out
+        return [SymbolizedSample(rec, fields, ea, thread)]
+
+    # -------------------------------------------------------- symbolization
+    def _symbolize_sample(self, sample):
+        fields = sample.fields
+        chain = fields.get("callchain")
+        if chain is not None and chain.get("ips"):
+            sample.frames = self.frames_for_callchain(sample, chain["ips"])
+        elif sample.ip is not None:
+            kernel = sample.cpumode in _KERNEL_MODES
+            sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
+
+    def frames_for_callchain(self, sample, ips):
+        """Frames of a kernel-recorded callchain (-g): context markers switch
+        between kernel and user; every frame but the first is a return address."""
+        frames = []
+        kernel = sample.cpumode in _KERNEL_MODES
+        first = True
+        depth = 0
+        for ip in ips:
+            if ip >= CC.MAX:
+                kernel = ip in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
+                continue
+            if depth >= self.max_stack:
+                break
+            frames.extend(self.frames_for_address(sample, ip, kernel, not first))
+            first = False
+            depth += 1
+        return frames
+
+    def frames_for_address(self, sample, avma, kernel, is_return_address):
+        machine = self.machine
+        thread = sample.thread
+        m = machine.find_map(thread, avma, kernel)
+        if m is None and not kernel:
+            # perf falls back to the kernel maps for an address without a user map.
+            km = machine.kernel_maps.find(avma)
+            if km is not None and avma >= (1 << 63):
+                m, kernel = km, True
+        if m is None:
+            if kernel:
+                ks = machine.find_ksymbol(avma)
+                if ks is not None:
+                    return [StackFrame(avma, avma, ks.name, avma - ks.start,
+                                       "[bpf_prog]" if ks.kind == 1 else KERNEL_DSO,
+                                       source="ksymbol", kernel=True,
+                                       is_return_address=is_return_address)]
+                # perf prints unmapped kernel addresses against [unknown].
+            return [StackFrame(avma, avma, None, None, "[unknown]", kernel=kernel,
+                               is_return_address=is_return_address, note="no-map")]
+        if kernel:
+            path = KERNEL_DSO
+            dso = KERNEL_DSO if m.path == KERNEL_DSO else module_display_name(m.path)
+            key = (KERNEL_DSO, avma, is_return_address, dso)
+            hit = self._frame_cache.get(key)
+            if hit is None:
+                hit = self._lookup(path, self.build_ids.get(KERNEL_DSO), avma, None,
+                                   is_return_address, avma, dso, True)
+                self._frame_cache[key] = hit
+            return [_with_avma(f, avma) for f in hit]
+        path = m.path
+        file_offset = m.file_offset(avma)
+        bid = m.build_id or self.build_ids.get(path)
+        if path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]":
+            perfmap = "/tmp/perf-%d.map" % sample.pid
+            key = (perfmap, avma, is_return_address)
+            hit = self._frame_cache.get(key)
+            if hit is None:
+                hit = self._lookup(perfmap, None, avma, None, is_return_address, avma,
+                                   perfmap, False, display_path=path)
+                self._frame_cache[key] = hit
+            return [_with_avma(f, avma) for f in hit]
+        key = (path, bid, file_offset, is_return_address)
+        hit = self._frame_cache.get(key)
+        if hit is None:
+            hit = self._lookup(path, bid, None, file_offset, is_return_address, file_offset,
+                               path, False)
+            self._frame_cache[key] = hit
+        return [_with_avma(f, avma) for f in hit]
+
+    def _lookup(self, path, bid, svma, file_offset, is_ret, printed, dso, kernel,
+                display_path=None):
+        try:
+            found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
+                                           is_return_address=is_ret)
+            if is_ret and found and found[0].name is None:
+                # address - 1 fell between functions (alignment padding): the
+                # value was a function's entry found on the stack, not the end
+                # of a call; name what is really at the address, as perf does.
+                found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
+                                               is_return_address=False)
+        except Exception as exc:   # a symbolizer bug must not stop the listing
+            self.pf.warnings.append("symbolizer: %s: %s" % (path, exc))
+            found = []
+        frames = []
+        for fr in found:
+            name = fr.name
+            if name is None and kernel is False and display_path and fr.name is None:
+                dso_shown = display_path
+            else:
+                dso_shown = dso
+            frames.append(StackFrame(None, printed, name, fr.offset, dso_shown, fr.dso_path,
+                                     fr.build_id or bid, fr.source, fr.inlined, fr.srcline,
+                                     kernel, is_ret,
+                                     note=None if name is not None else "no-symbol"))
+        if not frames:
+            frames.append(StackFrame(None, printed, None, None, display_path or dso, path, bid,
+                                     kernel=kernel, is_return_address=is_ret,
+                                     note="no-symbol"))
+        return tuple(frames)
+
+
+def _with_avma(frame, avma):
+    f = StackFrame.__new__(StackFrame)
+    for name in StackFrame.__slots__:
+        setattr(f, name, getattr(frame, name))
+    f.avma = avma
+    return f

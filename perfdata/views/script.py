@@ -1,0 +1,172 @@
+"""`perfdata script`: the text `perf script` prints, from perfdata's own stacks.
+
+Field selection and layout follow tools/perf/builtin-script.c (perf 6.1):
+the sample header line (comm, pid/tid, cpu, time, period, event), then either
+the ip/sym/dso on the same line or, for samples with a stack, one line per
+frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
+"""
+import json
+
+from ..format.constants import AttrType, SampleType as ST
+
+ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
+              "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
+              "brstack", "misc", "ipc", "insn", "data_src", "weight", "phys_addr")
+
+_DEFAULT_HW = ("comm", "tid", "cpu", "time", "event", "ip", "sym", "symoff", "dso", "period")
+_DEFAULT_TRACE = ("comm", "tid", "cpu", "time", "event", "trace")
+# The fields perf drops silently from its defaults when the samples lack them.
+_NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "period": ST.PERIOD, "addr": ST.ADDR,
+          "ip": ST.IP, "tid": ST.TID, "pid": ST.TID}
+
+
+def default_fields(event):
+    if event.attr["type"] == AttrType.TRACEPOINT:
+        fields = list(_DEFAULT_TRACE)
+    else:
+        fields = list(_DEFAULT_HW)
+    return [f for f in fields if f not in _NEEDS or event.sample_type & _NEEDS[f]]
+
+
+def parse_field_spec(spec):
+    """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'."""
+    if spec is None:
+        return None
+    if ":" in spec.split(",")[0]:
+        spec = spec.split(":", 1)[1]
+    add, remove, exact = [], [], []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("+"):
+            add.append(item[1:])
+        elif item.startswith("-"):
+            remove.append(item[1:])
+        else:
+            exact.append(item)
+    return exact, add, remove
+
+
+def format_time(ns, nanosecs=False):
+    secs, rest = divmod(ns, 1_000_000_000)
+    if nanosecs:
+        return "%5d.%09d: " % (secs, rest)
+    return "%12s: " % ("%d.%06d" % (secs, rest // 1000))
+
+
+class ScriptFormatter:
+    def __init__(self, pf, field_spec=None, show_inline=True, nanosecs=False,
+                 show_srcline=False):
+        self.pf = pf
+        self.spec = parse_field_spec(field_spec)
+        self.show_inline = show_inline
+        self.nanosecs = nanosecs
+        self._name_width = None
+        self._fields = {}
+
+    def fields_for(self, event):
+        got = self._fields.get(event.index)
+        if got is None:
+            if self.spec is None:
+                got = default_fields(event)
+            else:
+                exact, add, remove = self.spec
+                base = list(exact) if exact else default_fields(event)
+                base += [f for f in add if f not in base]
+                got = [f for f in base if f not in remove]
+            self._fields[event.index] = got = tuple(got)
+        return got
+
+    def format(self, sample):
+        fields = self.fields_for(sample.event)
+        has = set(fields).__contains__
+        out = []
+        has_stack = bool(sample.event.sample_type & ST.CALLCHAIN) or len(sample.frames) > 1
+        if has("comm"):
+            if has("ip") and has_stack:
+                out.append("%s " % sample.comm)
+            else:
+                out.append("%16s " % sample.comm)
+        if has("pid") and has("tid"):
+            out.append("%5d/%-5d " % (sample.pid, sample.tid))
+        elif has("pid"):
+            out.append("%5d " % sample.pid)
+        elif has("tid"):
+            out.append("%5d " % sample.tid)
+        if has("cpu") and sample.cpu is not None:
+            out.append("[%03d] " % sample.cpu)
+        if has("time"):
+            out.append(format_time(sample.time, self.nanosecs))
+        if has("period"):
+            out.append("%10d " % sample.period)
+        if has("event"):
+            if self._name_width is None:
+                # After the names are final (EVENT_DESC, tracing data).
+                self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
+            out.append("%*s: " % (self._name_width, sample.event.name))
+        if has("addr") and "addr" in sample.fields:
+            out.append("%16x " % sample.fields["addr"])
+        if has("trace") and "raw" in sample.fields:
+            out.append(self._trace(sample))
+        if has("ip"):
+            if has_stack:
+                out.append("\n")
+                for fr in sample.frames:
+                    out.append(self._frame_line(fr, has, "\t", "\n"))
+            elif sample.frames:
+                out.append(self._frame_line(sample.frames[0], has, " ", ""))
+        text = "".join(out)
+        if not text.endswith("\n"):
+            text += "\n"
+        if has("ip") and has_stack:
+            text += "\n"
+        return text
+
+    def _frame_line(self, fr, has, lead, end):
+        if fr.inlined and not self.show_inline:
+            return ""
+        parts = [lead]
+        if fr.inlined:
+            parts.append("%16s" % "")
+        else:
+            parts.append("%16x" % fr.address)
+        if has("sym"):
+            name = fr.symbol if fr.symbol is not None else "[unknown]"
+            if fr.inlined:
+                parts.append(" %s (inlined)" % name)
+            elif has("symoff") and fr.symbol is not None and fr.offset is not None:
+                parts.append(" %s+0x%x" % (name, fr.offset))
+            else:
+                parts.append(" " + name)
+        if has("dso") and not fr.inlined:
+            parts.append(" (%s)" % fr.dso)
+        if has("srcline") and fr.srcline:
+            parts.append("\n  " + fr.srcline)
+        parts.append(end)
+        return "".join(parts)
+
+    def _trace(self, sample):
+        formats = self.pf.tracepoint_formats()
+        fmt = formats.get(sample.event.attr["config"])
+        if fmt is None:
+            return ""
+        try:
+            values = fmt.decode(bytes(sample.fields["raw"]["data"]))
+        except Exception:
+            return ""
+        return " ".join("%s=%s" % (k, v) for k, v in values.items()
+                        if not k.startswith("common_")) + " "
+
+
+def sample_to_json(sample):
+    return json.dumps({
+        "comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
+        "cpu": sample.cpu, "period": sample.period, "event": sample.event.name,
+        "ip": sample.ip,
+        "frames": [{
+            "address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
+            "offset": fr.offset, "dso": fr.dso, "dso_path": fr.dso_path,
+            "build_id": fr.build_id, "source": fr.source, "inlined": fr.inlined,
+            "srcline": fr.srcline, "kernel": fr.kernel} for fr in sample.frames],
+    })
