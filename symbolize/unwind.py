@@ -209,7 +209,7 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
                     addr = (cfa + arg) & ptr_mask
                     v = read_stack(addr)
                     if v is None:
-                        raise StackOutOfRange(addr)
+                        v = _unreadable_slot(col, addr, sp, cur, ra_col)
                 elif kind is RULE_VAL_OFFSET:
                     v = (cfa + arg) & ptr_mask
                 elif kind is RULE_UNDEFINED:
@@ -231,12 +231,15 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
                     addr = evaluate_expression(arg, get_reg, read_stack, (cfa,), psize)
                     v = read_stack(addr)
                     if v is None:
-                        raise StackOutOfRange(addr)
+                        v = _unreadable_slot(col, addr, sp, cur, ra_col)
                 elif kind is RULE_VAL_EXPRESSION:
                     v = evaluate_expression(arg, get_reg, read_stack, (cfa,), psize)
                 else:
                     continue
-                new[col] = v
+                if v is None:
+                    new.pop(col, None)
+                else:
+                    new[col] = v
         except StackOutOfRange as exc:
             result.stop_reason = "stack-exhausted"
             result.stop_address = exc.address
@@ -282,3 +285,18 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
         is_return_address = not row.signal_frame
         if row.signal_frame:
             result.exact_ip_frames.append(len(frames))
+
+
+def _unreadable_slot(col, addr, sp, cur, ra_col):
+    """Value for a register whose save slot lies outside the snapshot.
+
+    Only the return address is essential (StackOutOfRange ends the walk).
+    A slot below sp was already popped in an epilogue whose CFI still
+    names it, so the register holds the caller's value; a slot beyond the
+    copy leaves the register unknown (None), as libdw does, and the walk
+    goes on as long as nothing needs it."""
+    if col == ra_col:
+        raise StackOutOfRange(addr)
+    if addr < sp:
+        return cur.get(col)
+    return None

@@ -262,3 +262,26 @@ def test_fde_lookup_without_eh_frame_hdr_and_bounds():
     assert table.row_for(0x1001).cfa_offset == 16
     assert table.row_for(0x10FF).cfa_offset == 16
     assert table.fde_range(0x2050) == (0x2000, 0x2100)
+
+
+def test_x86_saved_register_slots_outside_the_snapshot():
+    eh = EhFrame(ra_column=16, code_align=1, data_align=-8,
+                 initial=def_cfa(7, 8) + offset(16, 1))
+    eh.fde(0x2000, 0x100)                               # g: frameless
+    eh.fde(0x5000, 0x100, offset(3, 2))                 # epilogue: rbx at cfa-16, popped
+    eh.fde(0x6000, 0x100, def_cfa(3, 8))                # k: CFA = rbx + 8
+    eh.fde(0x7000, 0x100, offset(3, 0))                 # rbx saved at the CFA itself
+    table = eh.table()
+    # after `pop rbx` the slot is below sp: rbx already holds the caller's value
+    stack = stack_from(0x8000, [0x6010, 0, 0x2020, 0])
+    result = unwind_dwarf("x86_64", {"rip": 0x5005, "rsp": 0x8000, "rbx": 0x8010},
+                          stack, one_module(table))
+    assert result.frames == [0x5005, 0x6010, 0x2020]
+    assert result.stop_reason == "zero-ra"
+    # a slot beyond the copy leaves rbx unknown; the walk goes on while the
+    # return addresses are readable (as perf's libdw does)
+    stack = stack_from(0x8000, [0x2010])
+    result = unwind_dwarf("x86_64", {"rip": 0x7005, "rsp": 0x8000, "rbx": 1},
+                          stack, one_module(table))
+    assert result.frames == [0x7005, 0x2010]
+    assert result.stop_reason == "stack-exhausted" and result.stop_address == 0x8008
