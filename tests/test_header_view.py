@@ -274,3 +274,33 @@ def test_attr_printing_matches_perf_on_crafted_event_desc(recorded, tmp_path):
             got = describe_header(pf).splitlines()
         pick = lambda lines: [l for l in lines if l.startswith("# event")]
         assert pick(expected) and pick(got) == pick(expected), name
+
+
+@needs_perf
+def test_newer_perf_files_patched_for_perf_61(tmp_path):
+    """Files of perf 6.3+ have 136-byte attrs, which perf 6.1 refuses.  With one
+    attr, writing 128 into its size field makes perf 6.1 read it (the ids
+    section it then reads is zeros); the features, BPF_PROG_INFO with BTF
+    function names, CLOCK_DATA and COMPRESSED among them, are untouched."""
+    names = ["linux-perf-data__sleep.compressed.data", "linux-perf-data__sleep.data",
+             "linux-perf-data__sleep.compressed2.data", "io_uring_tcp_server__perf.data"]
+    compared = 0
+    for name in names:
+        src = os.path.join(CORPUS, name)
+        if not os.path.exists(src):
+            continue
+        raw = bytearray(open(src, "rb").read())
+        attr_size, attrs_offset, attrs_size = struct.unpack_from("<QQQ", raw, 16)
+        if attrs_size != attr_size or struct.unpack_from("<I", raw, attrs_offset + 4)[0] != 136:
+            continue
+        struct.pack_into("<I", raw, attrs_offset + 4, 128)
+        target = tmp_path / name
+        target.write_bytes(bytes(raw))
+        for full in (False, True):
+            result = compare(str(target), full)
+            assert result is not None, name
+            equal, total, unexplained = result
+            assert not unexplained and equal == total, (name, full, unexplained)
+            compared += 1
+    if not compared:
+        pytest.skip("corpus files absent")
