@@ -3,8 +3,9 @@
 # perf goldens.  Usage (as root, from anywhere):
 #
 #     bash samples/record.sh            # build + record + buildids + goldens
-#     bash samples/record.sh goldens    # only redo buildids + goldens from the
-#                                       # committed recordings
+#     bash samples/record.sh goldens    # only redo the goldens from the
+#                                       # committed recordings and buildids
+#     bash samples/record.sh derive     # redo cpp_inline.fp.pipe.data + goldens
 #
 # Needs: gcc, g++, objcopy, strip, readelf, perf (goldens made with 6.1).
 # The truth files (samples/truth/*.json) are hand-written, not generated;
@@ -113,6 +114,14 @@ record() {
     # by collect_buildids: the vdso image only exists there.
 }
 
+derive() {
+    # the same records as cpp_inline.fp.data, in pipe format (perf inject
+    # adds ATTR/FEATURE/... header records): for file-vs-pipe equivalence.
+    # (perf inject of a -z file to a pipe keeps the COMPRESSED records, and
+    # perf 6.1 then cannot decompress them: not usable, see README.)
+    perf inject -i "$S/cpp_inline.fp.data" -o - > "$S/cpp_inline.fp.pipe.data" 2>/dev/null
+}
+
 collect_buildids() {
     rm -rf "$BIDS"
     mkdir -p "$BIDS/.build-id"
@@ -121,8 +130,9 @@ collect_buildids() {
     for f in "$S"/*.data; do
         perf buildid-list -i "$f" 2>/dev/null >> "$WORK/bids" || true
     done
-    # ld.so is mapped by every program even when no sample hits it
-    for f in /lib64/ld-linux-x86-64.so.2 /usr/lib/x86_64-linux-gnu/libc.so.6; do
+    # ld.so is mapped by every program even when no sample hits it; and
+    # every sample program (writer is only in callchains, never a sample ip)
+    for f in /lib64/ld-linux-x86-64.so.2 /usr/lib/x86_64-linux-gnu/libc.so.6 "$BIN"/*; do
         echo "$(readelf -n "$f" | awk '/Build ID/ {print $3}') $(readlink -f "$f")" >> "$WORK/bids"
     done
     sort -u "$WORK/bids" | while read -r bid path; do
@@ -190,13 +200,18 @@ case ${1:-all} in
         mkdir -p "$EXP"
         build
         record
+        derive
         collect_buildids
         goldens
         ;;
     goldens)
         goldens
         ;;
+    derive)
+        derive
+        goldens
+        ;;
     *)
-        echo "usage: $0 [all|goldens]" >&2; exit 2 ;;
+        echo "usage: $0 [all|goldens|derive]" >&2; exit 2 ;;
 esac
 du -sh "$S"

@@ -117,7 +117,7 @@ PROGRAMS = {
         source="src/cpp_inline.cpp",
         binaries=["bin/cpp_inline"],
         recordings={"cpp_inline.fp.data": "fp", "cpp_inline.dwarf.data": "dwarf",
-                    "zstd.data": "fp"},
+                    "zstd.data": "fp", "cpp_inline.fp.pipe.data": "fp"},
         failure_mode=("C++ names to demangle (namespaces, templates); Mixer::step and "
                       "detail::rotate are always_inline, visible only through DWARF "
                       "inline info (DW_TAG_inlined_subroutine)."),
