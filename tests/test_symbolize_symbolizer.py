@@ -1,0 +1,274 @@
+"""Symbolizer and DebugInfoLocator: finding files in every layout, build-id
+and CRC checks, statuses, return addresses, caching."""
+import os
+import re
+import shutil
+
+import pytest
+
+from symbolize import Binary, DebugInfoLocator, KernelSymbols, Symbolizer
+from test_symbolize_util import compile_c, need, nm_defined, readelf_build_id, readelf_symbols, run
+
+SRC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+static __attribute__((noinline)) int hidden_helper(int x) { return x * 7 + 1; }
+__attribute__((noinline, noreturn)) void die_now(int code) { printf("bye\n"); exit(code); }
+__attribute__((noinline)) int after_die(int x) { return x + 1; }
+int main(int argc, char **argv) {
+    if (argc > 5) die_now(hidden_helper(argc));
+    return after_die(hidden_helper(argc));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    need("objcopy", "strip")
+    d = tmp_path_factory.mktemp("sym")
+    full = compile_c(d, "prog", SRC, "-O2", "-g")
+    other = compile_c(d, "other", SRC.replace("x * 7", "x * 9"), "-O2", "-g")
+    nobid = compile_c(d, "nobid", SRC, "-O2", "-g", "-Wl,--build-id=none")
+    return {"dir": d, "full": full, "other": other, "nobid": nobid}
+
+
+def strip_to(src, dst):
+    run("strip", "--strip-all", "-o", dst, src)
+    return dst
+
+
+def keep_debug(src, dst):
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    run("objcopy", "--only-keep-debug", src, dst)
+    return dst
+
+
+def truth(path):
+    return {n: a for a, t, n in nm_defined(path) if t in "Tt"}
+
+
+def only(*, debug_dirs=(), symfs=None, buildid_dir=None):
+    """A locator that looks nowhere on this machine but where told."""
+    return DebugInfoLocator(debug_dirs=debug_dirs, symfs=symfs, buildid_dir=buildid_dir,
+                            system_debug=None)
+
+
+def test_debug_dir_build_id_layout(built, tmp_path):
+    bid = readelf_build_id(built["full"])
+    stripped = strip_to(built["full"], str(tmp_path / "prog"))
+    dd = tmp_path / "dd"
+    keep_debug(built["full"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
+    s = Symbolizer(only(debug_dirs=[str(dd)]), inline=False)
+    choice = s.binary_for(stripped, bid)
+    assert choice.status == "found" and choice.binary.path == stripped
+    assert choice.debug is not None and choice.debug.path.endswith(bid[2:] + ".debug")
+    addr = truth(built["full"])["hidden_helper"]
+    f = s.lookup(stripped, bid, addr + 2)
+    assert (f[-1].name, f[-1].offset, f[-1].source) == ("hidden_helper", 2, "debuginfo")
+    assert f[-1].build_id == bid and f[-1].dso_path == stripped
+
+
+def test_debug_dir_path_layout_and_srcline(built, tmp_path):
+    stripped = strip_to(built["full"], str(tmp_path / "prog"))
+    dd = tmp_path / "dd"
+    keep_debug(built["full"], str(dd) + stripped + ".debug")
+    s = Symbolizer(only(debug_dirs=[str(dd)]))
+    addr = truth(built["full"])["hidden_helper"]
+    f = s.lookup(stripped, None, addr)
+    assert f[-1].name == "hidden_helper" and f[-1].source == "debuginfo"
+    line = run("addr2line", "-e", built["full"], hex(addr)).strip()
+    assert f[-1].srcline == re.sub(r" \(discriminator \d+\)", "", line)
+
+
+def test_buildid_mismatch_is_never_used_and_warned_once(built, tmp_path):
+    bid = readelf_build_id(built["full"])
+    stripped = strip_to(built["full"], str(tmp_path / "prog"))
+    dd = tmp_path / "dd"
+    wrong = keep_debug(built["other"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
+    s = Symbolizer(only(debug_dirs=[str(dd)]), inline=False)
+    addr = truth(built["full"])["hidden_helper"]
+    for _ in range(3):
+        f = s.lookup(stripped, bid, addr)
+        s.lookup(stripped, bid, addr + 1)
+    assert f[-1].name != "hidden_helper"       # .dynsym has no static functions
+    assert s.binary_for(stripped, bid).debug is None
+    assert sum(wrong in w for w in s.warnings) == 1
+    # The wanted build-id is not the one of the file at the path at all.
+    other_bid = readelf_build_id(built["other"])
+    s2 = Symbolizer(only(), inline=False)
+    c = s2.binary_for(built["full"], other_bid)
+    assert c.status == "buildid-mismatch" and c.binary is None
+    assert s2.lookup(built["full"], other_bid, addr)[0].name is None
+
+
+def test_debuglink_crc_checked(built, tmp_path):
+    """No build-id: the .gnu_debuglink CRC decides, in dir/ and dir/.debug/."""
+    src = built["nobid"]
+    assert readelf_build_id(src) is None
+    d = tmp_path / "app"
+    d.mkdir()
+    dbg = keep_debug(src, str(d / ".debug" / "nobid.debug"))
+    stripped = str(d / "nobid")
+    # objcopy computes the CRC of the file named; then it is moved into .debug/
+    tmpdbg = str(tmp_path / "nobid.debug")
+    shutil.copy(dbg, tmpdbg)
+    run("objcopy", "--strip-all", f"--add-gnu-debuglink={tmpdbg}", src, stripped)
+    s = Symbolizer(only(), inline=False)
+    c = s.binary_for(stripped)
+    assert c.debug is not None and c.debug.path == dbg
+    addr = truth(src)["hidden_helper"]
+    assert s.lookup(stripped, None, addr)[-1].name == "hidden_helper"
+    # Corrupt the debug file: the CRC no longer matches, it is not used.
+    with open(dbg, "r+b") as f:
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 0xFF]))
+    s = Symbolizer(only(), inline=False)
+    assert s.binary_for(stripped).debug is None
+    assert any("CRC" in w for w in s.warnings)
+
+
+def test_debuglink_name_with_slash_rejected(tmp_path):
+    loc = only()
+    assert loc.candidates_for_debug("/usr/bin/x", None, ("../../etc/passwd", 0)) == []
+    assert loc.candidates_for_debug("/usr/bin/x", None, ("a/b.debug", 0)) == []
+    assert len(loc.warnings) == 2
+    c = loc.candidates_for_debug("/usr/bin/x", None, ("x.debug", 5))
+    assert [p.path for p in c] == ["/usr/bin/x.debug", "/usr/bin/.debug/x.debug"]
+    assert all(p.crc == 5 for p in c)
+
+
+def test_invalid_build_ids_never_become_paths():
+    loc = DebugInfoLocator(debug_dirs=["/dd"], buildid_dir="/cache")
+    for bad in ["../../etc/passwd", "xyz", "abc", "0x", "AB" * 40, "ab/cd"]:
+        for c in loc.candidates_for_binary("/usr/bin/x", bad) + loc.candidates_for_debug("/usr/bin/x", bad):
+            assert ".build-id" not in c.path and "passwd" not in c.path
+    s = Symbolizer(loc)
+    assert s.lookup("/nonexistent/x", "../../etc", 0x10)[0].name is None
+
+
+def test_perf_buildid_cache_layout(built, tmp_path):
+    """~/.debug/.build-id/xx/rest -> ../../<path>/<bid>/ holding `elf`, as
+    `perf buildid-cache -a` makes it; the binary is gone from its path."""
+    bid = readelf_build_id(built["full"])
+    cache = tmp_path / "dotdebug"
+    orig = "/opt/gone/prog"
+    entry = cache / orig.lstrip("/") / bid
+    entry.mkdir(parents=True)
+    shutil.copy(built["full"], entry / "elf")
+    link = cache / ".build-id" / bid[:2] / bid[2:]
+    link.parent.mkdir(parents=True)
+    os.symlink(os.path.relpath(entry, link.parent), link)
+    s = Symbolizer(only(buildid_dir=str(cache)), inline=False)
+    c = s.binary_for(orig, bid)
+    assert c.status == "found" and os.path.realpath(c.binary.path) == os.path.realpath(entry / "elf")
+    addr = truth(built["full"])["after_die"]
+    assert s.lookup(orig, bid, addr)[-1].name == "after_die"
+
+
+def test_perf_buildid_cache_with_real_perf(built, tmp_path):
+    """The layout perf itself writes: `perf buildid-cache -a` into a HOME."""
+    need("perf")
+    import subprocess
+    home = tmp_path / "home"
+    home.mkdir()
+    p = subprocess.run(["perf", "buildid-cache", "-a", built["full"]], env={**os.environ, "HOME": str(home)},
+                       capture_output=True, text=True)
+    if p.returncode != 0 or not (home / ".debug").exists():
+        pytest.skip(f"perf buildid-cache failed: {p.stderr[:200]}")
+    bid = readelf_build_id(built["full"])
+    s = Symbolizer(only(buildid_dir=str(home / ".debug")), inline=False)
+    cands = [c.path for c in s.locator.candidates_for_binary("/elsewhere/prog", bid) if os.path.isfile(c.path)]
+    assert cands
+    c = s.binary_for("/elsewhere/prog", bid)
+    assert c.status == "found" and c.binary.build_id == bid
+
+
+def test_symfs(built, tmp_path):
+    root = tmp_path / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    shutil.copy(built["full"], root / "usr" / "bin" / "prog")
+    s = Symbolizer(only(symfs=str(root)), inline=False)
+    addr = truth(built["full"])["main"]
+    assert s.lookup("/usr/bin/prog", None, addr)[-1].name == "main"
+    assert s.lookup("/usr/bin/../bin/prog", None, addr)[-1].name == "main"
+    # '..' cannot climb out of the symfs root.
+    assert s.binary_for("/../../" + built["full"].lstrip("/")).status == "missing"
+
+
+def test_statuses(built, tmp_path):
+    s = Symbolizer(only(), inline=False)
+    assert s.binary_for(str(tmp_path / "absent")).status == "missing"
+    txt = tmp_path / "notelf"
+    txt.write_text("not an ELF\n")
+    assert s.binary_for(str(txt)).status == "not-elf"
+    cut = tmp_path / "cut"
+    cut.write_bytes(open(built["full"], "rb").read()[:40])
+    assert s.binary_for(str(cut)).status == "not-elf"
+    os.mkfifo(tmp_path / "fifo")
+    assert s.binary_for(str(tmp_path / "fifo")).status in ("missing", "not-elf")
+    # A binary with no symbols at all.
+    bare = str(tmp_path / "bare")
+    run("objcopy", "--strip-all", "--remove-section=.dynsym", "--remove-section=.plt",
+        "--remove-section=.plt.got", built["full"], bare, check=False)
+    if os.path.exists(bare) and Binary(bare).ok:
+        st = s.binary_for(bare).status
+        assert st in ("no-symbols", "found")
+    for w in s.warnings:
+        assert isinstance(w, str)
+    assert len(s.warnings) == len(set(s.warnings))
+
+
+def test_return_address_after_noreturn_call(built):
+    """`call exit` ends die_now: its return address is past the function's
+    last byte (padding or the next function). Looked up as a return address
+    it belongs to die_now, at the offset perf prints (from the real address)."""
+    path = built["full"]
+    dis = run("objdump", "-d", "--no-show-raw-insn", path)
+    insns = [l for l in dis.split("<die_now>:")[1].splitlines() if re.match(r"\s+[0-9a-f]+:", l)]
+    call = [i for i, l in enumerate(insns) if "call" in l and "exit" in l][0]
+    ret = int(insns[call + 1].split(":")[0], 16)
+    t = truth(path)
+    size = [sz for v, sz, *_ in readelf_symbols(path) if v == t["die_now"]][0]
+    assert ret == t["die_now"] + size          # the call is the last instruction
+    s = Symbolizer(only(), inline=False)
+    plain = s.lookup(path, None, ret)[-1]
+    as_ret = s.lookup(path, None, ret, is_return_address=True)[-1]
+    assert as_ret.name == "die_now" and as_ret.offset == ret - t["die_now"] and as_ret.svma == ret
+    assert plain.name != "die_now"
+
+
+def test_file_offset_lookup_and_caching(built, tmp_path):
+    path = built["full"]
+    s = Symbolizer(only(), inline=False)
+    b = Binary(path)
+    addr = truth(path)["after_die"]
+    off = b.svma_to_file_offset(addr)
+    assert s.lookup(path, None, file_offset=off) == s.lookup(path, None, addr)
+    # Same build-id under two paths: one table.
+    copy = str(tmp_path / "copy")
+    shutil.copy(path, copy)
+    bid = readelf_build_id(path)
+    assert s.symbol_table(path, bid) is s.symbol_table(copy, bid)
+    assert s.lookup(path, None)[0].name is None
+
+
+def test_kernel_and_perfmap(tmp_path):
+    ks = KernelSymbols.parse("ffffffff81000000 T _stext\nffffffff81000100 t helper\n"
+                             "ffffffffc0000000 t modfn\t[mymod]\n")
+    s = Symbolizer(only(), kallsyms=ks)
+    f = s.lookup("[kernel.kallsyms]", None, 0xffffffff81000104)
+    assert (f[0].name, f[0].offset, f[0].source) == ("helper", 4, "kallsyms")
+    f = s.lookup("[kernel.kallsyms]", None, 0xffffffff81000100, is_return_address=True)
+    assert (f[0].name, f[0].offset) == ("_stext", 0x100)
+    pm = tmp_path / "perf-1234.map"
+    pm.write_text("7f0000001000 40 jitted_a\n0x7f0000001040 0x10 _ZN3foo3barEv\n")
+    # Only /tmp/perf-PID.map paths are JIT maps; use the real naming.
+    real = "/tmp/perf-%d.map" % (os.getpid() + 7000000)
+    shutil.copy(pm, real)
+    try:
+        f = s.lookup(real, None, 0x7f0000001044)
+        assert (f[0].name, f[0].offset, f[0].source) == ("foo::bar()", 4, "perfmap")
+    finally:
+        os.unlink(real)
