@@ -17,6 +17,7 @@ differences:
 import os
 import struct
 import time
+import weakref
 
 from ..format.constants import Feature
 from ..format.errors import PerfDataError
@@ -615,43 +616,74 @@ def describe_header(pf, full=False):
     return "\n".join(lines) + "\n"
 
 
-def _pipe_features(pf, full):
-    """Pipe mode: perf prints each HEADER_FEATURE record as it meets it."""
+#: Pipe mode: the HEADER_FEATURE records of a PerfFile, read once (a stream
+#: cannot be read twice).
+_PIPE_FEATURES = weakref.WeakKeyDictionary()
+
+
+def _pipe_feature_records(pf):
+    """[(fid, bytes) or (None, error message)] in stream order."""
+    try:
+        return _PIPE_FEATURES[pf]
+    except (KeyError, TypeError):
+        pass
     from ..format.constants import RecordType
-    state = _State(pf)
-    lines = []
+    out = []
     try:
         for rec in pf.records(order="file"):
             if rec.type != RecordType.HEADER_FEATURE:
                 continue
             try:
                 body = rec.parse()
-                fid, data = body["feat_id"], bytes(body["data"])
+                out.append((body["feat_id"], bytes(body["data"])))
             except PerfDataError as exc:
-                lines.append("# FEATURE: %s" % exc.message)
-                continue
-            if fid == 0 or fid >= HEADER_LAST_FEATURE:
-                break           # perf stops at an invalid feature record
-            fid = Feature(fid)
-            if fid in FULL_ONLY and not full:
-                try:
-                    _parse(pf, fid, data, state)
-                except PerfDataError:
-                    pass
-                lines.append("# %s info available, use -I to display" % fid.name)
-                continue
-            if fid in NO_PRINT:
-                lines.append("# %s" % fid.name)
-                continue
-            if fid in CONSTANT_LINES:
-                lines.append(CONSTANT_LINES[fid])
-                continue
-            try:
-                value = _parse(pf, fid, data, state)
-            except PerfDataError as exc:
-                lines.append(_error_line(fid, exc))
-                continue
-            lines += _safe_lines(fid, value, state, full)
+                out.append((None, exc.message))
     except PerfDataError:
         pass        # perf prints the features it met before the bad record
+    try:
+        _PIPE_FEATURES[pf] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _pipe_features(pf, full):
+    """Pipe mode: perf prints each HEADER_FEATURE record as it meets it."""
+    state = _State(pf)
+    lines = []
+    pending = ""        # perf's printf("# %s") without a newline
+    for fid, data in _pipe_feature_records(pf):
+        if fid is None:
+            out = ["# FEATURE: %s" % data]
+        elif fid == 0 or fid >= HEADER_LAST_FEATURE:
+            break           # perf stops at an invalid feature record
+        else:
+            out = _pipe_feature_lines(Feature(fid), data, state, full)
+        if fid in NO_PRINT:
+            pending += "# %s" % Feature(fid).name
+            continue
+        if pending and out:
+            out[0] = pending + out[0]
+            pending = ""
+        lines += out
+    if pending:
+        lines.append(pending)
     return lines
+
+
+def _pipe_feature_lines(fid, data, state, full):
+    if fid in FULL_ONLY and not full:
+        try:
+            _parse(state.pf, fid, data, state)
+        except PerfDataError:
+            pass
+        return ["# %s info available, use -I to display" % fid.name]
+    if fid in NO_PRINT:
+        return []
+    if fid in CONSTANT_LINES:
+        return [CONSTANT_LINES[fid]]
+    try:
+        value = _parse(state.pf, fid, data, state)
+    except PerfDataError as exc:
+        return [_error_line(fid, exc)]
+    return _safe_lines(fid, value, state, full)
