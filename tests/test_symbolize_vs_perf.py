@@ -132,3 +132,22 @@ def test_libc_symbols_match_perf(recording):
     if compared == 0:
         pytest.skip("no libc samples")
     assert compared > 20
+
+
+def test_kernel_symbols_match_perf(recording):
+    """Kernel samples (page faults of memset) named from /proc/kallsyms, as
+    perf does when it has no vmlinux."""
+    prog, samples, maps = recording
+    kernel = [(ip, text) for ip, text, dso in samples if dso == "[kernel.kallsyms]"]
+    if not kernel:
+        pytest.skip("no kernel samples")
+    sym = Symbolizer(DebugInfoLocator(buildid_dir=None), kallsyms="/proc/kallsyms")
+    compared = 0
+    for ip, text in kernel:
+        name, off = parse_sym(text)
+        if name is None:
+            continue
+        f = sym.lookup("[kernel.kallsyms]", None, ip)
+        assert (f[0].name, f[0].offset) == (name, off), hex(ip)
+        compared += 1
+    assert compared

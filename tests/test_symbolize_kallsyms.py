@@ -1,0 +1,106 @@
+"""kallsyms and perf-PID.map parsing, with perf 6.1's conventions
+(tools/perf/util/symbol.c: symbols__fixup_end with is_kallsyms,
+choose_best_symbol, the T/W/D/B type filter; dso__load_perf_map)."""
+import os
+
+import pytest
+
+from symbolize import KernelSymbols, PerfMap, is_perfmap_path
+
+TEXT = """\
+ffffffff81000000 T _stext
+ffffffff81000000 T _text
+ffffffff81000010 t local_a
+ffffffff81000010 W weak_a
+ffffffff81000010 T global_a
+ffffffff81000040 T __x64_sys_read
+ffffffff81000040 T SyS_read
+ffffffff81000080 r some_rodata
+ffffffff81000090 D some_data
+ffffffff810000a0 T last_kernel_fn
+ffffffffc0001000 t mod_fn_a\t[mod_one]
+ffffffffc0001030 t mod_fn_b\t[mod_one]
+ffffffffc0005000 t other_mod_fn\t[mod_two]
+this is not a kallsyms line
+ffffffffzz000000 T bad_hex
+"""
+
+
+def test_types_sizes_and_aliases():
+    k = KernelSymbols.parse(TEXT)
+    names = [s.name for s in k]
+    assert "some_rodata" not in names           # 'r' is not kept by perf
+    assert "some_data" in names                 # 'D' is
+    # Same address: sizes are fixed up first (only the last alias of an
+    # address reaches the next symbol), then a non-zero size wins; among
+    # equal sizes global beats weak and local.
+    assert k.lookup(0xffffffff81000000).name == "_text"
+    assert k.lookup(0xffffffff81000010).name == "global_a"
+    assert k.lookup(0xffffffff81000040).name == "SyS_read"
+    s = k.lookup(0xffffffff81000015)
+    assert (s.start, s.size) == (0xffffffff81000010, 0x30)     # runs to the next symbol
+    # The kernel's last symbol ends at its page end, not at the module.
+    last = k.lookup(0xffffffff810000a0)
+    assert last.name == "last_kernel_fn" and last.end == 0xffffffff81002000
+    assert k.lookup(0xffffffff81800000) is None
+    m = k.lookup(0xffffffffc0001010)
+    assert (m.name, m.module, m.size) == ("mod_fn_a", "mod_one", 0x30)
+    assert k.lookup(0xffffffffc0005004).module == "mod_two"
+    assert k.warnings and "malformed" in k.warnings[0]
+
+
+def test_choose_best_symbol_rules():
+    """kallsyms symbols have no size: the last alias of an address (perf sorts
+    stably by address) gets the room up to the next symbol and so wins."""
+    k = KernelSymbols.parse("ffffffff81000000 T _text\nffffffff81000000 T _stext\n"
+                            "ffffffff81000100 T next\n")
+    assert k.lookup(0xffffffff81000000).name == "_stext"
+
+
+def test_kptr_restrict_all_zero():
+    k = KernelSymbols.parse("0000000000000000 T a\n0000000000000000 T b\n")
+    assert len(k) == 0 and k.warnings and "kptr_restrict" in k.warnings[0]
+
+
+def test_proc_kallsyms_every_text_symbol_resolves():
+    try:
+        text = open("/proc/kallsyms").read()
+    except OSError:
+        pytest.skip("no /proc/kallsyms")
+    rows = [l.split() for l in text.splitlines()]
+    rows = [r for r in rows if len(r) >= 3 and r[1] in "Tt"]
+    if not rows or all(int(r[0], 16) == 0 for r in rows[:100]):
+        pytest.skip("kallsyms addresses hidden")
+    k = KernelSymbols.from_file("/proc/kallsyms")
+    for r in rows[::50]:
+        a = int(r[0], 16)
+        s = k.lookup(a)
+        assert s is not None and s.start == a
+
+
+def test_from_file_refuses_non_regular(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    k = KernelSymbols.from_file(str(tmp_path / "fifo"))
+    assert len(k) == 0 and k.warnings
+    assert len(KernelSymbols.from_file(str(tmp_path / "absent"))) == 0
+    assert len(PerfMap.from_file(str(tmp_path / "fifo"))) == 0
+
+
+def test_perfmap_formats_and_bad_lines(tmp_path):
+    text = ("7f0000001000 40 plain_name\n"
+            "0x7f0000001040 0x20 LazyCompile:*foo /app/x.js:10\n"
+            "7F0000002000 10 UPPER\n"
+            "\n"
+            "garbage\n"
+            "7f0000003000 zz badsize\n"
+            "7f0000004000 0 zero_size\n"
+            "7f0000001000 8 replaced_later\n")
+    p = tmp_path / "perf-1.map"
+    p.write_text(text)
+    m = PerfMap.from_file(str(p))
+    assert m.lookup(0x7f0000001004).name == "replaced_later"
+    assert m.lookup(0x7f0000001050).name == "LazyCompile:*foo /app/x.js:10"
+    assert m.lookup(0x7f0000002008).name == "UPPER"
+    assert m.lookup(0x7f0000001060) is None and m.lookup(0x7f0000004000) is None
+    assert m.warnings and "3 malformed" in m.warnings[0]
+    assert is_perfmap_path("/tmp/perf-123.map") and not is_perfmap_path("/tmp/perf-x.map")
