@@ -196,6 +196,10 @@ class SampleSymbolizer:
         for ip in ips:
             if ip >= CC.MAX:
                 kernel = ip in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
+                if not kernel:
+                    # The first user entry is where user space was interrupted
+                    # (a syscall or an interrupt), an ip, not a return address.
+                    first = True
                 continue
             if depth >= self.max_stack:
                 break

@@ -138,6 +138,10 @@ class Symbolizer:
             if binary is not None and os.path.realpath(cand.path) == os.path.realpath(binary.path):
                 continue
             d, outcome = self._try(cand, want, debug=True)
+            if d is not None and not (d.has_section(".symtab") or d.has_section(".debug_info")):
+                # A copy of the stripped binary (e.g. a .build-id/xx/rest entry of
+                # an archive) is no debug file: keep looking.
+                d, outcome = None, "no-debug-sections"
             tried.append((cand.path, outcome))
             if d is not None:
                 debug = d

@@ -73,7 +73,7 @@ def dump_records(pf, write, as_json=False, order="file"):
                 obj["in_compressed"] = True
             if rec.attr is not None and rec.type == RT.SAMPLE:
                 obj["event"] = rec.attr.name
-            obj.update(_jsonable(fields))
+            obj["fields"] = _jsonable(fields)
             write(json.dumps(obj) + "\n")
         else:
             where = "%#x%s" % (rec.offset, "+z" if rec.compressed else "")
