@@ -92,7 +92,8 @@ _ARRAY_RE = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*\[(?P<len>[^\]]*)\]\s*$")
 class FieldFormat:
     """One field of an event format: name, type, offset and size in the raw
     data, signedness, and how it is stored (`is_array` with `array_len`,
-    `is_dynamic` for __data_loc / __rel_loc, `is_string` for char data)."""
+    `is_dynamic` for __data_loc / __rel_loc, `is_string` as libtraceevent
+    flags it: char, u8 or s8 arrays)."""
 
     __slots__ = ("name", "type", "offset", "size", "signed", "is_array", "array_len",
                  "is_dynamic", "is_rel", "is_string", "is_pointer", "is_common")
@@ -108,9 +109,10 @@ class FieldFormat:
         self.array_len = array_len
         self.is_dynamic = is_dynamic
         self.is_rel = is_rel
-        base = re.sub(r"\b(const|volatile|unsigned|signed)\b", "", type).strip()
-        self.is_string = base in ("char", "u8", "__u8") and (is_array or is_dynamic) \
-            and "*" not in type
+        # libtraceevent's field_is_string(): an array whose type mentions char,
+        # u8 or s8 (dynamic arrays alike).
+        self.is_string = (is_array or is_dynamic) and "*" not in type and \
+            any(t in type for t in ("char", "u8", "s8"))
         self.is_pointer = "*" in type
         self.is_common = is_common
 
@@ -182,8 +184,10 @@ class EventFormat:
     """The format of one tracepoint: system, name, id, fields and print fmt.
 
     `decode(raw)` turns the RAW bytes of a sample of this event into a dict of
-    field name -> value: int for scalars, str for char arrays and dynamic
-    strings, list of ints for other arrays, bytes for what is neither."""
+    field name -> value: int for scalars, str (up to the first NUL) for char
+    arrays and dynamic char strings, list of ints for other fixed arrays (u8
+    ones too), bytes for other dynamic arrays and odd sizes; None for a field
+    the raw data is too short for."""
 
     def __init__(self, system, name, id, fields, print_fmt, little=True, long_size=8):
         self.system = system
@@ -244,14 +248,14 @@ class EventFormat:
                 if f.is_rel:
                     start += f.offset + f.size
                 data = raw[start:start + length]
-                if f.is_string:
+                if f.is_string and "char" in f.type:
                     end = data.find(b"\0")
                     out[f.name] = (data if end < 0 else data[:end]).decode("utf-8", "replace")
                 else:
                     out[f.name] = data
             elif f.is_array:
                 data = raw[f.offset:f.offset + f.size]
-                if f.is_string:
+                if f.is_string and "char" in f.type:
                     end = data.find(b"\0")
                     out[f.name] = (data if end < 0 else data[:end]).decode("utf-8", "replace")
                 elif f.array_len and f.size % f.array_len == 0 and \
