@@ -6,6 +6,7 @@
 #     bash samples/record.sh goldens    # only redo the goldens from the
 #                                       # committed recordings and buildids
 #     bash samples/record.sh derive     # redo cpp_inline.fp.pipe.data + goldens
+#     bash samples/record.sh extra      # redo buildid_mmap.data + goldens
 #
 # Needs: gcc, g++, objcopy, strip, readelf, perf (goldens made with 6.1).
 # The truth files (samples/truth/*.json) are hand-written, not generated;
@@ -114,6 +115,12 @@ record() {
     # by collect_buildids: the vdso image only exists there.
 }
 
+extra() {
+    # build-ids inside the MMAP2 records (misc PERF_RECORD_MISC_MMAP_BUILD_ID),
+    # no HEADER_BUILD_ID feature section
+    rec "$S/buildid_mmap.data" --buildid-mmap -e cpu-clock:u -F $FREQ -g -- "$BIN/vdso_clock" 0.3
+}
+
 derive() {
     # the same records as cpp_inline.fp.data, in pipe format (perf inject
     # adds ATTR/FEATURE/... header records): for file-vs-pipe equivalence.
@@ -185,6 +192,12 @@ goldens() {
             rm -f "$EXP/$name.dump.txt"
         fi
         [ -s "$EXP/$name.script.stderr.txt" ] || rm -f "$EXP/$name.script.stderr.txt"
+        # kernel frames named from this machine's /proc/kallsyms; the same
+        # output without kernel symbols, as on any other machine:
+        if grep -q 'kernel.kallsyms' "$EXP/$name.script.txt"; then
+            (cd "$S" && $P script -i "$(basename "$f")" --kallsyms /dev/null \
+                > "$EXP/$name.script-nokallsyms.txt" 2>/dev/null)
+        fi
     done
     # stripped, "after": the debug file offered through a build-id dir
     mkdir -p "$WORK/dbgcache"
@@ -200,6 +213,7 @@ case ${1:-all} in
         mkdir -p "$EXP"
         build
         record
+        extra
         derive
         collect_buildids
         goldens
@@ -209,6 +223,10 @@ case ${1:-all} in
         ;;
     derive)
         derive
+        goldens
+        ;;
+    extra)
+        extra
         goldens
         ;;
     *)

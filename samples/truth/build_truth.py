@@ -69,7 +69,7 @@ PROGRAMS = {
         source="src/vdso_clock.c",
         binaries=["bin/vdso_clock"],
         recordings={"vdso_clock.fp.data": "fp", "vdso_clock.dwarf.data": "dwarf",
-                    "two_events.data": "fp"},
+                    "two_events.data": "fp", "buildid_mmap.data": "fp"},
         failure_mode=("leaf in the vDSO ([vdso] mapping, no file on disk; its image is in "
                       "samples/buildids). libc's clock_gettime has no frame pointer, so fp "
                       "walks skip hot_clock_loop."),
