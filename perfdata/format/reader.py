@@ -293,24 +293,22 @@ class PerfFile:
         self._feature_cache[fid] = result
         return result
 
-    def resolve_event_names(self):
+    def resolve_event_names(self, pipe_event_desc=True):
         """Name events as perf does: EVENT_DESC names (by id), then tracepoints
-        from the tracing data formats, else the name computed from the attr."""
+        from the tracing data formats, else the name computed from the attr.
+
+        In pipe mode `perf script` takes the EVENT_DESC names but `perf report
+        --stats` keeps the computed ones (seen on our pipe recording and the
+        quipper pipe files): pipe_event_desc=False gives the latter."""
         try:
-            descs = self.feature(Feature.EVENT_DESC) or []
+            use_desc = pipe_event_desc or not self.is_pipe
+            descs = (self.feature(Feature.EVENT_DESC) or []) if use_desc else []
         except PerfDataError as exc:
             self.warnings.append("EVENT_DESC: %s" % exc)
             descs = []
         for index, desc in enumerate(descs):
             name = desc.get("name") if isinstance(desc, dict) else None
             if not name:
-                continue
-            attr_size = (desc.get("attr") or {}).get("size", 0)
-            if self.is_pipe and attr_size > 128:
-                # Observed, not explained: perf 6.1 keeps its computed name for
-                # pipe files whose attrs are larger than its own 128 bytes
-                # (quipper piped.*-6.8 and -6.12 in the corpus), and takes the
-                # EVENT_DESC name otherwise (our own pipe recordings).
                 continue
             target = None
             for ident in desc.get("ids") or ():

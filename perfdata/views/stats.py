@@ -47,7 +47,7 @@ def _type_label(rtype):
 
 
 def describe_stats(pf, stats):
-    pf.resolve_event_names()
+    pf.resolve_event_names(pipe_event_desc=False)
     title = "Aggregated stats:"
     if stats.has_aux:
         title += " (excludes AUX area (e.g. instruction trace) decoded / synthesized events)"
