@@ -192,6 +192,15 @@ goldens() {
             rm -f "$EXP/$name.dump.txt"
         fi
         [ -s "$EXP/$name.script.stderr.txt" ] || rm -f "$EXP/$name.script.stderr.txt"
+        # DWARF recordings: the same -F output without inline expansion
+        # (perf only expands inlines for DWARF callchains: for the fp files
+        # --no-inline changes nothing)
+        case $name in
+            *.dwarf|zstd_dwarf)
+                (cd "$S" && $P script -i "$(basename "$f")" --no-inline \
+                    -F comm,pid,tid,time,cpu,period,event,ip,sym,symoff,dso \
+                    > "$EXP/$name.script-F-noinline.txt" 2>/dev/null) ;;
+        esac
         # kernel frames named from this machine's /proc/kallsyms; the same
         # output without kernel symbols, as on any other machine:
         if grep -q 'kernel.kallsyms' "$EXP/$name.script.txt"; then

@@ -191,7 +191,7 @@ def check_all(samples_dir: str) -> int:
             truth = json.load(f)
         for rec, kind in sorted(truth["recordings"].items()):
             base = rec[:-len(".data")]
-            goldens = [base + ".script-F.txt"]
+            goldens = [base + ".script-F.txt", base + ".script-F-noinline.txt"]
             if truth["program"] == "stripped" and kind == "fp":
                 goldens.append(base + ".script-F-debug.txt")
             for g in goldens:
