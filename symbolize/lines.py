@@ -304,10 +304,12 @@ class LineInfo:
                 if d and not os.path.isabs(d) and di != 0 and comp_dir:
                     d = os.path.join(comp_dir, d)
             else:
-                # DWARF 5: directory 0 is the compilation directory itself.
+                # DWARF 5: directory 0 repeats the compilation directory; like
+                # any relative one, addr2line (so perf) prefixes DW_AT_comp_dir
+                # to it: "./nscd/./nscd/x.c" when the CU was built in ./nscd.
                 d = dirs[di] if di < len(dirs) else ""
-                if di != 0 and d and not os.path.isabs(d) and dirs:
-                    d = os.path.join(dirs[0] or comp_dir, d)
+                if d and not os.path.isabs(d) and comp_dir:
+                    d = os.path.join(comp_dir, d)
             names.append(name if os.path.isabs(name) or not d else os.path.join(d, name))
         return names
 
