@@ -78,6 +78,7 @@ class Symbolizer:
         self._warned: set = set()
         self._dsos: dict[tuple, _Dso] = {}
         self._tables: dict[str, SymbolTable] = {}
+        self._lineinfos: dict[str, LineInfo] = {}
         self._frames: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {}
         self._kallsyms = kallsyms
@@ -161,7 +162,13 @@ class Symbolizer:
         lines = None
         for f in (debug, binary):
             if f is not None and f.ok and f.get_section(".debug_info") is not None:
-                lines = LineInfo(f)
+                # One LineInfo per build-id: its per-CU caches are shared by
+                # every path the same file is known under.
+                lines = self._lineinfos.get(want) if want else None
+                if lines is None:
+                    lines = LineInfo(f)
+                    if want:
+                        self._lineinfos[want] = lines
                 break
         if len(table) == 0:
             status, reason = "no-symbols", "found, but it has no function symbols"

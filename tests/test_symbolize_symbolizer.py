@@ -272,3 +272,31 @@ def test_kernel_and_perfmap(tmp_path):
         assert (f[0].name, f[0].offset, f[0].source) == ("foo::bar()", 4, "perfmap")
     finally:
         os.unlink(real)
+
+
+def test_mutated_binaries_never_raise(built, tmp_path):
+    """Byte flips anywhere (headers, symbols, DWARF), cuts at random lengths:
+    lookups answer something and raise nothing but SymbolizeError."""
+    import random
+    from symbolize import SymbolizeError
+    data = open(built["full"], "rb").read()
+    addrs = sorted(truth(built["full"]).values())[:6]
+    rnd = random.Random(1234)
+    for i in range(60):
+        buf = bytearray(data)
+        if i % 3 == 0:
+            buf = buf[:rnd.randrange(len(buf))]
+        else:
+            for _ in range(rnd.randrange(1, 300)):
+                buf[rnd.randrange(len(buf))] = rnd.randrange(256)
+        p = tmp_path / f"m{i}"
+        p.write_bytes(bytes(buf))
+        s = Symbolizer(only())
+        try:
+            for a in addrs:
+                assert s.lookup(str(p), None, a + 1)
+                assert s.lookup(str(p), None, a + 1, is_return_address=True)
+            s.lookup(str(p), None, file_offset=0x1100)
+            s.binary_for(str(p))
+        except SymbolizeError:
+            pass
