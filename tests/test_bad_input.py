@@ -1,0 +1,353 @@
+"""Bad input: truncation at every record boundary, random corruption, hostile
+sizes (callchain nr 2**60, STACK_USER size 2**62, a zstd bomb), and things that
+are not perf.data files.  The reader must end with exit 0 or 2, never a
+traceback, a hang or a memory blow-up, and name the file and offset."""
+import io
+import os
+import random
+import re
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+
+import pytest
+import zstandard
+
+import perfdata
+from perfdata.format.constants import RecordType as RT, SampleType as ST
+from perfdata.format.errors import PerfDataError
+
+from conftest import REPO, need, run_cli
+from synth import Builder
+from test_reader_synthetic import everything, make_attr, sample_value
+
+
+class Hang(Exception):
+    pass
+
+
+@contextmanager
+def time_limit(seconds):
+    """Fail a run that takes longer than `seconds` (a hang), in the main thread."""
+    def on_alarm(signum, frame):
+        raise Hang("no answer after %s s" % seconds)
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def walk(path):
+    """(records as (type, offset, size) in file order, error or None, warnings)."""
+    recs, error = [], None
+    try:
+        pf = perfdata.open(str(path))
+        for rec in pf.records(order="file", include_compressed=True):
+            recs.append((rec.type, rec.offset, rec.size))
+        warnings = pf.warnings
+    except PerfDataError as exc:
+        error = exc
+        warnings = []
+    return recs, error, warnings
+
+
+def check_cli(path, commands=(("stats",),)):
+    for command in commands:
+        with time_limit(20):
+            rc, out, err = run_cli(list(command) + [str(path)])
+        assert rc in (0, 2), (command, rc, err)
+        assert "Traceback" not in err
+        if rc == 2:
+            line = err.strip().splitlines()[-1]
+            assert line.startswith("perfdata: error: %s" % path), line
+        yield rc, out, err
+
+
+# ------------------------------------------------------------- truncation
+def _truncation_cases(data, records):
+    """Cut offsets: every record boundary and a few bytes inside each record."""
+    cuts = set()
+    for _, offset, size in records:
+        cuts.add(offset)
+        for inside in (1, 7, size // 2, size - 1):
+            if 0 < inside < size:
+                cuts.add(offset + inside)
+    return sorted(c for c in cuts if c < len(data))
+
+
+def check_truncations(path, tmp_path, every_inside=1):
+    data = path.read_bytes()
+    full, error, _ = walk(path)
+    assert error is None and full
+    # Records at the top level only (those inside COMPRESSED share its offset).
+    top = []
+    for rtype, offset, size in full:
+        if not top or offset != top[-1][1]:
+            top.append((rtype, offset, size))
+    cuts = _truncation_cases(data, top)
+    cut_file = tmp_path / "cut.data"
+    for n, cut in enumerate(cuts):
+        at_boundary = any(cut == offset for _, offset, _ in top)
+        if not at_boundary and n % every_inside:
+            continue
+        cut_file.write_bytes(data[:cut])
+        with time_limit(10):
+            got, error, warnings = walk(cut_file)
+        complete = [r for r in full if r[1] + r[2] <= cut]
+        # every complete record before the cut is delivered, nothing after it
+        assert got[:len(complete)] == complete, cut
+        assert all(r[1] < cut for r in got), cut
+        if error is not None:
+            assert error.path == str(cut_file) and error.offset is not None, error
+        elif cut > top[0][1] and not at_boundary:
+            # a record cut in the middle is reported with its offset
+            cut_rec = [r for r in top if r[1] < cut < r[1] + r[2]][0]
+            assert any("offset %#x" % cut_rec[1] in w for w in warnings), (cut, warnings)
+        if n % 5 == 0:
+            list(check_cli(cut_file))
+
+
+def test_truncation_recorded_file(recorded, tmp_path):
+    check_truncations(need(recorded, "plain"), tmp_path, every_inside=2)
+
+
+def test_truncation_recorded_pipe(recorded, tmp_path):
+    check_truncations(need(recorded, "pipe"), tmp_path, every_inside=3)
+
+
+@pytest.mark.parametrize("little", [True, False], ids=["le", "be"])
+def test_truncation_synthetic_every_record_type(little, tmp_path):
+    path = tmp_path / "all.data"
+    path.write_bytes(everything(little)[0])
+    check_truncations(path, tmp_path)
+
+
+def test_truncated_header(tmp_path):
+    b = Builder()
+    a = make_attr(ST.IP | ST.TID | ST.TIME, [1])
+    data = b.file([a], [b.sample(a, sample_value(a, i)) for i in range(3)])
+    path = tmp_path / "h.data"
+    for cut in (0, 3, 8, 15, 16, 50, 103, 104, 150):
+        path.write_bytes(data[:cut])
+        for rc, out, err in check_cli(path, (("stats",), ("header",), ("dump",))):
+            if cut < 104:
+                assert rc == 2
+
+
+# ------------------------------------------------------------- corruption
+def _corpus_for_fuzz(recorded_files):
+    files = [("synthetic-le", everything(True)[0]), ("synthetic-be", everything(False)[0])]
+    for name in ("plain", "pipe", "zstd"):
+        if name in recorded_files:
+            data = recorded_files[name].read_bytes()
+            if len(data) < 200_000:
+                files.append((name, data))
+    return files
+
+
+def test_random_corruption(recorded, tmp_path):
+    rnd = random.Random(20261129)
+    path = tmp_path / "fuzz.data"
+    seen_errors = 0
+    for name, data in _corpus_for_fuzz(recorded):
+        for variant in range(80):
+            buf = bytearray(data)
+            for _ in range(rnd.randint(1, 8)):
+                pos = rnd.randrange(len(buf))
+                if rnd.random() < 0.5:
+                    buf[pos] = rnd.randrange(256)
+                else:        # flip a high byte of a size/count field
+                    buf[pos] ^= 0xff
+            path.write_bytes(bytes(buf))
+            commands = (("stats",), ("dump", "--json")) if variant % 4 == 0 else (("stats",),)
+            for rc, out, err in check_cli(path, commands):
+                seen_errors += rc == 2
+            # walking records and parsing each must raise only PerfDataError
+            with time_limit(10):
+                try:
+                    pf = perfdata.open(str(path))
+                    for rec in pf.records():
+                        try:
+                            rec.parse()
+                        except PerfDataError:
+                            pass
+                except PerfDataError:
+                    pass
+    assert seen_errors > 0        # the corruption did reach the reader
+
+
+# ----------------------------------------------------------- hostile sizes
+def run_limited(args, mem_bytes=1 << 30, timeout=30):
+    """perfdata CLI in a child with its address space limited to mem_bytes."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    return subprocess.run([sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
+                          + args, capture_output=True, cwd=str(REPO), timeout=timeout,
+                          preexec_fn=limit)
+
+
+def _hostile_sample(field_patch):
+    """A file whose 2nd SAMPLE has a hostile count, patched in the raw bytes."""
+    b = Builder()
+    st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.REGS_USER | ST.STACK_USER
+    a = make_attr(st, [1], sample_regs_user=0x3, sample_stack_user=64)
+    values = [sample_value(a, i) for i in range(3)]
+    recs = [b.sample(a, v) for v in values]
+    body = bytearray(recs[1])
+    # layout: header 8, ip 8, pid/tid 8, time 8, callchain nr at 32
+    field_patch(b, body)
+    recs[1] = bytes(body)
+    return b.file([a], recs)
+
+
+@pytest.mark.parametrize("what", ["callchain", "stack_user"])
+def test_hostile_counts(what, tmp_path):
+    def patch(b, body):
+        if what == "callchain":
+            body[32:40] = b.u64s(1 << 60)
+        else:
+            # after callchain (8 + 4*8), regs_user (abi 8 + 2 regs 16)
+            off = 32 + 8 + 32 + 24
+            body[off:off + 8] = b.u64s(1 << 62)
+    path = tmp_path / ("%s.data" % what)
+    path.write_bytes(_hostile_sample(patch))
+    for rc, out, err in check_cli(path, (("stats",), ("dump",), ("dump", "--json"))):
+        pass
+    res = run_limited(["dump", str(path)])
+    assert res.returncode in (0, 2), res.stderr[-2000:]
+    assert b"Traceback" not in res.stderr and b"MemoryError" not in res.stderr
+    pf = perfdata.open(str(path))
+    samples = [r for r in pf.records(order="file") if r.type == RT.SAMPLE]
+    assert len(samples) == 3
+    with pytest.raises(PerfDataError) as info:
+        samples[1].parse()
+    assert info.value.offset == samples[1].offset
+    assert samples[0].parse()["ip"] == sample_value(make_attr(ST.IP, [1]), 0)["ip"]
+
+
+def _zstd_bomb(pattern, total):
+    cctx = zstandard.ZstdCompressor(level=3).compressobj()
+    chunk = pattern * ((1 << 20) // len(pattern))
+    parts = []
+    for _ in range(total // len(chunk)):
+        parts.append(cctx.compress(chunk))
+    parts.append(cctx.flush())
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize("pattern", ["zeros", "rounds"])
+def test_zstd_bomb(pattern, tmp_path):
+    """1 GiB of zeros (or 512 MiB of valid 8-byte FINISHED_ROUND records) in one
+    COMPRESSED record of a few tens of KiB: a clean error, fast, in bounded memory."""
+    b = Builder()
+    a = make_attr(ST.IP | ST.TID | ST.TIME, [1])
+    unit = bytes(8) if pattern == "zeros" else b.record(RT.FINISHED_ROUND, b"")
+    # a record holds at most 64 KiB: 1 GiB of zeros, 512 MiB of rounds fit
+    bomb = _zstd_bomb(unit, 1 << 30 if pattern == "zeros" else 1 << 29)
+    assert len(bomb) < 65_000
+    recs = [b.sample(a, sample_value(a, 1)),
+            b.record(RT.COMPRESSED, b.body(RT.COMPRESSED, {"data": bomb})),
+            b.sample(a, sample_value(a, 2))]
+    path = tmp_path / "bomb.data"
+    path.write_bytes(b.file([a], recs))
+    import time
+    t0 = time.monotonic()
+    res = run_limited(["stats", str(path)], mem_bytes=1 << 30, timeout=60)
+    elapsed = time.monotonic() - t0
+    assert res.returncode == 2, res.stderr[-2000:]
+    err = res.stderr.decode()
+    assert "Traceback" not in err
+    assert re.search(r"perfdata: error: %s: offset 0x[0-9a-f]+: " % re.escape(str(path)), err)
+    assert elapsed < 10
+
+
+# ------------------------------------------------------- not perf.data
+def test_not_perf_data(tmp_path):
+    cases = {"empty": b"", "text": b"hello, this is not a perf.data file\n" * 10,
+             "elf": open(sys.executable, "rb").read(4096), "short": b"PERFILE2",
+             "zeros": bytes(4096)}
+    for name, data in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for rc, out, err in check_cli(path, (("stats",), ("dump",), ("header",),
+                                             ("dump", "--json"))):
+            assert rc == 2, name
+        with pytest.raises(PerfDataError) as info:
+            perfdata.open(str(path))
+        assert info.value.path == str(path)
+
+
+def test_directory_without_data(tmp_path):
+    d = tmp_path / "perf.data"
+    d.mkdir()
+    (d / "data.0").write_bytes(b"")
+    for rc, out, err in check_cli(d, (("stats",), ("header",))):
+        assert rc == 2
+    with pytest.raises(PerfDataError):
+        perfdata.open(str(d))
+
+
+def test_missing_file(tmp_path):
+    for rc, out, err in check_cli(tmp_path / "nothing.data"):
+        assert rc == 2
+
+
+@pytest.mark.parametrize("content", ["pipe", "garbage", "nothing"])
+def test_fifo(content, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if content == "pipe":
+        data = everything(True)[0]
+    elif content == "garbage":
+        data = b"\x01" * 5000
+    else:
+        data = b""
+
+    def writer():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    with time_limit(20):
+        rc, out, err = run_cli(["stats", str(fifo)])
+    t.join(5)
+    assert rc == (0 if content == "pipe" else 2), err
+    assert "Traceback" not in err
+    if content == "pipe":
+        want = run_cli(["stats", _tmp_copy(tmp_path, data)])[1]
+        assert out == want
+    # a file-mode perf.data through a FIFO is refused cleanly (it needs seeks)
+
+
+def test_file_mode_through_fifo(tmp_path):
+    b = Builder()
+    a = make_attr(ST.IP | ST.TID | ST.TIME, [1])
+    data = b.file([a], [b.sample(a, sample_value(a, 1))])
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def writer():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:
+            pass
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    with time_limit(20):
+        rc, out, err = run_cli(["stats", str(fifo)])
+    t.join(5)
+    assert rc == 2 and "Traceback" not in err
+    assert err.startswith("perfdata: error: %s: offset 0x0: " % fifo), err
+
+
+def _tmp_copy(tmp_path, data):
+    path = tmp_path / "copy.data"
+    path.write_bytes(data)
+    return str(path)

@@ -1,0 +1,249 @@
+"""The reader against perf itself, on files recorded here with perf (conftest's
+`recorded` fixture) and on the corpus files perf 6.1 reads.
+
+* `perfdata stats` equals `perf report --stats`;
+* the samples equal `perf script -F pid,tid,time[,cpu][,period],ip,event -G --ns`
+  (same number, same fields, same time order; a READ-group sample once per
+  member, with the member's period as the delta of its count, as perf's
+  deliver_sample_group does);
+* the frame-pointer callchains equal what `perf script -F ip` prints;
+* one recording as a file and piped through `perf inject -o -` holds the same
+  records (modulo the ATTR/FEATURE records perf adds in pipe mode).
+Skips without perf.
+"""
+import re
+import subprocess
+
+import pytest
+
+import perfdata
+from perfdata.format.constants import (ReadFormat as RF, RecordType as RT, SampleType as ST,
+                                       is_callchain_context)
+
+from conftest import PERF, corpus_dir, have_corpus, need, requires_perf, run_cli
+from synth import plain
+
+pytestmark = requires_perf
+
+RECORDED = ["fp", "plain", "dwarf", "zstd", "twoev", "tracepoint", "threads", "group",
+            "pipe", "fp_inject_pipe"]
+PERF_NOISE = ("unexpected end of event stream", "Failed to process auxtrace index")
+SCRIPT_LINE = re.compile(r"^\s*(-?\d+)/(-?\d+)\s+(?:\[(-?\d+)\]\s+)?(\d+)\.(\d+):\s+"
+                         r"(?:(\d+)\s+)?(\S+):\s+([0-9a-f]+)")
+
+
+def perf_out(args, timeout=120):
+    res = subprocess.run([PERF] + args, capture_output=True, timeout=timeout)
+    return res.stdout.decode("utf-8", "replace"), res.stderr.decode("utf-8", "replace")
+
+
+def _normalise(text):
+    return [line.rstrip() for line in text.splitlines()
+            if line.strip() and not any(noise in line for noise in PERF_NOISE)]
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_stats_equal_perf_report(recorded, name):
+    path = need(recorded, name)
+    want, _ = perf_out(["report", "-i", str(path), "--stats"])
+    assert "TOTAL events" in want
+    rc, got, err = run_cli(["stats", str(path)])
+    assert rc == 0, err
+    assert _normalise(got) == _normalise(want)
+
+
+# ------------------------------------------------------------------ samples
+def script_fields(pf):
+    if pf.is_pipe:
+        for _ in pf.records(order="file"):     # attrs arrive as records
+            pass
+    st_all = [ea.sample_type for ea in pf.attrs]
+    fields = ["pid", "tid", "time"]
+    if all(st & ST.CPU for st in st_all):
+        fields.append("cpu")
+    if all(st & ST.PERIOD for st in st_all) or any(
+            st & ST.READ and ea.read_format & RF.GROUP for st, ea in zip(st_all, pf.attrs)):
+        fields.append("period")
+    return fields + ["ip", "event"]
+
+
+def perf_samples(path, fields):
+    # --no-itrace: the samples as recorded, not those decoded from AUX traces
+    out, err = perf_out(["script", "-i", str(path), "-F", ",".join(fields), "-G", "--ns",
+                         "--no-itrace"])
+    rows = []
+    for line in out.splitlines():
+        m = SCRIPT_LINE.match(line)
+        assert m, (line, err[-500:])
+        pid, tid, cpu, sec, nsec, period, event, ip = m.groups()
+        row = {"pid": int(pid), "tid": int(tid), "time": int(sec) * 10**9 + int(nsec),
+               "event": event, "ip": int(ip, 16)}
+        if cpu is not None:
+            row["cpu"] = int(cpu)
+        if period is not None:
+            row["period"] = int(period)
+        rows.append(row)
+    return rows
+
+
+def our_samples(path, fields):
+    """Samples in time order, as perf script prints them."""
+    pf = perfdata.open(str(path))
+    pf.resolve_event_names()
+    rows = []
+    last_value = {}
+    for rec in pf.samples():
+        s = rec.parse()
+        ea = rec.attr
+        base = {"pid": _s32(s["pid"]), "tid": _s32(s["tid"]), "time": s["time"],
+                "ip": s["ip"]}
+        if "cpu" in fields:
+            base["cpu"] = s.get("cpu", -1)
+        if ea.sample_type & ST.READ and ea.read_format & RF.GROUP:
+            # perf's deliver_sample_group: once per member, period = count delta
+            for v in s["read"]["values"]:
+                member = pf.id_to_attr.get(v["id"])
+                if member is None:
+                    continue
+                period = v["value"] - last_value.get(v["id"], 0)
+                last_value[v["id"]] = v["value"]
+                if not period:
+                    continue
+                rows.append(dict(base, event=member.name, period=period))
+            continue
+        row = dict(base, event=ea.name)
+        if "period" in fields:
+            row["period"] = s["period"]
+        rows.append(row)
+    return rows
+
+
+def _s32(v):
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _strip_modifiers(rows):
+    # perf script prints the event name without the ':ppp' modifiers of --stats
+    for r in rows:
+        r["event"] = r["event"].split(":")[0] if not r["event"].count(":") == 1 or \
+            r["event"].endswith(":ppp") else r["event"]
+    return rows
+
+
+def compare_samples(path):
+    pf = perfdata.open(str(path))
+    fields = script_fields(pf)
+    want = perf_samples(path, fields)
+    got = our_samples(path, fields)
+    assert want, "perf script printed no sample"
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        w_event, g_event = w.pop("event"), g.pop("event")
+        assert g == w, (i, g, w)
+        assert g_event == w_event or g_event.startswith(w_event + ":"), (i, g_event, w_event)
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_samples_equal_perf_script(recorded, name):
+    compare_samples(need(recorded, name))
+
+
+def corpus_files_perf_reads():
+    if not have_corpus():
+        return []
+    root = corpus_dir()
+    names = []
+    for path in sorted((root / "perfdata").iterdir()):
+        oracle = root / "oracle" / (path.name + ".stats.txt")
+        if not oracle.is_file():
+            continue
+        text = oracle.read_text(errors="replace")
+        if "TOTAL events" in text and "Error:" not in text and \
+                "SAMPLE events" in text and not path.name.startswith("quipper-fuzz"):
+            names.append(path.name)
+    return names
+
+
+# perf script quirks on corpus files, with the reason.
+SCRIPT_QUIRKS = {
+    "perfparser__probe.data.stream": "perf 6.1 stops after the pipe TRACING_DATA record",
+}
+
+
+@pytest.mark.parametrize("name", corpus_files_perf_reads())
+def test_corpus_samples_equal_perf_script(name):
+    if name in SCRIPT_QUIRKS:
+        pytest.skip(SCRIPT_QUIRKS[name])
+    compare_samples(corpus_dir() / "perfdata" / name)
+
+
+# ---------------------------------------------------------------- callchains
+def perf_callchains(path):
+    out, _ = perf_out(["script", "-i", str(path), "-F", "ip", "--ns"])
+    chains, cur = [], None
+    for line in out.splitlines():
+        if not line.strip():
+            if cur is not None:
+                chains.append(cur)
+            cur = None
+            continue
+        cur = (cur or []) + [int(line.split()[0], 16)]
+    if cur is not None:
+        chains.append(cur)
+    return chains
+
+
+@pytest.mark.parametrize("name", ["fp", "zstd", "pipe"])
+def test_fp_callchains_equal_perf_script(recorded, name):
+    path = need(recorded, name)
+    want = perf_callchains(path)
+    pf = perfdata.open(str(path))
+    got = []
+    for rec in pf.samples():
+        ips = rec.parse()["callchain"]["ips"]
+        got.append([ip for ip in ips if not is_callchain_context(ip)])
+    assert len(got) == len(want)
+    # perf prints an address inside a mapped file relative to the mapping
+    # (map__map_ip: ip - start + pgoff), kernel addresses as they are.  Both
+    # start and pgoff are page-aligned, so the page offset is kept.
+    def same(g, w):
+        return g == w or (g < 1 << 63 and g > w and (g - w) % 4096 == 0)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w), (i, [hex(x) for x in g], [hex(x) for x in w])
+        assert all(same(a, b) for a, b in zip(g, w)), (i, g, w)
+    kernel = [a for g in got for a in g if a >= 1 << 63]
+    assert kernel and len(kernel) < sum(map(len, got))
+
+
+# -------------------------------------------------------------- equivalence
+def _counts(path, skip=()):
+    pf = perfdata.open(str(path))
+    counts = {}
+    for rec in pf.records(order="file"):
+        if rec.type not in skip:
+            counts[rec.type] = counts.get(rec.type, 0) + 1
+    return counts
+
+
+def test_file_and_inject_pipe_hold_the_same_records(recorded):
+    plain_path = need(recorded, "fp")
+    pipe_path = need(recorded, "fp_inject_pipe")
+    pipe_extras = (RT.HEADER_ATTR, RT.HEADER_FEATURE, RT.HEADER_BUILD_ID,
+                   RT.HEADER_TRACING_DATA, RT.HEADER_EVENT_TYPE)
+    assert _counts(plain_path) == _counts(pipe_path, skip=pipe_extras)
+    a = [plain(r.parse()) for r in perfdata.open(str(plain_path)).samples()]
+    b = [plain(r.parse()) for r in perfdata.open(str(pipe_path)).samples()]
+    assert a == b
+    pa, pb = perfdata.open(str(plain_path)), perfdata.open(str(pipe_path))
+    list(pb.records())
+    assert [ea.attr for ea in pa.attrs] == [ea.attr for ea in pb.attrs]
+
+
+def test_threads_directory_reads_every_data_file(recorded):
+    path = need(recorded, "threads")
+    if not path.is_dir():
+        pytest.skip("this perf wrote a single file for --threads")
+    pf = perfdata.open(str(path))
+    assert pf.is_directory and pf.data_files
+    files = {rec.file for rec in pf.records(order="file")}
+    assert 0 in files and len(files) > 1
