@@ -22,6 +22,8 @@ from .minidebuginfo import load_minidebuginfo
 from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table
 
+MAX_CACHED_ADDRESSES = 1 << 20
+
 STATUSES = ("found", "missing", "buildid-mismatch", "not-elf", "no-symbols")
 
 
@@ -244,10 +246,21 @@ class Symbolizer:
         reported svma and offset are from the address given (as perf prints).
         Always at least one frame; name None when nothing covers the address.
         """
+        outer_key = (path, build_id, svma, file_offset, is_return_address)
+        hit = self._frames.get(outer_key)
+        if hit is not None:
+            return list(hit)
+        if len(self._frames) > MAX_CACHED_ADDRESSES:
+            self._frames.clear()
+        frames = self._lookup(path, build_id, svma, file_offset, is_return_address)
+        self._frames[outer_key] = tuple(frames)
+        return frames
+
+    def _lookup(self, path, build_id, svma, file_offset, is_return_address) -> list[Frame]:
         bid = normalize_build_id(build_id)
         if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel"):
             return self._lookup_kernel(path, bid, svma, is_return_address)
-        if is_perfmap_path(path):
+        if path.startswith("/tmp/perf-") and is_perfmap_path(path):
             return self._lookup_perfmap(path, svma, is_return_address)
         dso = self._dso(path, build_id)
         if bid is None and dso.choice.binary is not None:
@@ -259,12 +272,7 @@ class Symbolizer:
             svma = src.file_offset_to_svma(file_offset) if src is not None else None
             if svma is None:
                 return [Frame(None, None, None, path, bid, None)]
-        key = (path, bid, svma, is_return_address)
-        hit = self._frames.get(key)
-        if hit is None:
-            hit = tuple(self._resolve(dso, path, bid, svma, is_return_address))
-            self._frames[key] = hit
-        return list(hit)
+        return self._resolve(dso, path, bid, svma, is_return_address)
 
     def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
         addr = address_for_lookup(svma, is_ret)
@@ -369,3 +377,12 @@ def _running_kernel_is(bid: str) -> bool:
         return True
     have = parse_build_id_notes(data, True)
     return have is None or have == bid
+
+
+def _line_info_for(symbolizer, path, build_id=None):
+    """The LineInfo (DWARF inline chains and lines) of a binary, or None."""
+    return symbolizer._dso(path, build_id).lines
+
+
+Symbolizer.line_info = lambda self, path, build_id=None: _line_info_for(self, path, build_id)
+Symbolizer.line_info.__doc__ = "The LineInfo of a binary (for callers that need the raw DWARF inline chain), or None."
