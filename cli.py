@@ -107,15 +107,14 @@ def make_sample_symbolizer(pf, args):
                             inline=args.inline and not args.no_inline,
                             **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
-                            filters=make_sample_filter(args))
+                            filters=make_sample_filter(args), dwarf_inline=not args.no_inline)
 
 
 def cmd_script(args, out):
     from perfdata.views.script import ScriptFormatter, sample_to_json
     pf = _open(args.file)
     samples = make_sample_symbolizer(pf, args)
-    fmt = ScriptFormatter(pf, args.fields, show_inline=args.inline and not args.no_inline,
-                          nanosecs=args.ns)
+    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns)
     write = out.write
     try:
         for sample in samples:

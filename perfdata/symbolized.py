@@ -20,6 +20,11 @@ from .session.machine import KERNEL_DSO, Machine
 
 SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
 _KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
+# Outermost frames: nothing calls them, so what a frame-pointer walk finds
+# past them is garbage (a makecontext coroutine's stack ends at
+# __start_context, and perf walks on into unrelated memory).
+STACK_BOTTOMS = frozenset(("_start", "__start_context", "clone", "clone3", "__clone",
+                           "__clone3", "__GI___clone", "__GI___clone3"))
 # perf's sysctl_perf_event_max_stack default.
 DEFAULT_MAX_STACK = 127
 
@@ -85,7 +90,7 @@ class SampleSymbolizer:
     """Iterate over the symbolized samples of an open PerfFile."""
 
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
-                 demangle=True, unwind="auto", filters=None):
+                 demangle=True, unwind="auto", filters=None, dwarf_inline=True):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
@@ -96,7 +101,22 @@ class SampleSymbolizer:
         self.build_ids = {}
         self._frame_cache = {}
         self.counts = {"samples": 0, "frames": 0}
+        self.dwarf_inline = dwarf_inline
         self._load_build_ids()
+        self.unwinder = None
+        if unwind in ("auto", "dwarf") and any(
+                ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
+                for ea in pf.attrs):
+            from .unwinding import SampleUnwinder
+            arch = "x86_64"
+            try:
+                arch = pf.feature(Feature.ARCH) or arch
+            except PerfDataError:
+                pass
+            try:
+                self.unwinder = SampleUnwinder(self.symbolizer, arch, max_stack)
+            except (KeyError, ValueError):
+                pf.warnings.append("no unwinder for architecture %s" % arch)
 
     def _load_build_ids(self):
         entries = []
@@ -180,11 +200,103 @@ class SampleSymbolizer:
     def _symbolize_sample(self, sample):
         fields = sample.fields
         chain = fields.get("callchain")
+        if self.unwinder is not None and "regs_user" in fields:
+            if self._symbolize_dwarf(sample, chain):
+                return
         if chain is not None and chain.get("ips"):
             sample.frames = self.frames_for_callchain(sample, chain["ips"])
         elif sample.ip is not None:
             kernel = sample.cpumode in _KERNEL_MODES
             sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
+
+    def _symbolize_dwarf(self, sample, chain):
+        """Kernel part of the recorded callchain, then the user stack unwound
+        from REGS_USER and STACK_USER, printed as perf does: callers at their
+        return address - 1, with DWARF inline chains."""
+        result = self.unwinder.unwind(sample, self._build_id_of)
+        if result is None or not result.frames:
+            return False
+        frames = []
+        ips = chain.get("ips") if chain else None
+        if ips:
+            kernel_part = []
+            for ip in ips:
+                if ip == CC.USER:
+                    break
+                kernel_part.append(ip)
+            if any(ip < CC.MAX for ip in kernel_part):
+                frames.extend(self.frames_for_callchain(sample, kernel_part))
+        user = list(result.frames)
+        kernel_sample = sample.cpumode in _KERNEL_MODES
+        if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
+            # precise_ip skid: the hardware's ip is the leaf we print, the
+            # unwind itself started from the consistent REGS_USER pair.
+            self.unwinder.counts["ip_mismatch"] += 1
+            user[0] = sample.ip
+        exact = set(result.exact_ip_frames)
+        for i, avma in enumerate(user[:self.max_stack]):
+            is_ret = i > 0 and i not in exact
+            frames.extend(self._dwarf_frames(sample, avma - 1 if is_ret else avma, is_ret))
+        sample.frames = frames
+        sample.stop_reason = result.stop_reason
+        return True
+
+    def _build_id_of(self, m):
+        return m.build_id or self.build_ids.get(m.path)
+
+    def _dwarf_frames(self, sample, avma, was_return):
+        """perf's unwind_entry(): the frame at `avma` (a return address already
+        moved back by one) plus, from DWARF, the chain of functions inlined
+        there, each printed with the containing symbol's offset."""
+        base = self.frames_for_address(sample, avma, False, False)
+        if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel:
+            if was_return and base and base[0].symbol is None:
+                # Nothing at ra - 1 (padding before a function entered by a
+                # jump or makecontext): name what is at the return address.
+                again = self.frames_for_address(sample, avma + 1, False, False)
+                if again and again[0].symbol is not None:
+                    return again
+            return base
+        head = base[-1]
+        m = self.machine.find_map(sample.thread, avma, False)
+        if m is None:
+            return base
+        lines = self.symbolizer.line_info(m.path, self._build_id_of(m))
+        if lines is None:
+            return [head]
+        key = ("inline", m.path, head.build_id, head.address)
+        chain = self._frame_cache.get(key)
+        if chain is None:
+            chain = ()
+            choice = self.symbolizer.binary_for(m.path, self._build_id_of(m))
+            src = choice.binary or choice.debug
+            svma = src.file_offset_to_svma(head.address) if src is not None else None
+            if svma is not None:
+                chain = tuple(self._symbol_name(fr.function) for fr in lines.frames(svma))
+            self._frame_cache[key] = chain
+        if not chain:
+            return [head]
+        out = []
+        for name in chain:
+            if name is None:
+                continue
+            if name == head.symbol:
+                out.append(head)
+            else:
+                f = _with_avma(head, avma)
+                f.symbol = name
+                f.inlined = True
+                f.source = "dwarf-inline"
+                out.append(f)
+        return out or [head]
+
+    def _symbol_name(self, name):
+        if name is None:
+            return None
+        if self.symbolizer.demangle:
+            from symbolize import demangle
+            return demangle(name)
+        return name
 
     def frames_for_callchain(self, sample, ips):
         """Frames of a kernel-recorded callchain (-g): context markers switch
@@ -193,7 +305,7 @@ class SampleSymbolizer:
         kernel = sample.cpumode in _KERNEL_MODES
         first = True
         depth = 0
-        for ip in ips:
+        for index, ip in enumerate(ips):
             if ip >= CC.MAX:
                 kernel = ip in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
                 if not kernel:
@@ -203,9 +315,18 @@ class SampleSymbolizer:
                 continue
             if depth >= self.max_stack:
                 break
-            frames.extend(self.frames_for_address(sample, ip, kernel, not first))
+            found = self.frames_for_address(sample, ip, kernel, not first)
+            frames.extend(found)
             first = False
             depth += 1
+            if not kernel and found and found[-1].symbol in STACK_BOTTOMS:
+                rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
+                if rest:
+                    self.counts["bottom_garbage_dropped"] = \
+                        self.counts.get("bottom_garbage_dropped", 0) + rest
+                    self.counts["bottom_garbage_samples"] = \
+                        self.counts.get("bottom_garbage_samples", 0) + 1
+                break
         return frames
 
     def frames_for_address(self, sample, avma, kernel, is_return_address):

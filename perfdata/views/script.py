@@ -8,6 +8,7 @@ frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 import json
 
 from ..format.constants import AttrType, SampleType as ST
+from .names import perf_short_name
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
@@ -56,11 +57,9 @@ def format_time(ns, nanosecs=False):
 
 
 class ScriptFormatter:
-    def __init__(self, pf, field_spec=None, show_inline=True, nanosecs=False,
-                 show_srcline=False):
+    def __init__(self, pf, field_spec=None, nanosecs=False):
         self.pf = pf
         self.spec = parse_field_spec(field_spec)
-        self.show_inline = show_inline
         self.nanosecs = nanosecs
         self._name_width = None
         self._fields = {}
@@ -124,22 +123,18 @@ class ScriptFormatter:
         return text
 
     def _frame_line(self, fr, has, lead, end):
-        if fr.inlined and not self.show_inline:
-            return ""
         parts = [lead]
-        if fr.inlined:
-            parts.append("%16s" % "")
-        else:
-            parts.append("%16x" % fr.address)
+        parts.append("%16x" % fr.address)
         if has("sym"):
-            name = fr.symbol if fr.symbol is not None else "[unknown]"
-            if fr.inlined:
-                parts.append(" %s (inlined)" % name)
-            elif has("symoff") and fr.symbol is not None and fr.offset is not None:
+            name = perf_short_name(fr.symbol) if fr.symbol is not None else "[unknown]"
+            if has("symoff") and fr.symbol is not None and fr.offset is not None:
                 parts.append(" %s+0x%x" % (name, fr.offset))
             else:
                 parts.append(" " + name)
-        if has("dso") and not fr.inlined:
+        # perf prints "(inlined)" in place of the dso for inline frames.
+        if fr.inlined:
+            parts.append(" (inlined)")
+        elif has("dso"):
             parts.append(" (%s)" % fr.dso)
         if has("srcline") and fr.srcline:
             parts.append("\n  " + fr.srcline)

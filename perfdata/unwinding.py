@@ -1,0 +1,100 @@
+"""DWARF unwinding of user stacks: joins a sample's REGS_USER and STACK_USER
+and the session's maps to `symbolize.unwind`.
+
+The unwinder starts from the ip/sp pair of REGS_USER: the registers and the
+stack copy come from the same moment, so a sample ip corrected by the hardware
+(precise_ip skid) is never mixed in; when the two ips differ, the sample ip
+stays the printed leaf and the mismatch is counted.
+"""
+from symbolize.arch import get_arch
+from symbolize.cfi import CfiTable
+from symbolize.unwind import StackSnapshot, unwind_dwarf
+
+
+class Module:
+    """What the unwinder needs of a mapping: its CFI and avma - svma."""
+    __slots__ = ("cfi", "bias")
+
+    def __init__(self, cfi, bias):
+        self.cfi = cfi
+        self.bias = bias
+
+
+class SampleUnwinder:
+    def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
+        self.symbolizer = symbolizer
+        self.arch = get_arch(arch_name)
+        self.max_depth = max_depth
+        self._cfi = {}          # (path, build_id) -> CfiTable or None
+        self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
+        self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0}
+        self.stop_reasons = {}
+
+    def _cfi_for(self, path, build_id):
+        key = (path, build_id)
+        if key not in self._cfi:
+            table = None
+            choice = self.symbolizer.binary_for(path, build_id)
+            if choice.binary is not None:
+                debug = choice.debug.path if choice.debug is not None else None
+                try:
+                    table = CfiTable.from_elf(choice.binary.path, debug_frame_path=debug)
+                except Exception:    # malformed CFI: unwinding stops there
+                    table = None
+            self._cfi[key] = (table, choice.binary)
+        return self._cfi[key]
+
+    def module_for(self, m, build_id):
+        key = (m.path, build_id, m.start, m.pgoff)
+        mod = self._modules.get(key, False)
+        if mod is not False:
+            return mod
+        mod = None
+        if not m.path.startswith("//anon") and not m.path.startswith("["):
+            table, binary = self._cfi_for(m.path, build_id)
+        elif m.path == "[vdso]":
+            table, binary = self._cfi_for(m.path, build_id)
+        else:
+            table, binary = None, None
+        if binary is not None:
+            svma = binary.file_offset_to_svma(m.pgoff)
+            if svma is not None:
+                mod = Module(table, m.start - svma)
+        if mod is None:
+            mod = Module(None, m.start - m.pgoff)
+        self._modules[key] = mod
+        return mod
+
+    def unwind(self, sample, build_id_of):
+        """UnwindResult for a sample, or None when it has no usable regs/stack."""
+        fields = sample.fields
+        regs_user = fields.get("regs_user")
+        stack = fields.get("stack_user")
+        if not regs_user or not regs_user.get("abi") or not regs_user.get("regs"):
+            self.counts["no_regs"] += 1
+            return None
+        regs = self.arch.regs_from_perf(sample.event.attr["sample_regs_user"], regs_user["regs"])
+        sp = regs.get(self.arch.sp)
+        if sp is None or regs.get(self.arch.ip) is None:
+            self.counts["no_regs"] += 1
+            return None
+        data = b""
+        if stack and stack.get("size"):
+            dyn = stack.get("dyn_size") or 0
+            data = stack["data"][:min(dyn, len(stack["data"]))]
+        read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
+        maps = sample.thread.maps if sample.thread is not None else None
+
+        def find_module(avma):
+            if maps is None:
+                return None
+            m = maps.find(avma)
+            if m is None:
+                return None
+            return self.module_for(m, build_id_of(m))
+
+        result = unwind_dwarf(self.arch, regs, read_stack, find_module,
+                              max_depth=self.max_depth)
+        self.counts["unwound"] += 1
+        self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
+        return result
