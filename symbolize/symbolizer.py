@@ -226,6 +226,11 @@ class Symbolizer:
     def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:
         return self._dso(path, build_id).table
 
+    def line_info(self, path: str, build_id=None) -> LineInfo | None:
+        """The LineInfo of a binary (its DWARF, from the binary or its debug
+        file), for callers that need the raw inline chain; None without DWARF."""
+        return self._dso(path, build_id).lines
+
     # ---------------------------------------------------------- lookups
     def _name(self, name: str) -> str:
         if not self.demangle:
@@ -377,12 +382,3 @@ def _running_kernel_is(bid: str) -> bool:
         return True
     have = parse_build_id_notes(data, True)
     return have is None or have == bid
-
-
-def _line_info_for(symbolizer, path, build_id=None):
-    """The LineInfo (DWARF inline chains and lines) of a binary, or None."""
-    return symbolizer._dso(path, build_id).lines
-
-
-Symbolizer.line_info = lambda self, path, build_id=None: _line_info_for(self, path, build_id)
-Symbolizer.line_info.__doc__ = "The LineInfo of a binary (for callers that need the raw DWARF inline chain), or None."
