@@ -213,7 +213,7 @@ class SampleSymbolizer:
         """Kernel part of the recorded callchain, then the user stack unwound
         from REGS_USER and STACK_USER, printed as perf does: callers at their
         return address - 1, with DWARF inline chains."""
-        result = self.unwinder.unwind(sample, self._build_id_of)
+        result = self.unwinder.unwind(sample, self.dso_of)
         if result is None or not result.frames:
             return False
         frames = []
@@ -242,7 +242,35 @@ class SampleSymbolizer:
         return True
 
     def _build_id_of(self, m):
-        return m.build_id or self.build_ids.get(m.path)
+        return self.dso_of(m)[1]
+
+    _dso_cache = None
+
+    def dso_of(self, m):
+        """(path to look the binary up by, build-id) for a map.  The vdso has
+        no file: perf's build-id cache may hold its image; else, as perf does,
+        this machine's own vdso stands in, used silently only when its
+        build-id is the recorded one."""
+        if self._dso_cache is None:
+            self._dso_cache = {}
+        key = (m.path, m.build_id)
+        hit = self._dso_cache.get(key)
+        if hit is None:
+            bid = m.build_id or self.build_ids.get(m.path)
+            hit = (m.path, bid)
+            if m.path == "[vdso]":
+                found = self.symbolizer.binary_for(m.path, bid).status == "found"
+                if not found:
+                    from symbolize.vdso import running_vdso
+                    own = running_vdso()
+                    if own is not None and (bid is None or bid == own[1]):
+                        if bid is None:
+                            self.pf.warnings.append(
+                                "[vdso]: the profile has no build-id for it; assuming this "
+                                "machine's vdso (build-id %s), as perf does" % own[1])
+                        hit = own
+            self._dso_cache[key] = hit
+        return hit
 
     def _dwarf_frames(self, sample, avma, was_return):
         """perf's unwind_entry(): the frame at `avma` (a return address already
@@ -261,14 +289,15 @@ class SampleSymbolizer:
         m = self.machine.find_map(sample.thread, avma, False)
         if m is None:
             return base
-        lines = self.symbolizer.line_info(m.path, self._build_id_of(m))
+        dso_path, dso_bid = self.dso_of(m)
+        lines = self.symbolizer.line_info(dso_path, dso_bid)
         if lines is None:
             return [head]
         key = ("inline", m.path, head.build_id, head.address)
         chain = self._frame_cache.get(key)
         if chain is None:
             chain = ()
-            choice = self.symbolizer.binary_for(m.path, self._build_id_of(m))
+            choice = self.symbolizer.binary_for(dso_path, dso_bid)
             src = choice.binary or choice.debug
             svma = src.file_offset_to_svma(head.address) if src is not None else None
             if svma is not None:
@@ -359,9 +388,8 @@ class SampleSymbolizer:
                                    is_return_address, avma, dso, True)
                 self._frame_cache[key] = hit
             return [_with_avma(f, avma) for f in hit]
-        path = m.path
+        path, bid = self.dso_of(m)
         file_offset = m.file_offset(avma)
-        bid = m.build_id or self.build_ids.get(path)
         if path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]":
             perfmap = "/tmp/perf-%d.map" % sample.pid
             key = (perfmap, avma, is_return_address)
@@ -375,7 +403,7 @@ class SampleSymbolizer:
         hit = self._frame_cache.get(key)
         if hit is None:
             hit = self._lookup(path, bid, None, file_offset, is_return_address, file_offset,
-                               path, False)
+                               m.path, False)
             self._frame_cache[key] = hit
         return [_with_avma(f, avma) for f in hit]
 

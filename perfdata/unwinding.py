@@ -44,18 +44,17 @@ class SampleUnwinder:
             self._cfi[key] = (table, choice.binary)
         return self._cfi[key]
 
-    def module_for(self, m, build_id):
-        key = (m.path, build_id, m.start, m.pgoff)
+    def module_for(self, m, dso):
+        path, build_id = dso
+        key = (path, build_id, m.start, m.pgoff)
         mod = self._modules.get(key, False)
         if mod is not False:
             return mod
         mod = None
-        if not m.path.startswith("//anon") and not m.path.startswith("["):
-            table, binary = self._cfi_for(m.path, build_id)
-        elif m.path == "[vdso]":
-            table, binary = self._cfi_for(m.path, build_id)
-        else:
+        if m.path.startswith("//anon") or (m.path.startswith("[") and m.path != "[vdso]"):
             table, binary = None, None
+        else:
+            table, binary = self._cfi_for(path, build_id)
         if binary is not None:
             svma = binary.file_offset_to_svma(m.pgoff)
             if svma is not None:
@@ -65,7 +64,7 @@ class SampleUnwinder:
         self._modules[key] = mod
         return mod
 
-    def unwind(self, sample, build_id_of):
+    def unwind(self, sample, dso_of):
         """UnwindResult for a sample, or None when it has no usable regs/stack."""
         fields = sample.fields
         regs_user = fields.get("regs_user")
@@ -91,7 +90,7 @@ class SampleUnwinder:
             m = maps.find(avma)
             if m is None:
                 return None
-            return self.module_for(m, build_id_of(m))
+            return self.module_for(m, dso_of(m))
 
         result = unwind_dwarf(self.arch, regs, read_stack, find_module,
                               max_depth=self.max_depth)

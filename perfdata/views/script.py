@@ -21,9 +21,12 @@ _NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "period": ST.PERIOD, "addr": ST.ADDR,
           "ip": ST.IP, "tid": ST.TID, "pid": ST.TID}
 
 
-def default_fields(event):
+def default_fields(event, any_tracepoint_callchain=False):
     if event.attr["type"] == AttrType.TRACEPOINT:
         fields = list(_DEFAULT_TRACE)
+        if any_tracepoint_callchain:
+            # perf adds the stack to tracepoints when one of them has one.
+            fields += ["ip", "sym", "symoff", "dso"]
     else:
         fields = list(_DEFAULT_HW)
     return [f for f in fields if f not in _NEEDS or event.sample_type & _NEEDS[f]]
@@ -67,11 +70,13 @@ class ScriptFormatter:
     def fields_for(self, event):
         got = self._fields.get(event.index)
         if got is None:
+            tp_chain = any(ea.attr["type"] == AttrType.TRACEPOINT and
+                           ea.sample_type & ST.CALLCHAIN for ea in self.pf.attrs)
             if self.spec is None:
-                got = default_fields(event)
+                got = default_fields(event, tp_chain)
             else:
                 exact, add, remove = self.spec
-                base = list(exact) if exact else default_fields(event)
+                base = list(exact) if exact else default_fields(event, tp_chain)
                 base += [f for f in add if f not in base]
                 got = [f for f in base if f not in remove]
             self._fields[event.index] = got = tuple(got)

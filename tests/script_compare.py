@@ -1,0 +1,113 @@
+"""Compare `perfdata script` output with perf 6.1's, frame by frame.
+
+Deliberate differences (each a case where perf 6.1 is wrong and perfdata is
+right, see README "Where perfdata differs from perf") are recognised and
+counted by category instead of failing:
+
+- plt:            perf names a PLT stub `_init+0x40` (size-0 _init stretched
+                  over .plt/.plt.sec) or `@plt`; perfdata names the slot.
+- return-address: perf looks a return address up as is; perfdata at address-1,
+                  so a call that is the last instruction of a function names
+                  the caller (`_dl_start_user+0x0` -> `_start+0x8`).
+- dwarf-cut:      perf ends a DWARF stack cut by the snapshot with a bogus
+                  `ffffffffffffffff [unknown]` frame; perfdata stops.
+- named:          perf prints [unknown] where perfdata finds a name.
+- bottom-garbage: perf walks a frame-pointer chain past the stack's real
+                  bottom (__start_context, _start, clone3); perfdata stops.
+"""
+import re
+
+_FRAME = re.compile(r"^\t\s*([0-9a-f]+) (.*) \((.*)\)$")
+BOTTOMS = ("_start", "__start_context", "clone", "clone3", "__clone", "__clone3")
+
+
+def parse_samples(text):
+    """[(header, [(addr, sym, dso)])] from perf-script text."""
+    samples = []
+    header, frames = None, []
+    for line in text.splitlines():
+        if not line:
+            if header is not None:
+                samples.append((header, frames))
+            header, frames = None, []
+            continue
+        if line.startswith("\t"):
+            m = _FRAME.match(line)
+            if m:
+                frames.append((int(m.group(1), 16), m.group(2), m.group(3)))
+            else:
+                frames.append((None, line.strip(), ""))
+        else:
+            if header is not None:
+                samples.append((header, frames))
+            header, frames = line, []
+    if header is not None:
+        samples.append((header, frames))
+    return samples
+
+
+def _bare(sym):
+    return re.sub(r"\+0x[0-9a-f]+$", "", sym)
+
+
+def _is_plt_misname(sym):
+    bare = _bare(sym)
+    return bare == "_init" or bare == "@plt"
+
+
+def compare(ours_text, perf_text, include_kernel=True):
+    """Counts: frames perf resolved, equal ones, deliberate differences by
+    category, and the list of other differences."""
+    ours = parse_samples(ours_text)
+    theirs = parse_samples(perf_text)
+    stats = {"samples_perf": len(theirs), "samples_ours": len(ours), "perf_resolved": 0,
+             "equal": 0, "header_diff": 0, "plt": 0, "return-address": 0, "dwarf-cut": 0,
+             "named": 0, "bottom-garbage": 0, "other": []}
+    for (h1, f1), (h2, f2) in zip(ours, theirs):
+        if h1.rstrip() != h2.rstrip():
+            stats["header_diff"] += 1
+        i = j = 0
+        while j < len(f2):
+            a2, s2, d2 = f2[j]
+            if not include_kernel and (d2 == "[kernel.kallsyms]" or (a2 or 0) >= 1 << 63):
+                j += 1
+                if i < len(f1) and f1[i][2] == "[kernel.kallsyms]":
+                    i += 1
+                continue
+            if a2 == 0xFFFFFFFFFFFFFFFF and s2 == "[unknown]":
+                stats["dwarf-cut"] += 1
+                j += 1
+                continue
+            if i >= len(f1):
+                if i > 0 and _bare(f1[-1][1]) in BOTTOMS:
+                    stats["bottom-garbage"] += len(f2) - j
+                else:
+                    stats["other"].append((h2, "missing", f2[j]))
+                    if s2 != "[unknown]":
+                        stats["perf_resolved"] += 1
+                break
+            a1, s1, d1 = f1[i]
+            resolved = s2 != "[unknown]"
+            if resolved:
+                stats["perf_resolved"] += 1
+            if (a1, s1, d1) == (a2, s2, d2):
+                stats["equal"] += resolved
+            elif _is_plt_misname(s2) and _bare(s1).endswith("@plt"):
+                stats["plt"] += 1
+            elif not resolved and s1 != "[unknown]":
+                stats["named"] += 1
+            elif d1 == d2 and abs(a1 - a2) <= 1 and _bare(s1) != _bare(s2) and \
+                    s2.endswith("+0x0"):
+                stats["return-address"] += 1
+            else:
+                stats["other"].append((h2, (a1, s1, d1), (a2, s2, d2)))
+            i += 1
+            j += 1
+    return stats
+
+
+def agreement(stats):
+    """Share of the frames perf resolved that perfdata prints identically or
+    differs on deliberately."""
+    ok = stats["equal"] + stats["plt"] + stats["return-address"]
+    return ok / stats["perf_resolved"] if stats["perf_resolved"] else 1.0

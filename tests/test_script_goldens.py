@@ -1,0 +1,149 @@
+"""`perfdata script` against perf 6.1's own output on the sample recordings,
+and against the test programs' known call stacks (samples/truth)."""
+import importlib.util
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+import perfdata
+from perfdata.symbolized import SampleSymbolizer
+from perfdata.views.script import ScriptFormatter
+from symbolize import DebugInfoLocator, Symbolizer
+
+from script_compare import agreement, compare
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+EXPECTED = SAMPLES / "expected"
+BUILDIDS = SAMPLES / "buildids"
+LIBC_BUILD_ID = "93ac61ec5a8eb1396f9fbd350e3169a558528a40"
+LIBC_DEBUG = Path("/usr/lib/debug/.build-id") / LIBC_BUILD_ID[:2] / (LIBC_BUILD_ID[2:] + ".debug")
+
+# Recordings whose goldens name libc's local functions: those names come from
+# this machine's libc6-dbg, found by libc's build-id.
+needs_libc_debug = pytest.mark.skipif(
+    not LIBC_DEBUG.exists(),
+    reason="the goldens use libc6-dbg %s for libc's local symbols" % LIBC_BUILD_ID)
+
+
+def run_script(data, debug_dirs=(BUILDIDS,), no_inline=False, fields=None):
+    pf = perfdata.open(str(data))
+    symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=[str(d) for d in debug_dirs],
+                                             buildid_dir=str(BUILDIDS)),
+                            inline=False)
+    samples = SampleSymbolizer(pf, symbolizer, dwarf_inline=not no_inline)
+    fmt = ScriptFormatter(pf, fields)
+    out = io.StringIO()
+    for s in samples:
+        out.write(fmt.format(s))
+    return out.getvalue(), samples
+
+
+def kernel_matches(data):
+    """True when kernel frames of a golden can be reproduced here."""
+    return Path("/proc/kallsyms").exists() and (EXPECTED / "KERNEL").exists() and \
+        (EXPECTED / "KERNEL").read_text().strip() == os.uname().release
+
+
+RECORDINGS = sorted(p.name[:-len(".script.txt")] for p in EXPECTED.glob("*.script.txt")
+                    if not p.name.endswith("-noinline.script.txt"))
+
+
+@needs_libc_debug
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_frames_agree_with_perf(name):
+    data = SAMPLES / (name + ".data")
+    golden = (EXPECTED / (name + ".script.txt")).read_text()
+    ours, _ = run_script(data)
+    stats = compare(ours, golden, include_kernel=kernel_matches(data))
+    if name == "tracepoint":
+        pytest.skip("tracepoint field text is compared in test_tracefmt")
+    assert stats["samples_ours"] == stats["samples_perf"]
+    assert stats["header_diff"] == 0
+    # Every deliberate difference is one of the listed kinds (script_compare);
+    # anything else is a failure unless it stays under 0.5% of perf's frames.
+    assert agreement(stats) >= 0.995, stats["other"][:5]
+    assert len(stats["other"]) <= 0.005 * max(1, stats["perf_resolved"]), stats["other"][:5]
+
+
+def _truth_matcher():
+    spec = importlib.util.spec_from_file_location("truth_match", SAMPLES / "truth" / "match.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _truth_cases():
+    import json
+    for path in sorted((SAMPLES / "truth").glob("*.json")):
+        truth = json.loads(path.read_text())
+        for rec, kind in sorted(truth["recordings"].items()):
+            yield pytest.param(truth, rec, kind, id=rec)
+
+
+@needs_libc_debug
+@pytest.mark.parametrize("truth,recording,kind", list(_truth_cases()))
+def test_stacks_match_ground_truth(truth, recording, kind):
+    """Our stacks against the programs' real call stacks (samples/truth)."""
+    match = _truth_matcher()
+    debug_dirs = [BUILDIDS]
+    if truth["program"] == "stripped":
+        debug_dirs.append(SAMPLES / "debug")     # the fixed case; see test_stripped_*
+    ours, _ = run_script(SAMPLES / recording, debug_dirs)
+    score = match.score(truth, ours, kind)
+    assert score["fraction"] >= truth["min_fraction"], score["top_unmatched"]
+
+
+@needs_libc_debug
+@pytest.mark.parametrize("program", ["plt_loop", "vdso_clock", "exit_atexit",
+                                     "coroutine"])
+def test_names_where_perf_fails(program):
+    """Frames that perf 6.1 leaves [unknown], misnames (`_init+0x40` for a PLT
+    stub) or invents (past a coroutine's bottom): perfdata's samples holding
+    them match the real stacks in at least 95% of cases."""
+    import json
+    match = _truth_matcher()
+    truth = json.loads((SAMPLES / "truth" / (program + ".json")).read_text())
+    bad = total = 0
+    for recording, kind in truth["recordings"].items():
+        golden = (EXPECTED / (recording[:-5] + ".script.txt")).read_text()
+        ours, _ = run_script(SAMPLES / recording)
+        perf_samples = match.parse_perf_script(golden)
+        our_samples = match.parse_perf_script(ours)
+        for (_, pframes), (_, oframes) in zip(perf_samples, our_samples):
+            perf_names = match.user_names(pframes)
+            # A frame perf could have named: in a mapped binary (frames in no
+            # map at all are garbage of a frame-pointer walk, unknowable).
+            misnamed = any(match.normalize_name(sym) in ("[unknown]", "_init", "@plt")
+                           and dso != "[unknown]" for _, sym, dso in pframes)
+            past_bottom = any(n in ("__start_context", "_start", "clone3") and i < len(perf_names) - 1
+                              for i, n in enumerate(perf_names))
+            perf_failed = misnamed or past_bottom
+            if not perf_failed:
+                continue
+            total += 1
+            names = match.user_names(oframes)
+            ok = any(match.match_stack(names, s["frames"], kind,
+                                       kind in truth.get("truncatable", []))
+                     for s in truth["stacks"])
+            bad += not ok
+    if total == 0:
+        pytest.skip("perf resolved every frame of %s here" % program)
+    assert (total - bad) / total >= 0.95, (program, total, bad)
+
+
+def test_stripped_binary_named_after_debug_dir():
+    """A profile of a stripped binary: no names for its functions before its
+    debug file is supplied, the right names after (--debug-dir)."""
+    data = SAMPLES / "stripped.fp.data"
+    before, _ = run_script(data)
+    after, _ = run_script(data, (BUILDIDS, SAMPLES / "debug"))
+    own = "/work/main/samples/bin/stripped"
+    before_named = [l for l in before.splitlines() if own in l and "[unknown]" not in l
+                    and "+0x" in l and not l.split()[1].startswith(("_start", "_init"))]
+    assert "stripped_hot" not in before
+    assert "stripped_hot" in after or "hot" in after
+    truth_text = (EXPECTED / "stripped.fp.script-F-debug.txt").read_text()
+    assert [l for l in after.splitlines() if own in l] and before_named == []
+    assert any(name in after for name in ("main",)) and "main" in truth_text
