@@ -123,19 +123,17 @@ class _Lexer:
             quote = ch
             out = []
             while True:
-                last = 0
+                # A quote ends the string unless a backslash precedes it
+                # (libtraceevent's "\\\\ cancels itself" has no effect).
+                prev = quote
                 while True:
-                    prev = last
                     ch = self._read()
                     if ch < 0:
                         raise _ParseError("unterminated string")
-                    if ch == 0x5c and prev == 0x5c:
-                        last = 0
-                    else:
-                        last = ch
                     if ch == quote and prev != 0x5c:
                         break
                     out.append(ch)
+                    prev = ch
                 if kind != _T_DQUOTE:
                     break
                 save = self.pos
@@ -176,6 +174,7 @@ class _Arg:
     def __init__(self, kind="null"):
         self.kind = kind
         self.next = None
+        self.prio = 0
 
     def assign(self, other):
         self.__dict__.clear()
@@ -196,10 +195,9 @@ _BINARY = {">>", "<<", "&", "|", "&&", "||", "-", "+", "*", "^", "/", "%", "<", 
 
 
 def _op_prio(op):
+    """get_op_prio(); -1 for an operator it does not know."""
     prio = _OP_PRIO1.get(op) if len(op) == 1 else _OP_PRIO2.get(op)
-    if prio is None:
-        raise _ParseError("unknown op %r" % op)
-    return prio
+    return -1 if prio is None else prio
 
 
 class _Event:
@@ -412,6 +410,8 @@ class _Parser:
             arg.kind, arg.op, arg.left, arg.right = "op", tok, left, None
             arg.next = None
             arg.prio = 0 if left.kind == "null" else _op_prio(tok)
+            if arg.prio < 0:
+                raise _ParseError("unknown op %r" % tok)
             kind, tok = self.lex.token_item()
             if arg.op == "*" and kind == _T_DELIM and tok == ")":
                 if left.kind != "atom":
@@ -442,7 +442,7 @@ class _Parser:
             raise _ParseError("unknown op %r" % tok)
         if kind == _T_OP and tok != ":":
             prio = _op_prio(tok)
-            if prio > arg.prio:
+            if prio > getattr(arg, "prio", 0):
                 return self.process_op(arg, tok)
             if right is None:
                 raise _ParseError("operator without operand")
@@ -1116,7 +1116,7 @@ class _Printer:
             info = self.info(field)
             size = field.size if field.size else len(self.data) - field.offset
             if not info.array and field.size == self.long_size:
-                addr = self.read_number(field.offset, 8 if self.long_size == 8 else 4)
+                addr = self.read_native(field.offset, 8 if self.long_size == 8 else 4)
                 text = self.printk.get(addr)
                 if text is not None:
                     return str(text).encode("utf-8", "replace")
@@ -1168,12 +1168,13 @@ class _Printer:
             for i in range(max(0, count)):
                 if pos >= len(self.data):
                     break
-                if el_size in (1, 2, 4, 8):
-                    out.append(b"%d" % self.read_native(pos, el_size))
-                    pos += el_size
-                else:
+                if el_size not in (1, 2, 4, 8):
                     out.append(b"BAD SIZE:%d 0x%x" % (el_size, self.data[pos]))
                     pos += 1
+                    el_size = 1
+                else:
+                    out.append(b"%d" % self.read_native(pos, el_size))
+                    pos += el_size
             return b" ".join(out)
         if kind == "string":
             field = self.ev.find_any(arg.name)
