@@ -156,7 +156,8 @@ class Binary:
         return self._buf[offset:offset + size]
 
     def warn(self, message: str) -> None:
-        self.warnings.append(f"{self.path}: {message}")
+        if len(self.warnings) < 100:       # a damaged file can fail everywhere
+            self.warnings.append(f"{self.path}: {message}")
 
     def _guard(self, what: str, fn, default=None):
         try:

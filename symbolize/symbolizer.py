@@ -98,8 +98,11 @@ class Symbolizer:
         for o in objs:
             if o is None:
                 continue
+            # A damaged file can fail at every address asked: one warning
+            # names it, the first problem found.
+            path = getattr(o, "path", None) if isinstance(o, Binary) else None
             for w in getattr(o, "warnings", ()):
-                self._warn(w, "detail", w)
+                self._warn(path or w, "detail", w)
             try:
                 o.warnings.clear()
             except AttributeError:
