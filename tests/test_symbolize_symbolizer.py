@@ -300,3 +300,39 @@ def test_mutated_binaries_never_raise(built, tmp_path):
             s.binary_for(str(p))
         except SymbolizeError:
             pass
+
+
+def test_stripped_copy_at_build_id_path_is_no_debug_file(built, tmp_path):
+    """A .build-id/xx/rest.debug entry that is only a stripped copy (no
+    .symtab, no DWARF) is passed over for the real debug file behind it."""
+    bid = readelf_build_id(built["full"])
+    stripped = strip_to(built["full"], str(tmp_path / "prog"))
+    d1, d2 = tmp_path / "d1", tmp_path / "d2"
+    fake = d1 / ".build-id" / bid[:2] / (bid[2:] + ".debug")
+    fake.parent.mkdir(parents=True)
+    shutil.copy(stripped, fake)
+    real = keep_debug(built["full"], str(d2 / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
+    s = Symbolizer(only(debug_dirs=[str(d1), str(d2)]), inline=False)
+    c = s.binary_for(stripped, bid)
+    assert c.debug is not None and c.debug.path == real
+
+
+def test_minidebuginfo_through_symbolizer(built, tmp_path):
+    import lzma
+    src = built["full"]
+    dyn = {n.split("@")[0] for a, t, n in nm_defined(src, dynamic=True)}
+    funcs = [n for a, t, n in nm_defined(src) if t in "Tt" and n not in dyn]
+    keep = tmp_path / "keep"
+    keep.write_text("\n".join(funcs) + "\n")
+    dbg, mini = str(tmp_path / "dbg"), str(tmp_path / "mini")
+    run("objcopy", "--only-keep-debug", src, dbg)
+    run("objcopy", "-S", f"--keep-symbols={keep}", dbg, mini)
+    xz = tmp_path / "mini.xz"
+    xz.write_bytes(lzma.compress(open(mini, "rb").read(), format=lzma.FORMAT_XZ))
+    prog = strip_to(src, str(tmp_path / "prog"))
+    run("objcopy", f"--add-section=.gnu_debugdata={xz}", prog)
+    s = Symbolizer(only(), inline=False)
+    addr = truth(src)["hidden_helper"]
+    f = s.lookup(prog, None, addr + 1)[-1]
+    assert (f.name, f.offset, f.source) == ("hidden_helper", 1, "minidebuginfo")
+    assert "minidebuginfo" in s.binary_for(prog).reason
