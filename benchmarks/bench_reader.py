@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Speed and memory of the perf.data reader against perf itself.
+
+    python3 benchmarks/bench_reader.py [--fp FILE] [--dwarf FILE] [--big-mib N]
+                                       [--repeat 3] [--keep DIR]
+
+Without --fp/--dwarf it records, with perf, into a tmp dir:
+  fp:    ~30,000 frame-pointer samples  (perf record -g -F 10000, 4.5 s of CPU)
+  dwarf: ~30 MiB of DWARF-mode samples  (perf record --call-graph=dwarf -F 1000, 4 s)
+then times, best of --repeat runs, wall time and the child's peak RSS (wait4):
+  perfdata stats  vs  perf report --stats
+  perfdata dump   vs  perf report -D          (output to /dev/null)
+and prints one table with the ratios and records per second.
+
+Memory check: a large file (--big-mib, default 1024) is made from the fp file
+by repeating its data section (header data size and feature offsets fixed
+up), and `perfdata stats` is run on it once: targets < 100 MiB peak RSS and
+>= 300,000 records/s (the records/s target is checked on the fp file).
+"""
+import argparse
+import os
+import platform
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+PERFDATA = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
+LOOP = "import time\nt=time.time()\nwhile time.time()-t<%s: sum(i*i for i in range(1000))"
+
+
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def run_measured(cmd, cwd=REPO):
+    """(wall seconds, peak RSS KiB, returncode) of one run, output discarded.
+
+    Peak RSS comes from GNU time's %M when it is there: a child forked from
+    this Python process inherits its RSS in ru_maxrss until it execs, so
+    wait4's figure would never be below ours (~25 MiB)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss_file, \
+            open(os.devnull, "wb") as null:
+        full = [GNU_TIME, "-f", "%M", "-o", rss_file.name] + cmd if GNU_TIME else cmd
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(full, stdout=null, stderr=null, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        rss = usage.ru_maxrss
+        if GNU_TIME:
+            text = rss_file.read().split()
+            rss = int(text[-1]) if text and text[-1].isdigit() else rss
+    return wall, rss, os.waitstatus_to_exitcode(status)
+
+
+def best_of(cmd, repeat):
+    runs = [run_measured(cmd) for _ in range(repeat)]
+    bad = [r for r in runs if r[2] not in (0,)]
+    if bad:
+        raise SystemExit("failed (rc %d): %s" % (bad[0][2], " ".join(cmd)))
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def record(perf, out, opts, seconds):
+    cmd = [perf, "record", "-q", "-o", out] + opts + ["--", sys.executable, "-c",
+                                                       LOOP % seconds]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return out
+
+
+def count_records(path):
+    import perfdata
+    pf = perfdata.open(path)
+    n = samples = 0
+    for rec in pf.records(order="file", include_compressed=True):
+        n += 1
+        samples += rec.type == 9
+    return n, samples
+
+
+def make_big(src, dst, target_bytes):
+    """Repeat the data section of src until the file is ~target_bytes."""
+    import perfdata
+    pf = perfdata.open(src)
+    if pf.is_pipe or pf.is_directory:
+        raise SystemExit("--big needs a file-mode perf.data")
+    little = pf.little
+    u = "<" if little else ">"
+    d_off, d_size = pf.header["data"]["offset"], pf.header["data"]["size"]
+    with open(src, "rb") as f:
+        raw = f.read()
+    data = raw[d_off:d_off + d_size]
+    times = max(1, target_bytes // max(d_size, 1))
+    grow = (times - 1) * d_size
+    head = bytearray(raw[:d_off])
+    # perf_file_header: magic, size, attr_size, attrs{offset,size}, data{offset,size}
+    struct.pack_into(u + "Q", head, 48, d_size * times)
+    tail = bytearray(raw[d_off + d_size:])
+    for i in range(len(pf.features)):
+        off, = struct.unpack_from(u + "Q", tail, 16 * i)
+        struct.pack_into(u + "Q", tail, 16 * i, off + grow)
+    with open(dst, "wb") as f:
+        f.write(head)
+        for _ in range(times):
+            f.write(data)
+        f.write(tail)
+    return times
+
+
+def fmt_row(cols, widths):
+    return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cols, widths)) + " |"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fp", help="a frame-pointer perf.data (else recorded)")
+    ap.add_argument("--dwarf", help="a --call-graph=dwarf perf.data (else recorded)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big-mib", type=int, default=1024,
+                    help="size of the synthetic large file (0: skip)")
+    ap.add_argument("--keep", help="directory for the recorded files (kept)")
+    args = ap.parse_args(argv)
+
+    perf = shutil.which("perf")
+    tmp = args.keep or tempfile.mkdtemp(prefix="bench_reader.")
+    os.makedirs(tmp, exist_ok=True)
+    files = {}
+    try:
+        if args.fp:
+            files["fp"] = args.fp
+        elif perf:
+            files["fp"] = record(perf, os.path.join(tmp, "fp.data"),
+                                 ["-g", "-F", "10000"], 4.5)
+        if args.dwarf:
+            files["dwarf"] = args.dwarf
+        elif perf:
+            files["dwarf"] = record(perf, os.path.join(tmp, "dwarf.data"),
+                                    ["--call-graph=dwarf", "-F", "1000"], 4.0)
+        if not files:
+            raise SystemExit("perf not found: give --fp and --dwarf")
+
+        print("# perfdata reader benchmark")
+        print("machine: %s, %d cores, %s, Python %s" % (
+            _cpu_model(), os.cpu_count(), platform.platform(), platform.python_version()))
+        if perf:
+            print("perf: %s" % subprocess.run([perf, "--version"], capture_output=True,
+                                              text=True).stdout.strip())
+        print("date: %s UTC" % time.strftime("%Y-%m-%d %H:%M", time.gmtime()))
+        print("command: %s" % " ".join(["benchmarks/bench_reader.py"] + (argv or sys.argv[1:])))
+        print()
+        widths = (6, 9, 7, 8, 16, 10, 10, 6, 10, 10, 12)
+        print(fmt_row(("file", "MiB", "records", "samples", "command", "ours s",
+                       "perf s", "ratio", "ours MiB", "perf MiB", "ours rec/s"), widths))
+        print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        results = {}
+        for name, path in files.items():
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
+            nrec, nsamp = count_records(path)
+            for label, ours, theirs in (
+                    ("stats", PERFDATA + ["stats", path],
+                     [perf, "report", "-i", path, "--stats"] if perf else None),
+                    ("dump", PERFDATA + ["dump", path],
+                     [perf, "report", "-i", path, "-D"] if perf else None)):
+                o_t, o_rss = best_of(ours, args.repeat)
+                if theirs:
+                    p_t, p_rss = best_of(theirs, args.repeat)
+                else:
+                    p_t = p_rss = float("nan")
+                results[(name, label)] = (o_t, o_rss, nrec)
+                print(fmt_row((name, "%.1f" % (size / 2**20), nrec, nsamp, label,
+                               "%.3f" % o_t, "%.3f" % p_t, "%.1fx" % (o_t / p_t),
+                               "%.1f" % (o_rss / 1024), "%.1f" % (p_rss / 1024),
+                               "%d" % (nrec / o_t)), widths))
+        print()
+        if ("fp", "stats") in results:
+            o_t, _, nrec = results[("fp", "stats")]
+            start = run_measured(PERFDATA + ["--help"])[0]
+            print("fp stats: %d records/s wall (incl. %.3f s interpreter start-up), "
+                  "%d records/s without start-up; target >= 300,000: %s" % (
+                      nrec / o_t, start, nrec / max(o_t - start, 1e-9),
+                      "met" if nrec / o_t >= 300_000 else "NOT met"))
+        if args.big_mib and "fp" in files and os.path.isfile(files["fp"]):
+            big = os.path.join(tmp, "big.data")
+            times = make_big(files["fp"], big, args.big_mib << 20)
+            size = os.path.getsize(big)
+            nrec = results.get(("fp", "stats"), (0, 0, 0))[2] * times
+            wall, rss, rc = run_measured(PERFDATA + ["stats", big])
+            p_wall, p_rss, _ = run_measured([perf, "report", "-i", big, "--stats"]) \
+                if perf else (float("nan"),) * 3
+            print("big file: %.0f MiB (fp data section x%d), ~%d records: perfdata stats "
+                  "%.1f s, %d records/s, peak RSS %.1f MiB (target < 100 MiB: %s), rc %d; "
+                  "perf report --stats %.1f s, peak RSS %.1f MiB" % (
+                      size / 2**20, times, nrec, wall, nrec / wall, rss / 1024,
+                      "met" if rss < 100 * 1024 else "NOT met", rc, p_wall, p_rss / 1024))
+            os.unlink(big)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+if __name__ == "__main__":
+    main()
