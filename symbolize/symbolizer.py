@@ -23,6 +23,7 @@ from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table
 
 MAX_CACHED_ADDRESSES = 1 << 20
+_UNUSABLE = ("not-elf", "truncated", "not-regular", "too-large", "unreadable", "no-code")
 
 STATUSES = ("found", "missing", "buildid-mismatch", "not-elf", "no-symbols")
 
@@ -133,8 +134,10 @@ class Symbolizer:
             if b is not None:
                 binary = b
                 break
-            if outcome == "buildid-mismatch" or (outcome == "not-elf" and worst == "missing"):
+            if outcome == "buildid-mismatch":
                 worst = outcome
+            elif outcome in _UNUSABLE and worst == "missing":
+                worst = "not-elf"      # a FIFO, a directory, a text file, a cut ELF
         self._drain(self.locator)
         want = bid or (binary.build_id if binary is not None else None)
         debuglink = binary.debuglink if binary is not None else None
@@ -147,6 +150,7 @@ class Symbolizer:
             if d is not None and not (d.has_section(".symtab") or d.has_section(".debug_info")):
                 # A copy of the stripped binary (e.g. a .build-id/xx/rest entry of
                 # an archive) is no debug file: keep looking.
+                d.close()
                 d, outcome = None, "no-debug-sections"
             tried.append((cand.path, outcome))
             if d is not None:
