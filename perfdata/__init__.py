@@ -6,10 +6,11 @@
             if rec.name == "SAMPLE":
                 print(rec.parse()["ip"])
 """
+from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
 from .format.reader import PerfFile, Record
 
-__all__ = ["open", "PerfFile", "Record", "PerfDataError", "CorruptError",
+__all__ = ["open", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]
 
 
