@@ -17,6 +17,7 @@ from typing import NamedTuple
 from .buildid import parse_build_id_notes
 
 MAX_BINARY_SIZE = 4 << 30
+MAX_DECOMPRESSED_SECTION = 1 << 30
 
 SHT_NOBITS = 8
 SHT_NOTE = 7
@@ -253,13 +254,47 @@ class Binary:
         if sec is None or sec.type == SHT_NOBITS:
             return None
         if sec.flags & SHF_COMPRESSED:
-            elf = self.elf
-            return self._guard(f"section {sec.name}",
-                               lambda: bytes(elf.get_section(sec.index).data()))
+            return self._guard(f"section {sec.name}", lambda: self._decompress(sec))
         data = self.read(sec.offset, sec.size)
         if data is None:
             self.warn(f"section {sec.name} runs past the end of the file")
         return data
+
+    def _decompress(self, sec: SectionHeader) -> bytes | None:
+        """SHF_COMPRESSED contents (zlib or zstd), bounded: the header's
+        ch_size is checked against a limit before anything is inflated."""
+        raw = self.read(sec.offset, sec.size)
+        if raw is None:
+            self.warn(f"section {sec.name} runs past the end of the file")
+            return None
+        le = "<" if self.little_endian else ">"
+        if self.is_64:
+            if len(raw) < 24:
+                return None
+            ch_type, _, ch_size, _ = struct.unpack_from(le + "IIQQ", raw, 0)
+            body = raw[24:]
+        else:
+            if len(raw) < 12:
+                return None
+            ch_type, ch_size, _ = struct.unpack_from(le + "III", raw, 0)
+            body = raw[12:]
+        if ch_size > MAX_DECOMPRESSED_SECTION:
+            self.warn(f"section {sec.name}: {ch_size} bytes uncompressed is over the limit")
+            return None
+        if ch_type == 1:                      # ELFCOMPRESS_ZLIB
+            import zlib
+            out = zlib.decompressobj().decompress(bytes(body), ch_size)
+        elif ch_type == 2:                    # ELFCOMPRESS_ZSTD
+            import io
+            import zstandard
+            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(body)))
+            out = reader.read(ch_size)
+        else:
+            self.warn(f"section {sec.name}: unknown compression type {ch_type}")
+            return None
+        if len(out) != ch_size:
+            self.warn(f"section {sec.name}: decompressed to {len(out)} bytes, not {ch_size}")
+        return out
 
     # ----- segments and addresses ----------------------------------------
     def _read_segments(self) -> list[LoadSegment]:

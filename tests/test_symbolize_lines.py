@@ -168,3 +168,37 @@ def test_no_dwarf_and_garbage(prog, tmp_path):
         for a in addrs:
             li.frames(a)
             li.srcline(a)
+
+
+@pytest.mark.parametrize("how", ["zlib", "zstd"])
+def test_compressed_debug_sections(prog, tmp_path, how):
+    """SHF_COMPRESSED DWARF (gcc -gz, objcopy --compress-debug-sections) gives
+    the same answers as the uncompressed file (checked against addr2line above)."""
+    need("objcopy")
+    out = str(tmp_path / how)
+    p = subprocess.run(["objcopy", f"--compress-debug-sections={how}", prog, out],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"objcopy cannot compress with {how}: {p.stderr[:100]}")
+    b = Binary(out)
+    assert b.get_section(".debug_info").flags & 0x800
+    plain, packed = LineInfo(Binary(prog)), LineInfo(b)
+    addrs = code_addresses(prog)
+    assert [packed.frames(a) for a in addrs] == [plain.frames(a) for a in addrs]
+    assert any(plain.frames(a) for a in addrs)
+
+
+def test_compressed_section_size_limit(prog, tmp_path):
+    """A compressed section claiming more than the limit is not inflated."""
+    import struct
+    need("objcopy")
+    out = str(tmp_path / "z")
+    run("objcopy", "--compress-debug-sections=zlib", prog, out)
+    sec = Binary(out).get_section(".debug_info")
+    buf = bytearray(open(out, "rb").read())
+    struct.pack_into("<Q", buf, sec.offset + 8, 1 << 40)        # ch_size
+    bomb = tmp_path / "bomb"
+    bomb.write_bytes(bytes(buf))
+    b = Binary(str(bomb))
+    assert b.section_data(".debug_info") is None and b.warnings
+    assert LineInfo(b).frames(code_addresses(prog)[0]) == []
