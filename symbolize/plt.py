@@ -98,6 +98,8 @@ def _x86_64_got_slot(code: bytes, stub_addr: int) -> int | None:
 
 def _aarch64_got_slot(code: bytes, stub_addr: int) -> int | None:
     """GOT address from `adrp x16, page; ldr x17, [x16, #off]`."""
+    if len(code) >= 4 and struct.unpack_from("<I", code, 0)[0] == 0xD503245F:
+        code, stub_addr = code[4:], stub_addr + 4      # `bti c` of BTI-enabled stubs
     if len(code) < 8:
         return None
     adrp, ldr = struct.unpack_from("<II", code, 0)
