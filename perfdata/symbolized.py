@@ -100,6 +100,7 @@ class SampleSymbolizer:
         self.filters = filters
         self.build_ids = {}
         self._frame_cache = {}
+        self._stack_cache = {}
         self.counts = {"samples": 0, "frames": 0}
         self.dwarf_inline = dwarf_inline
         self._load_build_ids()
@@ -329,7 +330,22 @@ class SampleSymbolizer:
 
     def frames_for_callchain(self, sample, ips):
         """Frames of a kernel-recorded callchain (-g): context markers switch
-        between kernel and user; every frame but the first is a return address."""
+        between kernel and user; every frame but the first is a return address.
+        The result is shared by every sample with the same stack in the same
+        address space (cached until a map of that space changes)."""
+        maps = sample.thread.maps if sample.thread is not None else None
+        key = (id(maps), maps.generation if maps is not None else 0,
+               self.machine.kernel_maps.generation, sample.cpumode, tuple(ips))
+        hit = self._stack_cache.get(key)
+        if hit is not None and hit[0] is maps:
+            return hit[1]
+        frames = self._frames_for_callchain(sample, ips)
+        if len(self._stack_cache) > 200000:
+            self._stack_cache.clear()
+        self._stack_cache[key] = (maps, frames)
+        return frames
+
+    def _frames_for_callchain(self, sample, ips):
         frames = []
         kernel = sample.cpumode in _KERNEL_MODES
         first = True

@@ -47,6 +47,8 @@ class MapGroup:
     def __init__(self):
         self._starts = []
         self._maps = []
+        # Bumped on every change, so that callers may cache per (group, generation).
+        self.generation = 0
 
     def __len__(self):
         return len(self._maps)
@@ -63,10 +65,12 @@ class MapGroup:
     def clear(self):
         self._starts.clear()
         self._maps.clear()
+        self.generation += 1
 
     def insert(self, new):
         if new.end <= new.start:
             return
+        self.generation += 1
         starts, maps = self._starts, self._maps
         i = bisect.bisect_right(starts, new.start) - 1
         if i < 0:

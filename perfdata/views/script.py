@@ -65,6 +65,7 @@ class ScriptFormatter:
         self.spec = parse_field_spec(field_spec)
         self.nanosecs = nanosecs
         self._name_width = None
+        self._stacks = {}
         self._fields = {}
 
     def fields_for(self, event):
@@ -116,8 +117,7 @@ class ScriptFormatter:
         if has("ip"):
             if has_stack:
                 out.append("\n")
-                for fr in sample.frames:
-                    out.append(self._frame_line(fr, has, "\t", "\n"))
+                out.append(self._stack_text(sample.frames, fields, has))
             elif sample.frames:
                 out.append(self._frame_line(sample.frames[0], has, " ", ""))
         text = "".join(out)
@@ -125,6 +125,18 @@ class ScriptFormatter:
             text += "\n"
         if has("ip") and has_stack:
             text += "\n"
+        return text
+
+    def _stack_text(self, frames, fields, has):
+        """The callchain lines; samples sharing a stack share its text."""
+        key = (id(frames), fields)
+        hit = self._stacks.get(key)
+        if hit is not None and hit[0] is frames:
+            return hit[1]
+        text = "".join(self._frame_line(fr, has, "\t", "\n") for fr in frames)
+        if len(self._stacks) > 100000:
+            self._stacks.clear()
+        self._stacks[key] = (frames, text)
         return text
 
     def _frame_line(self, fr, has, lead, end):
