@@ -20,7 +20,7 @@ from .lines import LineInfo
 from .locate import Candidate, DebugInfoLocator
 from .minidebuginfo import load_minidebuginfo
 from .perfmap import PerfMap, is_perfmap_path
-from .symtab import SymbolTable, build_symbol_table
+from .symtab import SymbolTable, build_symbol_table, load_table, save_table
 
 MAX_CACHED_ADDRESSES = 1 << 20
 _UNUSABLE = ("not-elf", "truncated", "not-regular", "too-large", "unreadable", "no-code")
@@ -68,11 +68,13 @@ class _Dso:
 class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False,
-                 kallsyms: KernelSymbols | str | None = None):
+                 kallsyms: KernelSymbols | str | None = None, cache_dir: str | None = None):
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
-        through the locator (perf's build-id cache, then /proc/kallsyms)."""
+        through the locator (perf's build-id cache, then /proc/kallsyms).
+        cache_dir: keep symbol tables there, by build-id, across runs."""
+        self.cache_dir = os.path.expanduser(cache_dir) if cache_dir else None
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
         self.inline = inline
@@ -225,9 +227,25 @@ class Symbolizer:
     def _table_for(self, binary, debug, minidebug, bid) -> SymbolTable:
         if bid is not None and bid in self._tables:
             return self._tables[bid]
+        disk = None
+        if self.cache_dir and bid is not None:
+            # The name says which sources went in, so a table built before a
+            # debug file was installed is not reused after.
+            kinds = "".join(k for k, on in (
+                ("d", debug is not None),
+                ("s", binary is not None and binary.has_section(".symtab")),
+                ("m", minidebug is not None),
+                ("c", binary is not None and binary.has_code)) if on)
+            disk = os.path.join(self.cache_dir, "symtab", bid[:2], f"{bid[2:]}-{kinds or 'x'}.json")
+            table = load_table(disk)
+            if table is not None:
+                self._tables[bid] = table
+                return table
         table = build_symbol_table(binary, debug, minidebug)
         if bid is not None:
             self._tables[bid] = table
+        if disk is not None and len(table):
+            save_table(table, disk)
         return table
 
     def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:

@@ -255,3 +255,49 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
         raw += [RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC, "plt")
                 for p in plt_syms]
     return SymbolTable.from_raw(raw)
+
+
+# ------------------------------------------------------------ on-disk cache
+_CACHE_FORMAT = "perfdata-symtab-1"
+
+
+def save_table(table: SymbolTable, path: str) -> bool:
+    """Write a table as JSON (atomically: a reader never sees half a file)."""
+    import json
+    import os
+    import tempfile
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"format": _CACHE_FORMAT,
+                       "symbols": [[s.name, s.start, s.size, s.source] for s in table]}, f)
+        os.replace(tmp, path)
+        return True
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def load_table(path: str, max_size: int = 512 << 20) -> SymbolTable | None:
+    """A table saved by save_table, or None if absent, damaged or foreign."""
+    import json
+    import os
+    import stat
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
+            return None
+        with open(path) as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or doc.get("format") != _CACHE_FORMAT:
+            return None
+        syms = []
+        for e in doc["symbols"]:
+            name, start, size, source = e
+            if not (isinstance(name, str) and isinstance(start, int) and isinstance(size, int)
+                    and source in SOURCES and start >= 0 and size >= 0):
+                return None
+            syms.append(Symbol(name, start, size, source))
+        return SymbolTable(syms)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

@@ -337,3 +337,26 @@ def test_minidebuginfo_through_symbolizer(built, tmp_path):
     f = s.lookup(prog, None, addr + 1)[-1]
     assert (f.name, f.offset, f.source) == ("hidden_helper", 1, "minidebuginfo")
     assert "minidebuginfo" in s.binary_for(prog).reason
+
+
+def test_disk_cache_round_trip_and_damage(built, tmp_path):
+    bid = readelf_build_id(built["full"])
+    stripped = strip_to(built["full"], str(tmp_path / "prog"))
+    cache = tmp_path / "cache"
+    s1 = Symbolizer(only(), inline=False, cache_dir=str(cache))
+    t1 = s1.symbol_table(stripped, bid)
+    files = sorted(cache.rglob("*.json"))
+    assert len(files) == 1
+    s2 = Symbolizer(only(), inline=False, cache_dir=str(cache))
+    assert list(s2.symbol_table(stripped, bid)) == list(t1)
+    # Once the debug file is there, the dynsym-only table is not reused.
+    dd = tmp_path / "dd"
+    keep_debug(built["full"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
+    s3 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
+    addr = truth(built["full"])["hidden_helper"]
+    assert s3.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
+    # A damaged cache file is ignored (and rewritten).
+    for f in cache.rglob("*.json"):
+        f.write_text('{"format": "perfdata-symtab-1", "symbols": [["x", -1, "y", "z"]]}')
+    s4 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
+    assert s4.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
