@@ -11,7 +11,8 @@ The symbol side (this file's exports) is:
 from .errors import SymbolizeError, BinaryError, NotELFError, InvalidBuildIdError
 from .buildid import normalize_build_id, is_valid_build_id, require_build_id
 from .elffile import Binary, LoadSegment, SectionHeader, open_binary
-from .symtab import Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols
+from .symtab import (Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols,
+                     load_table, save_table)
 from .plt import PltSymbol, synthesize_plt_symbols
 from .demangle import demangle, demangle_rust_legacy, demangle_rust_v0
 from .minidebuginfo import load_minidebuginfo
@@ -26,6 +27,7 @@ __all__ = [
     "normalize_build_id", "is_valid_build_id", "require_build_id",
     "Binary", "LoadSegment", "SectionHeader", "open_binary",
     "Symbol", "SymbolTable", "RawSymbol", "build_symbol_table", "read_elf_symbols",
+    "load_table", "save_table",
     "PltSymbol", "synthesize_plt_symbols",
     "demangle", "demangle_rust_legacy", "demangle_rust_v0",
     "load_minidebuginfo", "LineInfo", "InlineFrame",
