@@ -58,7 +58,7 @@ class Binary:
 
     def __init__(self, path: str, *, max_size: int = MAX_BINARY_SIZE,
                  data: bytes | None = None):
-        self.path = str(path)
+        self.path = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
         self.error: str | None = None
         self.error_kind: str | None = None
         self.warnings: list[str] = []
@@ -334,12 +334,16 @@ class Binary:
         return None
 
     def file_offset_to_svma(self, file_offset: int) -> int | None:
+        if not isinstance(file_offset, int) or file_offset < 0:
+            return None
         s = self._segment_for_offset(file_offset)
         if s is None:
             return None
         return s.vaddr + (file_offset - s.offset)
 
     def svma_to_file_offset(self, svma: int) -> int | None:
+        if not isinstance(svma, int):
+            return None
         for s in self.load_segments:
             if s.vaddr <= svma < s.vaddr + s.filesz:
                 return s.offset + (svma - s.vaddr)
@@ -348,7 +352,7 @@ class Binary:
     def avma_to_svma(self, avma: int, map_start: int, map_pgoff: int) -> int | None:
         """Address in the process -> address in the file, through the mapping
         (start, page offset) the address fell in, as perf's MMAP records give."""
-        if avma < map_start:
+        if not all(isinstance(v, int) for v in (avma, map_start, map_pgoff)) or avma < map_start:
             return None
         return self.file_offset_to_svma(avma - map_start + map_pgoff)
 

@@ -42,6 +42,10 @@ class KernelSymbols:
 
     @classmethod
     def parse(cls, text: str, *, source: str = "kallsyms") -> "KernelSymbols":
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "replace")
+        elif not isinstance(text, str):
+            text = ""
         raw = []
         bad = 0
         zero = 0
@@ -113,6 +117,8 @@ class KernelSymbols:
         return iter(self._syms)
 
     def lookup(self, address: int) -> KernelSymbol | None:
+        if not isinstance(address, int):
+            return None
         i = bisect.bisect_right(self._starts, address) - 1
         if i < 0:
             return None

@@ -28,7 +28,7 @@ class MapSymbol(NamedTuple):
 
 
 def is_perfmap_path(path: str) -> bool:
-    return bool(path) and bool(_PERFMAP_PATH.search(path))
+    return isinstance(path, str) and bool(_PERFMAP_PATH.search(path))
 
 
 class PerfMap:
@@ -42,6 +42,10 @@ class PerfMap:
 
     @classmethod
     def parse(cls, text: str, *, source: str = "perf map") -> "PerfMap":
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "replace")
+        elif not isinstance(text, str):
+            text = ""
         syms = []
         bad = 0
         for line in text.splitlines():
@@ -84,6 +88,8 @@ class PerfMap:
         return iter(self._syms)
 
     def lookup(self, address: int) -> MapSymbol | None:
+        if not isinstance(address, int):
+            return None
         i = bisect.bisect_right(self._starts, address) - 1
         # Entries can overlap (JIT code replaced in place): look back a little
         # for one that still covers the address.

@@ -113,6 +113,8 @@ class Symbolizer:
 
     # ---------------------------------------------------------- finding
     def binary_for(self, path: str, build_id=None) -> BinaryChoice:
+        if not isinstance(path, str):
+            return BinaryChoice("missing", None, None, "no path", ())
         return self._dso(path, build_id).choice
 
     def _dso(self, path: str, build_id) -> _Dso:
@@ -276,6 +278,10 @@ class Symbolizer:
         reported svma and offset are from the address given (as perf prints).
         Always at least one frame; name None when nothing covers the address.
         """
+        if not isinstance(path, str) or not (svma is None or isinstance(svma, int)) \
+                or not (file_offset is None or isinstance(file_offset, int)):
+            return [Frame(None, None, svma if isinstance(svma, int) else None,
+                          path if isinstance(path, str) else "", None, None)]
         outer_key = (path, build_id, svma, file_offset, is_return_address)
         hit = self._frames.get(outer_key)
         if hit is not None:

@@ -196,6 +196,8 @@ class SymbolTable:
         return iter(self._syms)
 
     def lookup(self, svma: int) -> Symbol | None:
+        if not isinstance(svma, int):
+            return None
         i = bisect.bisect_right(self._starts, svma) - 1
         if i < 0:
             return None

@@ -360,3 +360,17 @@ def test_disk_cache_round_trip_and_damage(built, tmp_path):
         f.write_text('{"format": "perfdata-symtab-1", "symbols": [["x", -1, "y", "z"]]}')
     s4 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
     assert s4.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
+
+
+def test_wrong_types_do_not_raise():
+    from symbolize import PerfMap, build_symbol_table, demangle, normalize_build_id
+    s = Symbolizer(only())
+    assert s.lookup(None, None, 1)[0].name is None
+    assert s.lookup("/bin/ls", None, "0x10")[0].name is None
+    assert s.binary_for(None).status == "missing"
+    assert Binary(None).error_kind == "missing" and Binary(b"/nonexistent").error_kind == "missing"
+    assert len(KernelSymbols.parse(None)) == 0 and len(PerfMap.parse(None)) == 0
+    assert demangle(None) is None and normalize_build_id(object()) is None
+    b = Binary("/bin/ls")
+    assert b.avma_to_svma(None, 1, 2) is None and b.file_offset_to_svma(-5) is None
+    assert build_symbol_table(b).lookup("q") is None
