@@ -469,30 +469,31 @@ class PerfFile:
         little = self.little
         hdr = struct.Struct("<IHH" if little else ">IHH")
         decompressor = None
+        next_record = src.next_record
         while True:
-            offset = src.offset
-            head = src.peek(8)
-            if len(head) == 0:
+            got = next_record(hdr)
+            if got is None:
                 return
-            if len(head) < 8:
+            offset, rtype, misc, size, raw = got
+            if rtype is None:
                 self.warnings.append("%s: offset %#x: file ends inside a record header"
                                      % (path, offset))
                 self.truncated_at = offset
                 return
-            rtype, misc, size = hdr.unpack_from(head)
             if size < 8:
                 raise CorruptError("record size %d is smaller than its header (type %d)"
                                    % (size, rtype), path=path, offset=offset)
-            raw = src.take(size)
             if len(raw) < size:
                 self.warnings.append("%s: offset %#x: file ends inside a %s record "
                                      "(%d of %d bytes)" % (path, offset, record_type_name(rtype),
                                                            len(raw), size))
                 self.truncated_at = offset
                 return
-            body = raw[8:]
-            rec = self._make_record(rtype, misc, size, offset, body, path)
+            rec = self._make_record(rtype, misc, size, offset, raw[8:], path)
             rec.file = file_index
+            if rtype < USER_TYPE_START:
+                yield rec
+                continue
             if rtype == RT.AUXTRACE or rtype == RT.HEADER_TRACING_DATA:
                 self._read_payload(src, rec, path)
             elif rtype == RT.COMPRESSED or rtype == RT.COMPRESSED2:
@@ -501,7 +502,7 @@ class PerfFile:
                     decompressor = Decompressor(self._decompress_limit())
                 yield from self._expand(decompressor, rec, path)
                 continue
-            elif rtype >= USER_TYPE_START:
+            else:
                 self._user_record_side_effects(rec, path)
             yield rec
 

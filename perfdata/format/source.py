@@ -21,6 +21,7 @@ class ByteSource:
         self.pos = start            # file offset of buf[0]
         self.end = end
         self.buf = consumed
+        self.view = memoryview(consumed)
         self.head = 0               # index in buf of the next unread byte
         if seekable:
             self.f.seek(start)
@@ -49,6 +50,7 @@ class ByteSource:
             want -= len(data)
         self.pos += self.head
         self.buf = b"".join(chunks)
+        self.view = memoryview(self.buf)
         self.head = 0
         return len(self.buf) >= need
 
@@ -72,6 +74,7 @@ class ByteSource:
         rest = n - avail
         self.pos += len(self.buf)
         self.buf, self.head = b"", 0
+        self.view = memoryview(self.buf)
         if self.end is not None:
             rest_limit = self.end - self.pos
             if rest < rest_limit:
@@ -95,6 +98,28 @@ class ByteSource:
                 rest_limit -= len(data)
                 self.pos += len(data)
         return skipped
+
+    def next_record(self, header):
+        """(offset, type, misc, size, view) of the next record, `view` being
+        the whole record (shorter than size when the input ends inside it), or
+        None at the end of input.  `header` is the struct of perf_event_header;
+        a size below 8 is returned as is for the caller to reject."""
+        buf, head = self.buf, self.head
+        if len(buf) - head >= 8:
+            rtype, misc, size = header.unpack_from(buf, head)
+            if size >= 8 and len(buf) - head >= size:
+                self.head = head + size
+                return self.pos + head, rtype, misc, size, self.view[head:head + size]
+        offset = self.offset
+        first = self.peek(8)
+        if len(first) == 0:
+            return None
+        if len(first) < 8:
+            return offset, None, 0, len(first), first
+        rtype, misc, size = header.unpack_from(first)
+        if size < 8:
+            return offset, rtype, misc, size, first
+        return (offset, rtype, misc, size) + (self.take(size),)
 
     def at_end(self):
         if self.end is not None and self.offset >= self.end:

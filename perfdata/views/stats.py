@@ -1,6 +1,5 @@
 """`perfdata stats`: record counts per type and per event, as `perf report --stats`."""
-from ..format.constants import (STATS_NAMES, ReadFormat as RF, RecordType as RT,
-                                SampleType as ST, record_type_name)
+from ..format.constants import STATS_NAMES, RecordType as RT, record_type_name
 
 
 class RecordStats:
@@ -27,7 +26,7 @@ class RecordStats:
         """perf delivers a sample that reads a whole group once per member
         (deliver_sample_group), to the event each value's id belongs to."""
         ea = rec.attr
-        if rec.type == RT.SAMPLE and ea.sample_type & ST.READ and ea.read_format & RF.GROUP:
+        if rec.type == RT.SAMPLE and ea.reads_group:
             values = rec.parse()["read"]["values"]
             id_to_attr = rec._pf.id_to_attr
             return [id_to_attr[v["id"]] for v in values if v.get("id") in id_to_attr]
