@@ -1,9 +1,13 @@
 """Command line of perfdata: argument parsing, one call per command, exit codes."""
 import argparse
+import importlib
 import os
 import sys
 
 EXIT_BAD_INPUT = 2
+
+
+from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
 
 
 def _open(path):
@@ -41,73 +45,6 @@ def cmd_header(args, out):
     pf = _open(args.file)
     out.write(describe_header(pf, full=args.full))
     _warn(pf)
-
-
-def add_symbolize_options(p):
-    """Options every command that symbolizes shares (one definition)."""
-    g = p.add_argument_group("symbols")
-    g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
-                   help="directory of debug files (.build-id layout or path layout); repeatable")
-    g.add_argument("--symfs", metavar="ROOT", help="look for binaries under ROOT")
-    g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
-    g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
-    g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
-    g.add_argument("--inline", action="store_true",
-                   help="show inlined frames (perf script's --inline)")
-    g.add_argument("--no-inline", action="store_true", help="never look up inlined frames")
-    g.add_argument("--max-stack", type=int, default=127, help="frames per stack (perf's 127)")
-    g.add_argument("--unwind", choices=("auto", "dwarf", "fp", "none"), default="auto",
-                   help="user stack unwinding (auto: dwarf when samples carry regs and stack)")
-    f = p.add_argument_group("filters")
-    f.add_argument("--pid", help="only these pids (comma separated)")
-    f.add_argument("--tid", help="only these tids (comma separated)")
-    f.add_argument("--comm", help="only these comms (comma separated)")
-    f.add_argument("--time", help="time ranges as perf writes them: start,stop (seconds)")
-
-
-def make_sample_filter(args):
-    pids = {int(x) for x in args.pid.split(",")} if args.pid else None
-    tids = {int(x) for x in args.tid.split(",")} if args.tid else None
-    comms = set(args.comm.split(",")) if args.comm else None
-    ranges = parse_time_ranges(args.time) if args.time else None
-    if not (pids or tids or comms or ranges):
-        return None
-
-    def keep(sample):
-        if pids is not None and sample.pid not in pids:
-            return False
-        if tids is not None and sample.tid not in tids:
-            return False
-        if comms is not None and sample.comm not in comms:
-            return False
-        if ranges is not None and not any(lo <= sample.time <= hi for lo, hi in ranges):
-            return False
-        return True
-    return keep
-
-
-def parse_time_ranges(text):
-    """perf's --time: 'start,stop' in seconds (either may be empty), several
-    ranges separated by spaces."""
-    ranges = []
-    for part in text.split():
-        lo, _, hi = part.partition(",")
-        lo_ns = int(float(lo) * 1e9) if lo.strip() else 0
-        hi_ns = int(float(hi) * 1e9) if hi.strip() else (1 << 64)
-        ranges.append((lo_ns, hi_ns))
-    return ranges
-
-
-def make_sample_symbolizer(pf, args):
-    from symbolize import DebugInfoLocator, Symbolizer
-    from perfdata.symbolized import SampleSymbolizer
-    locator = DebugInfoLocator(debug_dirs=args.debug_dir, symfs=args.symfs,
-                               **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
-    symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
-                            inline=args.inline and not args.no_inline,
-                            **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
-    return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
-                            filters=make_sample_filter(args), dwarf_inline=not args.no_inline)
 
 
 def cmd_script(args, out):
@@ -159,7 +96,16 @@ def build_parser():
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
     add_symbolize_options(p)
     p.set_defaults(func=cmd_script)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
+
+
+# Views that register their own sub-command: a module with
+# register(subparsers), whose parser sets func=run(args, out).
+COMMAND_MODULES = [
+]
 
 
 def main(argv=None):

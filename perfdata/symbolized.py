@@ -204,6 +204,11 @@ class SampleSymbolizer:
         if self.unwinder is not None and "regs_user" in fields:
             if self._symbolize_dwarf(sample, chain):
                 return
+        if self.unwind == "none":
+            if sample.ip is not None:
+                kernel = sample.cpumode in _KERNEL_MODES
+                sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
+            return
         if chain is not None and chain.get("ips"):
             sample.frames = self.frames_for_callchain(sample, chain["ips"])
         elif sample.ip is not None:
