@@ -80,16 +80,16 @@ def demangle_rust_legacy(name: str) -> str | None:
             return None
         elements.append(s[j:j + n])
         i = j + n
+    # Whatever follows the closing E (".llvm.123" from LTO) is dropped, as
+    # perf drops it.
     if i >= len(s) or not elements or not _LEGACY_HASH.match(elements[-1]):
         return None
-    rest = s[i + 1:]        # e.g. ".llvm.123" from LTO: dropped, as perf does
     out = []
     for el in elements[:-1]:
         dec = _legacy_unescape(el)
         if dec is None:
             return None
         out.append(dec)
-    del rest
     return "::".join(out)
 
 
