@@ -740,9 +740,9 @@ def _hdr_index(hdr, eh):
     if head.fde_count_enc == DW_EH_PE_omit or head.table_enc == DW_EH_PE_omit:
         return None
     count, pos = hdr.read_encoded(pos, head.fde_count_enc)
-    if count < 0 or pos + count * 8 > len(data) + 1 and head.table_enc == DW_EH_PE_datarel_sdata4:
-        return None
     if head.table_enc == DW_EH_PE_datarel_sdata4:
+        if pos + count * 8 > len(data):
+            return None             # a cut table: scan .eh_frame instead
         # the common case, read in one go: pairs of int32 relative to the hdr
         vals = struct.unpack_from("%s%di" % (hdr.endian, 2 * count), data, pos)
         base = hdr.addr
