@@ -171,3 +171,13 @@ def test_vdso_cfi_from_process_memory(workdir):
     assert cap.map_of(result.frames[0])["path"] == "[vdso]"
     assert result.frames == cap.gdb_pcs, describe(cap, result)
     assert result.stop_reason == "outermost"
+
+
+def test_thread_stack_ends_at_clone3(workdir):
+    _, (cap,) = run(workdir, "thread.c", [{"break": "thread_leaf"}], ("-O2", "-pthread"))
+    result = cap.unwind()
+    assert result.frames == cap.gdb_pcs, describe(cap, result)
+    assert cap.gdb_names[-1] == "clone3"
+    assert result.stop_reason == "outermost"
+    # the thread's stack is not the [stack] mapping: the window is the thread's
+    assert cap.map_of(cap.regs["rsp"])["path"] != "[stack]"
