@@ -21,8 +21,8 @@ from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_UNDEFINED, RULE_SAME_VALUE, RULE_OFFSET, RULE_VAL_OFFSET,
                   RULE_REGISTER, RULE_EXPRESSION, RULE_VAL_EXPRESSION)
 
-__all__ = ["unwind_dwarf", "UnwindResult", "StackSnapshot", "address_for_lookup",
-           "STOP_REASONS"]
+__all__ = ["unwind_dwarf", "UnwindResult", "UnwindModule", "StackSnapshot",
+           "address_for_lookup", "STOP_REASONS"]
 
 STOP_REASONS = (
     "outermost",            # the return-address rule is undefined (_start, clone3, __start_context)
@@ -47,6 +47,15 @@ class UnwindResult:
     exact_ip_frames: List[int] = field(default_factory=list)
     stop_address: Optional[int] = None  # the avma/stack address behind the stop
     stop_detail: str = ""
+
+
+@dataclass
+class UnwindModule:
+    """What `find_module` returns for a mapping: its CFI (a CfiTable, or
+    None for a binary without any) and its bias, avma - svma.  Any object
+    with these two attributes will do."""
+    cfi: object
+    bias: int
 
 
 def address_for_lookup(address: int, is_return_address: bool) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from symbolize.arch import AARCH64, X86_64, get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import STOP_REASONS, StackSnapshot, unwind_dwarf
+from symbolize.unwind import STOP_REASONS, StackSnapshot, UnwindModule, unwind_dwarf
 
 EH_ADDR = 0x100000      # where the synthetic .eh_frame "is loaded"
 
@@ -63,18 +63,12 @@ class EhFrame:
         return CfiTable.from_sections(bytes(self.data) + b"\0\0\0\0", EH_ADDR)
 
 
-class Module:
-    def __init__(self, cfi, bias=0):
-        self.cfi = cfi
-        self.bias = bias
-
-
 def stack_from(base, words):
     return StackSnapshot(base, b"".join(struct.pack("<Q", w) for w in words))
 
 
 def one_module(cfi, lo=0x1000, hi=0x10000):
-    mod = Module(cfi)
+    mod = UnwindModule(cfi, 0)
     return lambda avma: mod if lo <= avma < hi else None
 
 
