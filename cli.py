@@ -134,6 +134,13 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:    # a bug of ours: one line, not a traceback
+        if args.traceback:
+            raise
+        _flush_quietly(out)
+        sys.stderr.write("perfdata: internal error: %s: %s (rerun with --traceback)\n"
+                         % (type(exc).__name__, exc))
+        return 1
     return 0
 
 

@@ -57,8 +57,6 @@ def test_frames_agree_with_perf(name):
     golden = (EXPECTED / (name + ".script.txt")).read_text()
     ours, _ = run_script(data)
     stats = compare(ours, golden, include_kernel=kernel_matches(data))
-    if name == "tracepoint":
-        pytest.skip("tracepoint field text is compared in test_tracefmt")
     assert stats["samples_ours"] == stats["samples_perf"]
     assert stats["header_diff"] == 0
     # Every deliberate difference is one of the listed kinds (script_compare);

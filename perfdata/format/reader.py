@@ -332,20 +332,25 @@ class PerfFile:
 
     _tracing = None
 
-    def tracepoint_formats(self):
-        """{tracepoint id: EventFormat} from the tracing data ({} if none)."""
+    def tracing(self):
+        """The parsed TRACING_DATA (event formats, kernel sizes), or None."""
         if self._tracing is None:
-            self._tracing = {}
+            self._tracing = False
             if self.is_pipe and not self._pipe_setup_done:
                 self._pipe_setup()
             data = self.feature_bytes(Feature.TRACING_DATA)
             if data:
                 from .tracing import parse_tracing_data
                 try:
-                    self._tracing = parse_tracing_data(data, path=self.path).events
+                    self._tracing = parse_tracing_data(data, path=self.path)
                 except PerfDataError as exc:
                     self.warnings.append("tracing data: %s" % exc)
-        return self._tracing
+        return self._tracing or None
+
+    def tracepoint_formats(self):
+        """{tracepoint id: EventFormat} from the tracing data ({} if none)."""
+        tracing = self.tracing()
+        return tracing.events if tracing is not None else {}
 
     # --------------------------------------------------------------- records
     _pipe_setup_done = False

@@ -9,6 +9,7 @@ import json
 
 from ..format.constants import AttrType, SampleType as ST
 from .names import perf_short_name
+from .tracefmt import format_trace_fields
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
@@ -114,6 +115,8 @@ class ScriptFormatter:
             out.append("%16x " % sample.fields["addr"])
         if has("trace") and "raw" in sample.fields:
             out.append(self._trace(sample))
+            if not (has("ip") and has_stack):
+                out.append(" ")
         if has("ip"):
             if has_stack:
                 out.append("\n")
@@ -159,16 +162,13 @@ class ScriptFormatter:
         return "".join(parts)
 
     def _trace(self, sample):
-        formats = self.pf.tracepoint_formats()
-        fmt = formats.get(sample.event.attr["config"])
+        tracing = self.pf.tracing()
+        fmt = tracing.events.get(sample.event.attr["config"]) if tracing is not None else None
         if fmt is None:
             return ""
-        try:
-            values = fmt.decode(bytes(sample.fields["raw"]["data"]))
-        except Exception:
-            return ""
-        return " ".join("%s=%s" % (k, v) for k, v in values.items()
-                        if not k.startswith("common_")) + " "
+        return format_trace_fields(
+            fmt, bytes(sample.fields["raw"]["data"]), long_size=tracing.long_size,
+            little=tracing.little, printk_formats=getattr(tracing, "printk_formats", None))
 
 
 def sample_to_json(sample):
