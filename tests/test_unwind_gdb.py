@@ -153,6 +153,12 @@ def test_debug_frame_in_binary_and_in_separate_file(workdir):
     cap.use_cfi(exe, CfiTable.from_elf(stripped, debug_frame_path=debug))
     again = cap.unwind()
     assert again.frames == result.frames
+    # debug files often carry zlib-compressed sections (SHF_COMPRESSED)
+    zdebug = exe + ".zdebug"
+    subprocess.run(["objcopy", "--compress-debug-sections=zlib", debug, zdebug], check=True)
+    with open(zdebug, "rb") as f:
+        cap.use_cfi(exe, CfiTable.from_elf(stripped, debug_frame_path=f))
+    assert cap.unwind().frames == result.frames
 
 
 def test_signal_handler_through_restore_rt(workdir):
