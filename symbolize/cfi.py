@@ -285,10 +285,10 @@ def _fde_address_range(sec, cie, pos):
         # the range has the same format but no application
         size, pos = sec.read_encoded(pos, cie.fde_encoding & 0x0F)
     else:
-        st = struct.Struct(sec.endian + ("Q" if cie.address_size == 8 else "I"))
-        start, size = struct.unpack_from(sec.endian + ("QQ" if cie.address_size == 8 else "II"),
-                                         sec.data, pos)
-        pos += 2 * st.size
+        # .debug_frame: plain target addresses of the CIE's address size
+        pair = struct.Struct(sec.endian + ("QQ" if cie.address_size == 8 else "II"))
+        start, size = pair.unpack_from(sec.data, pos)
+        pos += pair.size
     return start, start + size, pos
 
 

@@ -5,8 +5,6 @@ The CFI is assembled here byte by byte as a compiler would emit it."""
 import random
 import struct
 
-import pytest
-
 from symbolize.arch import AARCH64, X86_64, get_arch
 from symbolize.cfi import CfiTable
 from symbolize.unwind import STOP_REASONS, StackSnapshot, UnwindModule, unwind_dwarf
