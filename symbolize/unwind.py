@@ -13,6 +13,7 @@ an expression it cannot evaluate or a read beyond the snapshot all end the
 walk with a `stop_reason`.
 """
 
+import struct
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
@@ -69,19 +70,20 @@ class StackSnapshot:
     """A `read_stack` over a copy of the stack starting at `base` (the sp at
     sample time): word-size little-endian reads, None outside the copy."""
 
-    __slots__ = ("base", "data", "end", "word")
+    __slots__ = ("base", "data", "end", "word", "_unpack")
 
     def __init__(self, base: int, data: bytes, word: int = 8):
         self.base = base
         self.data = bytes(data)
         self.end = base + len(self.data)
         self.word = word
+        self._unpack = struct.Struct("<Q" if word == 8 else "<I").unpack_from
 
     def __call__(self, address: int) -> Optional[int]:
         off = address - self.base
         if off < 0 or address + self.word > self.end:
             return None
-        return int.from_bytes(self.data[off:off + self.word], "little")
+        return self._unpack(self.data, off)[0]
 
 
 def unwind_dwarf(arch, regs: dict, read_stack: Callable[[int], Optional[int]],
