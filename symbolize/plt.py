@@ -16,10 +16,12 @@ from .elffile import Binary, SectionHeader, SHT_NOBITS
 # Relocation types that name a GOT slot, per machine.
 _X86_64 = {"GLOB_DAT": 6, "JUMP_SLOT": 7, "IRELATIVE": 37}
 _AARCH64 = {"GLOB_DAT": 1025, "JUMP_SLOT": 1026, "IRELATIVE": 1032}
+_I386 = {"GLOB_DAT": 6, "JUMP_SLOT": 7, "IRELATIVE": 42}
 
 SHT_RELA = 4
 SHT_REL = 9
 ENDBR64 = b"\xf3\x0f\x1e\xfa"
+ENDBR32 = b"\xf3\x0f\x1e\xfb"
 
 
 class PltSymbol(NamedTuple):
@@ -80,6 +82,21 @@ def _symbol_names(binary: Binary, symsec: SectionHeader) -> list[str]:
     return names
 
 
+def _i386_got_slot(code: bytes, stub_addr: int, got_base: int) -> int | None:
+    """GOT address of `jmp *abs32` (ff 25, non-PIC) or `jmp *disp32(%ebx)`
+    (ff a3, PIC: %ebx holds the address of .got.plt)."""
+    i = 4 if code.startswith(ENDBR32) else 0
+    if i < len(code) and code[i] == 0xF2:
+        i += 1
+    if len(code) < i + 6 or code[i] != 0xFF:
+        return None
+    if code[i + 1] == 0x25:
+        return struct.unpack_from("<I", code, i + 2)[0]
+    if code[i + 1] == 0xA3:
+        return got_base + struct.unpack_from("<i", code, i + 2)[0]
+    return None
+
+
 def _x86_64_got_slot(code: bytes, stub_addr: int) -> int | None:
     """GOT address of the first `jmp *disp32(%rip)` (ff 25) in a stub."""
     i = 0
@@ -136,6 +153,13 @@ def _synthesize(binary, name_for_address):
         types, decode, header, default_slot = _X86_64, _x86_64_got_slot, 16, 16
     elif machine == "EM_AARCH64":
         types, decode, header, default_slot = _AARCH64, _aarch64_got_slot, 32, 16
+    elif machine == "EM_386":
+        gotplt = binary.get_section(".got.plt") or binary.get_section(".got")
+        base = gotplt.addr if gotplt is not None else 0
+        types, header, default_slot = _I386, 16, 16
+
+        def decode(code, addr):
+            return _i386_got_slot(code, addr, base)
     else:
         return []
     jump_relocs: list[_Reloc] = []
@@ -184,7 +208,7 @@ def _synthesize(binary, name_for_address):
     if plt_got is not None:
         data = binary.section_data(plt_got) or b""
         slot = plt_got.entsize if plt_got.entsize in (8, 16) else (
-            16 if bytes(data[:4]) == ENDBR64 else 8)
+            16 if bytes(data[:4]) in (ENDBR64, ENDBR32) else 8)
         stubs(plt_got, 0, slot, None)
     return out
 

@@ -93,3 +93,29 @@ def test_plt_on_garbage_sections_does_not_raise(built, tmp_path):
         p = tmp_path / ("bad" + name)
         p.write_bytes(bytes(buf))
         synthesize_plt_symbols(Binary(str(p)))
+
+
+I386_SRC = r"""
+extern int foo(int); extern int bar(int); extern int (*fptr)(int);
+int entry(int x) { return foo(x) + bar(x) + fptr(x); }
+static int helper(int x) { return x * 3; }
+int entry2(int x) { return helper(x) + foo(x); }
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["-fcf-protection=full", "-Wl,-z,ibtplt"], ["-Wl,-z,now"]])
+def test_i386_plt_and_elf32_symbols(tmp_path, flags):
+    """ELF32 (i386 PIC, `jmp *disp(%ebx)` stubs): built freestanding, as no
+    32-bit libc is needed for a -nostdlib shared object."""
+    from test_symbolize_util import nm_defined
+    path = compile_c(tmp_path, "s32", I386_SRC, "-m32", "-O1", "-fPIC", "-shared", "-nostdlib", *flags)
+    b = Binary(path)
+    assert not b.is_64 and b.machine == "EM_386"
+    truth = objdump_plt_labels(path)
+    assert truth
+    assert {p.start: p.name for p in synthesize_plt_symbols(b)} == truth
+    table = build_symbol_table(b)
+    for addr, typ, name in nm_defined(path):
+        if typ in "Tt":
+            s = table.lookup(addr)
+            assert s is not None and s.start == addr, name
