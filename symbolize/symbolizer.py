@@ -23,6 +23,7 @@ from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table, load_table, save_table
 
 MAX_CACHED_ADDRESSES = 1 << 20
+_USER_PSEUDO = ("[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]", "[uprobes]")
 _UNUSABLE = ("not-elf", "truncated", "not-regular", "too-large", "unreadable", "no-code")
 
 STATUSES = ("found", "missing", "buildid-mismatch", "not-elf", "no-symbols")
@@ -294,7 +295,9 @@ class Symbolizer:
 
     def _lookup(self, path, build_id, svma, file_offset, is_return_address) -> list[Frame]:
         bid = normalize_build_id(build_id)
-        if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel"):
+        if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel") or (
+                path.startswith("[") and path.endswith("]") and path not in _USER_PSEUDO):
+            # perf names kernel modules "[ext4]"; their symbols are in kallsyms.
             return self._lookup_kernel(path, bid, svma, is_return_address)
         if path.startswith("/tmp/perf-") and is_perfmap_path(path):
             return self._lookup_perfmap(path, svma, is_return_address)

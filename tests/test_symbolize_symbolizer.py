@@ -263,6 +263,8 @@ def test_kernel_and_perfmap(tmp_path):
     assert (f[0].name, f[0].offset, f[0].source) == ("helper", 4, "kallsyms")
     f = s.lookup("[kernel.kallsyms]", None, 0xffffffff81000100, is_return_address=True)
     assert (f[0].name, f[0].offset) == ("_stext", 0x100)
+    f = s.lookup("[mymod]", None, 0xffffffffc0000008)
+    assert (f[0].name, f[0].offset, f[0].source) == ("modfn", 8, "kallsyms")
     pm = tmp_path / "perf-1234.map"
     pm.write_text("7f0000001000 40 jitted_a\n0x7f0000001040 0x10 _ZN3foo3barEv\n")
     # Only /tmp/perf-PID.map paths are JIT maps; use the real naming.
