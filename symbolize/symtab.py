@@ -14,7 +14,7 @@ import bisect
 import struct
 from typing import Iterable, NamedTuple
 
-from .elffile import Binary, SectionHeader, SHF_ALLOC
+from .elffile import Binary, SHF_ALLOC
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
