@@ -11,6 +11,9 @@ def add_symbolize_options(p):
     g.add_argument("--symfs", metavar="ROOT", help="look for binaries under ROOT")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
+    g.add_argument("--debuginfod", metavar="URL",
+                   help="fetch missing debug files and binaries by build-id from these "
+                        "debuginfod servers (space separated; default $DEBUGINFOD_URLS)")
     g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
     g.add_argument("--inline", action="store_true",
                    help="show inlined frames (perf script's --inline)")
@@ -62,8 +65,11 @@ def make_sample_symbolizer(pf, args):
     """The SampleSymbolizer the options describe."""
     from symbolize import DebugInfoLocator, Symbolizer
     from ..symbolized import SampleSymbolizer
-    locator = DebugInfoLocator(debug_dirs=args.debug_dir, symfs=args.symfs,
-                               **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
+    from symbolize.debuginfod import make_locator
+    # A DebuginfodLocator when --debuginfod or $DEBUGINFOD_URLS names a server.
+    locator = make_locator(getattr(args, "debuginfod", None),
+                           debug_dirs=args.debug_dir, symfs=args.symfs,
+                           **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
                             inline=args.inline and not args.no_inline,
                             **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
