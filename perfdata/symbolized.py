@@ -69,11 +69,23 @@ class SymbolizedSample:
         self.tid = fields.get("tid", -1)
         self.time = fields.get("time", 0)
         self.cpu = fields.get("cpu")
-        self.period = fields.get("period", 0)
+        # Without PERIOD in sample_type perf reports the attr's sample_period.
+        self.period = fields.get("period", event.attr["sample_period"])
         self.ip = fields.get("ip")
         self.cpumode = record.misc & MISC_CPUMODE_MASK
         self.frames = []
         self.stop_reason = None
+
+
+class SideEvent:
+    """A non-sample record the caller asked to see, with the thread it
+    concerns (after the record is applied, except EXIT)."""
+    __slots__ = ("record", "fields", "thread")
+
+    def __init__(self, record, fields, thread):
+        self.record = record
+        self.fields = fields
+        self.thread = thread
 
 
 def module_display_name(path):
@@ -90,7 +102,8 @@ class SampleSymbolizer:
     """Iterate over the symbolized samples of an open PerfFile."""
 
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
-                 demangle=True, unwind="auto", filters=None, dwarf_inline=True):
+                 demangle=True, unwind="auto", filters=None, dwarf_inline=True,
+                 side_events=()):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
@@ -103,6 +116,8 @@ class SampleSymbolizer:
         self._stack_cache = {}
         self.counts = {"samples": 0, "frames": 0}
         self.dwarf_inline = dwarf_inline
+        # Record types to hand out too, as SideEvent (--show-mmap-events ...).
+        self.side_events = frozenset(side_events)
         self._load_build_ids()
         self.unwinder = None
         if unwind in ("auto", "dwarf") and any(
@@ -165,7 +180,12 @@ class SampleSymbolizer:
                     continue
                 if rtype == RT.MMAP2 and fields.get("build_id"):
                     self.build_ids.setdefault(fields["filename"], fields["build_id"])
+                if rtype == RT.EXIT and rtype in self.side_events:
+                    # perf prints an EXIT before processing it.
+                    yield SideEvent(rec, fields, machine.thread(fields["pid"], fields["tid"]))
                 machine.apply(rtype, fields, rec.misc, rec.time or 0)
+                if rtype in self.side_events and rtype != RT.EXIT:
+                    yield SideEvent(rec, fields, machine.thread(fields["pid"], fields["tid"]))
                 continue
             if rtype == RT.HEADER_BUILD_ID:
                 self._pipe_build_ids()

@@ -166,6 +166,9 @@ class PerfFile:
             self.header[key] = {"offset": hdr[key].offset, "size": hdr[key].size}
         feature_ids = feature_bits(hdr.adds_features, self.little)
         data = hdr.data
+        if self.size is not None and data.offset > self.size:
+            raise self._error(CorruptError, "data section offset %#x is past the end of the "
+                              "file (%d bytes)" % (data.offset, self.size), 40)
         self._data_start = data.offset
         self._data_end = data.offset + data.size
         if data.size == 0:

@@ -18,8 +18,9 @@ class Thread:
         self.pid = pid
         self.tid = tid
         self.ppid = None
-        # perf names a thread it never saw a COMM for ":tid".
-        self.comm = ":%d" % tid
+        # perf names a thread it never saw a COMM for ":tid", and the idle
+        # thread 0 "swapper".
+        self.comm = ":%d" % tid if tid != 0 else "swapper"
         self.comm_set = False
         self.comms = []         # (time, comm, exec) history
         self.process = process

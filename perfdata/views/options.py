@@ -61,7 +61,7 @@ def parse_time_ranges(text):
     return ranges
 
 
-def make_sample_symbolizer(pf, args):
+def make_sample_symbolizer(pf, args, side_events=()):
     """The SampleSymbolizer the options describe."""
     from symbolize import DebugInfoLocator, Symbolizer
     from ..symbolized import SampleSymbolizer
@@ -74,4 +74,5 @@ def make_sample_symbolizer(pf, args):
                             inline=args.inline and not args.no_inline,
                             **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
-                            filters=make_sample_filter(args), dwarf_inline=not args.no_inline)
+                            filters=make_sample_filter(args), dwarf_inline=not args.no_inline,
+                            side_events=side_events)

@@ -7,7 +7,8 @@ frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 """
 import json
 
-from ..format.constants import AttrType, SampleType as ST
+from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, AttrType, RecordType as RT,
+                                SampleType as ST)
 from .names import perf_short_name
 from .tracefmt import format_trace_fields
 
@@ -18,8 +19,9 @@ ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff
 _DEFAULT_HW = ("comm", "tid", "cpu", "time", "event", "ip", "sym", "symoff", "dso", "period")
 _DEFAULT_TRACE = ("comm", "tid", "cpu", "time", "event", "trace")
 # The fields perf drops silently from its defaults when the samples lack them.
-_NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "period": ST.PERIOD, "addr": ST.ADDR,
-          "ip": ST.IP, "tid": ST.TID, "pid": ST.TID}
+# (perf prints a period even without PERIOD in sample_type: the attr's.)
+_NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "addr": ST.ADDR, "ip": ST.IP, "tid": ST.TID,
+          "pid": ST.TID}
 
 
 def default_fields(event, any_tracepoint_callchain=False):
@@ -122,13 +124,37 @@ class ScriptFormatter:
                 out.append("\n")
                 out.append(self._stack_text(sample.frames, fields, has))
             elif sample.frames:
-                out.append(self._frame_line(sample.frames[0], has, " ", ""))
+                # Without a stack perf prints the sample's own address (avma).
+                out.append(self._frame_line(sample.frames[0], has, " ", "", sample.ip))
         text = "".join(out)
         if not text.endswith("\n"):
             text += "\n"
         if has("ip") and has_stack:
             text += "\n"
         return text
+
+    def format_side_event(self, event):
+        """A --show-mmap-events / --show-task-events line: the sample_id
+        fields of the record as the start of a sample line, then the record."""
+        rec, f = event.record, event.fields
+        ea = rec.attr
+        sid = f.get("sample_id") or {}
+        out = []
+        if ea is not None:
+            fields = self.fields_for(ea)
+            has = set(fields).__contains__
+            comm = event.thread.comm if event.thread is not None else ":-1"
+            if has("comm"):
+                chain = has("ip") and bool(ea.sample_type & ST.CALLCHAIN)
+                out.append(("%s " if chain else "%16s ") % comm)
+            if has("tid"):
+                out.append("%5d " % _s32(sid.get("tid", 0)))
+            if has("cpu") and "cpu" in sid:
+                out.append("[%03d] " % sid["cpu"])
+            if has("time"):
+                out.append(format_time(sid.get("time", 0), self.nanosecs))
+        out.append(describe_side_event(rec.type, rec.misc, f))
+        return "".join(out) + "\n"
 
     def _stack_text(self, frames, fields, has):
         """The callchain lines; samples sharing a stack share its text."""
@@ -142,9 +168,9 @@ class ScriptFormatter:
         self._stacks[key] = (frames, text)
         return text
 
-    def _frame_line(self, fr, has, lead, end):
+    def _frame_line(self, fr, has, lead, end, address=None):
         parts = [lead]
-        parts.append("%16x" % fr.address)
+        parts.append("%16x" % (fr.address if address is None else address))
         if has("sym"):
             name = perf_short_name(fr.symbol) if fr.symbol is not None else "[unknown]"
             if has("symoff") and fr.symbol is not None and fr.offset is not None:
@@ -169,6 +195,41 @@ class ScriptFormatter:
         return format_trace_fields(
             fmt, bytes(sample.fields["raw"]["data"]), long_size=tracing.long_size,
             little=tracing.little, printk_formats=getattr(tracing, "printk_formats", None))
+
+
+def _c_hex(value):
+    """C's %#x: 0 prints as 0, not 0x0."""
+    return "%#x" % value if value else "0"
+
+
+def _s32(value):
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def describe_side_event(rtype, misc, f):
+    """perf_event__fprintf() of a COMM, FORK, EXIT, MMAP or MMAP2 record."""
+    if rtype == RT.COMM:
+        return "PERF_RECORD_COMM%s: %s:%d/%d" % (" exec" if misc & MISC_COMM_EXEC else "",
+                                                 f["comm"], _s32(f["pid"]), _s32(f["tid"]))
+    if rtype in (RT.FORK, RT.EXIT):
+        return "PERF_RECORD_%s(%d:%d):(%d:%d)" % (RT(rtype).name, _s32(f["pid"]), _s32(f["tid"]),
+                                                  _s32(f["ppid"]), _s32(f["ptid"]))
+    if rtype == RT.MMAP:
+        return "PERF_RECORD_MMAP %d/%d: [%s(%s) @ %s]: %s %s" % (
+            _s32(f["pid"]), _s32(f["tid"]), _c_hex(f["start"]), _c_hex(f["len"]),
+            _c_hex(f["pgoff"]), "r" if misc & MISC_MMAP_DATA else "x", f["filename"])
+    if rtype == RT.MMAP2:
+        prot, flags = f.get("prot", 0), f.get("flags", 0)
+        perms = "%s%s%s%s" % ("r" if prot & 1 else "-", "w" if prot & 2 else "-",
+                              "x" if prot & 4 else "-", "s" if flags & 1 else "p")
+        if "build_id" in f:
+            where = "<%s>" % f["build_id"]
+        else:
+            where = "%02x:%02x %d %d" % (f["maj"], f["min"], f["ino"], f["ino_generation"])
+        return "PERF_RECORD_MMAP2 %d/%d: [%s(%s) @ %s %s]: %s %s" % (
+            _s32(f["pid"]), _s32(f["tid"]), _c_hex(f["start"]), _c_hex(f["len"]),
+            _c_hex(f["pgoff"]), where, perms, f["filename"])
+    return "PERF_RECORD_%s" % RT(rtype).name
 
 
 def sample_to_json(sample):

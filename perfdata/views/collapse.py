@@ -1,0 +1,251 @@
+"""`perfdata collapse`: Brendan Gregg's folded stacks (`comm;root;...;leaf count`).
+
+The output is what FlameGraph's stackcollapse-perf.pl prints when it reads
+`perf script` output of the same stacks, with its default options:
+
+* the root of each stack is the comm (spaces as `_`), or `comm-pid` with
+  `--pid`, `comm-pid/tid` with `--tid`;
+* a frame is the symbol as perf prints it (C++ without parameters), offsets
+  dropped, `;` turned into `:`, everything from the first `(` on dropped
+  (unless it opens `(anonymous namespace)` or the name looks like a Go method
+  `pkg.(*T).M`), quotes removed;
+* a frame without a symbol is `[dso basename]`, or `[unknown]` when the dso
+  is unknown too; `--addrs` adds the address: `[libc.so.6 <7fa3c2>]`;
+* `--kernel` appends `_[k]` to frames whose dso starts with `[` (which, as in
+  the script, includes `[vdso]`) or ends in `vmlinux`; `--jit` appends `_[j]`
+  to frames of `/tmp/perf-PID.map`;
+* the count is the sum of the samples' periods, because `perf script` prints
+  the period by default and the script sums what it finds there (1 for a
+  sample without a period, and for tracepoints); `--samples` counts samples;
+* only the first event seen is kept (the script's default event filter),
+  `--event-filter NAME` picks another; tracepoint samples are never filtered
+  (their header line has no period field, so the script does not see their
+  event);
+* lines are sorted as strings.
+"""
+import re
+import sys
+
+from ..format.constants import AttrType, SampleType as ST
+from .names import perf_short_name
+from .options import add_symbolize_options, make_sample_symbolizer
+from .progress import sample_progress
+
+_GO_METHOD = re.compile(r"\.\(.*\)\.")
+_AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
+_KERNEL_DSO = re.compile(r"(^\[|vmlinux$)")
+_JIT_DSO = re.compile(r"/tmp/perf-\d+\.map")
+
+
+class CollapseOptions:
+    def __init__(self, pid=False, tid=False, addrs=False, kernel=False, jit=False,
+                 weight="period", event_filter=None):
+        self.pid = pid
+        self.tid = tid
+        self.addrs = addrs
+        self.kernel = kernel
+        self.jit = jit
+        self.weight = weight
+        self.event_filter = event_filter
+
+
+def root_name(sample, opts):
+    comm = sample.comm
+    if opts.tid:
+        name = "%s-%s/%s" % (comm, sample.pid, sample.tid)
+    elif opts.pid:
+        name = "%s-%s" % (comm, sample.pid)
+    else:
+        name = comm
+    return name.replace(" ", "_")
+
+
+def frame_names(frame, opts, java=False):
+    """The folded names of one printed frame (one name, except for perf's
+    old `a->b` inline notation), as stackcollapse-perf.pl makes them."""
+    raw = perf_short_name(frame.symbol) if frame.symbol is not None else "[unknown]"
+    if raw.startswith("("):
+        return ()       # the script skips "process name" lines
+    mod = "inlined" if frame.inlined else (frame.dso or "[unknown]")
+    out = []
+    for index, func in enumerate(raw.split("->")):
+        if func == "[unknown]":
+            if mod != "[unknown]":
+                func = mod.rsplit("/", 1)[-1]
+            else:
+                func = "unknown"
+            if opts.addrs:
+                func = "[%s <%x>]" % (func, frame.address)
+            else:
+                func = "[%s]" % func
+        func = func.replace(";", ":")
+        if not _GO_METHOD.search(func):
+            func = _AFTER_PAREN.sub("", func, count=1)
+        func = func.replace('"', "").replace("'", "")
+        if java and "/" in func and func.startswith("L"):
+            func = func[1:]
+        if index > 0:
+            if "_[i]" not in func:
+                func += "_[i]"
+        elif opts.kernel and _KERNEL_DSO.search(mod) and "unknown" not in mod:
+            func += "_[k]"
+        elif opts.jit and _JIT_DSO.search(mod):
+            if "_[j]" not in func:
+                func += "_[j]"
+        out.append(func)
+    return out
+
+
+def stack_names(frames, opts, java=False):
+    """Names of a leaf-first frame list, root first."""
+    names = []
+    for frame in reversed(frames):
+        got = frame_names(frame, opts, java)
+        if len(got) == 1:
+            names.append(got[0])
+        elif got:
+            # Within one line the script keeps the written order.
+            names.extend(got)
+    return names
+
+
+def shows_period(event):
+    """Whether perf script's default output shows a period for this event
+    (then stackcollapse-perf.pl counts it)."""
+    return event.attr["type"] != AttrType.TRACEPOINT and bool(event.sample_type & ST.PERIOD)
+
+
+def sample_weight(sample, weight):
+    if weight == "samples":
+        return 1
+    if not shows_period(sample.event):
+        return 1
+    return sample.period or 1
+
+
+class EventFilter:
+    """The script's event filter: the first non-tracepoint event, or a name."""
+
+    def __init__(self, name=None, stream=None):
+        self.name = name
+        self.defaulted = name is None
+        self.warned = False
+        self.stream = stream
+
+    def keep(self, event):
+        if event.attr["type"] == AttrType.TRACEPOINT:
+            return True
+        if self.name is None:
+            self.name = event.name
+            return True
+        if event.name == self.name:
+            return True
+        if self.defaulted and not self.warned and self.stream is not None:
+            self.stream.write("perfdata: note: only events of type %s are counted "
+                              "(--event-filter NAME for another)\n" % self.name)
+            self.warned = True
+        return False
+
+
+def collapse_samples(samples, opts, note_stream=None):
+    """{folded stack: count} of an iterable of SymbolizedSamples."""
+    counts = {}
+    cache = {}
+    events = EventFilter(opts.event_filter, note_stream)
+    for sample in samples:
+        if not events.keep(sample.event):
+            continue
+        frames = sample.frames
+        root = root_name(sample, opts)
+        key = (id(frames), root)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is frames:
+            text = hit[1]
+        else:
+            names = stack_names(frames, opts, java=root.startswith("java"))
+            text = ";".join([root] + names)
+            if len(cache) > 100000:
+                cache.clear()
+            cache[key] = (frames, text)
+        counts[text] = counts.get(text, 0) + sample_weight(sample, opts.weight)
+    return counts
+
+
+def folded_lines(counts):
+    return ["%s %d\n" % (k, counts[k]) for k in sorted(counts)]
+
+
+def options_from_args(args):
+    return CollapseOptions(pid=args.pid_root, tid=args.tid_root, addrs=args.addrs,
+                           kernel=args.kernel or args.all, jit=args.jit or args.all,
+                           weight="samples" if args.samples else "period",
+                           event_filter=args.event_filter)
+
+
+def open_output(path, out):
+    """The stream to write: `out` for None or '-', else the file (or None and
+    an error message on stderr)."""
+    if path is None or path == "-":
+        return out, False
+    try:
+        return open(path, "w", encoding="utf-8", errors="replace"), True
+    except OSError as exc:
+        sys.stderr.write("perfdata: error: %s: %s\n" % (path, exc.strerror or exc))
+        return None, False
+
+
+def run(args, out):
+    import perfdata
+    pf = perfdata.open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    opts = options_from_args(args)
+    try:
+        counts = collapse_samples(sample_progress(samples, pf, "collapse"), opts,
+                                  note_stream=sys.stderr)
+    finally:
+        _warn(pf, samples.symbolizer.warnings)
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
+    try:
+        stream.writelines(folded_lines(counts))
+    finally:
+        if close:
+            stream.close()
+    return 0
+
+
+def _warn(pf, extra=()):
+    seen = set()
+    for message in list(pf.warnings) + list(extra):
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write("perfdata: warning: %s\n" % message)
+
+
+def add_collapse_options(p):
+    g = p.add_argument_group("folded stacks (stackcollapse-perf.pl's options)")
+    # --pid/--tid are the shared sample filters; the script's root flags are these.
+    g.add_argument("--pid-root", "--with-pid", dest="pid_root", action="store_true",
+                   help="root each stack at comm-pid (stackcollapse-perf.pl --pid)")
+    g.add_argument("--tid-root", "--with-tid", dest="tid_root", action="store_true",
+                   help="root each stack at comm-pid/tid (stackcollapse-perf.pl --tid)")
+    g.add_argument("--addrs", action="store_true",
+                   help="add the address to frames without a symbol")
+    g.add_argument("--kernel", action="store_true", help="annotate kernel frames with _[k]")
+    g.add_argument("--jit", action="store_true", help="annotate JIT frames with _[j]")
+    g.add_argument("--all", action="store_true", help="--kernel and --jit")
+    g.add_argument("--event-filter", metavar="EVENT",
+                   help="count this event (default: the first one seen)")
+    g.add_argument("--samples", action="store_true",
+                   help="count samples (default: sum of periods, as the script does)")
+
+
+def register(subparsers):
+    p = subparsers.add_parser("collapse", help="folded stacks, as stackcollapse-perf.pl")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("-o", "--output", help="write here (default: standard output)")
+    add_collapse_options(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,351 @@
+"""`perfdata report`: the table `perf report --stdio --no-children -g none` prints.
+
+One section per event: `# Samples: 2K of event 'cpu-clock:u'`, the event
+count (sum of periods), the column header, then one row per histogram entry
+(`    12.34%  comm  libc.so.6  [.] sym`), sorted by overhead, ties by the sort
+keys in order.  Entries are keyed as perf keys them: comm, the dso's short
+name, the symbol (as perf prints it: C++ without parameters, the symbol
+table's name rather than an inlined function's), or, without a symbol, the
+address (`[.] 0x00000000000011de`, map-relative as perf prints it).
+
+`--children` adds perf's inclusive column: every entry on a sample's stack
+gets the sample's period once, sorted by that, then by self.
+"""
+import sys
+
+from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
+                                MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
+from .collapse import open_output
+from .names import perf_short_name
+from .options import add_symbolize_options, make_sample_symbolizer
+from .progress import sample_progress
+
+SORT_KEYS = {
+    "comm": "Command",
+    "dso": "Shared Object",
+    "sym": "Symbol",
+    "symbol": "Symbol",
+    "pid": "    Pid:Command",
+}
+DEFAULT_SORT = "comm,dso,sym"
+_LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
+          MISC_HYPERVISOR: "H"}
+
+
+class ReportError(Exception):
+    pass
+
+
+def parse_sort(text):
+    keys = []
+    for key in (text or DEFAULT_SORT).split(","):
+        key = key.strip()
+        if not key:
+            continue
+        if key not in SORT_KEYS:
+            raise ReportError("unknown sort key %r (known: comm, dso, sym, pid)" % key)
+        key = "sym" if key == "symbol" else key
+        if key not in keys:
+            keys.append(key)
+    if not keys:
+        raise ReportError("no sort key")
+    return keys
+
+
+def dso_short_name(frame):
+    dso = frame.dso or "[unknown]"
+    if dso.startswith("["):
+        return dso
+    return dso.rsplit("/", 1)[-1]
+
+
+def _addr_text(address):
+    # perf: "%-#.*llx" with 16 digits: C's '#' adds no 0x to zero.
+    return "0x%016x" % address if address else "%016x" % 0
+
+
+class Entry:
+    __slots__ = ("key", "level", "self_period", "children", "samples", "sym_sort")
+
+    def __init__(self, key, level, sym_sort):
+        self.key = key
+        self.level = level
+        self.self_period = 0
+        self.children = 0
+        self.samples = 0
+        self.sym_sort = sym_sort
+
+
+class EventHistogram:
+    def __init__(self, event):
+        self.event = event
+        self.entries = {}
+        self.total_period = 0
+        self.samples = 0
+
+
+class Report:
+    """Histograms per event of symbolized samples."""
+
+    def __init__(self, sort_keys, children=False, sampler=None):
+        self.sort_keys = sort_keys
+        self.children = children
+        self.sampler = sampler
+        self.hists = {}
+
+    def _frame_entry(self, hist, sample, frame, level):
+        values = []
+        sym_sort = None
+        for key in self.sort_keys:
+            if key == "comm":
+                values.append(sample.comm)
+            elif key == "dso":
+                values.append(dso_short_name(frame))
+            elif key == "pid":
+                # perf's "pid" key is the thread: tid and its comm.
+                values.append((sample.tid, sample.comm))
+            else:
+                if frame.symbol is not None:
+                    name = perf_short_name(frame.symbol)
+                    values.append(("s", name))
+                else:
+                    values.append(("a", frame.address))
+        key = (level,) + tuple(values)
+        entry = hist.entries.get(key)
+        if entry is None:
+            entry = hist.entries[key] = Entry(tuple(values), level, sym_sort)
+        return entry
+
+    def _real_frame(self, sample, frames, index):
+        """The frame at `index` as the symbol table names it: perf report's
+        entries are symbols, not the inlined functions perf script shows."""
+        frame = frames[index]
+        if not frame.inlined:
+            return frame, index
+        j = index
+        while j < len(frames) and frames[j].inlined and frames[j].avma == frame.avma:
+            j += 1
+        if j < len(frames) and frames[j].avma == frame.avma and not frames[j].inlined:
+            return frames[j], j
+        if self.sampler is not None and frame.avma is not None:
+            try:
+                again = self.sampler.frames_for_address(sample, frame.avma, frame.kernel, False)
+            except Exception:
+                again = None
+            if again:
+                return again[-1], j - 1
+        return frame, j - 1
+
+    def add(self, sample):
+        hist = self.hists.get(sample.event.index)
+        if hist is None:
+            hist = self.hists[sample.event.index] = EventHistogram(sample.event)
+        period = sample.period or 0
+        hist.total_period += period
+        hist.samples += 1
+        frames = sample.frames
+        cpumode = sample.cpumode & MISC_CPUMODE_MASK
+        level = _LEVEL.get(cpumode, ".")
+        if frames:
+            leaf, _ = self._real_frame(sample, frames, 0)
+        else:
+            from ..symbolized import StackFrame
+            leaf = StackFrame(sample.ip or 0, sample.ip or 0, None, None, "[unknown]")
+        entry = self._frame_entry(hist, sample, leaf, level)
+        entry.self_period += period
+        entry.samples += 1
+        if self.children:
+            seen = set()
+            i = 0
+            while i < len(frames):
+                frame, i = self._real_frame(sample, frames, i)
+                lvl = "k" if frame.kernel else "."
+                if i == 0 or frame is leaf:
+                    lvl = level
+                e = self._frame_entry(hist, sample, frame, lvl)
+                if id(e) not in seen:
+                    seen.add(id(e))
+                    e.children += period
+                i += 1
+            if id(entry) not in seen:
+                entry.children += period
+
+    # ---------------------------------------------------------------- text
+    def _cell(self, key, value, level):
+        if key == "sym":
+            kind, v = value
+            return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
+        if key == "pid":
+            return "%7d:%s" % value
+        return value
+
+    def _sort_key(self, entry):
+        parts = []
+        for key, value in zip(self.sort_keys, entry.key):
+            if key == "sym":
+                kind, v = value
+                parts.append((1, "", v) if kind == "a" else (0, v, 0))
+            else:
+                parts.append(value)
+        if self.children:
+            return (-entry.children, -entry.self_period, parts)
+        return (-entry.self_period, parts)
+
+    def describe(self, attrs, lost=0):
+        out = ["# To display the perf.data header info, please use "
+               "--header/--header-only options.\n", "#\n", "#\n",
+               "# Total Lost Samples: %d\n" % lost, "#\n"]
+        for ea in attrs:
+            hist = self.hists.get(ea.index)
+            if hist is None:
+                continue
+            out.extend(self._describe_hist(hist))
+        return "".join(out)
+
+    def _describe_hist(self, hist):
+        out = ["# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
+               "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
+        total = hist.total_period or 1
+        entries = [e for e in hist.entries.values()
+                   if e.self_period or (self.children and e.children) or e.samples]
+        entries.sort(key=self._sort_key)
+        rows = []
+        for e in entries:
+            cells = [self._cell(k, v, e.level) for k, v in zip(self.sort_keys, e.key)]
+            pcts = ["%.2f%%" % (100.0 * e.self_period / total)]
+            if self.children:
+                pcts.insert(0, "%.2f%%" % (100.0 * e.children / total))
+            rows.append((pcts, cells))
+        heads = (["Children", "Self"] if self.children else ["Overhead"]) + \
+            [SORT_KEYS[k] for k in self.sort_keys]
+        npct = 2 if self.children else 1
+        widths = [max(len(h), 8) if i < npct else len(h) for i, h in enumerate(heads)]
+        for pcts, cells in rows:
+            for i, text in enumerate(pcts + cells):
+                widths[i] = max(widths[i], len(text))
+        # perf's hists__calc_col_len(): an entry without a symbol makes room
+        # for a 16-digit address, in the symbol and the dso columns.
+        if any(v[0] == "a" for e in entries
+               for k, v in zip(self.sort_keys, e.key) if k == "sym"):
+            for i, k in enumerate(self.sort_keys):
+                if k == "sym":
+                    widths[npct + i] = max(widths[npct + i], 16 + 4 + 2)
+                elif k == "dso":
+                    widths[npct + i] = max(widths[npct + i], 16)
+        head_cells = []
+        for i, h in enumerate(heads):
+            head_cells.append(("%*s" if i < npct else "%-*s") % (widths[i], h))
+        out.append("# " + "  ".join(head_cells) + "\n")
+        out.append("# " + "  ".join("." * w for w in widths) + "\n")
+        out.append("#\n")
+        for pcts, cells in rows:
+            parts = ["%*s" % (widths[i], p) for i, p in enumerate(pcts)]
+            for j, c in enumerate(cells):
+                i = npct + j
+                parts.append(c if j == len(cells) - 1 else "%-*s" % (widths[i], c))
+            out.append("  " + "  ".join(parts) + "\n")
+        out.append("\n\n")
+        return out
+
+    def percentages(self):
+        """{event name: {key tuple: (self %, children %)}}: for tests and tools."""
+        result = {}
+        for hist in self.hists.values():
+            total = hist.total_period or 1
+            table = result.setdefault(hist.event.name, {})
+            for e in hist.entries.values():
+                cells = tuple(self._cell(k, v, e.level)
+                              for k, v in zip(self.sort_keys, e.key))
+                table[cells] = (100.0 * e.self_period / total, 100.0 * e.children / total)
+        return result
+
+
+def _unit_number(n):
+    """perf's convert_unit(): 2387 -> '2K', 140 -> '140 '."""
+    unit = " "
+    if n > 1000000000:
+        n, unit = n // 1000000000, "G"
+    elif n > 1000000:
+        n, unit = n // 1000000, "M"
+    elif n > 1000:
+        n, unit = n // 1000, "K"
+    return "%d%s" % (n, unit)
+
+
+def count_lost(path):
+    """Samples the kernel reported lost (LOST records), for the header."""
+    import perfdata
+    from perfdata.format.errors import PerfDataError
+    if path == "-":
+        return 0
+    lost = 0
+    try:
+        with perfdata.open(path) as pf:
+            for rec in pf.records(order="file"):
+                if rec.type == RT.LOST:
+                    lost += rec.parse().get("lost", 0)
+    except PerfDataError:
+        pass
+    return lost
+
+
+def build_report(pf, samples, sort_keys, children=False, progress=True):
+    report = Report(sort_keys, children, sampler=samples)
+    it = sample_progress(samples, pf, "report") if progress else samples
+    for sample in it:
+        report.add(sample)
+    return report
+
+
+def run(args, out):
+    import perfdata
+    try:
+        keys = parse_sort(args.sort)
+    except ReportError as exc:
+        sys.stderr.write("perfdata: error: %s\n" % exc)
+        sys.exit(2)
+    pf = perfdata.open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    try:
+        report = build_report(pf, samples, keys, children=args.children)
+    finally:
+        _warn(pf, samples.symbolizer.warnings)
+    text = report.describe(pf.attrs, lost=count_lost(args.file))
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
+    try:
+        stream.write(text)
+    finally:
+        if close:
+            stream.close()
+
+
+def _warn(pf, extra=()):
+    seen = set()
+    for message in list(pf.warnings) + list(extra):
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write("perfdata: warning: %s\n" % message)
+
+
+def register(subparsers):
+    p = subparsers.add_parser("report", help="overhead table, as perf report --stdio")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("-o", "--output", help="write here (default: standard output)")
+    p.add_argument("-s", "--sort", default=DEFAULT_SORT,
+                   help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--children", action="store_true",
+                   help="add inclusive time (perf report --children)")
+    g.add_argument("--no-children", dest="children", action="store_false",
+                   help="self time only (the default, as --no-children)")
+    p.add_argument("--stdio", action="store_true", help=argparse_suppress())
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def argparse_suppress():
+    import argparse
+    return argparse.SUPPRESS
