@@ -147,22 +147,35 @@ def test_own_walk_counts(name, expected, trailing):
     assert counts == expected
 
 
-@pytest.mark.parametrize("name", [n for n in _files() if n in BROKEN or
-                                  n.startswith("quipper-fuzz__")])
-@pytest.mark.parametrize("command", [["stats"], ["dump"], ["header"], ["dump", "--json"]],
-                         ids=["stats", "dump", "header", "dump-json"])
-def test_broken_inputs_end_cleanly(name, command):
-    # An exception other than PerfDataError escapes cli.main and fails the test
-    # with its traceback.
-    t0 = time.monotonic()
-    rc, out, err = run_cli(command + [str(DATA / name)])
-    assert time.monotonic() - t0 < 20
-    assert rc in (0, 2)
-    assert "Traceback" not in err
-    if rc == 2:
-        last = err.strip().splitlines()[-1]
-        assert last.startswith("perfdata: error: %s: " % (DATA / name)), last
-        assert re.search(r": offset 0x[0-9a-f]+: ", last), last
+# (file, command) pairs that fail on files perf reads: known reader bugs, each
+# with its own strict xfail test.
+KNOWN_FAILURES = {("hotspot__perf.data.true.v2", "dump"),
+                  ("hotspot__perf.data.true.v2", "dump-json"),
+                  ("hotspot__perf.data.true.v2", "dump-time")}
+COMMANDS = {"stats": ["stats"], "dump": ["dump"], "header": ["header"],
+            "dump-json": ["dump", "--json"], "dump-time": ["dump", "--time-order"]}
+
+
+@pytest.mark.parametrize("name", _files())
+def test_every_file_every_command(name):
+    """Every corpus file, broken ones and the 28 quipper fuzzer reproducers
+    included: each command ends in exit 0 or 2 with no traceback (an exception
+    other than PerfDataError escapes cli.main and fails the test); an exit 2
+    names the file and the offset.  Files perf 6.1 reads give exit 0."""
+    # perf's --stats only counts records; fuzzed bodies may still be corrupt
+    readable = name in stats_files() and not name.startswith("quipper-fuzz__")
+    for label, command in COMMANDS.items():
+        t0 = time.monotonic()
+        rc, out, err = run_cli(command + [str(DATA / name)])
+        assert time.monotonic() - t0 < 20, label
+        assert rc in (0, 2), (label, rc)
+        assert "Traceback" not in err
+        if rc == 2:
+            last = err.strip().splitlines()[-1]
+            assert last.startswith("perfdata: error: %s: " % (DATA / name)), last
+            assert re.search(r": offset 0x[0-9a-f]+: ", last), last
+        if readable and (name, label) not in KNOWN_FAILURES:
+            assert rc == 0, (label, err)
 
 
 def test_broken_zero_size_sample_prefix():
@@ -195,7 +208,7 @@ def _corpus_sample_files():
 @pytest.mark.parametrize("name", _corpus_sample_files())
 def test_fast_decoder_agrees_with_schema(name):
     """The decoder derived from the construct schema gives what schema.parse()
-    gives, on every sample of every readable corpus file (at most 400 a file)."""
+    gives, on every sample of every readable corpus file."""
     pf = perfdata.open(str(DATA / name))
     checked = 0
     try:
@@ -207,8 +220,22 @@ def test_fast_decoder_agrees_with_schema(name):
             slow = ea.schema.parse(bytes(rec.body))
             assert plain(fast) == plain(slow), rec
             checked += 1
-            if checked >= 400:
-                break
     except PerfDataError:
         if name != "linux-perf-data__sleep.compressed2.pipe.data":
             raise
+
+
+@pytest.mark.xfail(strict=True, reason="pre-3.16 MMAP2 layout (no prot/flags), see "
+                   "test_reader_synthetic.test_regression_mmap2_without_prot_flags: "
+                   "`perfdata dump` stops with CorruptError at offset 0x2598")
+def test_dump_rhel7_mmap2_file():
+    path = DATA / "hotspot__perf.data.true.v2"
+    if not path.is_file():
+        pytest.skip("not in this corpus")
+    rc, out, err = run_cli(["dump", str(path)])
+    assert rc == 0, err
+    # ground truth: the NUL-terminated name at body offset 56 of each MMAP2
+    pf = perfdata.open(str(path))
+    for rec in pf.records(order="file"):
+        if rec.type == RecordType.MMAP2:
+            assert rec.parse()["filename"] == bytes(rec.body[56:]).split(b"\0")[0].decode()

@@ -177,6 +177,19 @@ def test_corpus_samples_equal_perf_script(name):
     compare_samples(corpus_dir() / "perfdata" / name)
 
 
+@pytest.mark.parametrize("name", RECORDED)
+def test_fast_decoder_agrees_with_schema(recorded, name):
+    """The decoder derived from the schema equals schema.parse() on every sample."""
+    pf = perfdata.open(str(need(recorded, name)))
+    n = 0
+    for rec in pf.records(order="file"):
+        if rec.type == RT.SAMPLE:
+            assert plain(rec.attr.decode_sample(rec.body)) == \
+                plain(rec.attr.schema.parse(bytes(rec.body))), rec
+            n += 1
+    assert n > 0
+
+
 # ---------------------------------------------------------------- callchains
 def perf_callchains(path):
     out, _ = perf_out(["script", "-i", str(path), "-F", "ip", "--ns"])
