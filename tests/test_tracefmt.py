@@ -229,7 +229,7 @@ def perf_trace_lines(path, timeout=60):
     prints; a text may span lines."""
     out = subprocess.run([PERF, "script", "-i", str(path), "-F", "event,trace"],
                          capture_output=True, timeout=timeout).stdout
-    parts = re.split(rb"(?m)^ *([\w.-]+:[\w.-]+): ", out)
+    parts = re.split(rb"(?m)^ *([\w.:/-]+): ", out)
     return [(parts[i].decode(), parts[i + 1][:-1].decode("utf-8", "replace"))
             for i in range(1, len(parts) - 1, 2)]
 
@@ -306,3 +306,219 @@ EXPECTED = {
     44: '205 0XDEADBEEF >+<d > <d',
     45: 'first 133\nsecond 253',
 }
+
+
+# ------------------------------------------------------------------ real files
+def tracing_of(pf):
+    """The file's TracingData (None without one)."""
+    pf.tracepoint_formats()
+    data = pf.feature_bytes(Feature.TRACING_DATA)
+    return parse_tracing_data(data) if data else None
+
+
+def our_trace_lines(pf, kallsyms=None):
+    """(event name, trace text) for each tracepoint sample, in perf's order."""
+    td = tracing_of(pf)
+    out = []
+    for rec in pf.samples():
+        ev = td.events.get(rec.attr.attr["config"]) if td else None
+        if ev is None or rec.attr.attr["type"] != 2:
+            continue
+        raw = rec.parse().get("raw")
+        if raw is None:
+            continue
+        out.append(("%s:%s" % (ev.system, ev.name), format_trace_fields(
+            ev, bytes(raw["data"]), long_size=td.long_size, little=td.little,
+            kallsyms=kallsyms, printk_formats=td.printk_formats)))
+    return out
+
+
+def compare_with_perf(path, kallsyms=None, timeout=60):
+    """{event: [equal, total]} and the first differences, ours against perf's."""
+    with perfdata.open(str(path)) as pf:
+        ours = our_trace_lines(pf, kallsyms)
+    names = {name for name, _ in ours}
+    theirs = [(n, t) for n, t in perf_trace_lines(path, timeout) if n in names]
+    assert len(theirs) == len(ours), (len(theirs), len(ours))
+    stats, diffs = {}, []
+    for (name, mine), (pname, text) in zip(ours, theirs):
+        entry = stats.setdefault(name, [0, 0])
+        entry[1] += 1
+        if (name, mine) == (pname, text):
+            entry[0] += 1
+        elif len(diffs) < 5:
+            diffs.append((pname, text, name, mine))
+    return stats, diffs
+
+
+def test_tracepoint_sample_golden():
+    """samples/tracepoint.data against its committed perf 6.1 output."""
+    golden = (REPO / "samples" / "expected" / "tracepoint.script.txt").read_text()
+    theirs = []
+    for line in golden.splitlines():
+        match = re.match(r"^\S.*?\d+\.\d+: +(\w+:\w+): (.*)$", line)
+        if match:
+            theirs.append((match.group(1), match.group(2)))
+    with perfdata.open(str(REPO / "samples" / "tracepoint.data")) as pf:
+        ours = our_trace_lines(pf)
+    assert len(ours) == len(theirs) == 40
+    assert ours == theirs
+    assert ("sched:sched_switch", "prev_comm=writer prev_pid=19847 prev_prio=120 "
+            "prev_state=S ==> next_comm=perf next_pid=19842 next_prio=120") in ours
+
+
+LIVE_EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
+               "sched:sched_process_fork", "syscalls:sys_enter_openat",
+               "syscalls:sys_exit_openat", "irq:*", "timer:hrtimer_start",
+               "timer:hrtimer_expire_entry", "kmem:kmalloc", "kmem:kfree", "block:*",
+               "signal:*", "workqueue:*", "raw_syscalls:sys_exit"]
+
+
+def tracefs():
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.isdir(os.path.join(root, "events")):
+            return root
+    return None
+
+
+@requires_perf
+def test_live_recording_against_perf(tmp_path):
+    root = tracefs()
+    if root is None:
+        pytest.skip("no tracefs")
+    events = []
+    for ev in LIVE_EVENTS:
+        system, _, name = ev.partition(":")
+        if os.path.exists(os.path.join(root, "events", system, "" if name == "*" else name)):
+            events += ["-e", ev]
+    path = tmp_path / "live.data"
+    work = "for i in 1 2 3; do ls / >/dev/null; cat /proc/self/stat >/dev/null; done; " \
+           "kill -USR1 $$ 2>/dev/null; sleep 0.2"
+    rec = subprocess.run([PERF, "record", "-q", "-o", str(path), "-a"] + events +
+                         ["--", "sh", "-c", "trap : USR1; " + work],
+                         capture_output=True, timeout=60)
+    if rec.returncode != 0 or not path.exists():
+        pytest.skip("perf record -a of tracepoints failed: %s" % rec.stderr[-300:])
+    from symbolize.kallsyms import KernelSymbols
+    kallsyms = KernelSymbols.from_file("/proc/kallsyms")
+    stats, diffs = compare_with_perf(path, kallsyms)
+    total = sum(t for _, t in stats.values())
+    assert total > 50 and len(stats) >= 5, stats
+    assert not diffs, (diffs, stats)
+
+
+CORPUS_FILES = ["perfparser__parallel_static_gcc_perf.data.zstd",
+                "perfparser__probe.data.file", "perfparser__probe.data.stream"]
+
+
+@requires_perf
+@pytest.mark.parametrize("name", CORPUS_FILES)
+def test_corpus_against_perf(name):
+    if not have_corpus():
+        pytest.skip("corpus not found at %s" % corpus_dir())
+    stats, diffs = compare_with_perf(corpus_dir() / "perfdata" / name)
+    assert stats and not diffs, (diffs, stats)
+
+
+@pytest.mark.parametrize("name", ["simpleperf__perf_with_tracepoint_event.data",
+                                  "simpleperf__perf_with_tracepoint_event_dynamic_field.data"])
+def test_simpleperf_tracepoints_do_not_raise(name):
+    """perf 6.1 cannot read these; we must not raise on their RAW data, under
+    any format we have."""
+    path = corpus_dir() / "perfdata" / name
+    if not path.exists():
+        pytest.skip("corpus not found at %s" % corpus_dir())
+    formats = [case_event(k) for k in (0, 8, 26, 45)]
+    seen = 0
+    with perfdata.open(str(path)) as pf:
+        for fmt in pf.tracepoint_formats().values():
+            formats.append(fmt)
+        for rec in pf.samples():
+            try:
+                raw = rec.parse().get("raw")
+            except perfdata.PerfDataError:
+                continue
+            if raw is None:
+                continue
+            seen += 1
+            for fmt in formats:
+                assert isinstance(format_trace_fields(fmt, bytes(raw["data"])), str)
+    assert seen
+
+
+# ------------------------------------------------------------------ hostile input
+def test_hostile_formats_and_data_never_raise():
+    import random
+    rnd = random.Random(1234)
+    fmts = [fmt for fmt, _ in CASES] + [
+        "(" * 5000 + "1" + ")" * 5000,
+        '"%d", ' + "-" * 3000 + "1",
+        '"%s", ' + " ? ".join(["REC->b"] * 600) + ' : "x"',
+        '"%99999999d %.99999999s %*d", REC->b, REC->comm, 2147483647, REC->b',
+        '"%d", REC->b / 0, REC->b % 0',
+        '"%s", __print_hex(REC->arr, 100000000)',
+        '"%s", __print_array(REC->arr, 100000000, 3)',
+        '"%s", __get_bitmask(str)',
+        '"\\', '"%', '"', "REC->", '"%d", REC->b <<= 3', '"%d", REC->b >> 200',
+    ]
+    alphabet = "\"'%\\(){}[],:?*+-~!&|<>=^/ abcdREC_>0123456789sdxpSlhz\n\t\x80\xff"
+    raws = [layout_raw(1000), b"", b"\xff" * 7, layout_raw(1000)[:40],
+            bytes(rnd.randrange(256) for _ in range(200))]
+    for i in range(1500):
+        fmt = rnd.choice(fmts)
+        if i % 3:
+            chars = list(fmt)
+            for _ in range(rnd.randrange(1, 6)):
+                pos = rnd.randrange(len(chars) + 1)
+                if chars and rnd.random() < 0.5:
+                    del chars[min(pos, len(chars) - 1)]
+                else:
+                    chars.insert(pos, rnd.choice(alphabet))
+            fmt = "".join(chars)
+        ev = EventFormat.from_text("tfmt", format_text("h", 1000, "x"))
+        ev.print_fmt = fmt
+        raw = rnd.choice(raws)
+        if rnd.random() < 0.3:
+            raw = bytes(b ^ rnd.randrange(256) if rnd.random() < 0.1 else b for b in raw)
+        out = format_trace_fields(ev, raw, long_size=rnd.choice((4, 8)),
+                                  little=rnd.random() < 0.8)
+        assert isinstance(out, str)
+    # Not even with a broken EventFormat.
+    assert format_trace_fields(object(), b"abc").startswith("[FAILED TO PARSE]")
+    assert format_trace_fields(None, None).startswith("[FAILED TO PARSE]")
+
+
+def test_failed_parse_reasons():
+    assert parse_print_fmt(case_event(17)).why == "function sizeof not defined"
+    assert not parse_print_fmt(case_event(0)).failed
+
+
+def test_kernel_symbols():
+    """%pS / %ps through a kallsyms object or callable, as perf's resolver."""
+    class Sym:
+        def __init__(self, name, start):
+            self.name, self.start = name, start
+
+    class Table:
+        def lookup(self, addr):
+            return Sym("do_thing", 0x1200) if 0x1200 <= addr < 0x1300 else None
+
+    ev = EventFormat.from_text("tfmt", format_text("k", 1000, "x"))
+    ev.print_fmt = '"%pS %ps %pF %pf %pS", REC->ul, REC->ul, REC->ul, REC->ul, REC->big'
+    raw = layout_raw(1000)
+    want = "do_thing+0x34 do_thing do_thing+0x34 do_thing 0x123456789abcdef0"
+    assert format_trace_fields(ev, raw, kallsyms=Table()) == want
+    assert format_trace_fields(ev, raw, kallsyms=lambda a: ("do_thing", 0x1200)
+                               if 0x1200 <= a < 0x1300 else None) == want
+    assert format_trace_fields(ev, raw, kallsyms=lambda a: 1 / 0) == \
+        "0x1234 0x1234 0x1234 0x1234 0x123456789abcdef0"
+
+
+def test_printk_strings_and_pointer_fields():
+    """%s of a long-sized field: the printk string at that address, else bare hex."""
+    ev = EventFormat.from_text("tfmt", format_text("k", 1000, "x"))
+    ev.print_fmt = '"[%s] [%10s]", REC->ul, REC->big'
+    raw = layout_raw(1000)
+    assert format_trace_fields(ev, raw) == "[1234] [123456789abcdef0]"
+    assert format_trace_fields(ev, raw, printk_formats={0x1234: "hello %d"}) == \
+        "[hello %d] [123456789abcdef0]"
