@@ -370,8 +370,11 @@ def test_tracepoint_sample_golden():
 LIVE_EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
                "sched:sched_process_fork", "syscalls:sys_enter_openat",
                "syscalls:sys_exit_openat", "irq:*", "timer:hrtimer_start",
-               "timer:hrtimer_expire_entry", "kmem:kmalloc", "kmem:kfree", "block:*",
-               "signal:*", "workqueue:*", "raw_syscalls:sys_exit"]
+               "timer:hrtimer_expire_entry", "kmem:kmalloc", "signal:*", "workqueue:*",
+               # not block_dirty_buffer / touch_buffer: perf's own writes feed them
+               "block:block_rq_issue", "block:block_rq_complete", "block:block_rq_insert",
+               "block:block_bio_queue", "block:block_getrq", "block:block_plug",
+               "block:block_unplug", "block:block_io_start", "block:block_io_done"]
 
 
 def tracefs():
