@@ -1,0 +1,96 @@
+"""The short fuzz run: a few thousand structure-aware mutations of the
+samples and the corpus through the whole pipeline (tests/fuzz/harness.py),
+derandomized so that CI sees the same inputs every time, under 60 s.  Every
+input that ever failed is kept under tests/regressions/ and replayed here."""
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings          # noqa: E402
+
+import harness                                                 # noqa: E402
+
+SHORT_EXAMPLES = 1500
+# A hang: 2 s for a 1 MiB input, the inputs here are < 100 KiB.
+HANG_SECONDS = 2.0
+
+
+class Hang(Exception):
+    pass
+
+
+def _run_bounded(path, seconds):
+    def on_alarm(signum, frame):
+        raise Hang("no answer after %s s" % seconds)
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return harness.run_pipeline(path)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _budget(size):
+    return HANG_SECONDS * max(1.0, size / (1 << 20)) + 1.0
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    got = harness.load_seeds()
+    if not got:
+        pytest.skip("no seed files")
+    return got
+
+
+def test_seeds_cover_the_structures(seeds):
+    """The mutations have something to aim at: counts in samples, strings,
+    feature sections, both byte orders, pipe and file mode, zstd."""
+    assert sum(len(s.counts) for s in seeds) > 100
+    assert sum(len(s.strings) for s in seeds) > 100
+    assert any(s.feature_entries for s in seeds)
+    assert any(s.pipe for s in seeds) and any(not s.pipe for s in seeds)
+    assert any(s.zstd for s in seeds)
+
+
+def test_fuzz_short(seeds, tmp_path):
+    path = tmp_path / "input.data"
+    stats = {"n": 0, "kinds": {}, "slowest": 0.0}
+    start = time.monotonic()
+
+    @settings(max_examples=SHORT_EXAMPLES, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(harness.fuzz_input(seeds))
+    def one(case):
+        name, kinds, data = case
+        path.write_bytes(data)
+        t0 = time.monotonic()
+        try:
+            _run_bounded(path, _budget(len(data)))
+        except BaseException:
+            saved = harness.save_failure(data)
+            print("failing input kept as %s (seed %s, mutations %s)" % (saved, name, kinds))
+            raise
+        stats["slowest"] = max(stats["slowest"], time.monotonic() - t0)
+        stats["n"] += 1
+        for k in kinds:
+            stats["kinds"][k] = stats["kinds"].get(k, 0) + 1
+
+    one()
+    elapsed = time.monotonic() - start
+    print("fuzz short: %d inputs in %.1f s, slowest %.3f s, mutations %s"
+          % (stats["n"], elapsed, stats["slowest"], stats["kinds"]))
+    assert stats["n"] >= SHORT_EXAMPLES * 0.9
+    assert len(stats["kinds"]) >= 10
+
+
+@pytest.mark.parametrize("path", harness.regression_files(), ids=lambda p: p.name)
+def test_regression_replay(path):
+    """Inputs that once failed (kept by the fuzzers) run clean now."""
+    _run_bounded(path, _budget(path.stat().st_size))
