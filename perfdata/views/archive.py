@@ -1,0 +1,210 @@
+"""`perfdata archive FILE -o OUT.tar.zst`: what it takes to symbolize the
+profile elsewhere, in one zstd-compressed tar.
+
+The binaries, debug files and vdso image the profile references and that are
+found here, stored by build-id as `.build-id/xx/rest` (the binary) and
+`.build-id/xx/rest.debug` (its debug file), which is the layout --debug-dir
+reads; the kernel's symbols as `[kernel.kallsyms]/BUILD-ID/kallsyms` (perf's
+build-id cache layout: --buildid-dir DIR finds it, or --kallsyms FILE);
+`MANIFEST.txt` lists build-id, kind, original path.  Unpack with
+`perfdata archive -x OUT.tar.zst -C DIR` (or `tar --zstd -xf`), then
+`perfdata script FILE --debug-dir DIR`.
+
+Unpacking accepts only regular files named in that layout, with sizes in
+bounds: an archive cannot write outside DIR, make links or devices.
+"""
+import io
+import os
+import re
+import sys
+import tarfile
+import tempfile
+
+from perfdata.session.machine import KERNEL_DSO
+
+MAX_MEMBER = 4 << 30
+MAX_TOTAL = 32 << 30
+_NAME_OK = re.compile(r"^(\.build-id/[0-9a-f]{2}/[0-9a-f]{6,126}(\.debug)?"
+                      r"|\[kernel\.kallsyms\]/[0-9a-f]{8,128}/kallsyms|MANIFEST\.txt)$")
+
+
+class ArchiveError(Exception):
+    pass
+
+
+def plan(ss):
+    """[(arcname, local path, kind, original path)] for the profile, after
+    running the SampleSymbolizer `ss` over it; and a list of what is absent."""
+    from .buildids import collect
+    refs = collect(ss)
+    sym = ss.symbolizer
+    items, absent, names = [], [], set()
+
+    def add(arcname, path, kind, orig):
+        if arcname not in names and path and os.path.isfile(path):
+            names.add(arcname)
+            items.append((arcname, path, kind, orig))
+
+    for (path, bid), ref in sorted(refs.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if path.startswith(KERNEL_DSO):
+            ks = _kallsyms_file(sym, bid)
+            if bid and ks:
+                add("[kernel.kallsyms]/%s/kallsyms" % bid, ks, "kallsyms", path)
+            else:
+                absent.append((path, bid, "kallsyms"))
+            continue
+        if path.startswith("[") and path != "[vdso]" or path.startswith("//"):
+            continue
+        lpath, lbid = ref.lookup
+        choice = sym.binary_for(lpath, lbid)
+        if choice.binary is None and choice.debug is None:
+            absent.append((path, bid, choice.status))
+            continue
+        have = bid or (choice.binary.build_id if choice.binary is not None else None)
+        if not have or len(have) < 4:
+            absent.append((path, bid, "no build-id"))
+            continue
+        base = ".build-id/%s/%s" % (have[:2], have[2:])
+        if choice.binary is not None:
+            add(base, choice.binary.path, "vdso" if path == "[vdso]" else "binary", path)
+        if choice.debug is not None:
+            add(base + ".debug", choice.debug.path, "debug", path)
+    return items, absent
+
+
+def _kallsyms_file(sym, bid):
+    """A kallsyms file of this kernel build: perf's saved copy, or
+    /proc/kallsyms when the running kernel is the recorded one and its
+    addresses are not hidden."""
+    for cand in sym.locator.candidates_for_kallsyms(bid):
+        if not os.path.isfile(cand.path):
+            continue
+        if cand.origin == "original":
+            from symbolize.symbolizer import _running_kernel_is
+            if bid is not None and not _running_kernel_is(bid):
+                continue
+            try:
+                with open(cand.path) as f:
+                    first = f.readline()
+            except OSError:
+                continue
+            if not first or first.startswith("0000000000000000 "):
+                continue
+        return cand.path
+    return None
+
+
+def write_archive(items, out_path, level=10):
+    import zstandard
+    manifest = "".join("%s %s %s\n" % (arc.split("/")[1] + arc.split("/")[2].split(".")[0]
+                                        if arc.startswith(".build-id/") else arc.split("/")[1],
+                                        kind, orig)
+                       for arc, _, kind, orig in items)
+    tmp = out_path + ".tmp"
+    cctx = zstandard.ZstdCompressor(level=level)
+    with open(tmp, "wb") as raw, cctx.stream_writer(raw, closefd=False) as zout, \
+            tarfile.open(fileobj=zout, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        data = manifest.encode()
+        ti = tarfile.TarInfo("MANIFEST.txt")
+        ti.size = len(data)
+        ti.mode = 0o644
+        tar.addfile(ti, io.BytesIO(data))
+        for arc, path, _, _ in items:
+            with open(path, "rb") as f:
+                ti = tarfile.TarInfo(arc)
+                ti.size = os.fstat(f.fileno()).st_size
+                ti.mode = 0o644
+                ti.mtime = int(os.fstat(f.fileno()).st_mtime)
+                tar.addfile(ti, f)
+    os.replace(tmp, out_path)
+
+
+def extract_archive(archive, dest):
+    """Unpack an archive made by write_archive into dest (created); returns
+    dest.  Raises ArchiveError on anything outside the layout."""
+    import zstandard
+    os.makedirs(dest, exist_ok=True)
+    total = 0
+    try:
+        with open(archive, "rb") as raw, \
+                zstandard.ZstdDecompressor().stream_reader(raw) as zin, \
+                tarfile.open(fileobj=zin, mode="r|") as tar:
+            for ti in tar:
+                name = ti.name
+                if not ti.isreg() or not _NAME_OK.match(name):
+                    raise ArchiveError("%s: member %r is not part of the archive layout"
+                                       % (archive, name))
+                if ti.size > MAX_MEMBER or total + ti.size > MAX_TOTAL:
+                    raise ArchiveError("%s: member %r is too large" % (archive, name))
+                total += ti.size
+                target = os.path.join(dest, name)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                src = tar.extractfile(ti)
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".part")
+                with os.fdopen(fd, "wb") as out:
+                    left = ti.size
+                    while left:
+                        chunk = src.read(min(left, 1 << 20))
+                        if not chunk:
+                            raise ArchiveError("%s: %r is cut short" % (archive, name))
+                        out.write(chunk)
+                        left -= len(chunk)
+                os.replace(tmp, target)
+    except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
+        raise ArchiveError("%s: not a readable .tar.zst: %s" % (archive, exc))
+    except OSError as exc:
+        raise ArchiveError("%s: %s" % (archive, exc))
+    return dest
+
+
+def open_archive(archive):
+    """Unpack into a new temporary directory (removed at exit); for an
+    `--archive FILE` option: pass the result as a debug dir."""
+    import atexit
+    import shutil
+    dest = tempfile.mkdtemp(prefix="perfdata-archive-")
+    atexit.register(shutil.rmtree, dest, True)
+    return extract_archive(archive, dest)
+
+
+def register(subparsers):
+    from .options import add_symbolize_options
+    p = subparsers.add_parser("archive", help="binaries, debug files, vdso and kallsyms of "
+                              "a profile in one .tar.zst (perf archive)")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("-o", "--output", help="archive to write (default FILE.tar.zst)")
+    p.add_argument("-x", "--extract", metavar="ARCHIVE", help="unpack ARCHIVE instead")
+    p.add_argument("-C", "--directory", metavar="DIR", help="where -x unpacks (default .)")
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args, out):
+    if args.extract:
+        dest = args.directory or "."
+        try:
+            extract_archive(args.extract, dest)
+        except ArchiveError as exc:
+            sys.stderr.write("perfdata: error: %s\n" % exc)
+            raise SystemExit(2)
+        out.write("unpacked %s into %s; use --debug-dir %s\n" % (args.extract, dest, dest))
+        return
+    import perfdata
+    from .options import make_sample_symbolizer
+    pf = perfdata.open(args.file)
+    ss = make_sample_symbolizer(pf, args)
+    items, absent = plan(ss)
+    output = args.output or (str(args.file) + ".tar.zst")
+    try:
+        write_archive(items, output)
+    except OSError as exc:
+        sys.stderr.write("perfdata: error: %s: %s\n" % (output, exc))
+        raise SystemExit(2)
+    size = sum(os.path.getsize(p) for _, p, _, _ in items)
+    out.write("%s: %d files (%d bytes before compression), %d bytes\n"
+              % (output, len(items), size, os.path.getsize(output)))
+    for arc, path, kind, orig in items:
+        out.write("  %-7s %s  <- %s\n" % (kind, arc, path))
+    for path, bid, why in absent:
+        out.write("  absent  %s %s: %s\n" % (path, bid or "", why))

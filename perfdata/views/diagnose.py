@@ -1,0 +1,534 @@
+"""`perfdata diagnose FILE`: why frames are [unknown] or wrong, and the fix.
+
+Every frame of every sample gets one class: resolved (and how), or the
+problem that spoiled it.  Some problems belong to a whole sample rather than
+to a frame (a DWARF stack cut by the snapshot, a register/ip mismatch, the
+garbage dropped below a coroutine's bottom); those count samples, and the
+frames they cost where that is known.  Each class is printed with its
+frames, samples, share of the samples, the binaries involved (top 5), one
+example sample and the fix.
+"""
+import json
+import os
+from collections import Counter
+
+from perfdata.format.constants import CallchainContext as CC
+from perfdata.symbolized import STACK_BOTTOMS
+
+# class -> (kind, title, fix); kind: "resolved", "problem" or "note"
+CLASSES = {
+    "resolved-symtab": ("resolved", "resolved from the binary's .symtab", ""),
+    "resolved-dynsym": ("resolved", "resolved from .dynsym only",
+                        "static functions are named after the nearest exported one; "
+                        "install the binary's debug info for exact names"),
+    "resolved-minidebuginfo": ("resolved", "resolved from MiniDebugInfo (.gnu_debugdata)", ""),
+    "resolved-debuginfo": ("resolved", "resolved from a separate debug file", ""),
+    "resolved-plt": ("resolved", "PLT stub, name synthesized", ""),
+    "resolved-vdso": ("resolved", "vdso, from its image", ""),
+    "resolved-kallsyms": ("resolved", "kernel, from kallsyms", ""),
+    "resolved-ksymbol": ("resolved", "kernel BPF/JIT, from KSYMBOL records", ""),
+    "resolved-perfmap": ("resolved", "JIT code, from /tmp/perf-PID.map", ""),
+    "resolved-ra-adjusted": ("resolved", "return address looked up at address - 1 "
+                             "(the raw address names another function)", ""),
+    "no-debuginfo": ("problem", "binary without symbols for the address and no debug file", ""),
+    "no-symbol": ("problem", "address covered by no symbol of a binary that has symbols",
+                  "an address outside any function: usually a garbage return address"),
+    "binary-missing": ("problem", "binary not found here",
+                       "on the recording machine run `perf archive FILE` (or `perfdata archive "
+                       "FILE -o OUT.tar.zst`) and pass the unpacked archive with --debug-dir; "
+                       "or --symfs ROOT / --debuginfod URL"),
+    "buildid-mismatch": ("problem", "binary here has another build-id than at record time "
+                         "(rebuilt or upgraded since)",
+                         "keep the recorded binary: `perf buildid-cache -a BINARY` before "
+                         "rebuilding, or `perf archive FILE` / `perfdata archive FILE -o "
+                         "OUT.tar.zst` on the recording machine, then --debug-dir; or "
+                         "--debuginfod URL for the executable"),
+    "vdso-missing": ("problem", "vdso image not available",
+                     "record with perf's build-id cache on (no --no-buildid-cache), or run "
+                     "`perfdata archive FILE` on the recording machine"),
+    "kernel-skid": ("note", "kernel entry address in a user-only (:u) event",
+                    "nothing to fix: the sample landed on the kernel entry (skid); drop :u to "
+                    "see kernel stacks"),
+    "kernel-no-kallsyms": ("problem", "kernel addresses without symbols: no kallsyms",
+                           "record with kernel.kptr_restrict=0 (sysctl) as root, keep "
+                           "/proc/kallsyms (`perf archive`), then --kallsyms FILE"),
+    "kernel-kptr-restrict": ("problem", "kernel addresses without symbols: /proc/kallsyms "
+                             "addresses hidden (kptr_restrict)",
+                             "`sysctl kernel.kptr_restrict=0` (or run as root), or "
+                             "--kallsyms FILE saved on the recording machine"),
+    "kernel-no-symbol": ("problem", "kernel address outside kallsyms (module or another kernel)",
+                         "--kallsyms FILE of the recorded kernel"),
+    "fp-broken": ("problem", "frame-pointer chain broken: frames after a function built "
+                  "without frame pointers (its caller is missing or wrong)",
+                  "rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer, or "
+                  "record with --call-graph=dwarf"),
+    "jit-no-perfmap": ("problem", "JIT code without a perf map",
+                       "make the JIT write /tmp/perf-PID.map (node --perf-basic-prof, "
+                       "python3.12 -X perf, java with perf-map-agent) and keep it with the "
+                       "profile"),
+    "no-map": ("problem", "address in no mapping (JIT without MMAP records, or garbage)",
+               "for JIT code write a perf map; else see the frame-pointer class"),
+    "bottom-garbage-dropped": ("note", "frames past a stack bottom (coroutine's "
+                               "__start_context, clone, _start) dropped",
+                               "nothing to fix: perf 6.1 shows these garbage frames, "
+                               "perfdata ends the stack at its bottom"),
+    "dwarf-stack-exhausted": ("problem", "DWARF unwind stopped at the end of the stack "
+                              "snapshot", ""),
+    "dwarf-no-cfi": ("problem", "DWARF unwind stopped: no CFI for the address",
+                     "rebuild with -fasynchronous-unwind-tables (the default), or supply the "
+                     "debug file (.debug_frame), or record with frame pointers"),
+    "dwarf-no-map": ("problem", "DWARF unwind stopped at an address in no mapping",
+                     "JIT code cannot be unwound with DWARF: use frame pointers in the JIT"),
+    "dwarf-max-depth": ("note", "DWARF unwind stopped at --max-stack", "raise --max-stack"),
+    "dwarf-bad-unwind": ("problem", "DWARF unwind stopped on bad CFI or a bad return address "
+                         "(cfa-not-increasing, bad-cfi, zero-ra)",
+                         "check the binary's CFI (hand-written assembly?)"),
+    "ip-mismatch": ("note", "REGS_USER ip differs from the sample ip (precise_ip skid)",
+                    "nothing to fix: the leaf is the sample ip, the unwind starts from "
+                    "REGS_USER"),
+}
+ORDER = list(CLASSES)
+MAX_DWARF_STACK = 65528          # perf's limit: u16, multiple of 8
+_BAD_UNWIND = ("cfa-not-increasing", "bad-cfi", "zero-ra")
+
+
+class ClassStats:
+    __slots__ = ("name", "frames", "samples", "binaries", "bin_samples", "example",
+                 "detail", "_last", "detail_bins")
+
+    def __init__(self, name):
+        self.name = name
+        self.frames = 0
+        self.samples = 0
+        self.binaries = Counter()      # (path, build_id) -> frames
+        self.bin_samples = Counter()   # (path, build_id) -> samples
+        self.example = None
+        self.detail = {}
+        self._last = None
+        self.detail_bins = set()      # binaries counted for the current sample
+
+
+class Diagnosis:
+    """Classify the frames of a SampleSymbolizer's samples."""
+
+    def __init__(self, samples):
+        self.ss = samples
+        self.symbolizer = samples.symbolizer
+        self.classes = {}
+        self.total_samples = 0
+        self.total_frames = 0
+        self._fp_cache = {}
+        self._ra_cache = {}
+        self._kernel_state = None
+        self._stack_need = {}          # class detail for dwarf-stack-exhausted
+        self._ip_mismatch = 0
+
+    # ------------------------------------------------------------ counting
+    def _hit(self, cls, sample, frames=1, binary=None):
+        st = self.classes.get(cls)
+        if st is None:
+            st = self.classes[cls] = ClassStats(cls)
+        st.frames += frames
+        key = id(sample)
+        if st._last != key:
+            st._last = key
+            st.samples += 1
+            if st.example is None:
+                st.example = describe_sample(sample)
+            st.detail_bins = set()
+        if binary is not None:
+            st.binaries[binary] += frames
+            if binary not in st.detail_bins:
+                st.detail_bins.add(binary)
+                st.bin_samples[binary] += 1
+        return st
+
+    def run(self):
+        for sample in self.ss:
+            self.add(sample)
+        return self
+
+    def add(self, sample):
+        self.total_samples += 1
+        frames = sample.frames
+        self.total_frames += len(frames)
+        exclude_kernel = _excludes_kernel(sample.event)
+        broken_after = None
+        if sample.stop_reason is None:
+            broken_after = self._fp_break(sample, frames)
+        for i, f in enumerate(frames):
+            if broken_after is not None and i > broken_after and not f.kernel:
+                cls, b = "fp-broken", broken_binary(frames[broken_after])
+            else:
+                cls, b = self._classify(sample, f, exclude_kernel)
+            self._hit(cls, sample, 1, b)
+        if sample.stop_reason is None:
+            self._bottom_garbage(sample, frames)
+        else:
+            self._dwarf(sample, frames)
+
+    # -------------------------------------------------------- frame classes
+    def _classify(self, sample, f, exclude_kernel):
+        binary = (f.dso_path or f.dso, f.build_id)
+        if f.symbol is not None:
+            src = f.source
+            if f.kernel:
+                return ("resolved-ksymbol" if src == "ksymbol" else "resolved-kallsyms"), \
+                    (f.dso, f.build_id)
+            if f.dso == "[vdso]":
+                return "resolved-vdso", binary
+            if src == "plt":
+                return "resolved-plt", binary
+            if src == "perfmap":
+                return "resolved-perfmap", (f.dso, None)
+            if f.is_return_address and self._ra_adjusted(f):
+                return "resolved-ra-adjusted", binary
+            if src == "minidebuginfo":
+                return "resolved-minidebuginfo", binary
+            if src == "dynsym":
+                return "resolved-dynsym", binary
+            if src in ("debuginfo", "dwarf-inline"):
+                choice = self.symbolizer.binary_for(*binary)
+                return ("resolved-debuginfo" if choice.debug is not None
+                        else "resolved-symtab"), binary
+            return "resolved-symtab", binary
+        if f.kernel:
+            if exclude_kernel:
+                return "kernel-skid", (f.dso, f.build_id)
+            return self._kernel_class(f), (f.dso, f.build_id)
+        path = f.dso_path or f.dso
+        if f.dso.startswith("//anon") or f.dso.startswith("/memfd:") or f.dso == "[anon]" \
+                or (path or "").startswith("/tmp/perf-"):
+            return "jit-no-perfmap", (f.dso, None)
+        if f.note == "no-map":
+            return "no-map", None
+        if f.dso == "[vdso]":
+            return "vdso-missing", binary
+        choice = self.symbolizer.binary_for(*binary)
+        if choice.status == "buildid-mismatch":
+            return "buildid-mismatch", binary
+        if choice.status in ("missing", "not-elf"):
+            return "binary-missing", binary
+        b = choice.binary
+        if choice.debug is None and (b is None or not b.has_section(".symtab")):
+            return "no-debuginfo", binary
+        return "no-symbol", binary
+
+    def _ra_adjusted(self, f):
+        """Does the raw return address name another function than address - 1?"""
+        key = (f.dso_path, f.build_id, f.address)
+        hit = self._ra_cache.get(key)
+        if hit is None:
+            hit = False
+            try:
+                raw = self.symbolizer.lookup(f.dso_path, f.build_id, file_offset=f.address,
+                                             is_return_address=False)
+                names = [x.name for x in raw if not x.inlined]
+                hit = bool(names) and names[-1] != f.symbol and not f.inlined
+            except Exception:     # a symbolizer bug must not stop the diagnosis
+                hit = False
+            self._ra_cache[key] = hit
+        return hit
+
+    def _kernel_class(self, f):
+        if self._kernel_state is None:
+            state = "kernel-no-symbol"
+            table = None
+            try:
+                table = self.symbolizer._kernel_table(f.build_id)
+            except Exception:
+                table = None
+            if table is None or len(table) == 0:
+                state = "kernel-no-kallsyms"
+                try:
+                    with open("/proc/kallsyms") as ks:
+                        first = [ks.readline() for _ in range(50)]
+                    if first and first[0] and all(line.startswith("0000000000000000 ")
+                                                  for line in first if line):
+                        state = "kernel-kptr-restrict"
+                except OSError:
+                    pass
+            self._kernel_state = state
+        return self._kernel_state
+
+    # ------------------------------------------------------ frame pointers
+    def _fp_break(self, sample, frames):
+        """Index of the first user frame (leaf first) in a function built
+        without frame pointers that has frames after it, or None."""
+        user = [i for i, f in enumerate(frames) if not f.kernel and not f.inlined]
+        for n, i in enumerate(user[:-1]):
+            f = frames[i]
+            if f.symbol in STACK_BOTTOMS:
+                return None
+            if self._has_no_frame_pointer(f):
+                return i
+        return None
+
+    def _has_no_frame_pointer(self, f):
+        """True when the function's code is known and sets up no frame pointer
+        (x86_64: no push %rbp; mov %rsp,%rbp in its first bytes).  PLT stubs
+        never do."""
+        if f.symbol is None or f.offset is None or f.kernel:
+            return False
+        if f.source == "plt":
+            return True
+        start = f.address - f.offset
+        key = (f.dso_path, f.build_id, start)
+        hit = self._fp_cache.get(key)
+        if hit is None:
+            hit = False
+            choice = self.symbolizer.binary_for(f.dso_path or f.dso, f.build_id)
+            b = choice.binary
+            if b is not None and b.ok and b.machine == "EM_X86_64" and start >= 0:
+                code = b.read(start, 24)
+                if code:
+                    hit = not _x86_sets_frame_pointer(code)
+            self._fp_cache[key] = hit
+        return hit
+
+    def _bottom_garbage(self, sample, frames):
+        user = [f for f in frames if not f.kernel and not f.inlined]
+        if not user or user[-1].symbol not in STACK_BOTTOMS:
+            return
+        chain = (sample.fields.get("callchain") or {}).get("ips") or ()
+        raw = 0
+        in_user = sample.cpumode not in (1, 3, 4)
+        for ip in chain:
+            if ip >= CC.MAX:
+                in_user = ip == CC.USER or ip == CC.GUEST_USER
+                continue
+            if in_user:
+                raw += 1
+        dropped = raw - len(user)
+        if dropped > 0 and len(user) < self.ss.max_stack:
+            self._hit("bottom-garbage-dropped", sample, dropped,
+                      (user[-1].dso_path or user[-1].dso, user[-1].build_id))
+            self.classes["bottom-garbage-dropped"].detail["bottom"] = user[-1].symbol
+
+    # --------------------------------------------------------------- DWARF
+    def _dwarf(self, sample, frames):
+        unwinder = self.ss.unwinder
+        if unwinder is not None:
+            now = unwinder.counts.get("ip_mismatch", 0)
+            if now > self._ip_mismatch:
+                self._hit("ip-mismatch", sample, 0)
+            self._ip_mismatch = now
+        reason = sample.stop_reason
+        user = [f for f in frames if not f.kernel]
+        last = user[-1] if user else None
+        lastbin = (last.dso_path or last.dso, last.build_id) if last is not None else None
+        if reason == "stack-exhausted":
+            st = self._hit("dwarf-stack-exhausted", sample, 0, lastbin)
+            need = self._stack_needed(sample)
+            d = st.detail
+            d["recorded"] = max(d.get("recorded", 0), _stack_size(sample))
+            if need is None:
+                d["unknown"] = d.get("unknown", 0) + 1
+            else:
+                d["needed"] = max(d.get("needed", 0), need)
+        elif reason == "no-cfi":
+            self._hit("dwarf-no-cfi", sample, 0, lastbin)
+        elif reason == "no-map":
+            self._hit("dwarf-no-map", sample, 0, lastbin)
+        elif reason == "max-depth":
+            self._hit("dwarf-max-depth", sample, 0, lastbin)
+        elif reason in _BAD_UNWIND:
+            st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
+            st.detail[reason] = st.detail.get(reason, 0) + 1
+
+    def _stack_needed(self, sample):
+        """Bytes from sp to the end of the stack mapping holding it: a
+        snapshot that size holds the whole stack."""
+        regs = (sample.fields.get("regs_user") or {})
+        unwinder = self.ss.unwinder
+        try:
+            named = unwinder.arch.regs_from_perf(sample.event.attr["sample_regs_user"],
+                                                 regs.get("regs") or ())
+            sp = named.get(unwinder.arch.sp)
+        except Exception:
+            return None
+        if sp is None or sample.thread is None:
+            return None
+        maps = sample.thread.maps
+        m = maps.find(sp) if maps is not None else None
+        if m is None:
+            # The main stack grows below the start its MMAP record gave.
+            for cand in _iter_maps(maps):
+                if cand.path == "[stack]" and cand.end > sp and cand.start - sp < (64 << 20):
+                    m = cand
+                    break
+        if m is None:
+            return None
+        return m.end - sp
+
+    # -------------------------------------------------------------- report
+    def result(self):
+        classes = []
+        problems = 0
+        for name in sorted(self.classes, key=lambda n: (ORDER.index(n) if n in ORDER else 99)):
+            st = self.classes[name]
+            kind, title, fix = CLASSES.get(name, ("problem", name, ""))
+            if kind == "problem":
+                problems += 1
+            binaries = []
+            for (path, bid), frames in st.binaries.most_common(5):
+                entry = {"path": path, "build_id": bid, "frames": frames,
+                         "samples": st.bin_samples.get((path, bid), 0)}
+                bfix = self._binary_fix(name, path, bid)
+                if bfix:
+                    entry["fix"] = bfix
+                binaries.append(entry)
+            fix = self._class_fix(name, st) or fix
+            classes.append({"class": name, "kind": kind, "title": title,
+                            "frames": st.frames, "samples": st.samples,
+                            "share": st.samples / self.total_samples if self.total_samples else 0,
+                            "binaries": binaries, "example": st.example, "fix": fix,
+                            **({"detail": st.detail} if st.detail else {})})
+        return {"samples": self.total_samples, "frames": self.total_frames,
+                "problems": problems, "classes": classes}
+
+    def _class_fix(self, name, st):
+        if name == "dwarf-stack-exhausted":
+            d = st.detail
+            need = d.get("needed")
+            rec = d.get("recorded") or 0
+            if need is None:
+                return ("the stack is deeper than the %d bytes recorded and its end is not "
+                        "known: try --call-graph=dwarf,%d, or frame pointers (-g)"
+                        % (rec, MAX_DWARF_STACK))
+            size = min(MAX_DWARF_STACK, (need + 1023) // 1024 * 1024)
+            if need > MAX_DWARF_STACK:
+                return ("the stack needs %d bytes, more than perf's limit of %d: build with "
+                        "-fno-omit-frame-pointer and record with -g (frame pointers)"
+                        % (need, MAX_DWARF_STACK))
+            d["suggested"] = size
+            return ("perf record --call-graph=dwarf,%d (the deepest stack needs %d bytes, "
+                    "%d were recorded)" % (size, need, rec))
+        return None
+
+    def _binary_fix(self, name, path, bid):
+        if name != "no-debuginfo":
+            return None
+        parts = []
+        from symbolize.packages import package_of
+        pkg = package_of(path) if path and path.startswith("/") else None
+        if pkg is not None:
+            parts.append("`%s`" % pkg.install)
+        parts.append("--debuginfod URL (or DEBUGINFOD_URLS)" if bid else None)
+        if bid:
+            parts.append("--debug-dir DIR holding .build-id/%s/%s.debug" % (bid[:2], bid[2:]))
+        else:
+            parts.append("--debug-dir DIR holding %s.debug" % path)
+        if pkg is None:
+            parts.append("or rebuild with -g and keep the debug file "
+                         "(objcopy --only-keep-debug)")
+        return "; ".join(p for p in parts if p)
+
+
+def broken_binary(f):
+    return (f.dso_path or f.dso, f.build_id)
+
+
+def _iter_maps(maps):
+    return list(maps) if maps is not None else ()
+
+
+def _excludes_kernel(event):
+    try:
+        return bool(event.attr["flags"]["exclude_kernel"])
+    except (AttributeError, KeyError, TypeError):
+        return False
+
+
+def _stack_size(sample):
+    st = sample.fields.get("stack_user") or {}
+    return st.get("size") or 0
+
+
+def _x86_sets_frame_pointer(code):
+    """push %rbp; mov %rsp,%rbp within the first instructions (after an
+    optional endbr64)."""
+    i = 4 if code[:4] == b"\xf3\x0f\x1e\xfa" else 0
+    window = code[i:i + 16]
+    return b"\x55\x48\x89\xe5" in window or b"\x55\x48\x8b\xec" in window
+
+
+def describe_sample(sample):
+    fr = sample.frames
+    stack = []
+    for f in fr[:6]:
+        stack.append("%s%s" % (f.symbol or "[unknown]",
+                               " (%s)" % os.path.basename(f.dso or "?")))
+    return {"comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
+            "stack": stack + (["..."] if len(fr) > 6 else [])}
+
+
+# ------------------------------------------------------------------ text
+def describe(result, path):
+    lines = []
+    n = result["samples"]
+    lines.append("%s: %d samples, %d frames" % (path, n, result["frames"]))
+    if n == 0:
+        lines.append("no samples: nothing to diagnose")
+        return "\n".join(lines) + "\n"
+    lines.append("")
+    lines.append("%-24s %9s %8s %7s  %s" % ("class", "frames", "samples", "share", "what"))
+    for c in result["classes"]:
+        lines.append("%-24s %9d %8d %6.1f%%  %s" % (c["class"], c["frames"], c["samples"],
+                                                   100.0 * c["share"], c["title"]))
+    problems = [c for c in result["classes"] if c["kind"] != "resolved"]
+    if not any(c["kind"] == "problem" for c in problems):
+        lines.append("")
+        lines.append("no problem found: every frame resolved")
+    for c in problems:
+        lines.append("")
+        lines.append("%s: %d frames, %d samples (%.1f%%): %s" % (
+            c["class"], c["frames"], c["samples"], 100.0 * c["share"], c["title"]))
+        for b in c["binaries"]:
+            lines.append("  binary: %s%s  (%d frames, %d samples)" % (
+                b["path"], " build-id %s" % b["build_id"] if b["build_id"] else "",
+                b["frames"], b["samples"]))
+            if b.get("fix"):
+                lines.append("    fix: %s" % b["fix"])
+        ex = c["example"]
+        if ex:
+            lines.append("  example: %s %d/%d %d.%09d: %s" % (
+                ex["comm"], ex["pid"], ex["tid"], ex["time"] // 10**9, ex["time"] % 10**9,
+                " <- ".join(ex["stack"])))
+        if c["fix"]:
+            lines.append("  fix: %s" % c["fix"])
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------- CLI
+def register(subparsers):
+    from .options import add_symbolize_options
+    p = subparsers.add_parser("diagnose", help="why frames are [unknown] or wrong, and the fix")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("--json", action="store_true", help="the table as one JSON object")
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args, out):
+    import sys
+    import perfdata
+    from .options import make_sample_symbolizer
+    pf = perfdata.open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    diag = Diagnosis(samples)
+    try:
+        diag.run()
+    finally:
+        seen = set()
+        for message in list(pf.warnings) + list(samples.symbolizer.warnings):
+            if message not in seen:
+                seen.add(message)
+                sys.stderr.write("perfdata: warning: %s\n" % message)
+    result = diag.result()
+    result["file"] = str(args.file)
+    if args.json:
+        out.write(json.dumps(result, indent=1, default=str) + "\n")
+    else:
+        out.write(describe(result, args.file))
