@@ -105,6 +105,9 @@ def build_parser():
 # Views that register their own sub-command: a module with
 # register(subparsers), whose parser sets func=run(args, out).
 COMMAND_MODULES = [
+    "perfdata.views.diagnose",
+    "perfdata.views.buildids",
+    "perfdata.views.archive",
 ]
 
 
