@@ -12,7 +12,8 @@ import os
 from symbolize import DebugInfoLocator, Symbolizer
 from symbolize.symbolizer import address_for_lookup  # noqa: F401  (re-exported vocabulary)
 
-from .format.constants import (CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
+from .format.constants import (BRANCH_SAMPLE_CALL_STACK as BRANCH_CALL_STACK,
+                               CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
                                MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
@@ -88,16 +89,6 @@ class SideEvent:
         self.thread = thread
 
 
-def module_display_name(path):
-    """perf shows a kernel module as [name] (dashes as underscores)."""
-    base = os.path.basename(path)
-    for ext in (".ko.xz", ".ko.zst", ".ko.gz", ".ko"):
-        if base.endswith(ext):
-            base = base[:-len(ext)]
-            break
-    return "[%s]" % base.replace("-", "_")
-
-
 class SampleSymbolizer:
     """Iterate over the symbolized samples of an open PerfFile."""
 
@@ -114,6 +105,7 @@ class SampleSymbolizer:
         self.build_ids = {}
         self._frame_cache = {}
         self._stack_cache = {}
+        self._read_values = {}
         self.counts = {"samples": 0, "frames": 0}
         self.dwarf_inline = dwarf_inline
         # Record types to hand out too, as SideEvent (--show-mmap-events ...).
@@ -209,10 +201,16 @@ class SampleSymbolizer:
             read = fields.get("read") or {}
             out = []
             for value in read.get("values", ()):
-                member = self.pf.id_to_attr.get(value.get("id"))
+                ident = value.get("id")
+                member = self.pf.id_to_attr.get(ident)
                 if member is None:
                     continue
                 sample = SymbolizedSample(rec, dict(fields), member, thread)
+                # The period of each member is its counter's growth since the
+                # last sample (perf's deliver_sample_value).
+                last = self._read_values.get(ident, 0)
+                sample.period = value["value"] - last
+                self._read_values[ident] = value["value"]
                 out.append(sample)
             return out
         return [SymbolizedSample(rec, fields, ea, thread)]
@@ -230,7 +228,14 @@ class SampleSymbolizer:
                 sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
             return
         if chain is not None and chain.get("ips"):
-            sample.frames = self.frames_for_callchain(sample, chain["ips"])
+            ips = chain["ips"]
+            if sample.event.attr["branch_sample_type"] & BRANCH_CALL_STACK and \
+                    fields.get("branch_stack"):
+                lbr = self._lbr_frames(sample, ips, fields["branch_stack"]["entries"])
+                if lbr is not None:
+                    sample.frames = lbr
+                    return
+            sample.frames = self.frames_for_callchain(sample, ips)
         elif sample.ip is not None:
             kernel = sample.cpumode in _KERNEL_MODES
             sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
@@ -266,6 +271,21 @@ class SampleSymbolizer:
         sample.frames = frames
         sample.stop_reason = result.stop_reason
         return True
+
+    def _lbr_frames(self, sample, ips, entries):
+        """perf's resolve_lbr_callchain_sample(): with LBR call-stack mode the
+        user part of the stack comes from the branch records: where the last
+        call went (the current function), then every call site, innermost
+        first.  The kernel part stays the recorded callchain."""
+        if CC.USER not in ips or not entries:
+            return None
+        cut = ips.index(CC.USER)
+        frames = self.frames_for_callchain(sample, ips[:cut]) if cut else []
+        user = [entries[0]["to_ip"]] + [e["from_ip"] for e in entries]
+        for avma in user[:self.max_stack]:
+            # Branch sources are the call instructions themselves: no -1.
+            frames.extend(self.frames_for_address(sample, avma, False, False))
+        return frames
 
     def _build_id_of(self, m):
         return self.dso_of(m)[1]
@@ -421,7 +441,12 @@ class SampleSymbolizer:
                                is_return_address=is_return_address, note="no-map")]
         if kernel:
             path = KERNEL_DSO
-            dso = KERNEL_DSO if m.path == KERNEL_DSO else module_display_name(m.path)
+            # perf prints a module by the path its MMAP record gave.
+            dso = m.path
+            if not self._kernel_symbols_usable():
+                return [StackFrame(avma, avma, None, None, dso, m.path, kernel=True,
+                                   is_return_address=is_return_address,
+                                   note="kernel-mismatch")]
             key = (KERNEL_DSO, avma, is_return_address, dso)
             hit = self._frame_cache.get(key)
             if hit is None:
@@ -447,6 +472,30 @@ class SampleSymbolizer:
                                m.path, False)
             self._frame_cache[key] = hit
         return [_with_avma(f, avma) for f in hit]
+
+    _kernel_ok = None
+
+    def _kernel_symbols_usable(self):
+        """Kernel symbols are looked up only for the kernel that was profiled:
+        by build-id when the file has one (the symbolizer checks it), else only
+        if this machine runs the release the file names (perf 6.1 uses this
+        machine's /proc/kallsyms for any file, and prints wrong names)."""
+        if self._kernel_ok is None:
+            bid = self.build_ids.get(KERNEL_DSO)
+            if bid is not None or getattr(self.symbolizer, "_kallsyms", None) is not None:
+                self._kernel_ok = True
+            else:
+                try:
+                    release = self.pf.feature(Feature.OSRELEASE)
+                except PerfDataError:
+                    release = None
+                self._kernel_ok = bool(release) and release == os.uname().release
+                if not self._kernel_ok:
+                    self.pf.warnings.append(
+                        "kernel symbols: the file has no kernel build-id and was recorded on "
+                        "kernel %s, not this one (%s); pass --kallsyms FILE or --vmlinux"
+                        % (release or "unknown", os.uname().release))
+        return self._kernel_ok
 
     def _lookup(self, path, bid, svma, file_offset, is_ret, printed, dso, kernel,
                 display_path=None):

@@ -107,6 +107,8 @@ class ReadFormat(enum.IntFlag):
 
 #: perf_branch_sample_type bit that adds hw_idx to BRANCH_STACK samples.
 BRANCH_SAMPLE_HW_INDEX = 1 << 17
+#: perf_branch_sample_type bit of LBR call-stack mode (--call-graph=lbr).
+BRANCH_SAMPLE_CALL_STACK = 1 << 11
 
 
 class Feature(enum.IntEnum):

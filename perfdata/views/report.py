@@ -93,7 +93,7 @@ class Report:
         self.sampler = sampler
         self.hists = {}
 
-    def _frame_entry(self, hist, sample, frame, level):
+    def _frame_entry(self, hist, sample, frame, level, suffix=""):
         values = []
         sym_sort = None
         for key in self.sort_keys:
@@ -106,7 +106,7 @@ class Report:
                 values.append((sample.tid, sample.comm))
             else:
                 if frame.symbol is not None:
-                    name = perf_short_name(frame.symbol)
+                    name = perf_short_name(frame.symbol) + suffix
                     values.append(("s", name))
                 else:
                     values.append(("a", frame.address))
@@ -155,19 +155,17 @@ class Report:
         entry.self_period += period
         entry.samples += 1
         if self.children:
-            seen = set()
-            i = 0
-            while i < len(frames):
-                frame, i = self._real_frame(sample, frames, i)
-                lvl = "k" if frame.kernel else "."
-                if i == 0 or frame is leaf:
-                    lvl = level
-                e = self._frame_entry(hist, sample, frame, lvl)
+            # perf's children entries are the frames perf script prints,
+            # inlined functions as "name (inlined)".
+            seen = {id(entry)}
+            entry.children += period
+            for i, frame in enumerate(frames):
+                lvl = level if i == 0 else ("k" if frame.kernel else ".")
+                e = self._frame_entry(hist, sample, frame, lvl,
+                                      " (inlined)" if frame.inlined else "")
                 if id(e) not in seen:
                     seen.add(id(e))
                     e.children += period
-                i += 1
-            if id(entry) not in seen:
                 entry.children += period
 
     # ---------------------------------------------------------------- text
@@ -200,6 +198,7 @@ class Report:
             if hist is None:
                 continue
             out.extend(self._describe_hist(hist))
+        out.append("#\n#\n")
         return "".join(out)
 
     def _describe_hist(self, hist):
@@ -222,6 +221,9 @@ class Report:
         widths = [max(len(h), 8) if i < npct else len(h) for i, h in enumerate(heads)]
         for pcts, cells in rows:
             for i, text in enumerate(pcts + cells):
+                if text.endswith(" (inlined)"):
+                    # perf sizes the column by the symbol's own name.
+                    text = text[:-len(" (inlined)")]
                 widths[i] = max(widths[i], len(text))
         # perf's hists__calc_col_len(): an entry without a symbol makes room
         # for a 16-digit address, in the symbol and the dso columns.

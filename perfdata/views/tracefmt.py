@@ -33,7 +33,8 @@ listing.
 """
 import weakref
 
-__all__ = ["format_trace_fields", "parse_print_fmt", "describe_raw_fields"]
+__all__ = ["format_trace_fields", "parse_print_fmt", "describe_raw_fields",
+           "trace_long_size"]
 
 # ---------------------------------------------------------------- tokens
 _T_ERROR, _T_NONE, _T_SPACE, _T_NEWLINE, _T_OP, _T_DELIM, _T_ITEM, _T_DQUOTE, \
@@ -1689,8 +1690,8 @@ def format_trace_fields(event_format, raw_bytes, *, long_size=8, little=True,
     tracepoint sample of `event_format` (an EventFormat) with RAW data
     `raw_bytes`.
 
-    `long_size` and `little` are the traced kernel's (TracingData.long_size,
-    .little); `kallsyms` resolves %pS-style pointers (see _lookup_symbol);
+    `long_size` and `little` are the traced kernel's: trace_long_size(td) and
+    TracingData.little; `kallsyms` resolves %pS-style pointers (see _lookup_symbol);
     `printk_formats` maps addresses to strings (TracingData.printk_formats)
     for `%s` of pointer-sized fields.  `pevent_cmdlines` is accepted for the
     caller's convenience: perf 6.1's pretty printer never uses them."""
@@ -1708,6 +1709,20 @@ def format_trace_fields(event_format, raw_bytes, *, long_size=8, little=True,
         return out.decode("utf-8", "replace")
     except Exception:          # never raise on hostile input
         return describe_raw_fields(event_format, raw_bytes)
+
+
+def trace_long_size(tracing_data):
+    """The long size perf 6.1 gives libtraceevent for a TracingData: the size
+    of the `commit` field of the ring buffer's header_page ("the commit field
+    in the page is of type long, use that instead, since it represents the
+    kernel", trace-event-read.c), else the long size byte of the header."""
+    try:
+        for f in tracing_data.header_page_fields:
+            if f.name == "commit" and f.size > 0:
+                return f.size
+        return tracing_data.long_size
+    except Exception:
+        return 8
 
 
 def describe_raw_fields(event_format, raw_bytes):
