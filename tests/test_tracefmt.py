@@ -26,7 +26,7 @@ from synth import Attr, Builder, attr_value
 import perfdata
 from perfdata.format.constants import Feature, SampleType as ST
 from perfdata.format.tracing import EventFormat, parse_tracing_data
-from perfdata.views.tracefmt import format_trace_fields, parse_print_fmt
+from perfdata.views.tracefmt import format_trace_fields, parse_print_fmt, trace_long_size
 
 # ------------------------------------------------------------------ the layout
 COMMON = (
@@ -59,8 +59,19 @@ FIELDS = [  # (declaration, offset, size, signed)
 ]
 
 
-def layout_raw(event_id):
-    """The RAW bytes of one sample of the layout (padded as the kernel does)."""
+def layout_raw(event_id, little=True):
+    """The RAW bytes of one sample of the layout (padded as the kernel does),
+    numbers in the traced kernel's byte order."""
+    raw = bytearray(_layout_raw_le(event_id))
+    if not little:
+        for decl, off, size, _ in FIELDS:
+            if "_loc " in decl or ("[" not in decl and size in (2, 4, 8)):
+                raw[off:off + size] = raw[off:off + size][::-1]
+        raw[0:2], raw[4:8] = raw[0:2][::-1], raw[4:8][::-1]
+    return bytes(raw)
+
+
+def _layout_raw_le(event_id):
     raw = bytearray(126)
     struct.pack_into("<HBBi", raw, 0, event_id, 0, 0, 4242)
     raw[8:24] = b"writer".ljust(16, b"\0")
@@ -165,8 +176,10 @@ CASES = [
 ]
 
 
-def build_cases_file(cases, path):
-    """A perf.data with one tracepoint event per case and one sample each."""
+def build_cases_file(cases, path, little=True, long_size=8, commit_size=8):
+    """A perf.data with one tracepoint event per case and one sample each;
+    the traced kernel's byte order and long size as given (the perf.data
+    itself stays little-endian, as written on this host)."""
     b = Builder(True)
     base = 1000
     texts = []
@@ -181,13 +194,14 @@ def build_cases_file(cases, path):
         attr = Attr(attr_value(size=128, type=2, config=eid, sample_type=sample_type,
                                sample_period=1, flags={"sample_id_all": 1}), ids=[eid])
         attrs.append(attr)
-        raw = layout_raw(eid)
+        raw = layout_raw(eid, little)
         records.append(b.sample(attr, {"identifier": eid, "pid": 4242, "tid": 4242,
                                        "time": 1000000 + k, "cpu": 0, "cpu_res": 0,
                                        "period": 1, "raw": {"size": len(raw),
                                                             "data": raw}}))
     Path(path).write_bytes(b.file(attrs, records, features={
-        Feature.TRACING_DATA: tracing_data([("tfmt", texts)])}))
+        Feature.TRACING_DATA: tracing_data([("tfmt", texts)], little, long_size,
+                                           commit_size)}))
 
 
 HEADER_PAGE = (b"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -200,18 +214,23 @@ HEADER_EVENT = (b"# compressed entry header\n\ttype_len    :    5 bits\n"
                 b"\ttime_stamp : type == 31\n\tdata max type_len  == 28\n")
 
 
-def tracing_data(systems):
-    """TRACING_DATA bytes (version 0.6, little endian, 8-byte longs)."""
+def tracing_data(systems, little=True, long_size=8, commit_size=8):
+    """TRACING_DATA bytes (version 0.6)."""
+    e = "<" if little else ">"
+
     def sized64(blob):
-        return struct.pack("<Q", len(blob)) + blob
-    out = b"\x17\x08\x44tracing0.6\0" + bytes([0, 8]) + struct.pack("<I", 4096)
-    out += b"header_page\0" + sized64(HEADER_PAGE) + b"header_event\0" + sized64(HEADER_EVENT)
-    out += struct.pack("<I", 0)
-    out += struct.pack("<I", len(systems))
+        return struct.pack(e + "Q", len(blob)) + blob
+    page = HEADER_PAGE.replace(b"commit;\toffset:8;\tsize:8;",
+                               b"commit;\toffset:8;\tsize:%d;" % commit_size)
+    out = b"\x17\x08\x44tracing0.6\0" + bytes([0 if little else 1, long_size])
+    out += struct.pack(e + "I", 4096)
+    out += b"header_page\0" + sized64(page) + b"header_event\0" + sized64(HEADER_EVENT)
+    out += struct.pack(e + "I", 0)
+    out += struct.pack(e + "I", len(systems))
     for name, texts in systems:
-        out += name.encode() + b"\0" + struct.pack("<I", len(texts))
+        out += name.encode() + b"\0" + struct.pack(e + "I", len(texts))
         out += b"".join(sized64(t) for t in texts)
-    out += struct.pack("<I", 0) + struct.pack("<I", 0) + sized64(b"")
+    out += struct.pack(e + "I", 0) + struct.pack(e + "I", 0) + sized64(b"")
     return out
 
 
@@ -240,6 +259,27 @@ def test_case_golden(k):
     expected = EXPECTED[k]
     got = format_trace_fields(case_event(k), layout_raw(1000 + k))
     assert got == expected, CASES[k][0]
+
+
+@requires_perf
+@pytest.mark.parametrize("little,long_size,commit_size", [(False, 8, 8), (False, 4, 8),
+                                                          (True, 4, 4)])
+def test_byte_order_and_long_size_against_perf(tmp_path, little, long_size, commit_size):
+    """A big-endian kernel's data, and long sizes: perf takes the long size
+    from header_page's `commit` field, not from the header byte."""
+    path = tmp_path / "cases.data"
+    build_cases_file(CASES, path, little, long_size, commit_size)
+    with perfdata.open(str(path)) as pf:
+        td = tracing_of(pf)
+    assert trace_long_size(td) == commit_size
+    bad = []
+    for name, text in perf_trace_lines(path):
+        k = int(name.split(":c")[1])
+        got = format_trace_fields(case_event(k), layout_raw(1000 + k, little),
+                                  long_size=trace_long_size(td), little=td.little)
+        if got != text:
+            bad.append((CASES[k][0], text, got))
+    assert not bad
 
 
 @requires_perf
@@ -328,7 +368,7 @@ def our_trace_lines(pf, kallsyms=None):
         if raw is None:
             continue
         out.append(("%s:%s" % (ev.system, ev.name), format_trace_fields(
-            ev, bytes(raw["data"]), long_size=td.long_size, little=td.little,
+            ev, bytes(raw["data"]), long_size=trace_long_size(td), little=td.little,
             kallsyms=kallsyms, printk_formats=td.printk_formats)))
     return out
 
