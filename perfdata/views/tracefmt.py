@@ -31,6 +31,7 @@ Nothing here raises on hostile input: reads past the raw data give 0 or
 nothing, and an internal failure falls back to the `[FAILED TO PARSE]`
 listing.
 """
+import functools
 import weakref
 
 __all__ = ["format_trace_fields", "parse_print_fmt", "describe_raw_fields",
@@ -622,6 +623,7 @@ class _Parser:
 
 
 # ---------------------------------------------------------------- parse-time evaluation
+@functools.lru_cache(maxsize=4096)
 def _strtoull(text):
     """C strtoull(text, NULL, 0), wrapped to 64 bits."""
     s = text.lstrip(" \t\n\v\f\r")
@@ -1009,9 +1011,11 @@ class _Printer:
         if kind == "atom":
             return _strtoull(arg.atom)
         if kind == "field":
-            field = arg.field or self.ev.find_any(arg.name)
+            field = arg.field
             if field is None:
-                return 0
+                field = arg.field = self.ev.find_any(arg.name)
+                if field is None:
+                    return 0
             return self.read_number(field.offset, field.size)
         if kind == "type":
             return _eval_type_str(self.num(arg.item, depth + 1), arg.type, False)
@@ -1178,9 +1182,11 @@ class _Printer:
                     pos += el_size
             return b" ".join(out)
         if kind == "string":
-            field = self.ev.find_any(arg.name)
+            field = arg.field
             if field is None:
-                return b""
+                field = arg.field = self.ev.find_any(arg.name)
+                if field is None:
+                    return b""
             offset = self.read_number(field.offset, 4) & 0xffff
             if self.info(field).relative:
                 offset += field.offset + field.size
@@ -1437,6 +1443,7 @@ _FLAG_NAMES = {"HI_SOFTIRQ": 0, "TIMER_SOFTIRQ": 1, "NET_TX_SOFTIRQ": 2,
                "RCU_SOFTIRQ": 9, "HRTIMER_NORESTART": 0, "HRTIMER_RESTART": 1}
 
 
+@functools.lru_cache(maxsize=4096)
 def _eval_flag(text):
     if text[:1].isdigit() and text[:1].isascii():
         return _s64(_strtoull(text))
@@ -1550,6 +1557,7 @@ def _lookup_symbol(kallsyms, addr):
 
 
 # ---------------------------------------------------------------- C printf, one conversion
+@functools.lru_cache(maxsize=1024)
 def _spec(fmt):
     """Split one printf conversion ('%-08.3lx') into flags, width, precision,
     length letters and the conversion letter (any of them may hold '*')."""
