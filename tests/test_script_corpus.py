@@ -54,8 +54,9 @@ def _strip_kernel_symbol(header):
     """A stackless sample's header ends in `addr sym (dso)`: for a kernel
     address keep the address only (perf's kernel map and names come from
     this machine's kernel)."""
-    m = re.search(r"([0-9a-f]{16}) \S+ \(.*\)$", header.rstrip())
-    if m and int(m.group(1), 16) >= 1 << 63:
+    m = re.search(r"([0-9a-f]+) \S+ \((.*)\)$", header.rstrip())
+    if m and (int(m.group(1), 16) >= 1 << 63 or m.group(2).startswith("[kernel")
+              or m.group(2).endswith(".ko")):
         return header[:m.end(1)]
     return header.rstrip()
 
