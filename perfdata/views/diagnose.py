@@ -88,6 +88,12 @@ CLASSES = {
                     "REGS_USER"),
 }
 ORDER = list(CLASSES)
+# Where a frame-pointer walk ends by itself: %rbp is 0 there (set by _start,
+# clone, makecontext), or the function is the thread's or process's first.
+NATURAL_ENDS = frozenset(STACK_BOTTOMS | {
+    "__libc_start_call_main", "__libc_start_main", "__libc_start_main_impl",
+    "__libc_start_main_alias_2", "start_thread", "thread_start", "_dl_start_user",
+    "_dl_start", "__GI___clone3_internal"})
 MAX_DWARF_STACK = 65528          # perf's limit: u16, multiple of 8
 _BAD_UNWIND = ("cfa-not-increasing", "bad-cfi", "zero-ra")
 
@@ -129,7 +135,7 @@ class Diagnosis:
         if st is None:
             st = self.classes[cls] = ClassStats(cls)
         st.frames += frames
-        key = id(sample)
+        key = self.total_samples      # the sample being added (ids are reused)
         if st._last != key:
             st._last = key
             st.samples += 1
@@ -156,9 +162,14 @@ class Diagnosis:
         broken_after = None
         if sample.stop_reason is None:
             broken_after = self._fp_break(sample, frames)
+            if broken_after is None:
+                self._fp_truncated(sample, frames)
         for i, f in enumerate(frames):
             if broken_after is not None and i > broken_after and not f.kernel:
                 cls, b = "fp-broken", broken_binary(frames[broken_after])
+                if i == broken_after + 1:
+                    fn = self._hit(cls, sample, 0).detail.setdefault("functions", Counter())
+                    fn[frames[broken_after].symbol] += 1
             else:
                 cls, b = self._classify(sample, f, exclude_kernel)
             self._hit(cls, sample, 1, b)
@@ -263,6 +274,25 @@ class Diagnosis:
             if self._has_no_frame_pointer(f):
                 return i
         return None
+
+    def _fp_truncated(self, sample, frames):
+        """A -g chain that ends before any function that starts a stack: the
+        walk lost the frame-pointer chain (a function without frame pointers
+        left another value in %rbp).  Counted as a sample of fp-broken, blamed
+        on the innermost function known to lack frame pointers."""
+        user = [f for f in frames if not f.kernel and not f.inlined]
+        if not user or len(user) >= self.ss.max_stack:
+            return
+        last = user[-1]
+        if last.symbol is None or last.symbol in NATURAL_ENDS:
+            return
+        blame = next((f for f in user if self._has_no_frame_pointer(f)), None)
+        if blame is None:
+            return
+        st = self._hit("fp-broken", sample, 0, broken_binary(blame))
+        st.detail["truncated"] = st.detail.get("truncated", 0) + 1
+        fn = st.detail.setdefault("functions", Counter())
+        fn[blame.symbol] += 1
 
     def _has_no_frame_pointer(self, f):
         """True when the function's code is known and sets up no frame pointer
@@ -495,6 +525,10 @@ def describe(result, path):
             lines.append("  example: %s %d/%d %d.%09d: %s" % (
                 ex["comm"], ex["pid"], ex["tid"], ex["time"] // 10**9, ex["time"] % 10**9,
                 " <- ".join(ex["stack"])))
+        fns = (c.get("detail") or {}).get("functions")
+        if fns:
+            lines.append("  functions: %s" % ", ".join(
+                "%s (%d)" % (name, n) for name, n in Counter(fns).most_common(5)))
         if c["fix"]:
             lines.append("  fix: %s" % c["fix"])
     return "\n".join(lines) + "\n"
