@@ -95,7 +95,8 @@ RECORDINGS = {
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory):
     """{name: path} of small files recorded with perf 6.x (see RECORDINGS), plus
-    'pipe' (perf record -o -) and 'fp_inject_pipe' (perf inject of 'fp' to a pipe)."""
+    'pipe' (perf record -o -) and 'fp_inject_pipe', 'zstd_inject_pipe' (perf inject
+    of 'fp' and 'zstd' to a pipe)."""
     if not _CAN_RECORD:
         pytest.skip(_WHY_NOT)
     out = {}
@@ -111,13 +112,17 @@ def recorded(tmp_path_factory):
                              + WORKLOAD, stdout=f, stderr=subprocess.PIPE, timeout=120)
     if res.returncode == 0 and path.stat().st_size > 16:
         out["pipe"] = path
-    if "fp" in out:
-        path = tmp / "fp_inject_pipe.data"
+    # The same recordings converted to pipe mode by perf inject (perf 6.1's
+    # inject has no -z and passes COMPRESSED records through as they are).
+    for name in ("fp", "zstd"):
+        if name not in out:
+            continue
+        path = tmp / ("%s_inject_pipe.data" % name)
         with open(path, "wb") as f:
-            res = subprocess.run([PERF, "inject", "-i", str(out["fp"]), "-o", "-"],
+            res = subprocess.run([PERF, "inject", "-i", str(out[name]), "-o", "-"],
                                  stdout=f, stderr=subprocess.PIPE, timeout=120)
         if res.returncode == 0 and path.stat().st_size > 16:
-            out["fp_inject_pipe"] = path
+            out["%s_inject_pipe" % name] = path
     return out
 
 

@@ -26,7 +26,7 @@ from synth import plain
 pytestmark = requires_perf
 
 RECORDED = ["fp", "plain", "dwarf", "zstd", "twoev", "tracepoint", "threads", "group",
-            "pipe", "fp_inject_pipe"]
+            "pipe", "fp_inject_pipe", "zstd_inject_pipe"]
 PERF_NOISE = ("unexpected end of event stream", "Failed to process auxtrace index")
 SCRIPT_LINE = re.compile(r"^\s*(-?\d+)/(-?\d+)\s+(?:\[(-?\d+)\]\s+)?(\d+)\.(\d+):\s+"
                          r"(?:(\d+)\s+)?(\S+):\s+([0-9a-f]+)")
@@ -42,8 +42,18 @@ def _normalise(text):
             if line.strip() and not any(noise in line for noise in PERF_NOISE)]
 
 
+# perf 6.1 quirks on recorded files, with the reason.
+STATS_QUIRKS = {
+    "zstd_inject_pipe": "perf 6.1 `report --stats` fails on COMPRESSED records in pipe "
+                        "mode ('Couldn't decompress data ... failed to process type: 81'), "
+                        "even on its own inject output; `perf script` reads the same file",
+}
+
+
 @pytest.mark.parametrize("name", RECORDED)
 def test_stats_equal_perf_report(recorded, name):
+    if name in STATS_QUIRKS:
+        pytest.skip(STATS_QUIRKS[name])
     path = need(recorded, name)
     want, _ = perf_out(["report", "-i", str(path), "--stats"])
     assert "TOTAL events" in want
@@ -232,18 +242,20 @@ def test_fp_callchains_equal_perf_script(recorded, name):
 def _counts(path, skip=()):
     pf = perfdata.open(str(path))
     counts = {}
-    for rec in pf.records(order="file"):
+    for rec in pf.records(order="file", include_compressed=True):
         if rec.type not in skip:
             counts[rec.type] = counts.get(rec.type, 0) + 1
     return counts
 
 
-def test_file_and_inject_pipe_hold_the_same_records(recorded):
-    plain_path = need(recorded, "fp")
-    pipe_path = need(recorded, "fp_inject_pipe")
+@pytest.mark.parametrize("name", ["fp", "zstd"])
+def test_file_and_inject_pipe_hold_the_same_records(recorded, name):
+    plain_path = need(recorded, name)
+    pipe_path = need(recorded, name + "_inject_pipe")
     pipe_extras = (RT.HEADER_ATTR, RT.HEADER_FEATURE, RT.HEADER_BUILD_ID,
                    RT.HEADER_TRACING_DATA, RT.HEADER_EVENT_TYPE)
     assert _counts(plain_path) == _counts(pipe_path, skip=pipe_extras)
+    assert _counts(plain_path)[RT.SAMPLE] > 50
     a = [plain(r.parse()) for r in perfdata.open(str(plain_path)).samples()]
     b = [plain(r.parse()) for r in perfdata.open(str(pipe_path)).samples()]
     assert a == b
