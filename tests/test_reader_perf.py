@@ -272,3 +272,25 @@ def test_threads_directory_reads_every_data_file(recorded):
     assert pf.is_directory and pf.data_files
     files = {rec.file for rec in pf.records(order="file")}
     assert 0 in files and len(files) > 1
+
+
+def test_live_pipe_from_perf_record(tmp_path):
+    """perf record -o - | tee copy | perfdata stats -: what the reader counts
+    from a live pipe equals perf report --stats on the copy."""
+    from conftest import REPO, WORKLOAD
+    import sys
+    copy = tmp_path / "live.data"
+    rec = subprocess.Popen([PERF, "record", "-q", "-g", "-o", "-", "--"] + WORKLOAD,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    tee = subprocess.Popen(["tee", str(copy)], stdin=rec.stdout, stdout=subprocess.PIPE)
+    rec.stdout.close()
+    ours = subprocess.run([sys.executable, "-c", "import sys, cli; sys.exit(cli.main())",
+                           "stats", "-"], stdin=tee.stdout, capture_output=True,
+                          cwd=str(REPO), timeout=120)
+    tee.stdout.close()
+    rec.wait(60)
+    tee.wait(60)
+    assert ours.returncode == 0, ours.stderr
+    want, _ = perf_out(["report", "-i", str(copy), "--stats"])
+    assert "SAMPLE events" in want
+    assert _normalise(ours.stdout.decode()) == _normalise(want)
