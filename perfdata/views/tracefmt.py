@@ -1263,8 +1263,7 @@ class _Printer:
             if letter in ("F", "S"):
                 out += b"+0x%x" % ((val - start) & _U64)
             return out
-        if self.long_size == 4:
-            return b"0x%x" % val
+        # "0x%lx" of (long)val or "0x%llx": the same on a 64-bit host
         return b"0x%x" % val
 
     def field_bytes(self, arg, size):
