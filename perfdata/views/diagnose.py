@@ -80,8 +80,9 @@ CLASSES = {
     "dwarf-no-map": ("problem", "DWARF unwind stopped at an address in no mapping",
                      "JIT code cannot be unwound with DWARF: use frame pointers in the JIT"),
     "dwarf-max-depth": ("note", "DWARF unwind stopped at --max-stack", "raise --max-stack"),
-    "dwarf-bad-unwind": ("problem", "DWARF unwind stopped on bad CFI or a bad return address "
-                         "(cfa-not-increasing, bad-cfi, zero-ra)",
+    "dwarf-bad-unwind": ("problem", "DWARF unwind went astray: bad CFI, a bad return address "
+                         "or a read outside the recorded stack although all of it was there "
+                         "(cfa-not-increasing, bad-cfi, zero-ra, read-outside-stack)",
                          "check the binary's CFI (hand-written assembly?)"),
     "ip-mismatch": ("note", "REGS_USER ip differs from the sample ip (precise_ip skid)",
                     "nothing to fix: the leaf is the sample ip, the unwind starts from "
@@ -348,8 +349,15 @@ class Diagnosis:
         last = user[-1] if user else None
         lastbin = (last.dso_path or last.dso, last.build_id) if last is not None else None
         if reason == "stack-exhausted":
-            st = self._hit("dwarf-stack-exhausted", sample, 0, lastbin)
             need = self._stack_needed(sample)
+            dyn = (sample.fields.get("stack_user") or {}).get("dyn_size")
+            if need is not None and dyn and need <= dyn:
+                # The whole stack was there: the unwind went astray (a
+                # register the CFI trusts held another value).
+                st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
+                st.detail["read-outside-stack"] = st.detail.get("read-outside-stack", 0) + 1
+                return
+            st = self._hit("dwarf-stack-exhausted", sample, 0, lastbin)
             d = st.detail
             d["recorded"] = max(d.get("recorded", 0), _stack_size(sample))
             if need is None:

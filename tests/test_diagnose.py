@@ -1,0 +1,198 @@
+"""perfdata diagnose against planted causes.
+
+Each program under tests/diagnose_progs plants one cause; perf 6.1's own
+`perf script` of the same recording is the oracle for the counts (the frames
+it cannot name, the samples whose stack never reaches main), and applying the
+fix diagnose prints (the debug file, the old binary, the suggested DWARF
+stack size) must empty the class on the next run.
+"""
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+from conftest import REPO, requires_perf, run_cli
+from script_compare import parse_samples
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
+import util  # noqa: E402
+
+SAMPLES = REPO / "samples"
+needs_tools = pytest.mark.skipif(util.have_tools("gcc", "objcopy", "strip") is not None,
+                                 reason=util.have_tools("gcc", "objcopy", "strip") or "")
+
+
+def _frames_in(text, binary, unknown_only=False):
+    n = 0
+    for _, frames in parse_samples(text):
+        for _, sym, dso in frames:
+            if dso == binary and (not unknown_only or sym.startswith("[unknown]")):
+                n += 1
+    return n
+
+
+# ------------------------------------------------------------ planted causes
+@requires_perf
+@needs_tools
+def test_no_debuginfo_named_then_fixed_by_debug_dir(tmp_path):
+    exe = util.build("hot.c", tmp_path / "hot")
+    util.split_debug(exe, tmp_path / "hot.debug")
+    bid = util.build_id(exe)
+    data = util.record(tmp_path, exe, tmp_path / "hot.data")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res, _ = util.diagnose(data, "--buildid-dir", str(empty))
+    c = util.cls(res, "no-debuginfo")
+    assert c is not None, res
+    # perf cannot name them either: its [unknown] frames in the binary.
+    perf_unknown = _frames_in(util.perf_script(tmp_path, data), exe, unknown_only=True)
+    assert c["frames"] == perf_unknown > 0
+    assert c["binaries"][0]["path"] == exe and c["binaries"][0]["build_id"] == bid
+    fix = c["binaries"][0]["fix"]
+    want = ".build-id/%s/%s.debug" % (bid[:2], bid[2:])
+    assert want in fix and "--debuginfod" in fix
+    # Apply the fix printed.
+    target = tmp_path / "dbg" / want
+    target.parent.mkdir(parents=True)
+    shutil.copy(tmp_path / "hot.debug", target)
+    res2, _ = util.diagnose(data, "--buildid-dir", str(empty), "--debug-dir",
+                            str(tmp_path / "dbg"))
+    assert util.cls(res2, "no-debuginfo") is None
+    rc, out, _ = run_cli(["script", data, "-F", "ip,sym,dso", "--buildid-dir", str(empty),
+                          "--debug-dir", str(tmp_path / "dbg")])
+    assert "hot_inner" in out and _frames_in(out, exe, unknown_only=True) == 0
+
+
+@requires_perf
+@needs_tools
+def test_stale_binary_named_then_fixed_with_the_old_copy(tmp_path):
+    exe = util.build("hot.c", tmp_path / "hot", "-DVARIANT=1")
+    old_bid = util.build_id(exe)
+    saved = tmp_path / "hot.orig"
+    shutil.copy(exe, saved)
+    data = util.record(tmp_path, exe, tmp_path / "hot.data")
+    util.build("hot.c", tmp_path / "hot", "-DVARIANT=2")      # rebuilt after recording
+    assert util.build_id(exe) != old_bid
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res, _ = util.diagnose(data, "--buildid-dir", str(empty))
+    c = util.cls(res, "buildid-mismatch")
+    assert c is not None, res
+    # perf 6.1 refuses the rebuilt binary too: every frame in it is [unknown].
+    text = util.perf_script(tmp_path, data)
+    assert c["frames"] == _frames_in(text, exe, unknown_only=True) == _frames_in(text, exe) > 0
+    assert "perf buildid-cache" in c["fix"] and "archive" in c["fix"]
+    d = tmp_path / "dbg" / ".build-id" / old_bid[:2]
+    d.mkdir(parents=True)
+    shutil.copy(saved, d / old_bid[2:])
+    res2, _ = util.diagnose(data, "--buildid-dir", str(empty), "--debug-dir",
+                            str(tmp_path / "dbg"))
+    assert util.cls(res2, "buildid-mismatch") is None
+
+
+@requires_perf
+@needs_tools
+def test_frame_pointer_chain_broken(tmp_path):
+    exe = util.build("nofp.c", tmp_path / "nofp")
+    data = util.record(tmp_path, exe, tmp_path / "nofp.data")
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "fp-broken")
+    assert c is not None, res
+    samples = parse_samples(util.perf_script(tmp_path, data))
+    # Ground truth: every sample runs under nofp_mid, which keeps no frame
+    # pointer, so no -g chain reaches main; perf's output shows it.
+    lost = sum(1 for _, frames in samples if not any(s.startswith("main+") for _, s, _ in frames))
+    assert lost == len(samples) > 0
+    assert c["samples"] == lost
+    assert c["binaries"][0]["path"] == exe
+    assert "-fno-omit-frame-pointer" in c["fix"] and "--call-graph=dwarf" in c["fix"]
+    # The fix: a DWARF recording reaches main through nofp_mid.
+    data2 = util.record(tmp_path, exe, tmp_path / "nofp.dwarf.data",
+                        opts=("--call-graph=dwarf",), freq="200")
+    res2, _ = util.diagnose(data2)
+    assert util.cls(res2, "fp-broken") is None
+    rc, out, _ = run_cli(["script", data2, "-F", "comm,ip,sym,dso"])
+    stacks = [[s for _, s, _ in fr] for _, fr in parse_samples(out)]
+    deep = [s for s in stacks if "fp_leaf" in s]
+    assert deep and all("nofp_mid" in s and "main" in s for s in deep)
+
+
+@requires_perf
+@needs_tools
+def test_dwarf_stack_exhausted_and_suggested_size_suffices(tmp_path):
+    exe = util.build("deep.c", tmp_path / "deep")
+    data = util.record(tmp_path, exe, tmp_path / "deep.data",
+                       opts=("--call-graph=dwarf",), freq="200")
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "dwarf-stack-exhausted")
+    assert c is not None, res
+    # perf cannot reach main either in the samples cut by the 8 KiB snapshot.
+    samples = parse_samples(util.perf_script(tmp_path, data))
+    cut = sum(1 for _, fr in samples if not any(s.startswith("main") for _, s, _ in fr))
+    assert c["samples"] == cut > 0
+    size = c["detail"]["suggested"]
+    assert 8192 < size <= 65528 and "--call-graph=dwarf,%d" % size in c["fix"]
+    data2 = util.record(tmp_path, exe, tmp_path / "deep2.data",
+                        opts=("--call-graph=dwarf,%d" % size,), freq="200")
+    res2, _ = util.diagnose(data2)
+    assert util.cls(res2, "dwarf-stack-exhausted") is None, res2
+    samples2 = parse_samples(util.perf_script(tmp_path, data2))
+    assert all(any(s.startswith("main") for _, s, _ in fr) for _, fr in samples2)
+
+
+# ----------------------------------------- committed recordings, perf goldens
+def _golden(name):
+    path = SAMPLES / "expected" / ("%s.script.txt" % name)
+    if not path.exists():
+        pytest.skip("golden %s missing" % path)
+    return path.read_text()
+
+
+def test_coroutine_bottom_garbage_counts_match_perf():
+    text = _golden("coroutine.fp")
+    past, hit = 0, 0
+    for _, frames in parse_samples(text):
+        syms = [s for _, s, _ in frames]
+        idx = next((i for i, s in enumerate(syms) if s.startswith("__start_context")), None)
+        if idx is not None and idx < len(syms) - 1:
+            past += len(syms) - idx - 1
+            hit += 1
+    res, _ = util.diagnose(SAMPLES / "coroutine.fp.data")
+    c = util.cls(res, "bottom-garbage-dropped")
+    assert c["frames"] == past > 0 and c["samples"] == hit
+
+
+def test_plt_and_vdso_resolutions_match_perf():
+    # perf 6.1 names .plt stubs `_init+0x..`: one per PLT frame.
+    text = _golden("plt_loop.fp")
+    plt = sum(1 for _, fr in parse_samples(text) for _, s, d in fr
+              if d.endswith("/plt_loop") and re.match(r"_init\+0x", s))
+    res, _ = util.diagnose(SAMPLES / "plt_loop.fp.data")
+    assert util.cls(res, "resolved-plt")["frames"] == plt > 0
+    text = _golden("vdso_clock.fp")
+    vdso = sum(1 for _, fr in parse_samples(text) for _, s, d in fr if d == "[vdso]")
+    res, _ = util.diagnose(SAMPLES / "vdso_clock.fp.data")
+    assert util.cls(res, "resolved-vdso")["frames"] == vdso > 0
+
+
+def test_stripped_sample_then_debug_dir():
+    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data")
+    assert util.cls(res, "no-debuginfo")["frames"] > 0
+    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data", "--debug-dir",
+                           str(SAMPLES / "debug"))
+    assert util.cls(res, "no-debuginfo") is None
+
+
+def test_clean_file_says_so():
+    rc, out, err = run_cli(["diagnose", str(SAMPLES / "cpp_inline.dwarf.data")])
+    assert rc == 0 and "no problem found" in out, out + err
+
+
+def test_bad_input_is_an_error_not_a_traceback(tmp_path):
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(b"PERFILE2" + b"\xff" * 100)
+    for cmd in ("diagnose", "buildids", "archive"):
+        rc, out, err = run_cli([cmd, str(bad)])
+        assert rc == 2 and "Traceback" not in err and "error" in err
