@@ -90,25 +90,22 @@ class KernelSymbols:
     @classmethod
     def from_file(cls, path: str) -> "KernelSymbols":
         """Parse a kallsyms file; an unreadable one gives an empty table with
-        a warning."""
-        import os
-        import stat
-        try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError("not a regular file")
-            # /proc files report size 0: read with a cap instead of trusting it.
-            with open(path, "rb") as f:
-                data = f.read(MAX_KALLSYMS_SIZE + 1)
-        except OSError as e:
+        a warning.  Parsed tables are kept in a cache file keyed by the text's
+        hash (parsing the 120k lines of a kernel's kallsyms takes a second)."""
+        data = _read_kallsyms(path)
+        if isinstance(data, str):
             t = cls()
-            t.warnings.append(f"{path}: {e.strerror or e}")
+            t.warnings.append(data)
             return t
-        if len(data) > MAX_KALLSYMS_SIZE:
-            t = cls()
-            t.warnings.append(f"{path}: larger than {MAX_KALLSYMS_SIZE} bytes")
-            return t
-        return cls.parse(data.decode("utf-8", "replace"), source=path)
+        import hashlib
+        key = hashlib.sha1(data).hexdigest()
+        cached = _load_cached(key)
+        if cached is not None:
+            return cached
+        table = cls.parse(data.decode("utf-8", "replace"), source=path)
+        if len(table) and not table.warnings:
+            _save_cached(key, table)
+        return table
 
     def __len__(self) -> int:
         return len(self._syms)
@@ -124,3 +121,77 @@ class KernelSymbols:
             return None
         s = self._syms[i]
         return s if address < s.start + s.size else None
+
+
+def _read_kallsyms(path: str):
+    """The bytes of a kallsyms file, or a warning string."""
+    import os
+    import stat
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file")
+        # /proc files report size 0: read with a cap instead of trusting it.
+        with open(path, "rb") as f:
+            data = f.read(MAX_KALLSYMS_SIZE + 1)
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    if len(data) > MAX_KALLSYMS_SIZE:
+        return f"{path}: larger than {MAX_KALLSYMS_SIZE} bytes"
+    return data
+
+
+# ---------------------------------------------------------------- the cache
+_CACHE_VERSION = 2
+
+
+def _cache_path(key: str) -> str:
+    import os
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "perfdata", "kallsyms-%s.marshal" % key)
+
+
+def _load_cached(key: str) -> "KernelSymbols | None":
+    import marshal
+    from array import array
+    try:
+        with open(_cache_path(key), "rb") as f:
+            version, names, starts, sizes, modules = marshal.load(f)
+        names, modules = names.split("\n"), modules.split("\n")
+        a_starts, a_sizes = array("Q"), array("Q")
+        a_starts.frombytes(starts)
+        a_sizes.frombytes(sizes)
+    except (OSError, ValueError, EOFError, TypeError, AttributeError):
+        return None
+    if version != _CACHE_VERSION or \
+            not len(names) == len(a_starts) == len(a_sizes) == len(modules):
+        return None
+    table = KernelSymbols.__new__(KernelSymbols)
+    table._syms = [KernelSymbol(n, a, z, m or None)
+                   for n, a, z, m in zip(names, a_starts, a_sizes, modules)]
+    table._starts = a_starts.tolist()
+    table.warnings = []
+    return table
+
+
+def _save_cached(key: str, table: "KernelSymbols") -> None:
+    import marshal
+    import os
+    import tempfile
+    from array import array
+    path = _cache_path(key)
+    syms = table._syms
+    if any("\n" in s.name or "\n" in (s.module or "") for s in syms):
+        return
+    data = (_CACHE_VERSION, "\n".join(s.name for s in syms),
+            array("Q", [s.start for s in syms]).tobytes(),
+            array("Q", [s.size for s in syms]).tobytes(),
+            "\n".join(s.module or "" for s in syms))
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
+        with os.fdopen(fd, "wb") as f:
+            marshal.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
