@@ -65,15 +65,15 @@ def _addr_text(address):
 
 
 class Entry:
-    __slots__ = ("key", "level", "self_period", "children", "samples", "sym_sort")
+    __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved")
 
-    def __init__(self, key, level, sym_sort):
+    def __init__(self, key, level, unresolved):
         self.key = key
         self.level = level
         self.self_period = 0
         self.children = 0
         self.samples = 0
-        self.sym_sort = sym_sort
+        self.unresolved = unresolved
 
 
 class EventHistogram:
@@ -93,9 +93,8 @@ class Report:
         self.sampler = sampler
         self.hists = {}
 
-    def _frame_entry(self, hist, sample, frame, level, suffix=""):
+    def _frame_entry(self, hist, sample, frame, level, suffix="", in_chain=False):
         values = []
-        sym_sort = None
         for key in self.sort_keys:
             if key == "comm":
                 values.append(sample.comm)
@@ -108,12 +107,16 @@ class Report:
                 if frame.symbol is not None:
                     name = perf_short_name(frame.symbol) + suffix
                     values.append(("s", name))
+                elif in_chain and frame.avma is not None:
+                    # perf's callchain entries without a symbol carry the
+                    # absolute address, its sample entries the map-relative one.
+                    values.append(("a", frame.avma))
                 else:
                     values.append(("a", frame.address))
         key = (level,) + tuple(values)
         entry = hist.entries.get(key)
         if entry is None:
-            entry = hist.entries[key] = Entry(tuple(values), level, sym_sort)
+            entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None)
         return entry
 
     def _real_frame(self, sample, frames, index):
@@ -162,11 +165,10 @@ class Report:
             for i, frame in enumerate(frames):
                 lvl = level if i == 0 else ("k" if frame.kernel else ".")
                 e = self._frame_entry(hist, sample, frame, lvl,
-                                      " (inlined)" if frame.inlined else "")
+                                      " (inlined)" if frame.inlined else "", in_chain=True)
                 if id(e) not in seen:
                     seen.add(id(e))
                     e.children += period
-                entry.children += period
 
     # ---------------------------------------------------------------- text
     def _cell(self, key, value, level):
@@ -227,8 +229,7 @@ class Report:
                 widths[i] = max(widths[i], len(text))
         # perf's hists__calc_col_len(): an entry without a symbol makes room
         # for a 16-digit address, in the symbol and the dso columns.
-        if any(v[0] == "a" for e in entries
-               for k, v in zip(self.sort_keys, e.key) if k == "sym"):
+        if any(e.unresolved for e in entries):
             for i, k in enumerate(self.sort_keys):
                 if k == "sym":
                     widths[npct + i] = max(widths[npct + i], 16 + 4 + 2)
