@@ -1,0 +1,162 @@
+"""`perfdata export --format speedscope`: speedscope's JSON file format.
+
+https://www.speedscope.app/file-format-schema.json (speedscope's
+src/lib/file-format-spec.ts): a `shared.frames` table and one `sampled`
+profile per thread (per event and thread when the file has several events
+with samples).  Each input sample is one entry of `samples` (its stack as
+frame indices, outermost call first) with its weight at the same index of
+`weights`: the sample's period by default (`unit` nanoseconds for the
+software clock events, whose period is in ns, else none), or 1 with
+`--weight samples`.  Frame names are the folded-stack names (perf's short
+C++ names, `[dso]` for a frame without a symbol), `file` the dso path.
+"""
+import json
+import sys
+
+from .collapse import CollapseOptions, frame_names, open_output
+from .options import add_symbolize_options, make_sample_symbolizer
+from .progress import sample_progress
+
+SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+_NS_EVENTS = ("cpu-clock", "task-clock")
+
+
+def _unit(event, weight):
+    if weight == "samples":
+        return "none"
+    base = event.name.split(":", 1)[0]
+    return "nanoseconds" if base in _NS_EVENTS else "none"
+
+
+class SpeedscopeBuilder:
+    def __init__(self, weight="period", name=None):
+        self.weight = weight
+        self.name = name
+        self.frames = []
+        self.frame_index = {}
+        self.profiles = {}      # (event index, pid, tid) -> dict
+        self.order = []
+        self.events = {}
+        self._opts = CollapseOptions()
+        self._stack_cache = {}
+
+    def _frame(self, name, file, kernel):
+        key = (name, file)
+        idx = self.frame_index.get(key)
+        if idx is None:
+            idx = self.frame_index[key] = len(self.frames)
+            entry = {"name": name}
+            if file:
+                entry["file"] = file
+            self.frames.append(entry)
+        return idx
+
+    def _stack(self, frames):
+        hit = self._stack_cache.get(id(frames))
+        if hit is not None and hit[0] is frames:
+            return hit[1]
+        stack = []
+        for fr in reversed(frames):
+            # The dso as the profile names it (not where its copy was found).
+            file = fr.dso if fr.dso and not fr.dso.startswith("[") else None
+            for name in frame_names(fr, self._opts):
+                stack.append(self._frame(name, file, fr.kernel))
+        if len(self._stack_cache) > 100000:
+            self._stack_cache.clear()
+        self._stack_cache[id(frames)] = (frames, stack)
+        return stack
+
+    def add(self, sample):
+        key = (sample.event.index, sample.pid, sample.tid)
+        prof = self.profiles.get(key)
+        if prof is None:
+            prof = self.profiles[key] = {"comm": sample.comm, "event": sample.event,
+                                         "samples": [], "weights": [],
+                                         "first": sample.time, "last": sample.time}
+            self.order.append(key)
+            self.events[sample.event.index] = sample.event
+        prof["comm"] = sample.comm      # the thread's latest name
+        prof["samples"].append(self._stack(sample.frames))
+        w = 1 if self.weight == "samples" else (sample.period or 0)
+        prof["weights"].append(w)
+        prof["last"] = sample.time
+
+    def document(self):
+        profiles = []
+        several_events = len(self.events) > 1
+        keys = sorted(self.order, key=lambda k: (k[0], k[1], k[2]))
+        for key in keys:
+            prof = self.profiles[key]
+            event = prof["event"]
+            name = "%s (%d/%d)" % (prof["comm"], key[1], key[2])
+            if several_events:
+                name += " " + event.name
+            total = sum(prof["weights"])
+            profiles.append({
+                "type": "sampled",
+                "name": name,
+                "unit": _unit(event, self.weight),
+                "startValue": 0,
+                "endValue": total,
+                "samples": prof["samples"],
+                "weights": prof["weights"],
+            })
+        doc = {
+            "$schema": SCHEMA,
+            "shared": {"frames": self.frames},
+            "profiles": profiles,
+            "activeProfileIndex": 0,
+            "exporter": "perfdata",
+        }
+        if self.name:
+            doc["name"] = self.name
+        return doc
+
+
+def run(args, out):
+    import os
+    import perfdata
+    if args.format != "speedscope":
+        sys.stderr.write("perfdata: error: unknown export format %r\n" % args.format)
+        sys.exit(2)
+    pf = perfdata.open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    builder = SpeedscopeBuilder(args.weight, name=os.path.basename(str(args.file)))
+    try:
+        for sample in sample_progress(samples, pf, "export"):
+            builder.add(sample)
+    finally:
+        _warn(pf, samples.symbolizer.warnings)
+    doc = builder.document()
+    if not doc["profiles"]:
+        sys.stderr.write("perfdata: note: no samples; the profile is empty\n")
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
+    try:
+        json.dump(doc, stream, separators=(",", ":"))
+        stream.write("\n")
+    finally:
+        if close:
+            stream.close()
+
+
+def _warn(pf, extra=()):
+    seen = set()
+    for message in list(pf.warnings) + list(extra):
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write("perfdata: warning: %s\n" % message)
+
+
+def register(subparsers):
+    p = subparsers.add_parser("export", help="the profile in another tool's format (speedscope)")
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    p.add_argument("-o", "--output", help="write here (default: standard output)")
+    p.add_argument("--format", default="speedscope", choices=("speedscope",),
+                   help="output format (speedscope)")
+    p.add_argument("--weight", choices=("period", "samples"), default="period",
+                   help="sample weight: its period (default) or 1")
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
