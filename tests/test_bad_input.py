@@ -44,12 +44,17 @@ def time_limit(seconds):
 
 
 def walk(path):
-    """(records as (type, offset, size) in file order, error or None, warnings)."""
+    """(records as (type, offset, end) in file order, error or None, warnings).
+    end is where the top-level record ends: for a record inside a COMPRESSED
+    record (which has the offset of its container), the container's end."""
     recs, error = [], None
     try:
         pf = perfdata.open(str(path))
+        end = 0
         for rec in pf.records(order="file", include_compressed=True):
-            recs.append((rec.type, rec.offset, rec.size))
+            if not rec.compressed:
+                end = rec.offset + rec.size
+            recs.append((rec.type, rec.offset, end))
         warnings = pf.warnings
     except PerfDataError as exc:
         error = exc
@@ -87,9 +92,9 @@ def check_truncations(path, tmp_path, every_inside=1):
     assert error is None and full
     # Records at the top level only (those inside COMPRESSED share its offset).
     top = []
-    for rtype, offset, size in full:
+    for rtype, offset, end in full:
         if not top or offset != top[-1][1]:
-            top.append((rtype, offset, size))
+            top.append((rtype, offset, end - offset))
     cuts = _truncation_cases(data, top)
     cut_file = tmp_path / "cut.data"
     for n, cut in enumerate(cuts):
@@ -99,7 +104,7 @@ def check_truncations(path, tmp_path, every_inside=1):
         cut_file.write_bytes(data[:cut])
         with time_limit(10):
             got, error, warnings = walk(cut_file)
-        complete = [r for r in full if r[1] + r[2] <= cut]
+        complete = [r for r in full if r[2] <= cut]
         # every complete record before the cut is delivered, nothing after it
         assert got[:len(complete)] == complete, cut
         assert all(r[1] < cut for r in got), cut
@@ -119,6 +124,10 @@ def test_truncation_recorded_file(recorded, tmp_path):
 
 def test_truncation_recorded_pipe(recorded, tmp_path):
     check_truncations(need(recorded, "pipe"), tmp_path, every_inside=3)
+
+
+def test_truncation_recorded_zstd(recorded, tmp_path):
+    check_truncations(need(recorded, "zstd"), tmp_path, every_inside=3)
 
 
 @pytest.mark.parametrize("little", [True, False], ids=["le", "be"])
