@@ -21,6 +21,7 @@ first candidate that verifies).
 """
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import os
 import sys
@@ -179,6 +180,12 @@ class DebuginfodClient:
                                                                  exc.reason))
             else:
                 self._warn("debuginfod %s: no %s for build-id %s (404)" % (base, kind, bid))
+            return False
+        except http.client.HTTPException as exc:
+            # IncompleteRead (the server closed before Content-Length), a
+            # malformed status line or headers.
+            self._warn("debuginfod %s: %s %s: bad answer (%s: %s); not used"
+                       % (base, bid, kind, type(exc).__name__, exc))
             return False
         except (urllib.error.URLError, OSError, ValueError) as exc:
             # Refused, unreachable, timed out, reset mid-transfer, bad URL.
