@@ -771,8 +771,11 @@ def _eval_type_str(val, ctype, pointer):
 
 
 # ---------------------------------------------------------------- print fmt segments
+_SIMPLE_INT = {"d": True, "i": True, "u": False}
+
+
 class _Segment:
-    __slots__ = ("kind", "format", "arg", "len_arg", "ls")
+    __slots__ = ("kind", "format", "arg", "len_arg", "ls", "text", "simple")
 
     def __init__(self, kind, fmt, arg=None, len_arg=None, ls=0):
         self.kind = kind            # "text", "digit", "pointer", "string"
@@ -780,6 +783,14 @@ class _Segment:
         self.arg = arg
         self.len_arg = len_arg
         self.ls = ls
+        self.text = fmt.encode("latin-1", "replace") if kind == "text" else None
+        # %d %u %ld %llx ... without flags, width or precision: (bits, signed, hex)
+        self.simple = None
+        if kind == "digit" and len_arg is None and 0 <= ls <= 2:
+            mods, conv = fmt[1:-1], fmt[-1:]
+            if mods in ("", "l", "ll") and (conv in _SIMPLE_INT or conv == "x"):
+                self.simple = (64 if mods else 32, _SIMPLE_INT.get(conv, False),
+                               conv == "x")
 
 
 def _pointer_ext(fmt, i):
@@ -1379,7 +1390,20 @@ class _Printer:
         out = []
         for seg in segments:
             if seg.kind == "text":
-                out.append(seg.format.encode("latin-1", "replace"))
+                out.append(seg.text)
+                continue
+            simple = seg.simple
+            if simple is not None:
+                # the cast (int/long) and printf's read agree: same width
+                val = self.num(seg.arg)
+                bits, signed, hexa = simple
+                if bits == 32 or seg.ls == 0:
+                    val &= 0xffffffff
+                    if bits == 32 and signed and val >> 31:
+                        val -= 1 << 32
+                elif signed and val >> 63:
+                    val -= 1 << 64
+                out.append(b"%x" % val if hexa else b"%d" % val)
                 continue
             len_arg = _s32(self.num(seg.len_arg)) if seg.len_arg is not None else None
             if seg.kind == "digit":
