@@ -48,14 +48,25 @@ def cmd_header(args, out):
 
 
 def cmd_script(args, out):
+    from perfdata.format.constants import RecordType as RT
+    from perfdata.symbolized import SideEvent
     from perfdata.views.script import ScriptFormatter, sample_to_json
     pf = _open(args.file)
-    samples = make_sample_symbolizer(pf, args)
+    side = set()
+    if args.show_mmap_events:
+        side |= {RT.MMAP, RT.MMAP2}
+    if args.show_task_events:
+        side |= {RT.COMM, RT.FORK, RT.EXIT}
+    samples = make_sample_symbolizer(pf, args, side_events=side)
     fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns)
     write = out.write
     try:
-        for sample in samples:
-            write(sample_to_json(sample) + "\n" if args.json else fmt.format(sample))
+        for item in samples:
+            if isinstance(item, SideEvent):
+                if not args.json:
+                    write(fmt.format_side_event(item))
+                continue
+            write(sample_to_json(item) + "\n" if args.json else fmt.format(item))
     finally:
         _warn(pf, samples.symbolizer.warnings)
 
@@ -94,6 +105,8 @@ def build_parser():
     p.add_argument("-F", "--fields", help="fields, with perf's syntax")
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
+    p.add_argument("--show-mmap-events", action="store_true", help="also MMAP/MMAP2 records")
+    p.add_argument("--show-task-events", action="store_true", help="also COMM/FORK/EXIT records")
     add_symbolize_options(p)
     p.set_defaults(func=cmd_script)
 
@@ -111,9 +124,23 @@ COMMAND_MODULES = [
 ]
 
 
+def _join_dash_values(argv):
+    """perf accepts `-F -period`; argparse would take -period for an option."""
+    out = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-F", "--fields"):
+            value = next(it, None)
+            if value is not None:
+                out.append("--fields=" + value)
+                continue
+        out.append(arg)
+    return out
+
+
 def main(argv=None):
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else argv))
     if getattr(args, "file_opt", None):
         args.file = args.file_opt
     from perfdata.format.errors import PerfDataError

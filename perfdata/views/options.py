@@ -70,8 +70,9 @@ def make_sample_symbolizer(pf, args, side_events=()):
     locator = make_locator(getattr(args, "debuginfod", None),
                            debug_dirs=args.debug_dir, symfs=args.symfs,
                            **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
+    wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
-                            inline=args.inline and not args.no_inline,
+                            inline=args.inline and not args.no_inline, srcline=wants_srcline,
                             **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
                             filters=make_sample_filter(args), dwarf_inline=not args.no_inline,

@@ -6,6 +6,7 @@ the ip/sym/dso on the same line or, for samples with a stack, one line per
 frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 """
 import json
+import os
 
 from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, AttrType, RecordType as RT,
                                 SampleType as ST)
@@ -183,7 +184,9 @@ class ScriptFormatter:
         elif has("dso"):
             parts.append(" (%s)" % fr.dso)
         if has("srcline") and fr.srcline:
-            parts.append("\n  " + fr.srcline)
+            # perf prints the file's base name (no --full-source-path).
+            path, _, line = fr.srcline.rpartition(":")
+            parts.append("\n  %s:%s" % (os.path.basename(path), line))
         parts.append(end)
         return "".join(parts)
 
