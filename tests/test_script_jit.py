@@ -1,0 +1,44 @@
+"""JIT code named from /tmp/perf-PID.map, as perf does: a program that runs
+code from anonymous executable memory and describes it in a perf map."""
+import io
+import contextlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import cli
+
+PROG = Path(__file__).resolve().parent / "progs" / "jit.c"
+PERF = shutil.which("perf")
+GCC = shutil.which("gcc")
+
+
+@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
+def test_jit_frames_named_from_perf_map(tmp_path):
+    exe = tmp_path / "jit"
+    subprocess.run([GCC, "-O2", "-o", str(exe), str(PROG)], check=True)
+    data = tmp_path / "jit.data"
+    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "-o", str(data), "--",
+                          str(exe), "0.2"], capture_output=True, text=True)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
+    theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
+                            text=True).stdout
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert cli.main(["script", str(data)]) == 0
+    finally:
+        for line in theirs.splitlines():
+            if "/tmp/perf-" in line:
+                path = line.rsplit("(", 1)[1].rstrip(")")
+                if os.path.exists(path):
+                    os.unlink(path)
+                break
+    ours = out.getvalue()
+    assert "jitted_hot_loop+0x" in ours
+    assert ours.count("jitted_hot_loop") == theirs.count("jitted_hot_loop") > 10
+    assert ours == theirs
