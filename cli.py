@@ -121,6 +121,10 @@ COMMAND_MODULES = [
     "perfdata.views.diagnose",
     "perfdata.views.buildids",
     "perfdata.views.archive",
+    "perfdata.views.collapse",
+    "perfdata.views.flamegraph",
+    "perfdata.views.report",
+    "perfdata.views.export",
 ]
 
 
