@@ -26,7 +26,8 @@ from synth import Attr, Builder, attr_value
 import perfdata
 from perfdata.format.constants import Feature, SampleType as ST
 from perfdata.format.tracing import EventFormat, parse_tracing_data
-from perfdata.views.tracefmt import format_trace_fields, parse_print_fmt, trace_long_size
+from perfdata.views.tracefmt import (TracePrinter, format_trace_fields, parse_print_fmt,
+                                     trace_long_size)
 
 # ------------------------------------------------------------------ the layout
 COMMON = (
@@ -358,18 +359,17 @@ def tracing_of(pf):
 
 def our_trace_lines(pf, kallsyms=None):
     """(event name, trace text) for each tracepoint sample, in perf's order."""
-    td = tracing_of(pf)
+    printer = TracePrinter.for_file(pf, kallsyms)
     out = []
     for rec in pf.samples():
-        ev = td.events.get(rec.attr.attr["config"]) if td else None
-        if ev is None or rec.attr.attr["type"] != 2:
+        if printer is None or rec.attr.attr["type"] != 2:
             continue
+        ev = printer.events.get(rec.attr.attr["config"])
         raw = rec.parse().get("raw")
-        if raw is None:
+        if ev is None or raw is None:
             continue
-        out.append(("%s:%s" % (ev.system, ev.name), format_trace_fields(
-            ev, bytes(raw["data"]), long_size=trace_long_size(td), little=td.little,
-            kallsyms=kallsyms, printk_formats=td.printk_formats)))
+        out.append(("%s:%s" % (ev.system, ev.name),
+                    printer.format(rec.attr.attr["config"], bytes(raw["data"]))))
     return out
 
 
@@ -389,6 +389,18 @@ def compare_with_perf(path, kallsyms=None, timeout=60):
         elif len(diffs) < 5:
             diffs.append((pname, text, name, mine))
     return stats, diffs
+
+
+def test_trace_printer_restores_multiline_print_fmt(tmp_path):
+    """EventFormat keeps the first line of a print fmt; TracePrinter puts the
+    rest back from the tracing data, as perf prints it (ext4_getfsmap_*)."""
+    path = tmp_path / "cases.data"
+    build_cases_file(CASES, path)
+    with perfdata.open(str(path)) as pf:
+        printer = TracePrinter.for_file(pf)
+    assert printer.format(1045, layout_raw(1045)) == "first 133\nsecond 253" == EXPECTED[45]
+    assert printer.format(1000, layout_raw(1000)) == EXPECTED[0]
+    assert printer.format(999, layout_raw(999)) is None
 
 
 def test_tracepoint_sample_golden():

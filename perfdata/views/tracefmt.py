@@ -35,7 +35,7 @@ import functools
 import weakref
 
 __all__ = ["format_trace_fields", "parse_print_fmt", "describe_raw_fields",
-           "trace_long_size"]
+           "trace_long_size", "TracePrinter"]
 
 # ---------------------------------------------------------------- tokens
 _T_ERROR, _T_NONE, _T_SPACE, _T_NEWLINE, _T_OP, _T_DELIM, _T_ITEM, _T_DQUOTE, \
@@ -1774,3 +1774,74 @@ def describe_raw_fields(event_format, raw_bytes):
         return "[FAILED TO PARSE]" + "".join(parts)
     except Exception:
         return "[FAILED TO PARSE]"
+
+
+# ---------------------------------------------------------------- per file
+class TracePrinter:
+    """format_trace_fields() for the samples of one file: the file's event
+    formats, long size, byte order and printk strings, read once.
+
+        printer = TracePrinter.for_file(pf, kallsyms=table)   # None: no tracing data
+        text = printer.format(sample_attr["config"], raw_bytes)  # None: unknown id
+    """
+
+    def __init__(self, tracing_data_bytes, kallsyms=None):
+        from ..format.tracing import parse_tracing_data
+        data = bytes(tracing_data_bytes)
+        td = parse_tracing_data(data)
+        self.tracing_data = td
+        self.events = td.events
+        self.long_size = trace_long_size(td)
+        self.little = td.little
+        self.printk = td.printk_formats
+        self.kallsyms = kallsyms
+        _restore_multiline_print_fmts(td, data)
+
+    @classmethod
+    def for_file(cls, pf, kallsyms=None):
+        """The printer of a PerfFile, or None when it has no (readable)
+        tracing data."""
+        from ..format.constants import Feature
+        try:
+            pf.tracepoint_formats()          # reads pipe-mode tracing data too
+            data = pf.feature_bytes(Feature.TRACING_DATA)
+            return cls(data, kallsyms) if data else None
+        except Exception:
+            return None
+
+    def format(self, event_id, raw_bytes):
+        ev = self.events.get(event_id)
+        if ev is None:
+            return None
+        return format_trace_fields(ev, raw_bytes, long_size=self.long_size,
+                                   little=self.little, kallsyms=self.kallsyms,
+                                   printk_formats=self.printk)
+
+
+def _restore_multiline_print_fmts(td, data):
+    """EventFormat.from_text keeps the first line of `print fmt:`; a few
+    kernel formats (ext4_getfsmap_*, ext4_fc_stats) carry newlines inside the
+    string, which perf prints.  Put the whole text back from the raw tracing
+    data."""
+    try:
+        from ..format.tracing import tracing_data_schema
+        parsed = tracing_data_schema(td.little).parse(data)
+        for system in parsed.systems:
+            for raw in system.formats:
+                text = bytes(raw).decode("utf-8", "replace")
+                at = text.find("print fmt:")
+                if at < 0 or "\n" not in text[at:].strip():
+                    continue
+                event_id = None
+                for line in text.splitlines():
+                    if line.startswith("ID:"):
+                        try:
+                            event_id = int(line[3:].strip(), 0)
+                        except ValueError:
+                            pass
+                        break
+                ev = td.events.get(event_id)
+                if ev is not None and ev.system == system.name:
+                    ev.print_fmt = text[at + len("print fmt:"):].strip()
+    except Exception:
+        pass
