@@ -145,3 +145,44 @@ def test_stripped_binary_named_after_debug_dir():
     truth_text = (EXPECTED / "stripped.fp.script-F-debug.txt").read_text()
     assert [l for l in after.splitlines() if own in l] and before_named == []
     assert any(name in after for name in ("main",)) and "main" in truth_text
+
+
+def _dwarf_cases():
+    import json
+    for path in sorted((SAMPLES / "truth").glob("*.json")):
+        truth = json.loads(path.read_text())
+        for rec, kind in sorted(truth["recordings"].items()):
+            if kind == "dwarf":
+                yield pytest.param(truth, rec, id=rec)
+
+
+@needs_libc_debug
+@pytest.mark.parametrize("truth,recording", list(_dwarf_cases()))
+def test_dwarf_unwind_against_true_stacks(truth, recording):
+    """DWARF unwinding (issue 4): every sample whose stack fits in the 8 KiB
+    snapshot ends 'outermost' and matches the program's real stack (>= 99%);
+    a stack that does not fit is cut, not wrong: marked 'stack-exhausted' and
+    a true prefix of the real stack."""
+    match = _truth_matcher()
+    debug_dirs = [BUILDIDS] + ([SAMPLES / "debug"] if truth["program"] == "stripped" else [])
+    pf = perfdata.open(str(SAMPLES / recording))
+    symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=[str(d) for d in debug_dirs]),
+                            inline=False)
+    fits = ok = cut = cut_ok = 0
+    for s in SampleSymbolizer(pf, symbolizer):
+        names = [match.normalize_name(f.symbol or "[unknown]") for f in s.frames
+                 if not f.kernel]
+        if s.stop_reason == "outermost":
+            fits += 1
+            ok += any(match.match_stack(names, st["frames"], "dwarf") for st in truth["stacks"])
+        else:
+            assert s.stop_reason == "stack-exhausted", s.stop_reason
+            cut += 1
+            cut_ok += any(match.match_stack(names, st["frames"], "dwarf", True)
+                          for st in truth["stacks"])
+    assert fits + cut > 0
+    if fits:
+        assert ok >= 0.99 * fits, (ok, fits)
+    assert cut_ok == cut
+    if truth["program"] == "deep_recursion":
+        assert cut > 0 and fits == 0

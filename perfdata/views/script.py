@@ -239,7 +239,7 @@ def sample_to_json(sample):
     return json.dumps({
         "comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
         "cpu": sample.cpu, "period": sample.period, "event": sample.event.name,
-        "ip": sample.ip,
+        "ip": sample.ip, "stop_reason": sample.stop_reason,
         "frames": [{
             "address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
             "offset": fr.offset, "dso": fr.dso, "dso_path": fr.dso_path,
