@@ -6,12 +6,14 @@ found here, stored by build-id as `.build-id/xx/rest` (the binary) and
 `.build-id/xx/rest.debug` (its debug file), which is the layout --debug-dir
 reads; the kernel's symbols as `[kernel.kallsyms]/BUILD-ID/kallsyms` (perf's
 build-id cache layout: --buildid-dir DIR finds it, or --kallsyms FILE);
-`MANIFEST.txt` lists build-id, kind, original path.  Unpack with
+binaries the profile has no build-id for (perf records those with leaf hits
+only) also under their path (DIR/usr/lib/..., --debug-dir's path layout);
+`MANIFEST.txt` lists member, kind, original path.  Unpack with
 `perfdata archive -x OUT.tar.zst -C DIR` (or `tar --zstd -xf`), then
 `perfdata script FILE --debug-dir DIR`.
 
-Unpacking accepts only regular files named in that layout, with sizes in
-bounds: an archive cannot write outside DIR, make links or devices.
+Unpacking accepts only regular files with relative names free of `..`, with
+sizes in bounds: an archive cannot write outside DIR, make links or devices.
 """
 import io
 import os
@@ -26,6 +28,14 @@ MAX_MEMBER = 4 << 30
 MAX_TOTAL = 32 << 30
 _NAME_OK = re.compile(r"^(\.build-id/[0-9a-f]{2}/[0-9a-f]{6,126}(\.debug)?"
                       r"|\[kernel\.kallsyms\]/[0-9a-f]{8,128}/kallsyms|MANIFEST\.txt)$")
+
+
+def _safe_name(name):
+    """A relative path that stays inside the directory it is unpacked in."""
+    if not name or "\0" in name or "\\" in name or name.startswith("/") or len(name) > 4096:
+        return False
+    parts = name.split("/")
+    return all(p not in ("", ".", "..") for p in parts)
 
 
 class ArchiveError(Exception):
@@ -65,6 +75,16 @@ def plan(ss):
             absent.append((path, bid, "no build-id"))
             continue
         base = ".build-id/%s/%s" % (have[:2], have[2:])
+        if ss.build_ids.get(path) != have and path.startswith("/"):
+            # The profile has no build-id for it (perf records those of the
+            # binaries with leaf hits only): elsewhere it is looked up by
+            # path, so store it in --debug-dir's path layout too.
+            rel = os.path.normpath(path).lstrip("/")
+            if _safe_name(rel):
+                if choice.binary is not None:
+                    add(rel, choice.binary.path, "binary", path)
+                if choice.debug is not None:
+                    add(rel + ".debug", choice.debug.path, "debug", path)
         if choice.binary is not None:
             add(base, choice.binary.path, "vdso" if path == "[vdso]" else "binary", path)
         if choice.debug is not None:
@@ -96,10 +116,7 @@ def _kallsyms_file(sym, bid):
 
 def write_archive(items, out_path, level=10):
     import zstandard
-    manifest = "".join("%s %s %s\n" % (arc.split("/")[1] + arc.split("/")[2].split(".")[0]
-                                        if arc.startswith(".build-id/") else arc.split("/")[1],
-                                        kind, orig)
-                       for arc, _, kind, orig in items)
+    manifest = "".join("%s %s %s\n" % (arc, kind, orig) for arc, _, kind, orig in items)
     tmp = out_path + ".tmp"
     cctx = zstandard.ZstdCompressor(level=level)
     with open(tmp, "wb") as raw, cctx.stream_writer(raw, closefd=False) as zout, \
@@ -131,7 +148,7 @@ def extract_archive(archive, dest):
                 tarfile.open(fileobj=zin, mode="r|") as tar:
             for ti in tar:
                 name = ti.name
-                if not ti.isreg() or not _NAME_OK.match(name):
+                if not ti.isreg() or not (_NAME_OK.match(name) or _safe_name(name)):
                     raise ArchiveError("%s: member %r is not part of the archive layout"
                                        % (archive, name))
                 if ti.size > MAX_MEMBER or total + ti.size > MAX_TOTAL:

@@ -1,0 +1,89 @@
+"""perfdata archive: what resolves here resolves from the unpacked archive
+alone (the binaries gone, perf's cache and the system's debug files out of
+reach), and unpacking refuses anything outside the layout."""
+import io
+import os
+import shutil
+import sys
+import tarfile
+
+import pytest
+
+from conftest import requires_perf, run_cli
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
+import util  # noqa: E402
+
+from perfdata.views.archive import ArchiveError, extract_archive  # noqa: E402
+
+
+@requires_perf
+@pytest.mark.skipif(util.have_tools("gcc", "objcopy", "strip") is not None,
+                    reason="gcc/binutils not installed")
+def test_archive_resolves_elsewhere_what_resolves_here(tmp_path):
+    exe = util.build("hot.c", tmp_path / "hot", "-DVARIANT=21")
+    dbg = tmp_path / "dbg"
+    util.split_debug(exe, tmp_path / "hot.debug")
+    bid = util.build_id(exe)
+    (dbg / ".build-id" / bid[:2]).mkdir(parents=True)
+    shutil.copy(tmp_path / "hot.debug", dbg / ".build-id" / bid[:2] / (bid[2:] + ".debug"))
+    data = util.record(tmp_path, exe, tmp_path / "hot.data")
+    rc, here, err = run_cli(["script", data, "--debug-dir", str(dbg)])
+    assert rc == 0 and "hot_inner" in here, err
+    out = tmp_path / "hot.tar.zst"
+    rc, listing, err = run_cli(["archive", data, "-o", str(out), "--debug-dir", str(dbg)])
+    assert rc == 0 and out.exists(), err
+    assert ".build-id/%s/%s.debug" % (bid[:2], bid[2:]) in listing
+    # Elsewhere: no binary at its path, no debug dir, no ~/.debug, nothing
+    # outside the unpacked archive (--symfs on an empty root hides the system).
+    os.unlink(exe)
+    shutil.rmtree(dbg)
+    unpacked = tmp_path / "x"
+    rc, _, err = run_cli(["archive", "-x", str(out), "-C", str(unpacked)])
+    assert rc == 0, err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, there, err = run_cli(["script", data, "--debug-dir", str(unpacked), "--symfs",
+                              str(empty), "--buildid-dir", str(empty)])
+    assert rc == 0
+    assert there == here
+    # and without the archive it would not have.
+    rc, bare, _ = run_cli(["script", data, "--symfs", str(empty), "--buildid-dir", str(empty)])
+    assert "hot_inner" not in bare
+
+
+def _tar_zst(path, members):
+    import zstandard
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, kind, data in members:
+            ti = tarfile.TarInfo(name)
+            if kind == "sym":
+                ti.type = tarfile.SYMTYPE
+                ti.linkname = "/etc/passwd"
+                tar.addfile(ti)
+            else:
+                ti.size = len(data)
+                tar.addfile(ti, io.BytesIO(data))
+    path.write_bytes(zstandard.ZstdCompressor().compress(buf.getvalue()))
+    return path
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("../evil", "file"), ("/tmp/evil", "file"), (".build-id/ab/cdef0123", "sym"),
+    ("a/./../../evil", "file"), (".build-id/ab/../../evil", "file"), ("", "file"),
+])
+def test_unpack_refuses_members_outside_the_layout(tmp_path, name, kind):
+    arc = _tar_zst(tmp_path / "a.tar.zst", [(name, kind, b"x")])
+    with pytest.raises(ArchiveError):
+        extract_archive(str(arc), str(tmp_path / "out"))
+    assert not (tmp_path / "evil").exists()
+    rc, _, err = run_cli(["archive", "-x", str(arc), "-C", str(tmp_path / "out2")])
+    assert rc == 2 and "Traceback" not in err
+
+
+def test_unpack_of_garbage_is_an_error(tmp_path):
+    bad = tmp_path / "bad.tar.zst"
+    bad.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(64))
+    with pytest.raises(ArchiveError):
+        extract_archive(str(bad), str(tmp_path / "out"))
