@@ -450,10 +450,10 @@ class SampleSymbolizer:
             key = (KERNEL_DSO, avma, is_return_address, dso)
             hit = self._frame_cache.get(key)
             if hit is None:
-                hit = self._lookup(path, self.build_ids.get(KERNEL_DSO), avma, None,
-                                   is_return_address, avma, dso, True)
-                self._frame_cache[key] = hit
-            return [_with_avma(f, avma) for f in hit]
+                hit = self._cache_frames(key, self._lookup(
+                    path, self.build_ids.get(KERNEL_DSO), avma, None, is_return_address,
+                    avma, dso, True), avma)
+            return hit
         path, bid = self.dso_of(m)
         file_offset = m.file_offset(avma)
         if path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]":
@@ -461,17 +461,27 @@ class SampleSymbolizer:
             key = (perfmap, avma, is_return_address)
             hit = self._frame_cache.get(key)
             if hit is None:
-                hit = self._lookup(perfmap, None, avma, None, is_return_address, avma,
-                                   perfmap, False, display_path=path)
-                self._frame_cache[key] = hit
-            return [_with_avma(f, avma) for f in hit]
-        key = (path, bid, file_offset, is_return_address)
+                hit = self._cache_frames(key, self._lookup(
+                    perfmap, None, avma, None, is_return_address, avma, perfmap, False,
+                    display_path=path), avma)
+            return hit
+        # Frames are shared by every sample that hits this address of this
+        # mapping (callers never change them).
+        key = (path, bid, m.start, file_offset, is_return_address)
         hit = self._frame_cache.get(key)
         if hit is None:
-            hit = self._lookup(path, bid, None, file_offset, is_return_address, file_offset,
-                               m.path, False)
-            self._frame_cache[key] = hit
-        return [_with_avma(f, avma) for f in hit]
+            hit = self._cache_frames(key, self._lookup(
+                path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
+                avma)
+        return hit
+
+    def _cache_frames(self, key, frames, avma):
+        for f in frames:
+            f.avma = avma
+        if len(self._frame_cache) > 500000:
+            self._frame_cache.clear()
+        self._frame_cache[key] = frames
+        return frames
 
     _kernel_ok = None
 
