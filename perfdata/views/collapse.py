@@ -147,9 +147,11 @@ class EventFilter:
         return False
 
 
-def collapse_samples(samples, opts, note_stream=None):
-    """{folded stack: count} of an iterable of SymbolizedSamples."""
-    counts = {}
+def collapse_samples(samples, opts, note_stream=None, counts=None):
+    """{folded stack: count} of an iterable of SymbolizedSamples (added to
+    `counts` as they come, so a fault mid-file keeps what went before)."""
+    if counts is None:
+        counts = {}
     cache = {}
     events = EventFilter(opts.event_filter, note_stream)
     for sample in samples:
@@ -196,23 +198,25 @@ def open_output(path, out):
 
 def run(args, out):
     import perfdata
-    pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
-    opts = options_from_args(args)
-    try:
-        counts = collapse_samples(sample_progress(samples, pf, "collapse"), opts,
-                                  note_stream=sys.stderr)
-    finally:
-        _warn(pf, samples.symbolizer.warnings)
+    from .collapse import open_output
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
+    pf = perfdata.open(args.file)
+    samples = make_sample_symbolizer(pf, args)
+    opts = options_from_args(args)
+    counts = {}
     try:
-        stream.writelines(folded_lines(counts))
+        collapse_samples(sample_progress(samples, pf, "collapse"), opts,
+                         note_stream=sys.stderr, counts=counts)
     finally:
-        if close:
-            stream.close()
-    return 0
+        # What was decoded before a fault is written too.
+        _warn(pf, samples.symbolizer.warnings)
+        try:
+            stream.writelines(folded_lines(counts))
+        finally:
+            if close:
+                stream.close()
 
 
 def _warn(pf, extra=()):

@@ -119,6 +119,10 @@ def run(args, out):
     if args.format != "speedscope":
         sys.stderr.write("perfdata: error: unknown export format %r\n" % args.format)
         sys.exit(2)
+    from .collapse import open_output
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
     pf = perfdata.open(args.file)
     samples = make_sample_symbolizer(pf, args)
     builder = SpeedscopeBuilder(args.weight, name=os.path.basename(str(args.file)))
@@ -130,9 +134,6 @@ def run(args, out):
     doc = builder.document()
     if not doc["profiles"]:
         sys.stderr.write("perfdata: note: no samples; the profile is empty\n")
-    stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     try:
         json.dump(doc, stream, separators=(",", ":"))
         stream.write("\n")

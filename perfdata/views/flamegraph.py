@@ -433,6 +433,10 @@ def run(args, out):
     if args.width < 100 or args.width > 100000:
         sys.stderr.write("perfdata: error: --width must be between 100 and 100000\n")
         sys.exit(2)
+    from .collapse import open_output
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
     pf = perfdata.open(args.file)
     samples = make_sample_symbolizer(pf, args)
     opts = CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
@@ -449,10 +453,6 @@ def run(args, out):
                          " - %s" % builder.event_name if builder.event_name else "")
     svg = render_svg(builder, title=args.title, subtitle=subtitle, width=args.width,
                      reverse=args.reverse, colors=args.colors)
-    from .collapse import open_output
-    stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     try:
         stream.write(svg)
     finally:

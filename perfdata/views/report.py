@@ -307,6 +307,10 @@ def run(args, out):
     except ReportError as exc:
         sys.stderr.write("perfdata: error: %s\n" % exc)
         sys.exit(2)
+    from .collapse import open_output
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
     pf = perfdata.open(args.file)
     samples = make_sample_symbolizer(pf, args)
     try:
@@ -314,9 +318,6 @@ def run(args, out):
     finally:
         _warn(pf, samples.symbolizer.warnings)
     text = report.describe(pf.attrs, lost=count_lost(args.file))
-    stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     try:
         stream.write(text)
     finally:
