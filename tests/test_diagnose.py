@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dia
 import util  # noqa: E402
 
 SAMPLES = REPO / "samples"
+# The recorded binaries by build-id: the tests do not depend on the clone's path.
+BUILDIDS = ("--debug-dir", str(SAMPLES / "buildids"))
 needs_tools = pytest.mark.skipif(util.have_tools("gcc", "objcopy", "strip") is not None,
                                  reason=util.have_tools("gcc", "objcopy", "strip") or "")
 
@@ -159,7 +161,7 @@ def test_coroutine_bottom_garbage_counts_match_perf():
         if idx is not None and idx < len(syms) - 1:
             past += len(syms) - idx - 1
             hit += 1
-    res, _ = util.diagnose(SAMPLES / "coroutine.fp.data")
+    res, _ = util.diagnose(SAMPLES / "coroutine.fp.data", *BUILDIDS)
     c = util.cls(res, "bottom-garbage-dropped")
     assert c["frames"] == past > 0 and c["samples"] == hit
 
@@ -169,24 +171,24 @@ def test_plt_and_vdso_resolutions_match_perf():
     text = _golden("plt_loop.fp")
     plt = sum(1 for _, fr in parse_samples(text) for _, s, d in fr
               if d.endswith("/plt_loop") and re.match(r"_init\+0x", s))
-    res, _ = util.diagnose(SAMPLES / "plt_loop.fp.data")
+    res, _ = util.diagnose(SAMPLES / "plt_loop.fp.data", *BUILDIDS)
     assert util.cls(res, "resolved-plt")["frames"] == plt > 0
     text = _golden("vdso_clock.fp")
     vdso = sum(1 for _, fr in parse_samples(text) for _, s, d in fr if d == "[vdso]")
-    res, _ = util.diagnose(SAMPLES / "vdso_clock.fp.data")
+    res, _ = util.diagnose(SAMPLES / "vdso_clock.fp.data", *BUILDIDS)
     assert util.cls(res, "resolved-vdso")["frames"] == vdso > 0
 
 
 def test_stripped_sample_then_debug_dir():
-    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data")
+    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data", *BUILDIDS)
     assert util.cls(res, "no-debuginfo")["frames"] > 0
-    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data", "--debug-dir",
+    res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data", *BUILDIDS, "--debug-dir",
                            str(SAMPLES / "debug"))
     assert util.cls(res, "no-debuginfo") is None
 
 
 def test_clean_file_says_so():
-    rc, out, err = run_cli(["diagnose", str(SAMPLES / "cpp_inline.dwarf.data")])
+    rc, out, err = run_cli(["diagnose", str(SAMPLES / "cpp_inline.dwarf.data"), *BUILDIDS])
     assert rc == 0 and "no problem found" in out, out + err
 
 
@@ -196,3 +198,34 @@ def test_bad_input_is_an_error_not_a_traceback(tmp_path):
     for cmd in ("diagnose", "buildids", "archive"):
         rc, out, err = run_cli([cmd, str(bad)])
         assert rc == 2 and "Traceback" not in err and "error" in err
+
+
+def test_kernel_frames_without_kallsyms(tmp_path):
+    text = _golden("two_events")
+    kernel = sum(1 for _, fr in parse_samples(text) for _, _, d in fr
+                 if d == "[kernel.kallsyms]")
+    empty = tmp_path / "kallsyms"
+    empty.write_text("")
+    res, _ = util.diagnose(SAMPLES / "two_events.data", "--kallsyms", str(empty), *BUILDIDS)
+    c = util.cls(res, "kernel-no-kallsyms") or util.cls(res, "kernel-kptr-restrict")
+    assert c is not None and c["frames"] == kernel > 0
+    assert "--kallsyms" in c["fix"]
+
+
+def test_vdso_image_not_available(tmp_path):
+    """A profile whose vdso build-id is no image here (the recorded one
+    patched to another): every [vdso] frame is named vdso-missing."""
+    data = (SAMPLES / "vdso_clock.fp.data").read_bytes()
+    bid = bytes.fromhex("e95baaeaec8534edc5df3654182ddf12b19d9b23")
+    if data.count(bid) != 1:
+        pytest.skip("the vdso build-id is not in the file once")
+    patched = tmp_path / "vdso_other.data"
+    patched.write_bytes(data.replace(bid, bytes(reversed(bid))))
+    text = _golden("vdso_clock.fp")
+    vdso = sum(1 for _, fr in parse_samples(text) for _, _, d in fr if d == "[vdso]")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res, _ = util.diagnose(patched, "--buildid-dir", str(empty), *BUILDIDS)
+    c = util.cls(res, "vdso-missing")
+    assert c is not None and c["frames"] == vdso > 0
+    assert util.cls(res, "resolved-vdso") is None
