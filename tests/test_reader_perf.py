@@ -340,3 +340,107 @@ def test_corpus_delivery_order_equals_perf_script(name):
     if name in SCRIPT_QUIRKS:
         pytest.skip(SCRIPT_QUIRKS[name])
     check_delivery_order(corpus_dir() / "perfdata" / name)
+
+
+# ------------------------------------------- callchains, branch stacks, addr
+def _corpus_with(predicate):
+    out = []
+    for name in corpus_files_perf_reads():
+        try:
+            pf = perfdata.open(str(corpus_dir() / "perfdata" / name))
+        except perfdata.PerfDataError:
+            continue
+        if pf.attrs and predicate(pf.attrs):
+            out.append(name)
+    return out
+
+
+BRANCH_CALL_STACK = 1 << 11     # PERF_SAMPLE_BRANCH_CALL_STACK
+
+
+def _kernel_callchain_only(attrs):
+    return all(ea.sample_type & ST.CALLCHAIN and not ea.sample_type & ST.STACK_USER
+               for ea in attrs)
+
+
+@pytest.mark.parametrize("name", _corpus_with(_kernel_callchain_only))
+def test_corpus_callchains_equal_perf_script(name):
+    path = corpus_dir() / "perfdata" / name
+    pf = perfdata.open(str(path))
+    if any(ea.attr["branch_sample_type"] & BRANCH_CALL_STACK for ea in pf.attrs):
+        pytest.skip("LBR call-stack mode: perf script stitches the user part from the "
+                    "branch stack, not from the recorded callchain")
+    want = perf_callchains(path)
+    got = [[ip for ip in r.parse()["callchain"]["ips"] if not is_callchain_context(ip)]
+           for r in pf.samples()]
+    assert len(got) == len(want)
+
+    def same(g, w):
+        return g == w or (g < 1 << 63 and g > w and (g - w) % 4096 == 0)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w) and all(same(a, b) for a, b in zip(g, w)), i
+
+
+def perf_brstack(path):
+    out, _ = perf_out(["script", "-i", str(path), "-F", "brstack", "--no-itrace"])
+    rows = []
+    for line in out.splitlines():
+        entries = []
+        for tok in line.split():
+            f = tok.split("/")
+            entries.append((int(f[0], 16), int(f[1], 16), f[2],
+                            int(f[5]) if f[5] not in ("-", "") else 0))
+        rows.append(entries)
+    return rows
+
+
+@pytest.mark.parametrize("name", _corpus_with(
+    lambda attrs: all(ea.sample_type & ST.BRANCH_STACK for ea in attrs)))
+def test_corpus_branch_stacks_equal_perf_script(name):
+    """from/to addresses, M(ispredicted)/P(redicted) and cycles of every entry."""
+    path = corpus_dir() / "perfdata" / name
+    want = perf_brstack(path)
+    got = []
+    for rec in perfdata.open(str(path)).samples():
+        entries = []
+        for e in rec.parse()["branch_stack"]["entries"]:
+            flags = e["flags"]
+            mp = "M" if flags & 1 else ("P" if flags & 2 else "-")
+            entries.append((e["from_ip"], e["to_ip"], mp, (flags >> 4) & 0xffff))
+        got.append(entries)
+    assert len(got) == len(want)
+    assert got == want
+
+
+@pytest.mark.parametrize("name", _corpus_with(
+    lambda attrs: all(ea.sample_type & ST.ADDR for ea in attrs)))
+def test_corpus_addr_weight_data_src_equal_perf_script(name):
+    path = corpus_dir() / "perfdata" / name
+    pf = perfdata.open(str(path))
+    st = pf.attrs[0].sample_type
+    fields = ["addr"]
+    has_src = all(ea.sample_type & ST.DATA_SRC for ea in pf.attrs)
+    has_weight = all(ea.sample_type & (ST.WEIGHT | ST.WEIGHT_STRUCT) for ea in pf.attrs)
+    fields += ["data_src"] if has_src else []
+    fields += ["weight"] if has_weight else []
+    out, _ = perf_out(["script", "-i", str(path), "-F", ",".join(fields), "--no-itrace"])
+    want = []
+    for line in out.splitlines():
+        tokens = line.split()
+        row = [int(tokens[0], 16)]
+        if has_src:
+            row.append(int(tokens[1], 16))
+        if has_weight:
+            row.append(int(tokens[-1]))
+        want.append(row)
+    got = []
+    for rec in pf.samples():
+        s = rec.parse()
+        row = [s["addr"]]
+        if has_src:
+            row.append(s["data_src"])
+        if has_weight:
+            w = s["weight"]
+            row.append(w["var1_dw"] if isinstance(w, dict) else w)
+        got.append(row)
+    assert st and got == want
