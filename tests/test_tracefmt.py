@@ -298,6 +298,14 @@ def test_cases_against_perf(tmp_path):
     assert not bad
 
 
+# tep_print_fields() of the layout: perf's listing when a print fmt fails.
+FAILED = ('[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 '
+          's16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, '
+          '00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, '
+          '00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel '
+          'big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, '
+          '00, 00, 00, 00, 00, 00, 80] flags=3264 state=2')
+
 # What perf 6.1.187 printed for CASES (38: perf hangs; ours is the fallback).
 EXPECTED = {
     0: 'i32=-5 u32=3735928559 x=deadbeef l=-2 ul=4660 b=133 sb=253 s16=65236',
@@ -306,8 +314,13 @@ EXPECTED = {
     3: 'comm=writer str=hello world rstr=rel w=[    writer] l=[writer    ] p=[wri] z=[writer]',
     4: '1234|\x02',
     5: '(nil) 0x1234 0x1234 0x1234 0x123456789abcdef0 0x1234',
-    6: 'mac=00:1a:2b:3c:4d:5e macR=5e:4d:3c:2b:1a:00 macF=00-1a-2b-3c-4d-5e m=001a2b3c4d5e ip4=192.168.1.10 ip4i=192.168.001.010 ip6=2001:0db8:0000:0000:0000:0000:0000:0001 ip6c=2001:db8::1 ip6i=20010db8000000000000000000000001',
-    7: 'uuid=20010db8-0000-0000-0000-000000000001 b=20010db8-0000-0000-0000-000000000001 L=B80D0120-0000-0000-0000-000000000001 B=20010DB8-0000-0000-0000-000000000001 bad=INVALIDUUID',
+    6: ('mac=00:1a:2b:3c:4d:5e macR=5e:4d:3c:2b:1a:00 macF=00-1a-2b-3c-4d-5e m='
+          '001a2b3c4d5e ip4=192.168.1.10 ip4i=192.168.001.010 ip6=2001:0db8:0000:'
+          '0000:0000:0000:0000:0001 ip6c=2001:db8::1 ip6i=20010db8000000000000000'
+          '000000001'),
+    7: ('uuid=20010db8-0000-0000-0000-000000000001 b=20010db8-0000-0000-0000-00'
+          '0000000001 L=B80D0120-0000-0000-0000-000000000001 B=20010DB8-0000-0000'
+          '-0000-000000000001 bad=INVALIDUUID'),
     8: 'hex=01 00 02 00 03 00 ff ff hs=0102030405 arr=1 2 3 65535',
     9: 'ph=01 02 03 04 05 phC=01:02:03 phD=01',
     10: 'f=A|B|C|D g=A/0x8c0 h=',
@@ -317,9 +330,9 @@ EXPECTED = {
     14: '5 389 0 1 1',
     15: '-559038737 239 239 4294967294 253 85',
     16: '267 -133 7 9',
-    17: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
-    18: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
-    19: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    17: FAILED,
+    18: FAILED,
+    19: FAILED,
     20: 'c=>c< d=133 e=>e<',
     21: '100% 133%',
     22: 'tab\there "q" back\\slash 133',
@@ -330,19 +343,19 @@ EXPECTED = {
     27: '133',
     28: 'constant text',
     29: '0 ',
-    30: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    30: FAILED,
     31: '0 0',
-    32: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    32: FAILED,
     33: '0 �',
     34: '34 12345678 123456789abcdef0',
-    35: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    35: FAILED,
     36: '253',
-    37: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
-    38: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
-    39: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    37: FAILED,
+    38: FAILED,
+    39: FAILED,
     40: '0x1234K 0x1234x 0x1234B',
     41: 'A|0x8c0',
-    42: '[FAILED TO PARSE] comm=writer i32=-5 u32=3735928559 l=-2 ul=0x1234 b=133 sb=-3 s16=-300 str=hello world dyn=ARRAY[01, 02, 03, 04, 05] arr=ARRAY[01, 00, 02, 00, 03, 00, ff, ff] mac= ip4=ARRAY[c0, a8, 01, 0a] ip6=ARRAY[20, 01, 0d, b8, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 00, 01] rstr=rel big=1311768467463790320 ptr=0x0 mask=ARRAY[0f, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 80] flags=3264 state=2',
+    42: FAILED,
     43: '65236 65236',
     44: '205 0XDEADBEEF >+<d > <d',
     45: 'first 133\nsecond 253',
