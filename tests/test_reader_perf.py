@@ -444,3 +444,46 @@ def test_corpus_addr_weight_data_src_equal_perf_script(name):
             row.append(w["var1_dw"] if isinstance(w, dict) else w)
         got.append(row)
     assert st and got == want
+
+
+# ------------------------------------------------------------ tracepoints
+def check_tracepoint_fields(path):
+    """Fields decoded from RAW with the tracing data's formats equal the
+    name=value pairs perf script -F trace prints (decimal numbers and strings
+    without blanks; symbolic values such as prev_state=S are not compared)."""
+    pf = perfdata.open(str(path))
+    formats = pf.tracepoint_formats()
+    out, _ = perf_out(["script", "-i", str(path), "-F", "trace", "--no-itrace"])
+    lines = out.splitlines()
+    samples = [r for r in pf.samples() if r.attr.attr["type"] == 2]
+    assert len(lines) == len(samples)
+    compared = 0
+    for rec, line in zip(samples, lines):
+        fmt = formats[rec.attr.attr["config"]]
+        fields = fmt.decode(rec.parse()["raw"]["data"])
+        for name, text in re.findall(r"(\w+)=(\S*)", line):
+            value = fields.get(name)
+            if isinstance(value, int) and re.fullmatch(r"-?\d+", text):
+                assert int(text) == value, (rec, name, line)
+                compared += 1
+            elif isinstance(value, str) and text and value == value.strip() and " " not in value:
+                assert text == value, (rec, name, line)
+                compared += 1
+        # uprobes and kprobes print their address as "(%lx)"
+        probe = re.fullmatch(r"\(([0-9a-f]+)\)", line.strip())
+        if probe and "__probe_ip" in fields:
+            assert int(probe.group(1), 16) == fields["__probe_ip"], (rec, line)
+            compared += 1
+    assert compared > 0
+
+
+def test_tracepoint_fields_equal_perf_script(recorded):
+    check_tracepoint_fields(need(recorded, "tracepoint"))
+
+
+@pytest.mark.parametrize("name", _corpus_with(lambda attrs: any(ea.attr["type"] == 2
+                                                                for ea in attrs)))
+def test_corpus_tracepoint_fields_equal_perf_script(name):
+    if name in SCRIPT_QUIRKS:
+        pytest.skip(SCRIPT_QUIRKS[name])
+    check_tracepoint_fields(corpus_dir() / "perfdata" / name)
