@@ -58,7 +58,8 @@ def cmd_script(args, out):
     if args.show_task_events:
         side |= {RT.COMM, RT.FORK, RT.EXIT}
     samples = make_sample_symbolizer(pf, args, side_events=side)
-    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns)
+    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
+                          kernel_symbols=samples.kernel_symbols)
     write = out.write
     try:
         for item in samples:

@@ -272,6 +272,12 @@ class SampleSymbolizer:
         sample.stop_reason = result.stop_reason
         return True
 
+    def kernel_symbols(self):
+        """The kallsyms table of the profiled kernel, or None."""
+        if not self._kernel_symbols_usable():
+            return None
+        return self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
+
     def _lbr_frames(self, sample, ips, entries):
         """perf's resolve_lbr_callchain_sample(): with LBR call-stack mode the
         user part of the stack comes from the branch records: where the last

@@ -369,6 +369,10 @@ class Symbolizer:
         self._kernel_tables[bid] = table
         return table
 
+    def kernel_symbols(self, build_id=None) -> KernelSymbols:
+        """The kernel's symbol table (kallsyms) for a kernel build-id."""
+        return self._kernel_table(normalize_build_id(build_id))
+
     def _lookup_kernel(self, path, bid, address, is_ret) -> list[Frame]:
         if address is None:
             return [Frame(None, None, None, path, bid, None)]

@@ -11,7 +11,7 @@ import os
 from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, AttrType, RecordType as RT,
                                 SampleType as ST)
 from .names import perf_short_name
-from .tracefmt import format_trace_fields
+from .tracefmt import TracePrinter
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
@@ -64,12 +64,15 @@ def format_time(ns, nanosecs=False):
 
 
 class ScriptFormatter:
-    def __init__(self, pf, field_spec=None, nanosecs=False):
+    def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None):
+        """kernel_symbols: a kallsyms table for %pS-style tracepoint fields."""
         self.pf = pf
         self.spec = parse_field_spec(field_spec)
         self.nanosecs = nanosecs
         self._name_width = None
         self._stacks = {}
+        self._tracer = None
+        self.kernel_symbols = kernel_symbols
         self._fields = {}
 
     def fields_for(self, event):
@@ -191,13 +194,16 @@ class ScriptFormatter:
         return "".join(parts)
 
     def _trace(self, sample):
-        tracing = self.pf.tracing()
-        fmt = tracing.events.get(sample.event.attr["config"]) if tracing is not None else None
-        if fmt is None:
+        if self._tracer is None:
+            # kernel_symbols may be a callable that loads the table on demand.
+            table = self.kernel_symbols
+            if callable(table) and not hasattr(table, "lookup"):
+                table = table()
+            self._tracer = TracePrinter.for_file(self.pf, table) or False
+        if not self._tracer:
             return ""
-        return format_trace_fields(
-            fmt, bytes(sample.fields["raw"]["data"]), long_size=tracing.long_size,
-            little=tracing.little, printk_formats=getattr(tracing, "printk_formats", None))
+        return self._tracer.format(sample.event.attr["config"],
+                                   bytes(sample.fields["raw"]["data"])) or ""
 
 
 def _c_hex(value):
