@@ -229,3 +229,58 @@ def test_vdso_image_not_available(tmp_path):
     c = util.cls(res, "vdso-missing")
     assert c is not None and c["frames"] == vdso > 0
     assert util.cls(res, "resolved-vdso") is None
+
+
+@requires_perf
+@needs_tools
+def test_jit_code_without_perf_map_then_with_one(tmp_path):
+    exe = util.build("jit.c", tmp_path / "jit")
+    data = util.record(tmp_path, exe, tmp_path / "jit.data")
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "jit-no-perfmap")
+    assert c is not None, res
+    samples = parse_samples(util.perf_script(tmp_path, data))
+    anon = sum(1 for _, fr in samples for _, s, d in fr
+               if s.startswith("[unknown]") and (d.startswith("/tmp/perf-") or d == "//anon"))
+    assert c["frames"] == anon > 0
+    assert "perf-PID.map" in c["fix"]
+    # The fix: the JIT writes its perf map (argv[2] = "map").
+    data2 = util.record(tmp_path, exe, tmp_path / "jitmap.data", args=("map",))
+    text = util.perf_script(tmp_path, data2)
+    try:
+        res2, _ = util.diagnose(data2)
+    finally:
+        for path in set(re.findall(r"\((/tmp/perf-\d+\.map)\)", text)):
+            if os.path.exists(path):
+                os.unlink(path)
+    assert util.cls(res2, "jit-no-perfmap") is None
+    named = sum(1 for _, fr in parse_samples(text) for _, s, _ in fr if s.startswith("jit_loop"))
+    assert util.cls(res2, "resolved-perfmap")["frames"] == named > 0
+
+
+@requires_perf
+@needs_tools
+def test_no_cfi_then_debug_frame_from_the_debug_file(tmp_path):
+    exe = util.build("hot.c", tmp_path / "nocfi", "-DVARIANT=31",
+                     "-fno-asynchronous-unwind-tables", "-fno-unwind-tables")
+    util.split_debug(exe, tmp_path / "nocfi.debug")      # .debug_frame goes with it
+    bid = util.build_id(exe)
+    data = util.record(tmp_path, exe, tmp_path / "nocfi.data", opts=("--call-graph=dwarf",),
+                       freq="200")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res, _ = util.diagnose(data, "--buildid-dir", str(empty))
+    c = util.cls(res, "dwarf-no-cfi")
+    # Truth: every sample runs under hot_outer, which has no CFI in the binary.
+    assert c is not None and c["samples"] == res["samples"] > 0
+    assert c["binaries"][0]["path"] == exe and "debug file" in c["fix"]
+    d = tmp_path / "dbg" / ".build-id" / bid[:2]
+    d.mkdir(parents=True)
+    shutil.copy(tmp_path / "nocfi.debug", d / (bid[2:] + ".debug"))
+    opts = ("--buildid-dir", str(empty), "--debug-dir", str(tmp_path / "dbg"))
+    res2, _ = util.diagnose(data, *opts)
+    assert util.cls(res2, "dwarf-no-cfi") is None
+    rc, out, _ = run_cli(["script", data, "-F", "comm,ip,sym,dso", *opts])
+    stacks = [[s for _, s, _ in fr] for _, fr in parse_samples(out)]
+    inner = [s for s in stacks if s and s[0] == "hot_inner"]
+    assert inner and all(s[1:3] == ["hot_outer", "main"] for s in inner)

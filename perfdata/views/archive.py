@@ -63,8 +63,9 @@ def plan(ss):
             else:
                 absent.append((path, bid, "kallsyms"))
             continue
-        if path.startswith("[") and path != "[vdso]" or path.startswith("//"):
-            continue
+        if path.startswith("[") and path != "[vdso]" or path.startswith("//") or \
+                path.startswith("/tmp/perf-") or path.startswith("/memfd:"):
+            continue          # no file, or a perf map (read from /tmp by its pid)
         lpath, lbid = ref.lookup
         choice = sym.binary_for(lpath, lbid)
         if choice.binary is None and choice.debug is None:

@@ -74,7 +74,8 @@ CLASSES = {
                                "perfdata ends the stack at its bottom"),
     "dwarf-stack-exhausted": ("problem", "DWARF unwind stopped at the end of the stack "
                               "snapshot", ""),
-    "dwarf-no-cfi": ("problem", "DWARF unwind stopped: no CFI for the address",
+    "dwarf-no-cfi": ("problem", "DWARF unwind: no CFI for an address (the unwind stopped "
+                     "there, or went on by one frame-pointer step: those frames counted)",
                      "rebuild with -fasynchronous-unwind-tables (the default), or supply the "
                      "debug file (.debug_frame), or record with frame pointers"),
     "dwarf-no-map": ("problem", "DWARF unwind stopped at an address in no mapping",
@@ -129,6 +130,18 @@ class Diagnosis:
         self._kernel_state = None
         self._stack_need = {}          # class detail for dwarf-stack-exhausted
         self._ip_mismatch = 0
+        self._last_unwind = None
+        unwinder = samples.unwinder
+        if unwinder is not None:
+            # Keep each sample's UnwindResult: it says which frames were found
+            # by a frame-pointer step where CFI was missing, and where.
+            inner = unwinder.unwind
+
+            def unwind(sample, dso_of):
+                result = inner(sample, dso_of)
+                self._last_unwind = (sample, result)
+                return result
+            unwinder.unwind = unwind
 
     # ------------------------------------------------------------ counting
     def _hit(self, cls, sample, frames=1, binary=None):
@@ -303,6 +316,8 @@ class Diagnosis:
             return False
         if f.source == "plt":
             return True
+        if f.source in ("perfmap", "ksymbol") or f.dso == "[vdso]" and f.source is None:
+            return False          # code we have no bytes of
         start = f.address - f.offset
         key = (f.dso_path, f.build_id, start)
         hit = self._fp_cache.get(key)
@@ -311,7 +326,7 @@ class Diagnosis:
             choice = self.symbolizer.binary_for(f.dso_path or f.dso, f.build_id)
             b = choice.binary
             if b is not None and b.ok and b.machine == "EM_X86_64" and start >= 0:
-                code = b.read(start, 24)
+                code = b.read(start, 48)
                 if code:
                     hit = not _x86_sets_frame_pointer(code)
             self._fp_cache[key] = hit
@@ -344,6 +359,12 @@ class Diagnosis:
             if now > self._ip_mismatch:
                 self._hit("ip-mismatch", sample, 0)
             self._ip_mismatch = now
+        fallback = self._unwind_of(sample, "fp_fallback_frames") or ()
+        raw = self._unwind_of(sample, "frames") or ()
+        for idx in fallback:
+            if 0 < idx <= len(raw):
+                st = self._hit("dwarf-no-cfi", sample, 1, self._binary_at(sample, raw[idx - 1]))
+                st.detail["fp-fallback"] = st.detail.get("fp-fallback", 0) + 1
         reason = sample.stop_reason
         user = [f for f in frames if not f.kernel]
         last = user[-1] if user else None
@@ -365,7 +386,10 @@ class Diagnosis:
             else:
                 d["needed"] = max(d.get("needed", 0), need)
         elif reason == "no-cfi":
-            self._hit("dwarf-no-cfi", sample, 0, lastbin)
+            st = self._hit("dwarf-no-cfi", sample, 0,
+                           self._binary_at(sample, self._unwind_of(sample, "stop_address"))
+                           or lastbin)
+            st.detail["stopped"] = st.detail.get("stopped", 0) + 1
         elif reason == "no-map":
             self._hit("dwarf-no-map", sample, 0, lastbin)
         elif reason == "max-depth":
@@ -373,6 +397,24 @@ class Diagnosis:
         elif reason in _BAD_UNWIND:
             st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
             st.detail[reason] = st.detail.get(reason, 0) + 1
+
+    def _unwind_of(self, sample, attr):
+        last = self._last_unwind
+        if last is None or last[0] is not sample or last[1] is None:
+            return None
+        return getattr(last[1], attr, None)
+
+    def _binary_at(self, sample, avma):
+        """(path, build-id) of the mapping holding avma, or None."""
+        if avma is None or sample.thread is None or sample.thread.maps is None:
+            return None
+        m = sample.thread.maps.find(avma)
+        if m is None:
+            return None
+        try:
+            return self.ss.dso_of(m)
+        except Exception:
+            return (m.path, m.build_id)
 
     def _stack_needed(self, sample):
         """Bytes from sp to the end of the stack mapping holding it: a
@@ -487,8 +529,17 @@ def _x86_sets_frame_pointer(code):
     """push %rbp; mov %rsp,%rbp within the first instructions (after an
     optional endbr64)."""
     i = 4 if code[:4] == b"\xf3\x0f\x1e\xfa" else 0
-    window = code[i:i + 16]
-    return b"\x55\x48\x89\xe5" in window or b"\x55\x48\x8b\xec" in window
+    if code[i:i + 1] != b"\x55" and code[i:i + 2] != b"\x41\x57" and \
+            code[i:i + 2] != b"\x41\x56" and code[i:i + 2] != b"\x41\x55" and \
+            code[i:i + 2] != b"\x41\x54" and code[i:i + 1] != b"\x53":
+        return False
+    window = code[i:i + 40]
+    # gcc may schedule other instructions between the push and the mov.
+    for mov in (b"\x48\x89\xe5", b"\x48\x8b\xec"):
+        at = window.find(mov)
+        if at > 0 and b"\x55" in window[:at]:
+            return True
+    return False
 
 
 def describe_sample(sample):

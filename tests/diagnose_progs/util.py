@@ -50,9 +50,9 @@ def env_for(tmp):
     return env
 
 
-def record(tmp, exe, out, opts=("-g",), seconds="0.3", freq="1000"):
+def record(tmp, exe, out, opts=("-g",), seconds="0.3", freq="1000", args=()):
     cmd = [PERF, "record", "-q", "--no-buildid-cache", "-e", "cpu-clock:u", "-F", freq,
-           *opts, "-o", str(out), "--", exe, seconds]
+           *opts, "-o", str(out), "--", exe, seconds, *args]
     res = subprocess.run(cmd, env=env_for(tmp), capture_output=True, timeout=120)
     if res.returncode != 0 or not os.path.exists(out):
         raise RuntimeError("perf record failed: %s" % res.stderr.decode(errors="replace"))
