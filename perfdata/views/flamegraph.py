@@ -10,7 +10,7 @@ script gives
 * search (button, or Ctrl-F): a regular expression, matches in magenta and
   the share they cover; "Reset Zoom" and "Reset Search";
 * `--reverse`: an icicle graph (roots on top);
-* `--colors kind` (default): user code warm, kernel orange-brown, JIT green,
+* `--colors kind` (default): user code warm (red to yellow), kernel blue, JIT green,
   inlined frames aqua, unknown frames grey; `--colors dso`: one hue per
   shared object (unknown grey);
 * `--weight samples|period`, `--width`, `--title`.
@@ -35,7 +35,7 @@ MIN_WIDTH_PX = 0.1
 _JIT_DSO = re.compile(r"(/tmp/perf-\d+\.map|^//anon|^\[anon|^/memfd:|^\[jit)")
 
 KIND_COLORS = {
-    "kernel": ((205, 105, 40), (230, 150, 60)),   # orange-brown
+    "kernel": ((70, 120, 200), (130, 175, 235)),  # blue
     "jit": ((50, 170, 50), (120, 220, 120)),      # green
     "inlined": ((60, 180, 190), (120, 220, 230)),  # aqua
     "unknown": ((160, 160, 160), (195, 195, 195)),  # grey
