@@ -284,3 +284,15 @@ def test_no_cfi_then_debug_frame_from_the_debug_file(tmp_path):
     stacks = [[s for _, s, _ in fr] for _, fr in parse_samples(out)]
     inner = [s for s in stacks if s and s[0] == "hot_inner"]
     assert inner and all(s[1:3] == ["hot_outer", "main"] for s in inner)
+
+
+def test_return_address_adjustment_at_noreturn_calls():
+    """exit_atexit's work_then_exit ends with `call exit` and exit ends with
+    the noreturn call of __run_exit_handlers (samples/README.md): their
+    return addresses lie past the function, so only address - 1 names them."""
+    text = _golden("exit_atexit.dwarf")
+    want = sum(1 for _, fr in parse_samples(text) for _, s, _ in fr
+               if re.match(r"(work_then_exit|exit|__GI_exit)\+0x", s))
+    res, _ = util.diagnose(SAMPLES / "exit_atexit.dwarf.data", *BUILDIDS)
+    c = util.cls(res, "resolved-ra-adjusted")
+    assert c is not None and c["frames"] == want > 0

@@ -361,6 +361,7 @@ class Diagnosis:
             self._ip_mismatch = now
         fallback = self._unwind_of(sample, "fp_fallback_frames") or ()
         raw = self._unwind_of(sample, "frames") or ()
+        self._dwarf_ra_adjusted(sample, frames, raw)
         for idx in fallback:
             if 0 < idx <= len(raw):
                 st = self._hit("dwarf-no-cfi", sample, 1, self._binary_at(sample, raw[idx - 1]))
@@ -397,6 +398,50 @@ class Diagnosis:
         elif reason in _BAD_UNWIND:
             st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
             st.detail[reason] = st.detail.get(reason, 0) + 1
+
+    def _dwarf_ra_adjusted(self, sample, frames, raw):
+        """DWARF callers are printed at return address - 1: count those whose
+        raw return address names another function (a call at a function's
+        end, e.g. to a noreturn function), moving one frame of each from its
+        resolved class to resolved-ra-adjusted."""
+        if not raw:
+            return
+        exact = set(self._unwind_of(sample, "exact_ip_frames") or ())
+        by_avma = {}
+        for f in frames:
+            if not f.kernel:
+                by_avma[f.avma] = f        # the last (outermost) of an inline group
+        for i, ra in enumerate(raw[:self.ss.max_stack]):
+            if i == 0 or i in exact:
+                continue
+            f = by_avma.get(ra - 1)
+            if f is None or f.symbol is None or f.source in ("perfmap", "ksymbol"):
+                continue
+            if self._names_differ(f.dso_path, f.build_id, f.address + 1):
+                old_cls, b = self._classify(sample, f, False)
+                st = self.classes.get(old_cls)
+                if st is not None and st.frames > 0:
+                    st.frames -= 1
+                    if b is not None and st.binaries.get(b):
+                        st.binaries[b] -= 1
+                self._hit("resolved-ra-adjusted", sample, 1, b)
+
+    def _names_differ(self, path, bid, file_offset):
+        """Do file_offset and file_offset - 1 lie in different functions?"""
+        key = (path, bid, file_offset, "raw")
+        hit = self._ra_cache.get(key)
+        if hit is None:
+            hit = False
+            try:
+                names = []
+                for off in (file_offset, file_offset - 1):
+                    got = self.symbolizer.lookup(path, bid, file_offset=off)
+                    names.append([x.name for x in got if not x.inlined][-1:])
+                hit = bool(names[1] and names[1][0]) and names[0] != names[1]
+            except Exception:     # a symbolizer bug must not stop the diagnosis
+                hit = False
+            self._ra_cache[key] = hit
+        return hit
 
     def _unwind_of(self, sample, attr):
         last = self._last_unwind
