@@ -33,6 +33,18 @@ _V1_FILE_ATTR_SIZES = tuple(s + 16 for s in (64, 72, 80, 96, 104, 112, 120, 128,
 MAX_ATTRS = 1 << 16
 MAX_IDS = 1 << 24
 MAX_TRACING_DATA = 1 << 30
+# Recovery (file mode, strict=False): what a plausible record header looks like.
+KNOWN_TYPES = frozenset(int(t) for t in RT)
+# Fixed body bytes of the kernel records (before strings and the trailer).
+MIN_BODY = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, RT.THROTTLE: 24,
+            RT.UNTHROTTLE: 24, RT.FORK: 24, RT.READ: 16, RT.MMAP2: 64, RT.AUX: 24,
+            RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
+            RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
+            RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
+# Resynchronisation reads the rest of the data section in blocks of this size
+# (plus one largest record of look-ahead).
+RESYNC_BLOCK = 1 << 20
+_LOOKAHEAD = 2 * (1 << 16) + 16
 
 
 class Record:
@@ -71,8 +83,14 @@ class Record:
 class PerfFile:
     """An open perf.data.  Use `perfdata.open(path)`."""
 
-    def __init__(self, path, max_decompressed=None):
+    def __init__(self, path, max_decompressed=None, strict=False):
+        """strict: stop with CorruptError at the first corrupt record of the
+        data section.  By default (file mode) the reader skips it, finds the
+        next plausible record header, notes the skipped range in `skipped`
+        and `warnings`, and goes on."""
         self.path_arg = path
+        self.strict = strict
+        self.skipped = []           # (path, offset, bytes, why) of skipped corrupt data
         self.warnings = []
         self.attrs = []
         self.id_to_attr = {}
@@ -478,6 +496,10 @@ class PerfFile:
         hdr = struct.Struct("<IHH" if little else ">IHH")
         decompressor = None
         next_record = src.next_record
+        # Recovery needs a seekable, bounded source: file mode and --threads data files.
+        recover = not self.strict and src.seekable and src.end is not None
+        prev = None         # offset of the last good record (recovery)
+        scanned = 0         # resync scans never read a byte twice: time stays linear
         while True:
             got = next_record(hdr)
             if got is None:
@@ -488,15 +510,56 @@ class PerfFile:
                                      % (path, offset))
                 self.truncated_at = offset
                 return
+            why = None
             if size < 8:
-                raise CorruptError("record size %d is smaller than its header (type %d)"
-                                   % (size, rtype), path=path, offset=offset)
-            if len(raw) < size:
-                self.warnings.append("%s: offset %#x: file ends inside a %s record "
-                                     "(%d of %d bytes)" % (path, offset, record_type_name(rtype),
-                                                           len(raw), size))
-                self.truncated_at = offset
-                return
+                why = "record size %d is smaller than its header (type %d)" % (size, rtype)
+                if not recover:
+                    raise CorruptError(why, path=path, offset=offset)
+            elif len(raw) < size:
+                why = "a %s record of %d bytes runs past the end of the data" % (
+                    record_type_name(rtype), size)
+            elif recover and (rtype == 0 or rtype > 0xFFFF):
+                why = "impossible record type %#x" % rtype
+            elif recover and rtype < USER_TYPE_START and size - 8 < MIN_BODY.get(rtype, 0):
+                why = "%s record of %d bytes is too short" % (record_type_name(rtype), size)
+            if why is not None:
+                resume = None
+                back = max(prev + 8, scanned) if prev is not None else offset
+                back += (prev - back) % 8 if prev is not None else 0
+                if recover and back < offset:
+                    # The previous record's size may be what is wrong (too large,
+                    # swallowing the records after it): look inside it first.
+                    resume = self._resync(src.f, back, offset, src.end)
+                    scanned = max(scanned, offset)
+                    if resume is not None:
+                        self.warnings.append("%s: offset %#x: record size overlaps the next "
+                                             "records (resumed at %#x)" % (path, prev, resume))
+                        prev = None
+                        src = ByteSource(src.f, resume, src.end, True)
+                        next_record = src.next_record
+                        continue
+                if recover:
+                    start = max(offset + 8, scanned)
+                    start += (offset - start) % 8
+                    resume = self._resync(src.f, start, src.end, src.end)
+                    scanned = max(scanned, resume if resume is not None else src.end)
+                if resume is None and size >= 8 and len(raw) < size:
+                    # Nothing plausible follows: the tail was cut (a killed perf record).
+                    self.warnings.append("%s: offset %#x: file ends inside a %s record "
+                                         "(%d of %d bytes)" % (path, offset,
+                                                               record_type_name(rtype),
+                                                               len(raw), size))
+                    self.truncated_at = offset
+                    return
+                stop = src.end if resume is None else resume
+                self._note_skipped(path, offset, stop - offset, why)
+                if resume is None:
+                    return
+                prev = None
+                src = ByteSource(src.f, resume, src.end, True)
+                next_record = src.next_record
+                continue
+            prev = offset
             rec = self._make_record(rtype, misc, size, offset, raw[8:], path)
             rec.file = file_index
             if rtype < USER_TYPE_START:
@@ -513,6 +576,73 @@ class PerfFile:
             else:
                 self._user_record_side_effects(rec, path)
             yield rec
+
+    def _note_skipped(self, path, offset, count, why):
+        self.skipped.append((path, offset, count, why))
+        self.warnings.append("%s: offset %#x: skipped %d bytes (corrupt record)"
+                             % (path, offset, count))
+
+    def _resync(self, f, start, stop, end):
+        """File offset of the first plausible record header in [start, stop)
+        (stepping by 8 from start), or None; `end` is the end of the data.
+        Reads each byte once, in blocks: time linear in the bytes scanned."""
+        hdr = struct.Struct("<IHH" if self.little else ">IHH")
+        pos = start
+        while pos + 8 <= stop:
+            f.seek(pos)
+            buf = f.read(min(RESYNC_BLOCK + _LOOKAHEAD, end - pos))
+            if len(buf) < 8:
+                return None
+            limit = min(RESYNC_BLOCK, len(buf) - 7, stop - pos)
+            for i in range(0, limit, 8):
+                if self._plausible_at(hdr, buf, i, pos + i, end):
+                    return pos + i
+            pos += RESYNC_BLOCK
+        return None
+
+    def _header_ok(self, rtype, size, at, end):
+        if rtype not in KNOWN_TYPES or size < 8 or size % 8 or at + size > end:
+            return False
+        if rtype < USER_TYPE_START:
+            need = MIN_BODY.get(rtype, 0)
+            ea = self.attrs[0] if self.attrs else None
+            if ea is not None and ea.sample_id_all and rtype != RT.SAMPLE:
+                need += ea.trailer_size
+            return size - 8 >= need
+        if rtype == RT.FINISHED_ROUND or rtype == RT.FINISHED_INIT:
+            return size == 8
+        return True
+
+    def _plausible_at(self, hdr, buf, i, at, end):
+        """Whether a record starts at buf[i] (file offset `at`): a known type
+        and a sane size, an event id the attrs know (when ids exist), and the
+        next header just as sane (or the end of the data)."""
+        rtype, _, size = hdr.unpack_from(buf, i)
+        if not self._header_ok(rtype, size, at, end):
+            return False
+        if i + size > len(buf):
+            return False
+        if rtype < USER_TYPE_START and self.id_to_attr:
+            body = buf[i + 8:i + size]
+            first = self.attrs[0]
+            pos = self._sample_id_pos if rtype == RT.SAMPLE else self._trailer_id_pos
+            if pos is not None and (rtype == RT.SAMPLE or first.sample_id_all):
+                if rtype == RT.SAMPLE:
+                    ident = first.u64.unpack_from(body, 8 * pos)[0] \
+                        if 8 * pos + 8 <= len(body) else None
+                else:
+                    ident = first.u64.unpack_from(body, len(body) - 8 * pos)[0] \
+                        if 8 * pos <= len(body) else None
+                if ident not in self.id_to_attr:
+                    return False
+        nxt = at + size
+        if nxt == end:
+            return True
+        j = i + size
+        if j + 8 > len(buf):
+            return False
+        rtype2, _, size2 = hdr.unpack_from(buf, j)
+        return self._header_ok(rtype2, size2, nxt, end)
 
     def _decompress_limit(self):
         if self.max_decompressed:

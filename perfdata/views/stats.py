@@ -63,4 +63,10 @@ def describe_stats(pf, stats):
         lines.append("%s stats:" % ea.name)
         for rtype in sorted(per):
             lines.append("%16s events: %10d" % (_type_label(rtype), per[rtype]))
+    skipped = getattr(pf, "skipped", None)
+    if skipped:
+        lines.append("skipped %d bytes of corrupt records: %s" % (
+            sum(n for _, _, n, _ in skipped),
+            ", ".join("%d at %#x" % (n, off) for _, off, n, _ in skipped[:20])
+            + (", ..." if len(skipped) > 20 else "")))
     return "\n".join(lines) + "\n"
