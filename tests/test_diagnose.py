@@ -296,3 +296,31 @@ def test_return_address_adjustment_at_noreturn_calls():
     res, _ = util.diagnose(SAMPLES / "exit_atexit.dwarf.data", *BUILDIDS)
     c = util.cls(res, "resolved-ra-adjusted")
     assert c is not None and c["frames"] == want > 0
+
+
+LIBZ = "/usr/lib/x86_64-linux-gnu/libz.so.1"
+
+
+@requires_perf
+@needs_tools
+@pytest.mark.skipif(not os.path.exists(LIBZ), reason="%s not installed" % LIBZ)
+def test_packaged_library_without_debuginfo_names_the_package(tmp_path):
+    from symbolize.packages import package_of
+    exe = util.build("zlib_loop.c", tmp_path / "zl", libs=(LIBZ,))
+    data = util.record(tmp_path, exe, tmp_path / "zl.data")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res, _ = util.diagnose(data, "--buildid-dir", str(empty))
+    c = util.cls(res, "no-debuginfo")
+    assert c is not None, res
+    text = util.perf_script(tmp_path, data)
+    real = os.path.realpath(LIBZ)
+    assert c["frames"] == _frames_in(text, real, unknown_only=True) > 0
+    b = next(b for b in c["binaries"] if b["path"] == real)
+    pkg = package_of(real)
+    if pkg is None:
+        pytest.skip("no package manager knows %s here" % real)
+    # Debian: zlib1g owns it, its symbols are in zlib1g-dbgsym.
+    assert pkg.install in b["fix"] and pkg.debug_package in b["fix"]
+    if pkg.manager == "dpkg":
+        assert pkg.name == "zlib1g" and "zlib1g-dbgsym" in b["fix"]

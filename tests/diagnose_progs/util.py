@@ -20,8 +20,8 @@ def have_tools(*tools):
     return "not installed: %s" % ", ".join(missing) if missing else None
 
 
-def build(src, out, *extra):
-    subprocess.run(["gcc", *CFLAGS, *extra, "-o", str(out), os.path.join(HERE, src)],
+def build(src, out, *extra, libs=()):
+    subprocess.run(["gcc", *CFLAGS, *extra, "-o", str(out), os.path.join(HERE, src), *libs],
                    check=True, capture_output=True, timeout=60)
     return str(out)
 
