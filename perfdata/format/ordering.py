@@ -26,7 +26,9 @@ class OrderedQueue:
     def push(self, time, item):
         if time < self.last_flush:
             self.out_of_order += 1
-        if time > self.max_timestamp:
+        # perf sets max_timestamp when an event goes to the tail of its queue
+        # (queue_event()), so after a round emptied the queue it can go down.
+        if time >= self.max_timestamp or not self._heap:
             self.max_timestamp = time
         heapq.heappush(self._heap, (time, self._seq, item))
         self._seq += 1
