@@ -89,6 +89,10 @@ class Builder:
         return event_header_schema(self.little).build(
             {"type": rtype, "misc": misc, "size": size}) + bytes(body)
 
+    @staticmethod
+    def pad8(body):
+        return body + bytes(-len(body) % 8)
+
     def body(self, rtype, value):
         return body_schemas(self.little)[rtype].build(value)
 
@@ -100,8 +104,10 @@ class Builder:
         return schema.build(full)
 
     def kernel_record(self, rtype, value, attr=None, misc=0, **trailer):
-        """A kernel record (1..63) with its sample_id trailer when attr asks."""
-        body = self.body(rtype, value)
+        """A kernel record (1..63) with its sample_id trailer when attr asks.
+        The body is padded to 8 bytes, as the kernel pads it: perf finds the
+        trailer by counting u64 words from the end."""
+        body = self.pad8(self.body(rtype, value))
         if attr is not None:
             body += self.trailer(attr, **trailer)
         return self.record(rtype, body, misc)

@@ -260,7 +260,7 @@ def mmap2_body(b, build_id=False):
              "id_union": union, "inode": forms["inode"].parse(union),
              "buildid": forms["buildid"].parse(union), "prot": 5, "flags": 2,
              "filename": "/lib/libc.so.6"}
-    return schema.build(value)
+    return Builder.pad8(schema.build(value))
 
 
 USER_VALUES = [
@@ -558,22 +558,56 @@ def test_compressed_records_straddle(little, cut):
 
 # ------------------------------------------------------------- round order
 def perf_round_order(events):
-    """perf's ordered_events: at each FINISHED_ROUND deliver the queued events
-    with time <= the highest time seen at the previous round; the rest at the
-    end.  Equal times keep arrival order.  events: list of time or 'ROUND'."""
+    """perf 6.1's ordered_events (tools/perf/util/ordered-events.c): at each
+    FINISHED_ROUND deliver the queued events with time <= next_flush, then set
+    next_flush = max_timestamp; the rest at the end.  max_timestamp is the time
+    of the last event that went to the tail of the queue (queue_event()), so
+    after a round empties the queue it can go down.  Equal times keep arrival
+    order.  events: list of time or 'ROUND'; returns positions in delivery order."""
     queue, out = [], []
-    next_flush, max_seen = 0, 0
+    next_flush, max_timestamp = 0, 0
     for seq, ev in enumerate(events):
         if ev == "ROUND":
             ready = sorted((t, s) for t, s in queue if t <= next_flush)
             out += [s for _, s in ready]
             queue = [(t, s) for t, s in queue if t > next_flush]
-            next_flush = max_seen
+            next_flush = max_timestamp
         else:
+            if not queue or ev >= max(t for t, _ in queue):
+                max_timestamp = ev
             queue.append((ev, seq))
-            max_seen = max(max_seen, ev)
     out += [s for _, s in sorted(queue)]
     return out
+
+
+def _timed_file(events):
+    a = make_attr(ST.IP | ST.TID | ST.TIME | ST.PERIOD, [1])
+    b = Builder(True)
+    recs = []
+    for seq, ev in enumerate(events):
+        if ev == "ROUND":
+            recs.append(b.record(RT.FINISHED_ROUND, b""))
+        else:
+            value = sample_value(a, 1)
+            value.update(time=ev, period=seq)
+            recs.append(b.sample(a, value))
+    return b.file([a], recs)
+
+
+# checked against perf 6.1 in test_reader_perf.test_round_order_equals_perf
+ROUND_CASES = {
+    "limit-goes-down": [1000, "ROUND", 5000, "ROUND", "ROUND", 3000, 4000, "ROUND", 4500,
+                        4200, "ROUND", 4100],
+    "equal-times": [10, 10, 20, "ROUND", 10, 20, 20, "ROUND", 15, "ROUND", 20, 10],
+}
+
+
+@pytest.mark.parametrize("case", ROUND_CASES)
+def test_time_order_cases(case):
+    events = ROUND_CASES[case]
+    pf = open_bytes(_timed_file(events))
+    got = [r.parse()["period"] for r in pf.records(order="time") if r.type == RT.SAMPLE]
+    assert got == perf_round_order(events)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -582,11 +616,13 @@ def test_time_order_across_rounds(seed):
     a = make_attr(ST.IP | ST.TID | ST.TIME | ST.PERIOD, [1])
     b = Builder(True)
     events, recs = [], []
-    base = 1000
+    base = 5000
     for round_no in range(6):
+        if rnd.random() < 0.3:
+            base -= 900          # a late CPU buffer: times below those delivered
         for _ in range(rnd.randint(0, 12)):
             # times overlap the previous round's, as two CPUs' buffers do
-            t = base + rnd.randint(-300, 500)
+            t = max(1, base + rnd.randint(-300, 500))
             events.append(t)
         base += 400
         events.append("ROUND")
