@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 
+from perfdata.format.errors import PerfDataError
 from perfdata.session.machine import KERNEL_DSO
 
 MAX_MEMBER = 4 << 30
@@ -38,8 +39,9 @@ def _safe_name(name):
     return all(p not in ("", ".", "..") for p in parts)
 
 
-class ArchiveError(Exception):
-    pass
+class ArchiveError(PerfDataError):
+    """An archive that cannot be unpacked (a PerfDataError, so the CLI ends
+    with `perfdata: error: ...` and status 2 wherever it is opened)."""
 
 
 def plan(ss):

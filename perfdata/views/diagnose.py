@@ -532,10 +532,16 @@ class Diagnosis:
         return None
 
     def _binary_fix(self, name, path, bid):
-        if name != "no-debuginfo":
+        from symbolize.packages import package_of
+        if name == "fp-broken":
+            pkg = package_of(path) if path and path.startswith("/") else None
+            if pkg is not None:
+                return ("from package %s, built without frame pointers: record with "
+                        "--call-graph=dwarf" % pkg.name)
+            return None
+        if name not in ("no-debuginfo", "resolved-dynsym"):
             return None
         parts = []
-        from symbolize.packages import package_of
         pkg = package_of(path) if path and path.startswith("/") else None
         if pkg is not None:
             parts.append("`%s`" % pkg.install)
@@ -610,7 +616,7 @@ def describe(result, path):
     for c in result["classes"]:
         lines.append("%-24s %9d %8d %6.1f%%  %s" % (c["class"], c["frames"], c["samples"],
                                                    100.0 * c["share"], c["title"]))
-    problems = [c for c in result["classes"] if c["kind"] != "resolved"]
+    problems = [c for c in result["classes"] if c["kind"] != "resolved" or c["fix"]]
     if not any(c["kind"] == "problem" for c in problems):
         lines.append("")
         lines.append("no problem found: every frame resolved")
