@@ -605,3 +605,109 @@ def test_round_order_equals_perf(case, tmp_path):
     got = [r.parse()["period"] for r in perfdata.open(str(path)).samples()]
     assert len(want) == sum(1 for e in ROUND_CASES[case] if e != "R")
     assert got == want
+
+
+# ------------------------------------------------- kernel records vs perf -D
+DUMP_HEAD = re.compile(r"^(?:-?\d+ )?(\d+) 0x([0-9a-f]+) \[0x([0-9a-f]+)\]: "
+                       r"PERF_RECORD_([A-Z0-9_]+)(.*)$")
+_HEX = r"(0x[0-9a-f]+|0)"
+DUMP_MMAP2 = re.compile(r" (-?\d+)/(-?\d+): \[%s\(%s\) @ %s ([0-9a-f]+):([0-9a-f]+) (\d+) (\d+)\]:"
+                        r" \S+ (.*)$" % (_HEX, _HEX, _HEX))
+DUMP_MMAP = re.compile(r" (-?\d+)/(-?\d+): \[%s\(%s\) @ %s\]: \S+ (.*)$" % (_HEX, _HEX, _HEX))
+DUMP_COMM = re.compile(r"(?: exec)?: (.*):(-?\d+)/(-?\d+)$")
+DUMP_TASK = re.compile(r"\((-?\d+):(-?\d+)\):\((-?\d+):(-?\d+)\)$")
+
+
+def perf_dump_kernel_records(path):
+    """{offset: [(time, size, name, text)]} of the kernel records perf report -D
+    prints (perf's own records are left out: perf 6.1 does not print all of
+    them in pipe mode)."""
+    from perfdata.format.constants import record_type_name
+    kernel = {record_type_name(t) for t in range(1, 22)}
+    out, _ = perf_out(["report", "-D", "-i", str(path)])
+    recs = {}
+    for line in out.splitlines():
+        m = DUMP_HEAD.match(line)
+        if m and m.group(4) in kernel:
+            recs.setdefault(int(m.group(2), 16), []).append(
+                (int(m.group(1)), int(m.group(3), 16), m.group(4), m.group(5)))
+    return recs
+
+
+def _task_fields(rec):
+    """(got, pattern) for the records whose fields perf -D prints in full."""
+    p = rec.parse()
+    if rec.type == RT.MMAP2:
+        return ((_s32(p["pid"]), _s32(p["tid"]), p["start"], p["len"], p["pgoff"], p["maj"],
+                 p["min"], p["ino"], p["ino_generation"], p["filename"]), DUMP_MMAP2,
+                (int, int, _h, _h, _h, _h, _h, int, int, str))
+    if rec.type == RT.MMAP:
+        return ((_s32(p["pid"]), _s32(p["tid"]), p["start"], p["len"], p["pgoff"],
+                 p["filename"]), DUMP_MMAP, (int, int, _h, _h, _h, str))
+    if rec.type == RT.COMM:
+        return ((p["comm"], _s32(p["pid"]), _s32(p["tid"])), DUMP_COMM, (str, int, int))
+    return ((_s32(p["pid"]), _s32(p["tid"]), _s32(p["ppid"]), _s32(p["ptid"])), DUMP_TASK,
+            (int, int, int, int))
+
+
+def _h(text):
+    return int(text, 16)
+
+
+def check_against_perf_dump(path):
+    """Every kernel record perf report -D prints is ours at the same offset, with
+    the same size, type and time; MMAP, MMAP2, COMM, FORK and EXIT fields equal."""
+    from perfdata.format.constants import record_type_name
+    want = perf_dump_kernel_records(path)
+    pf = perfdata.open(str(path))
+    # perf 6.1 counts pipe-mode offsets from the end of the 16-byte header
+    shift = 16 if pf.is_pipe else 0
+    want = {off + shift: v for off, v in want.items()}
+    ours = {}
+    compressed = False
+    for rec in pf.records(order="file"):
+        compressed |= rec.compressed
+        if rec.type < 64 and not rec.compressed:
+            ours.setdefault(rec.offset, []).append(rec)
+    if compressed:
+        # perf prints the records inside COMPRESSED ones at offsets of its own
+        want = {off: v for off, v in want.items() if off in ours}
+    if pf.data_files:
+        pytest.skip("perf -D prints the offsets of each data file of a directory")
+    assert want and sorted(ours) == sorted(want)
+    checked = 0
+    for off, recs in ours.items():
+        assert len(recs) == len(want[off]) == 1, off
+        rec, (time, size, name, text) = recs[0], want[off][0]
+        assert (rec.size, record_type_name(rec.type), rec.time or 0) == (size, name, time), off
+        if rec.type in (RT.MMAP, RT.MMAP2, RT.COMM, RT.FORK, RT.EXIT):
+            got, pattern, conv = _task_fields(rec)
+            m = pattern.search(text)
+            assert m, (off, text)
+            assert got == tuple(c(g) for c, g in zip(conv, m.groups())), (off, text)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("name", [n for n in RECORDED if not n.startswith("zstd")])
+def test_kernel_records_equal_perf_dump(recorded, name):
+    assert check_against_perf_dump(need(recorded, name)) > 0
+
+
+def _dump_params():
+    out = []
+    for name in corpus_files_perf_reads():
+        if name == "hotspot__perf.data.true.v2":
+            out.append(pytest.param(name, marks=pytest.mark.xfail(
+                strict=True, reason="pre-3.16 MMAP2 layout, see "
+                "test_reader_synthetic.test_regression_mmap2_without_prot_flags")))
+        else:
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _dump_params())
+def test_corpus_kernel_records_equal_perf_dump(name):
+    if name in SCRIPT_QUIRKS:
+        pytest.skip(SCRIPT_QUIRKS[name])
+    check_against_perf_dump(corpus_dir() / "perfdata" / name)
