@@ -311,6 +311,9 @@ def run(args, out):
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
+    if args.call_graph != "none":
+        sys.stderr.write("perfdata: note: report prints the flat table only (as -g none); "
+                         "see perfdata flamegraph for the call graph\n")
     pf = perfdata.open(args.file)
     samples = make_sample_symbolizer(pf, args)
     try:
@@ -346,6 +349,8 @@ def register(subparsers):
     g.add_argument("--no-children", dest="children", action="store_false",
                    help="self time only (the default, as --no-children)")
     p.add_argument("--stdio", action="store_true", help=argparse_suppress())
+    # perf's -g: only the flat table is printed, so only `-g none` is meaningful.
+    p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
     add_symbolize_options(p)
     p.set_defaults(func=run)
 
