@@ -8,6 +8,7 @@ EXIT_BAD_INPUT = 2
 
 
 from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
+from perfdata.views.progress import sample_progress
 
 
 def _open(path):
@@ -62,7 +63,7 @@ def cmd_script(args, out):
                           kernel_symbols=samples.kernel_symbols)
     write = out.write
     try:
-        for item in samples:
+        for item in sample_progress(samples, pf, "script"):
             if isinstance(item, SideEvent):
                 if not args.json:
                     write(fmt.format_side_event(item))
