@@ -257,7 +257,8 @@ def _zstd_bomb(pattern, total):
 @pytest.mark.parametrize("pattern", ["zeros", "rounds"])
 def test_zstd_bomb(pattern, tmp_path):
     """1 GiB of zeros (or 512 MiB of valid 8-byte FINISHED_ROUND records) in one
-    COMPRESSED record of a few tens of KiB: a clean error, fast, in bounded memory."""
+    COMPRESSED record of a few tens of KiB: a clean error or a skipped record,
+    fast, in bounded memory."""
     b = Builder()
     a = make_attr(ST.IP | ST.TID | ST.TIME, [1])
     unit = bytes(8) if pattern == "zeros" else b.record(RT.FINISHED_ROUND, b"")
@@ -273,11 +274,18 @@ def test_zstd_bomb(pattern, tmp_path):
     t0 = time.monotonic()
     res = run_limited(["stats", str(path)], mem_bytes=1 << 30, timeout=60)
     elapsed = time.monotonic() - t0
-    assert res.returncode == 2, res.stderr[-2000:]
     err = res.stderr.decode()
-    assert "Traceback" not in err
-    assert re.search(r"perfdata: error: %s: offset 0x[0-9a-f]+: " % re.escape(str(path)), err)
+    assert "Traceback" not in err and "MemoryError" not in err
     assert elapsed < 10
+    # an error (exit 2), or in file-mode recovery the record skipped with a
+    # warning (exit 0): either way naming the file and the COMPRESSED record
+    assert res.returncode in (0, 2), err
+    where = "perfdata: %s: %s: offset 0x[0-9a-f]+: " % (
+        "error" if res.returncode == 2 else "warning", re.escape(str(path)))
+    assert re.search(where, err), err
+    if res.returncode == 0:
+        # the sample after the bomb is still read
+        assert re.search(r"SAMPLE events:\s+2\b", res.stdout.decode()), res.stdout
 
 
 # ------------------------------------------------------- not perf.data
