@@ -632,8 +632,9 @@ def describe(result, path):
                 lines.append("    fix: %s" % b["fix"])
         ex = c["example"]
         if ex:
-            lines.append("  example: %s %d/%d %d.%09d: %s" % (
-                ex["comm"], ex["pid"], ex["tid"], ex["time"] // 10**9, ex["time"] % 10**9,
+            t = ex["time"] if isinstance(ex["time"], int) else 0
+            lines.append("  example: %s %s/%s %d.%09d: %s" % (
+                ex["comm"], ex["pid"], ex["tid"], t // 10**9, t % 10**9,
                 " <- ".join(ex["stack"])))
         fns = (c.get("detail") or {}).get("functions")
         if fns:
