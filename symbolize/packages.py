@@ -28,12 +28,14 @@ class Package(NamedTuple):
 
 
 def _run(argv) -> str | None:
+    """Standard output (also when some of several paths were not found, as
+    dpkg -S and rpm -qf then exit 1 after printing the others)."""
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    return out.stdout if out.returncode == 0 else None
+    return out.stdout if out.returncode in (0, 1) else None
 
 
 def _variants(path: str) -> list[str]:
@@ -65,24 +67,23 @@ def package_of(path) -> Package | None:
     if not isinstance(path, str) or not path.startswith("/") or "\0" in path \
             or "\n" in path or _GLOB & set(path) or len(path) > 4096:
         return None
+    variants = _variants(path)
     if shutil.which("dpkg"):
-        for p in _variants(path):
-            out = _run(["dpkg", "-S", "--", p])
-            if out:
-                for line in out.splitlines():
-                    owner, sep, file = line.partition(": ")
-                    if sep and file.strip() == p and "diversion" not in owner:
-                        name = owner.split(",")[0].strip()
-                        pkg, _, arch = name.partition(":")
-                        dbg = _DEBIAN_DBG.get(pkg, pkg + "-dbgsym")
-                        return Package("dpkg", pkg, arch or None, dbg,
-                                       "apt-get install %s%s" % (dbg, ":" + arch if arch else ""))
+        # One call for every spelling of the path.
+        out = _run(["dpkg", "-S", "--", *variants]) or ""
+        for line in out.splitlines():
+            owner, sep, file = line.partition(": ")
+            if sep and file.strip() in variants and "diversion" not in owner:
+                name = owner.split(",")[0].strip()
+                pkg, _, arch = name.partition(":")
+                dbg = _DEBIAN_DBG.get(pkg, pkg + "-dbgsym")
+                return Package("dpkg", pkg, arch or None, dbg,
+                               "apt-get install %s%s" % (dbg, ":" + arch if arch else ""))
     if shutil.which("rpm"):
-        for p in _variants(path):
-            out = _run(["rpm", "-qf", "--qf", "%{NAME} %{ARCH}\\n", "--", p])
-            if out:
-                first = out.splitlines()[0].split()
-                if len(first) == 2:
-                    return Package("rpm", first[0], first[1], first[0] + "-debuginfo",
-                                   "dnf debuginfo-install %s" % first[0])
+        out = _run(["rpm", "-qf", "--qf", "%{NAME} %{ARCH}\\n", "--", *variants]) or ""
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) == 2 and "not owned" not in line:
+                return Package("rpm", fields[0], fields[1], fields[0] + "-debuginfo",
+                               "dnf debuginfo-install %s" % fields[0])
     return None
