@@ -324,3 +324,27 @@ def test_packaged_library_without_debuginfo_names_the_package(tmp_path):
     assert pkg.install in b["fix"] and pkg.debug_package in b["fix"]
     if pkg.manager == "dpkg":
         assert pkg.name == "zlib1g" and "zlib1g-dbgsym" in b["fix"]
+
+
+def test_kernel_entry_in_a_user_only_event_is_skid(tmp_path):
+    """A synthetic `:u` profile (exclude_kernel) whose samples start with a
+    kernel entry address: named kernel-skid, not missing kallsyms."""
+    from synth import Attr, Builder, attr_value
+    from perfdata.format.constants import CallchainContext as CC, SampleType as ST
+    st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.PERIOD
+    a = Attr(attr_value(128, type=1, config=0, sample_type=st, sample_period=1000,
+                        flags={"exclude_kernel": 1, "sample_id_all": 1}), [7])
+    b = Builder()
+    recs = []
+    for i in range(5):
+        recs.append(b.sample(a, {"ip": 0xffffffff81a00010, "pid": 42, "tid": 42,
+                                 "time": 1000 + i, "period": 1000,
+                                 "callchain": {"nr": 4, "ips": [CC.KERNEL, 0xffffffff81a00010,
+                                                                CC.USER, 0x401000 + i]}},
+                             misc=1))
+    path = tmp_path / "skid.data"
+    path.write_bytes(b.file([a], recs))
+    res, _ = util.diagnose(path)
+    c = util.cls(res, "kernel-skid")
+    assert c is not None and c["frames"] == 5 and c["samples"] == 5, res
+    assert util.cls(res, "kernel-no-kallsyms") is None
