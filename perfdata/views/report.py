@@ -52,11 +52,22 @@ def parse_sort(text):
     return keys
 
 
+_MODULE_EXT = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
+
+
 def dso_short_name(frame):
+    """perf's dso short name: the file name, `[name]` for a kernel module."""
     dso = frame.dso or "[unknown]"
     if dso.startswith("["):
         return dso
-    return dso.rsplit("/", 1)[-1]
+    base = dso.rsplit("/", 1)[-1]
+    if frame.kernel and base.endswith(_MODULE_EXT):
+        for ext in _MODULE_EXT[::-1]:
+            if base.endswith(ext):
+                base = base[:-len(ext)]
+                break
+        return "[%s]" % base.replace("-", "_")
+    return base
 
 
 def _addr_text(address):
@@ -276,7 +287,8 @@ def _unit_number(n):
 
 
 def count_lost(path):
-    """Samples the kernel reported lost (LOST records), for the header."""
+    """perf's "Total Lost Samples": the LOST_SAMPLES records' counts (not
+    LOST, which perf counts apart; not those a BPF filter dropped)."""
     import perfdata
     from perfdata.format.errors import PerfDataError
     if path == "-":
@@ -285,8 +297,8 @@ def count_lost(path):
     try:
         with perfdata.open(path) as pf:
             for rec in pf.records(order="file"):
-                if rec.type == RT.LOST:
-                    lost += rec.parse().get("lost", 0)
+                if rec.type == RT.LOST_SAMPLES and not rec.misc & (1 << 15):
+                    lost += rec.parse().get("lost", 0) or 0
     except PerfDataError:
         pass
     return lost
