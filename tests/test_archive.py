@@ -87,3 +87,23 @@ def test_unpack_of_garbage_is_an_error(tmp_path):
     bad.write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(64))
     with pytest.raises(ArchiveError):
         extract_archive(str(bad), str(tmp_path / "out"))
+
+
+def test_kernel_symbols_travel_in_the_archive(tmp_path):
+    from conftest import REPO
+    data = str(REPO / "samples" / "two_events.data")
+    buildids = str(REPO / "samples" / "buildids")
+    rc, here, _ = run_cli(["script", data, "--debug-dir", buildids])
+    out = tmp_path / "k.tar.zst"
+    rc, listing, err = run_cli(["archive", data, "-o", str(out), "--debug-dir", buildids])
+    assert rc == 0, err
+    if "kallsyms" not in listing:
+        pytest.skip("no kallsyms of the recorded kernel here (perf's cache or /proc)")
+    unpacked = tmp_path / "x"
+    rc, msg, _ = run_cli(["archive", "-x", str(out), "-C", str(unpacked)])
+    assert "--buildid-dir" in msg
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, there, _ = run_cli(["script", data, "--debug-dir", str(unpacked), "--buildid-dir",
+                            str(unpacked), "--symfs", str(empty)])
+    assert there == here and "[kernel.kallsyms]" in there

@@ -208,7 +208,10 @@ def run(args, out):
         except ArchiveError as exc:
             sys.stderr.write("perfdata: error: %s\n" % exc)
             raise SystemExit(2)
-        out.write("unpacked %s into %s; use --debug-dir %s\n" % (args.extract, dest, dest))
+        kernel = os.path.isdir(os.path.join(dest, "[kernel.kallsyms]"))
+        out.write("unpacked %s into %s; use --debug-dir %s%s\n" % (
+            args.extract, dest, dest,
+            " --buildid-dir %s (kernel symbols)" % dest if kernel else ""))
         return
     import perfdata
     from .options import make_sample_symbolizer

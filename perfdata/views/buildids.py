@@ -5,7 +5,6 @@ symbols come from here (which file, which sections) and what is missing.
 import json
 import os
 import sys
-from collections import Counter
 
 from perfdata.session.machine import KERNEL_DSO
 
@@ -164,6 +163,3 @@ def run(args, out):
                                                  " ".join(r[name]["sections"])))
         out.write("    missing: %s\n" % ("; ".join(r["missing"]) or "nothing"))
 
-
-def hit_counts(rows):
-    return Counter({(r["path"], r["build_id"]): r["samples"] for r in rows})
