@@ -123,12 +123,27 @@ class Report:
                     # absolute address, its sample entries the map-relative one.
                     values.append(("a", frame.avma))
                 else:
-                    values.append(("a", frame.address))
+                    values.append(("a", self._entry_address(sample, frame)))
         key = (level,) + tuple(values)
         entry = hist.entries.get(key)
         if entry is None:
             entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None)
         return entry
+
+    def _entry_address(self, sample, frame):
+        """perf's al->addr for an entry without a symbol: map-relative, also
+        in a kernel module ([name]); absolute in the kernel image."""
+        if frame.kernel and frame.avma is not None and self.sampler is not None:
+            short = dso_short_name(frame)
+            if short.startswith("[") and short not in ("[kernel.kallsyms]", "[unknown]",
+                                                       "[bpf_prog]"):
+                try:
+                    m = self.sampler.machine.find_map(sample.thread, frame.avma, True)
+                except Exception:
+                    m = None
+                if m is not None:
+                    return m.file_offset(frame.avma)
+        return frame.address
 
     def _real_frame(self, sample, frames, index):
         """The frame at `index` as the symbol table names it: perf report's
