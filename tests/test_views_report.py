@@ -148,3 +148,25 @@ def test_cli_report_and_sort_error(tmp_path):
     assert abs(sum(pcts.values()) - 100.0) < 0.02
     rc, out, err = run_cli(["report", str(_data("threads.fp")), "--sort", "bogus"])
     assert rc == 2 and err.startswith("perfdata: error:")
+
+
+# Files from other machines (the shared corpus): kernel-module entries are
+# `[name]` with module-relative addresses, as perf prints them.
+from conftest import corpus_dir, requires_corpus  # noqa: E402
+
+
+@needs_perf
+@requires_corpus
+@pytest.mark.parametrize("name", ["quipper__perf.data.callgraph-3.8", "quipper__perf.data.raw-3.4"])
+def test_corpus_kernel_modules_as_perf(name, home):
+    path = corpus_dir() / "perfdata" / name
+    if not path.exists():
+        pytest.skip("%s not in the corpus" % name)
+    argv = [PERF, "report", "--stdio", "-g", "none", "--no-children", "--no-branch-stack",
+            "-i", str(path)]
+    theirs = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, HOME=home)).stdout
+    rc, mine, err = run_cli(["report", str(path)])
+    assert rc == 0, err
+    assert "[k] 0x" in mine and re.search(r"\[\w+\]\s+\[k\] 0x0000000000", mine)
+    assert [ln for ln in theirs.splitlines() if "Tip:" not in ln] == mine.splitlines()
