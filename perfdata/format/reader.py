@@ -500,6 +500,9 @@ class PerfFile:
         recover = not self.strict and src.seekable and src.end is not None
         prev = None         # offset of the last good record (recovery)
         scanned = 0         # resync scans never read a byte twice: time stays linear
+        # Records are 8-byte multiples in perf's files, except COMPRESSED ones
+        # (and some other writers'): then resync tries every byte.
+        self._step = 1 if Feature.COMPRESSED in self.features or src.pos % 8 else 8
         while True:
             got = next_record(hdr)
             if got is None:
@@ -525,12 +528,12 @@ class PerfFile:
             if why is not None:
                 resume = None
                 back = max(prev + 8, scanned) if prev is not None else offset
-                back += (prev - back) % 8 if prev is not None else 0
+                back += (prev - back) % self._step if prev is not None else 0
                 if recover and back < offset:
                     # The previous record's size may be what is wrong (too large,
                     # swallowing the records after it): look inside it first.
                     resume = self._resync(src.f, back, offset, src.end)
-                    scanned = max(scanned, offset)
+                    scanned = max(scanned, resume or offset)
                     if resume is not None:
                         self.warnings.append("%s: offset %#x: record size overlaps the next "
                                              "records (resumed at %#x)" % (path, prev, resume))
@@ -540,7 +543,7 @@ class PerfFile:
                         continue
                 if recover:
                     start = max(offset + 8, scanned)
-                    start += (offset - start) % 8
+                    start += (offset - start) % self._step
                     resume = self._resync(src.f, start, src.end, src.end)
                     scanned = max(scanned, resume if resume is not None else src.end)
                 if resume is None and size >= 8 and len(raw) < size:
@@ -559,7 +562,23 @@ class PerfFile:
                 src = ByteSource(src.f, resume, src.end, True)
                 next_record = src.next_record
                 continue
+            if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
+                    and offset + size < src.end:
+                resume = self._check_next(src, hdr, offset, size, scanned)
+                if resume is not None:
+                    scanned = max(scanned, resume or offset + size)
+                    if resume > 0:
+                        # This record's size is too large: the records after it
+                        # start inside it.
+                        self._note_skipped(path, offset, resume - offset,
+                                           "record size %d overlaps the next records" % size)
+                        prev = None
+                        src = ByteSource(src.f, resume, src.end, True)
+                        next_record = src.next_record
+                        continue
             prev = offset
+            if size & 7:
+                self._step = 1
             rec = self._make_record(rtype, misc, size, offset, raw[8:], path)
             rec.file = file_index
             if rtype < USER_TYPE_START:
@@ -571,11 +590,38 @@ class PerfFile:
                 yield rec
                 if decompressor is None:
                     decompressor = Decompressor(self._decompress_limit())
-                yield from self._expand(decompressor, rec, path)
+                try:
+                    yield from self._expand(decompressor, rec, path)
+                except CorruptError as exc:
+                    if not recover:
+                        raise
+                    # perf ends a zstd frame with every record: start afresh.
+                    self._note_skipped(path, rec.offset, rec.size, exc.message)
+                    decompressor = None
                 continue
             else:
                 self._user_record_side_effects(rec, path)
             yield rec
+
+    def _check_next(self, src, hdr, offset, size, scanned):
+        """Recovery look-ahead: None when the header after this record looks
+        sane; else where a plausible record starts inside this one (its size
+        was too large), or 0 when none does (the next record is the bad one)."""
+        buf, head = src.buf, src.head
+        if len(buf) - head < 8:
+            look = src.peek(8)
+            if len(look) < 8:
+                return None
+            buf, head = look, 0
+        rtype, _, nsize = hdr.unpack_from(buf, head)
+        if nsize >= 8 and 0 < rtype <= 0xFFFF and offset + size + nsize <= src.end and \
+                (rtype >= USER_TYPE_START or nsize - 8 >= MIN_BODY.get(rtype, 0)):
+            return None
+        start = max(offset + 8, scanned)
+        start += (offset - start) % self._step
+        if start >= offset + size:
+            return 0
+        return self._resync(src.f, start, offset + size, src.end) or 0
 
     def _note_skipped(self, path, offset, count, why):
         self.skipped.append((path, offset, count, why))
@@ -584,9 +630,11 @@ class PerfFile:
 
     def _resync(self, f, start, stop, end):
         """File offset of the first plausible record header in [start, stop)
-        (stepping by 8 from start), or None; `end` is the end of the data.
-        Reads each byte once, in blocks: time linear in the bytes scanned."""
+        (stepping by 8 from start, or by 1 in files with unaligned records),
+        or None; `end` is the end of the data.  Reads each byte once, in
+        blocks: time linear in the bytes scanned."""
         hdr = struct.Struct("<IHH" if self.little else ">IHH")
+        step = self._step
         pos = start
         while pos + 8 <= stop:
             f.seek(pos)
@@ -594,14 +642,16 @@ class PerfFile:
             if len(buf) < 8:
                 return None
             limit = min(RESYNC_BLOCK, len(buf) - 7, stop - pos)
-            for i in range(0, limit, 8):
+            for i in range(0, limit, step):
                 if self._plausible_at(hdr, buf, i, pos + i, end):
                     return pos + i
             pos += RESYNC_BLOCK
         return None
 
     def _header_ok(self, rtype, size, at, end):
-        if rtype not in KNOWN_TYPES or size < 8 or size % 8 or at + size > end:
+        if rtype not in KNOWN_TYPES or size < 8 or at + size > end:
+            return False
+        if size % self._step and rtype != RT.COMPRESSED and rtype != RT.COMPRESSED2:
             return False
         if rtype < USER_TYPE_START:
             need = MIN_BODY.get(rtype, 0)
@@ -615,34 +665,41 @@ class PerfFile:
 
     def _plausible_at(self, hdr, buf, i, at, end):
         """Whether a record starts at buf[i] (file offset `at`): a known type
-        and a sane size, an event id the attrs know (when ids exist), and the
-        next header just as sane (or the end of the data)."""
+        and a sane size, then the next header just as sane (or the end of the
+        data); when the record carries no event id the attrs know, the one
+        after that too."""
         rtype, _, size = hdr.unpack_from(buf, i)
         if not self._header_ok(rtype, size, at, end):
             return False
         if i + size > len(buf):
             return False
-        if rtype < USER_TYPE_START and self.id_to_attr:
-            body = buf[i + 8:i + size]
-            first = self.attrs[0]
-            pos = self._sample_id_pos if rtype == RT.SAMPLE else self._trailer_id_pos
-            if pos is not None and (rtype == RT.SAMPLE or first.sample_id_all):
-                if rtype == RT.SAMPLE:
-                    ident = first.u64.unpack_from(body, 8 * pos)[0] \
-                        if 8 * pos + 8 <= len(body) else None
-                else:
-                    ident = first.u64.unpack_from(body, len(body) - 8 * pos)[0] \
-                        if 8 * pos <= len(body) else None
-                if ident not in self.id_to_attr:
-                    return False
-        nxt = at + size
-        if nxt == end:
-            return True
-        j = i + size
-        if j + 8 > len(buf):
+        depth = 2 if self._id_known(rtype, buf[i + 8:i + size]) else 3
+        for _ in range(depth - 1):
+            at += size
+            i += size
+            if at == end:
+                return True
+            if i + 8 > len(buf):
+                return False
+            rtype, _, size = hdr.unpack_from(buf, i)
+            if not self._header_ok(rtype, size, at, end):
+                return False
+        return True
+
+    def _id_known(self, rtype, body):
+        """A kernel record whose event id (sample or trailer) the attrs know."""
+        if rtype >= USER_TYPE_START or not self.id_to_attr:
             return False
-        rtype2, _, size2 = hdr.unpack_from(buf, j)
-        return self._header_ok(rtype2, size2, nxt, end)
+        first = self.attrs[0]
+        if rtype == RT.SAMPLE:
+            pos = self._sample_id_pos
+            if pos is None or 8 * pos + 8 > len(body):
+                return False
+            return first.u64.unpack_from(body, 8 * pos)[0] in self.id_to_attr
+        pos = self._trailer_id_pos
+        if pos is None or not first.sample_id_all or 8 * pos > len(body):
+            return False
+        return first.u64.unpack_from(body, len(body) - 8 * pos)[0] in self.id_to_attr
 
     def _decompress_limit(self):
         if self.max_decompressed:
