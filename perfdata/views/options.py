@@ -9,6 +9,8 @@ def add_symbolize_options(p):
     g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
                    help="directory of debug files (.build-id layout or path layout); repeatable")
     g.add_argument("--symfs", metavar="ROOT", help="look for binaries under ROOT")
+    g.add_argument("--archive", metavar="FILE.tar.zst",
+                   help="binaries and debug files packed by `perfdata archive`")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
     g.add_argument("--debuginfod", metavar="URL",
@@ -66,10 +68,19 @@ def make_sample_symbolizer(pf, args, side_events=()):
     from symbolize import DebugInfoLocator, Symbolizer
     from ..symbolized import SampleSymbolizer
     from symbolize.debuginfod import make_locator
+    debug_dirs = list(args.debug_dir)
+    buildid_dir = args.buildid_dir
+    if getattr(args, "archive", None):
+        # An archive made by `perfdata archive`: unpacked once, then searched
+        # like a --debug-dir (and as perf's build-id cache, for kallsyms).
+        from .archive import open_archive
+        unpacked = open_archive(args.archive)
+        debug_dirs.insert(0, unpacked)
+        buildid_dir = buildid_dir or unpacked
     # A DebuginfodLocator when --debuginfod or $DEBUGINFOD_URLS names a server.
     locator = make_locator(getattr(args, "debuginfod", None),
-                           debug_dirs=args.debug_dir, symfs=args.symfs,
-                           **({"buildid_dir": args.buildid_dir} if args.buildid_dir else {}))
+                           debug_dirs=debug_dirs, symfs=args.symfs,
+                           **({"buildid_dir": buildid_dir} if buildid_dir else {}))
     wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
