@@ -3,7 +3,7 @@
 * `corpus_dir()` / `corpus` fixture: /work/shared/corpus (reached from the repo as
   ../shared/corpus) or $PERFDATA_CORPUS; tests that need it skip when absent.
 * `requires_perf`: skip marker when `perf` cannot record here (absent, or
-  perf_event_paranoid forbids it).
+  perf_event_paranoid forbids it); `requires_perf_tool`: when perf is absent.
 * `recorded` (session scope): a handful of small perf.data files recorded once
   with perf into a tmp dir, by name; a file that perf could not make is missing
   from the dict and the tests using it skip.
@@ -55,7 +55,10 @@ def _perf_can_record():
 
 
 _CAN_RECORD, _WHY_NOT = _perf_can_record()
+#: perf can record here (the `recorded` fixture needs it and skips without it)
 requires_perf = pytest.mark.skipif(not _CAN_RECORD, reason=_WHY_NOT or "perf missing")
+#: perf is installed: enough for `perf report` / `perf script` on existing files
+requires_perf_tool = pytest.mark.skipif(PERF is None, reason="perf is not installed")
 requires_corpus = pytest.mark.skipif(not have_corpus(),
                                      reason="corpus not found at %s (set PERFDATA_CORPUS)"
                                      % corpus_dir())

@@ -6,7 +6,6 @@ order and decoders against files whose every field we chose.
 """
 import struct
 
-import construct as cs
 
 from perfdata.format.attr import attr_schema, ATTR_FLAG_BITS
 from perfdata.format.constants import MAGIC_V1, MAGIC_V2, RecordType as RT

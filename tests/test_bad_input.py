@@ -2,7 +2,6 @@
 sizes (callchain nr 2**60, STACK_USER size 2**62, a zstd bomb), and things that
 are not perf.data files.  The reader must end with exit 0 or 2, never a
 traceback, a hang or a memory blow-up, and name the file and offset."""
-import io
 import os
 import random
 import re

@@ -20,10 +20,13 @@ import perfdata
 from perfdata.format.constants import (ReadFormat as RF, RecordType as RT, SampleType as ST,
                                        is_callchain_context)
 
-from conftest import PERF, corpus_dir, have_corpus, need, requires_perf, run_cli
+from conftest import (PERF, corpus_dir, have_corpus, need, requires_perf, requires_perf_tool,
+                      run_cli)
 from synth import plain
 
-pytestmark = requires_perf
+# Tests on recorded files skip through the `recorded` fixture when perf cannot
+# record; the others need only the perf tool.
+pytestmark = requires_perf_tool
 
 RECORDED = ["fp", "plain", "dwarf", "zstd", "twoev", "tracepoint", "threads", "group",
             "pipe", "fp_inject_pipe", "zstd_inject_pipe"]
@@ -274,6 +277,7 @@ def test_threads_directory_reads_every_data_file(recorded):
     assert 0 in files and len(files) > 1
 
 
+@requires_perf
 def test_live_pipe_from_perf_record(tmp_path):
     """perf record -o - | tee copy | perfdata stats -: what the reader counts
     from a live pipe equals perf report --stats on the copy."""
