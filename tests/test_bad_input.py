@@ -167,6 +167,7 @@ def test_random_corruption(request, tmp_path):
     rnd = random.Random(20261129)
     path = tmp_path / "fuzz.data"
     seen_errors = 0
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for name, data in _corpus_for_fuzz(recorded):
         for variant in range(80):
             buf = bytearray(data)
@@ -192,6 +193,9 @@ def test_random_corruption(request, tmp_path):
                 except PerfDataError:
                     pass
     assert seen_errors > 0        # the corruption did reach the reader
+    # no variant made the reader allocate what a corrupt size field claims
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+    assert grown_kib < 300 * 1024, grown_kib
 
 
 # ----------------------------------------------------------- hostile sizes
