@@ -294,3 +294,12 @@ def test_standalone_svg_script_runs(tmp_path):
     res = chromium("--dump-dom", "--virtual-time-budget=1000", svg.as_uri(),
                    want=lambda r: 'data-ready="1"' in r.stdout)
     assert 'data-ready="1"' in res.stdout, res.stderr[-2000:]
+
+
+def test_minwidth_leaves_out_narrow_frames(tmp_path):
+    svg, _ = make_svg(tmp_path, "vdso_clock.fp", "--minwidth", "500")
+    _, frames = frames_of(svg)
+    assert frames and all(f["w"] >= 500 for f in frames)
+    # hot_clock_loop (2 of 279 samples) is gone, clock_gettime (276) stays.
+    names = {f["name"] for f in frames}
+    assert "clock_gettime@@GLIBC_2.17" in names and "hot_clock_loop" not in names

@@ -167,7 +167,7 @@ def _attr(text):
 
 
 def render_svg(builder, title=None, subtitle=None, width=1200, reverse=False,
-               colors="kind"):
+               colors="kind", min_width=MIN_WIDTH_PX):
     """The SVG text of a FlameGraphBuilder's tree."""
     title = title if title is not None else ("Icicle Graph" if reverse else "Flame Graph")
     unit = "samples" if builder.weight == "samples" else "period"
@@ -181,7 +181,7 @@ def render_svg(builder, title=None, subtitle=None, width=1200, reverse=False,
     stack = [(root, 0, 0)]
     while stack:
         node, depth, x = stack.pop()
-        if node.value * scale < MIN_WIDTH_PX:
+        if node.value * scale < min_width:
             continue
         placed.append((node, depth, x))
         if depth > max_depth:
@@ -452,7 +452,7 @@ def run(args, out):
     subtitle = "%s%s" % (os.path.basename(str(args.file)),
                          " - %s" % builder.event_name if builder.event_name else "")
     svg = render_svg(builder, title=args.title, subtitle=subtitle, width=args.width,
-                     reverse=args.reverse, colors=args.colors)
+                     reverse=args.reverse, colors=args.colors, min_width=args.minwidth)
     try:
         stream.write(svg)
     finally:
@@ -478,6 +478,8 @@ def register(subparsers):
                    help="colour by kind (user, kernel, jit, inlined, unknown) or by dso")
     p.add_argument("--reverse", action="store_true", help="icicle graph: roots on top")
     p.add_argument("--width", type=int, default=1200, help="image width in pixels")
+    p.add_argument("--minwidth", type=float, default=MIN_WIDTH_PX, metavar="PX",
+                   help="leave out frames narrower than this (default %(default)s px)")
     p.add_argument("--weight", choices=("samples", "period"), default="samples",
                    help="frame width by sample count (default) or by period")
     p.add_argument("--pid-root", "--with-pid", dest="pid_root", action="store_true",
