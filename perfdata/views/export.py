@@ -106,11 +106,20 @@ class SpeedscopeBuilder:
             "shared": {"frames": self.frames},
             "profiles": profiles,
             "activeProfileIndex": 0,
-            "exporter": "perfdata",
+            "exporter": _exporter(),
         }
         if self.name:
             doc["name"] = self.name
         return doc
+
+
+def _exporter():
+    """speedscope's recommended "name@version"."""
+    try:
+        from importlib.metadata import version
+        return "perfdata@" + version("perfdata")
+    except Exception:
+        return "perfdata"
 
 
 def run(args, out):
