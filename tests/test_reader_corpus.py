@@ -6,6 +6,7 @@ perf 6.1 rejects only for their age or origin; and for the broken files and the
 quipper fuzzer reproducers, that every command ends in exit 0 or 2 without a
 traceback.  Skips when the corpus is absent.
 """
+import json
 import re
 import time
 
@@ -176,6 +177,9 @@ def test_every_file_every_command(name):
             assert re.search(r": offset 0x[0-9a-f]+: ", last), last
         if readable and (name, label) not in KNOWN_FAILURES:
             assert rc == 0, (label, err)
+        if label == "dump-json":
+            for line in out.splitlines():
+                json.loads(line)          # every line is one JSON value
 
 
 def test_broken_zero_size_sample_prefix():
