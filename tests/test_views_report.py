@@ -37,7 +37,9 @@ RECORDINGS = ["plt_loop.fp", "plt_loop_ibt.fp", "vdso_clock.fp", "exit_atexit.fp
 # Callers differ on purpose (coroutine bottoms, DWARF snapshot-cut marker).
 NO_CHILDREN_CHECK = {"coroutine.fp", "coroutine.dwarf", "deep_recursion.dwarf"}
 VARIANTS = [("comm,dso,sym", False), ("comm,dso,sym", True), ("pid,sym", False),
-            ("dso,comm", False)]
+            ("dso,comm", False), ("comm", False), ("sym,comm", False)]
+# perf's "_init" is narrower than our "strlen@plt": column widths differ there.
+PLT_WIDTH = {"plt_loop.fp", "plt_loop_ibt.fp", "plt_loop_ibt.dwarf"}
 _ROW = re.compile(r"^\s+\d+\.\d\d%")
 
 
@@ -126,6 +128,13 @@ def test_rows_as_perf_report(name, home):
             assert [r[:npct] for r in a] == [r[:npct] for r in b]
             if not children:
                 assert a == b, (sort, children)
+        if not children:
+            # Column widths and padding as perf's, line for line.
+            norm = [ln.replace("[.] _init", "[.] strlen@plt") for ln in
+                    perf_report(name, sort, children, home).splitlines() if "Tip:" not in ln]
+            mine_lines = ours[(sort, children)].splitlines()
+            if name not in PLT_WIDTH:
+                assert mine_lines == norm, (sort, children)
 
 
 @needs_perf

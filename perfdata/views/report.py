@@ -76,15 +76,16 @@ def _addr_text(address):
 
 
 class Entry:
-    __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved")
+    __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved", "thread")
 
-    def __init__(self, key, level, unresolved):
+    def __init__(self, key, level, unresolved, thread=None):
         self.key = key
         self.level = level
         self.self_period = 0
         self.children = 0
         self.samples = 0
         self.unresolved = unresolved
+        self.thread = thread        # of the sample that made the entry (perf's he->thread)
 
 
 class EventHistogram:
@@ -112,8 +113,8 @@ class Report:
             elif key == "dso":
                 values.append(dso_short_name(frame))
             elif key == "pid":
-                # perf's "pid" key is the thread: tid and its comm.
-                values.append((sample.tid, sample.comm))
+                # perf's "pid" key is the thread (shown with its last comm).
+                values.append(sample.tid)
             else:
                 if frame.symbol is not None:
                     name = perf_short_name(frame.symbol) + suffix
@@ -124,10 +125,12 @@ class Report:
                     values.append(("a", frame.avma))
                 else:
                     values.append(("a", self._entry_address(sample, frame)))
-        key = (level,) + tuple(values)
+        # The privilege level ([k], [.]) belongs to the symbol key.
+        key = (level if "sym" in self.sort_keys else None,) + tuple(values)
         entry = hist.entries.get(key)
         if entry is None:
-            entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None)
+            entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None,
+                                              sample.thread)
         return entry
 
     def _entry_address(self, sample, frame):
@@ -197,12 +200,12 @@ class Report:
                     e.children += period
 
     # ---------------------------------------------------------------- text
-    def _cell(self, key, value, level):
+    def _cell(self, key, value, level, thread=None):
         if key == "sym":
             kind, v = value
             return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
         if key == "pid":
-            return "%7d:%s" % value
+            return "%7d:%s" % (value, _thread_comm(thread))
         return value
 
     def _sort_key(self, entry):
@@ -238,7 +241,7 @@ class Report:
         entries.sort(key=self._sort_key)
         rows = []
         for e in entries:
-            cells = [self._cell(k, v, e.level) for k, v in zip(self.sort_keys, e.key)]
+            cells = [self._cell(k, v, e.level, e.thread) for k, v in zip(self.sort_keys, e.key)]
             pcts = ["%.2f%%" % (100.0 * e.self_period / total)]
             if self.children:
                 pcts.insert(0, "%.2f%%" % (100.0 * e.children / total))
@@ -247,8 +250,11 @@ class Report:
             [SORT_KEYS[k] for k in self.sort_keys]
         npct = 2 if self.children else 1
         widths = [max(len(h), 8) if i < npct else len(h) for i, h in enumerate(heads)]
+        keys = [None] * npct + list(self.sort_keys)
         for pcts, cells in rows:
             for i, text in enumerate(pcts + cells):
+                if keys[i] in ("comm", "pid"):
+                    continue
                 if text.endswith(" (inlined)"):
                     # perf sizes the column by the symbol's own name.
                     text = text[:-len(" (inlined)")]
@@ -261,6 +267,18 @@ class Report:
                     widths[npct + i] = max(widths[npct + i], 16 + 4 + 2)
                 elif k == "dso":
                     widths[npct + i] = max(widths[npct + i], 16)
+        # perf sizes the comm column by the threads' comm lengths, taken once
+        # at the end (thread__comm_len), and cuts longer comms to fit;
+        # "Pid:Command" is 8 wider.
+        comm_len = max((len(_thread_comm(e.thread)) for e in entries), default=0)
+        for i, k in enumerate(keys):
+            if k == "comm":
+                widths[i] = max(widths[i], comm_len)
+            elif k == "pid":
+                widths[i] = max(widths[i], comm_len + 8)
+            if k in ("comm", "pid"):
+                for _, cells in rows:
+                    cells[i - npct] = cells[i - npct][:widths[i]]
         head_cells = []
         for i, h in enumerate(heads):
             head_cells.append(("%*s" if i < npct else "%-*s") % (widths[i], h))
@@ -271,7 +289,9 @@ class Report:
             parts = ["%*s" % (widths[i], p) for i, p in enumerate(pcts)]
             for j, c in enumerate(cells):
                 i = npct + j
-                parts.append(c if j == len(cells) - 1 else "%-*s" % (widths[i], c))
+                # Every cell is padded to its column, but a symbol in the last one.
+                last_sym = j == len(cells) - 1 and self.sort_keys[j] == "sym"
+                parts.append(c if last_sym else "%-*s" % (widths[i], c))
             out.append("  " + "  ".join(parts) + "\n")
         out.append("\n\n")
         return out
@@ -283,10 +303,14 @@ class Report:
             total = hist.total_period or 1
             table = result.setdefault(hist.event.name, {})
             for e in hist.entries.values():
-                cells = tuple(self._cell(k, v, e.level)
+                cells = tuple(self._cell(k, v, e.level, e.thread)
                               for k, v in zip(self.sort_keys, e.key))
                 table[cells] = (100.0 * e.self_period / total, 100.0 * e.children / total)
         return result
+
+
+def _thread_comm(thread):
+    return thread.comm if thread is not None else ""
 
 
 def _unit_number(n):
