@@ -383,6 +383,13 @@ class CfiRow:
         return "CfiRow(cfa=%s, %s)" % (cfa, rules)
 
 
+# Compilers nest DW_CFA_remember_state a level or two (one per epilogue).
+MAX_REMEMBER_DEPTH = 64
+
+
+MAX_RULES_PER_ROW = 96
+
+
 def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
     """Execute the CFA instructions in sec.data[pos:end] from address `loc`.
     Returns (cfa, rules, rows) with rows a list of (loc, CfiRow), one per
@@ -399,6 +406,10 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
     init_rules = cie.initial_rules if initial_cie is not None else {}
 
     def emit(at):
+        # Real CFI describes a few dozen registers at most; a hostile program
+        # describing thousands would make every row a copy of them all.
+        if len(rules) > MAX_RULES_PER_ROW:
+            raise CfiError("CFI describes %d registers" % len(rules))
         rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame)))
 
     n = end
@@ -460,6 +471,11 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
             rules[reg] = (RULE_REGISTER, reg2)
             continue
         elif op == 0x0A:                        # remember_state
+            # Each level copies the rules: unbounded nesting would make a
+            # hostile FDE cost memory quadratic in its length.
+            if len(stack) >= MAX_REMEMBER_DEPTH:
+                raise CfiError("DW_CFA_remember_state nested deeper than %d"
+                               % MAX_REMEMBER_DEPTH)
             stack.append((cfa, dict(rules)))
             continue
         elif op == 0x0B:                        # restore_state

@@ -8,8 +8,10 @@ limit is an error (a zstd bomb), never an allocation of the claimed size.
 import zstandard
 
 # Largest input slice per call: a zstd block cannot expand beyond 128 KiB and
-# needs at least 3 bytes, so 2 KiB of input yields at most ~85 MiB.
-_SLICE = 2048
+# needs at least 3 bytes, so 256 bytes of input yield at most ~11 MiB before
+# the limit is checked (2 KiB slices allowed ~85 MiB past it; no measurable
+# speed difference on the corpus zstd files).
+_SLICE = 256
 
 
 class Decompressor:

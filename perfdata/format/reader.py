@@ -136,7 +136,7 @@ class PerfFile:
     def _read_header(self):
         if self._seekable:
             self._f.seek(0)
-        head = self._f.read(16)
+        head = _read_upto(self._f, 16)
         self._consumed = head
         if len(head) < 16:
             raise self._error(NotPerfDataError if len(head) < 8 else TruncatedError,
@@ -155,7 +155,7 @@ class PerfFile:
             elif be_size == PIPE_HEADER_SIZE:
                 self.little = False
             else:
-                rest = self._f.read(8)
+                rest = _read_upto(self._f, 8)
                 self._consumed += rest
                 attr_size = struct.unpack("<Q", rest)[0] if len(rest) == 8 else 0
                 self.little = attr_size in _V1_FILE_ATTR_SIZES or \
@@ -169,6 +169,9 @@ class PerfFile:
             self.is_pipe = True
             self.header = dict(pipe_header_schema(self.little).parse(head))
             self._data_start, self._data_end = PIPE_HEADER_SIZE, None
+            # Attrs and features arrive as records: read them now, so that
+            # `attrs` and `feature()` answer before iteration.
+            self._pipe_setup()
             return
         if size not in (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES):
             raise self._error(NotPerfDataError, "unexpected header size %d" % size, 8)
@@ -532,19 +535,19 @@ class PerfFile:
                 if recover and back < offset:
                     # The previous record's size may be what is wrong (too large,
                     # swallowing the records after it): look inside it first.
-                    resume = self._resync(src.f, back, offset, src.end)
+                    resume = self._resync(src, back, offset)
                     scanned = max(scanned, resume or offset)
                     if resume is not None:
                         self.warnings.append("%s: offset %#x: record size overlaps the next "
                                              "records (resumed at %#x)" % (path, prev, resume))
                         prev = None
-                        src = ByteSource(src.f, resume, src.end, True)
+                        src.goto(resume)
                         next_record = src.next_record
                         continue
                 if recover:
                     start = max(offset + 8, scanned)
                     start += (offset - start) % self._step
-                    resume = self._resync(src.f, start, src.end, src.end)
+                    resume = self._resync(src, start, src.end)
                     scanned = max(scanned, resume if resume is not None else src.end)
                 if resume is None and size >= 8 and len(raw) < size:
                     # Nothing plausible follows: the tail was cut (a killed perf record).
@@ -559,7 +562,7 @@ class PerfFile:
                 if resume is None:
                     return
                 prev = None
-                src = ByteSource(src.f, resume, src.end, True)
+                src.goto(resume)
                 next_record = src.next_record
                 continue
             if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
@@ -573,7 +576,7 @@ class PerfFile:
                         self._note_skipped(path, offset, resume - offset,
                                            "record size %d overlaps the next records" % size)
                         prev = None
-                        src = ByteSource(src.f, resume, src.end, True)
+                        src.goto(resume)
                         next_record = src.next_record
                         continue
             prev = offset
@@ -621,31 +624,35 @@ class PerfFile:
         start += (offset - start) % self._step
         if start >= offset + size:
             return 0
-        return self._resync(src.f, start, offset + size, src.end) or 0
+        found = self._resync(src, start, offset + size)
+        src.goto(offset + size)
+        return found or 0
 
     def _note_skipped(self, path, offset, count, why):
         self.skipped.append((path, offset, count, why))
         self.warnings.append("%s: offset %#x: skipped %d bytes (corrupt record)"
                              % (path, offset, count))
 
-    def _resync(self, f, start, stop, end):
+    def _resync(self, src, start, stop):
         """File offset of the first plausible record header in [start, stop)
         (stepping by 8 from start, or by 1 in files with unaligned records),
-        or None; `end` is the end of the data.  Reads each byte once, in
-        blocks: time linear in the bytes scanned."""
+        or None.  Scans through the source's own buffer, so that no byte is
+        read from the file twice; the source is left somewhere in the range
+        (the caller moves it with goto()).  Time linear in the bytes scanned."""
         hdr = struct.Struct("<IHH" if self.little else ">IHH")
         step = self._step
-        pos = start
-        while pos + 8 <= stop:
-            f.seek(pos)
-            buf = f.read(min(RESYNC_BLOCK + _LOOKAHEAD, end - pos))
+        end = src.end
+        src.goto(start)
+        while src.offset + 8 <= stop:
+            at = src.offset
+            buf = src.peek(RESYNC_BLOCK + _LOOKAHEAD)
             if len(buf) < 8:
                 return None
-            limit = min(RESYNC_BLOCK, len(buf) - 7, stop - pos)
+            limit = min(RESYNC_BLOCK, len(buf) - 7, stop - at)
             for i in range(0, limit, step):
-                if self._plausible_at(hdr, buf, i, pos + i, end):
-                    return pos + i
-            pos += RESYNC_BLOCK
+                if self._plausible_at(hdr, buf, i, at + i, end):
+                    return at + i
+            src.goto(at + (limit + step - 1) // step * step)
         return None
 
     def _header_ok(self, rtype, size, at, end):
@@ -857,9 +864,12 @@ class PerfFile:
                                        rec.attr.read_format if rec.attr else 0, self.little))
                 out = _plain(schema.parse(body))
             else:
-                schema = body_schemas(self.little).get(rtype)
+                schemas = body_schemas(self.little)
+                schema = schemas.get(rtype)
                 if schema is None:
                     return {"raw": bytes(body)}
+                if rtype == RT.MMAP2 and _mmap2_lacks_prot_flags(body):
+                    schema = schemas["MMAP2_pre316"]
                 out = _plain(schema.parse(body))
             if rtype == RT.MMAP2:
                 _split_mmap2(out, rec.misc)
@@ -886,6 +896,15 @@ class PerfFile:
         self.close()
 
 
+def _mmap2_lacks_prot_flags(body):
+    """Linux 3.12-3.15 wrote MMAP2 records without prot/flags: the file name
+    starts where prot would be.  prot and flags are small numbers; a path's
+    first characters are not."""
+    head = bytes(body[56:64])
+    return len(head) == 8 and head[:1] in (b"/", b"[") and \
+        all(32 <= c < 127 for c in head[:4])
+
+
 def _split_mmap2(out, misc):
     from .constants import MISC_MMAP_BUILD_ID
     raw = out.pop("id_union")
@@ -897,6 +916,19 @@ def _split_mmap2(out, misc):
     else:
         out.update(inode)
     del raw
+
+
+def _read_upto(f, n):
+    """n bytes, or fewer only at the end of input (a pipe may return less)."""
+    parts = []
+    got = 0
+    while got < n:
+        chunk = f.read(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 def _plain(obj):

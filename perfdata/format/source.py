@@ -121,6 +121,17 @@ class ByteSource:
             return offset, rtype, misc, size, first
         return (offset, rtype, misc, size) + (self.take(size),)
 
+    def goto(self, offset):
+        """Move to file offset `offset` (seekable sources).  Within the
+        buffer (also backwards, to bytes already taken) no I/O is done."""
+        if self.pos <= offset <= self.pos + len(self.buf):
+            self.head = offset - self.pos
+            return
+        self.pos = offset
+        self.buf, self.head = b"", 0
+        self.view = memoryview(self.buf)
+        self.f.seek(offset)
+
     def at_end(self):
         if self.end is not None and self.offset >= self.end:
             return True
