@@ -433,7 +433,8 @@ def test_corpus_addr_weight_data_src_equal_perf_script(name):
     has_weight = all(ea.sample_type & (ST.WEIGHT | ST.WEIGHT_STRUCT) for ea in pf.attrs)
     fields += ["data_src"] if has_src else []
     fields += ["weight"] if has_weight else []
-    out, _ = perf_out(["script", "-i", str(path), "-F", ",".join(fields), "--no-itrace"])
+    out, _ = perf_out(["script", "-i", str(path), "-F", ",".join(fields), "--no-itrace",
+                       "-G"])
     want = []
     for line in out.splitlines():
         tokens = line.split()
@@ -664,6 +665,11 @@ def _h(text):
     return int(text, 16)
 
 
+# Files whose MMAP2 records have the Linux 3.12-3.15 layout (no prot/flags):
+# perf 6.1 reads prot/flags from the name and the name from the trailer.
+PRE316_MMAP2 = {"hotspot__perf.data.true.v2"}
+
+
 def check_against_perf_dump(path):
     """Every kernel record perf report -D prints is ours at the same offset, with
     the same size, type and time; MMAP, MMAP2, COMM, FORK and EXIT fields equal."""
@@ -694,7 +700,12 @@ def check_against_perf_dump(path):
             got, pattern, conv = _task_fields(rec)
             m = pattern.search(text)
             assert m, (off, text)
-            assert got == tuple(c(g) for c, g in zip(conv, m.groups())), (off, text)
+            want_fields = tuple(c(g) for c, g in zip(conv, m.groups()))
+            if rec.type == RT.MMAP2 and path.name in PRE316_MMAP2:
+                # perf's name is garbage; the truth is the string at body offset 56
+                assert got[-1] == bytes(rec.body[56:]).split(b"\0")[0].decode()
+                got, want_fields = got[:-1], want_fields[:-1]
+            assert got == want_fields, (off, text)
             checked += 1
     return checked
 
