@@ -214,6 +214,9 @@ class Report:
             if key == "sym":
                 kind, v = value
                 parts.append((1, "", v) if kind == "a" else (0, v, 0))
+            elif key == "dso":
+                # perf: an entry without a map ([unknown]) after those with one.
+                parts.append((1, "") if value == "[unknown]" else (0, value))
             else:
                 parts.append(value)
         if self.children:
