@@ -375,3 +375,31 @@ def _tmp_copy(tmp_path, data):
     path = tmp_path / "copy.data"
     path.write_bytes(data)
     return str(path)
+
+
+def test_truncated_threads_data_file(recorded, tmp_path):
+    """perf record --threads: a cut data.N file ends its own stream with a
+    warning naming it; the records of the other files are all delivered."""
+    import shutil
+    src = need(recorded, "threads")
+    if not src.is_dir():
+        pytest.skip("this perf wrote a single file for --threads")
+    full = [(r.file, r.type, r.offset) for r in
+            perfdata.open(str(src)).records(order="file")]
+    last = max(f for f, _, _ in full)
+    victim = src / ("data.%d" % (last - 1))
+    if not victim.is_file() or victim.stat().st_size < 64:
+        pytest.skip("no data.N file with records")
+    data = victim.read_bytes()
+    for cut in (1, 9, len(data) // 3, len(data) - 1):
+        dst = tmp_path / ("cut%d.data" % cut)
+        shutil.copytree(src, dst)
+        (dst / victim.name).write_bytes(data[:cut])
+        with time_limit(10):
+            pf = perfdata.open(str(dst))
+            got = [(r.file, r.type, r.offset) for r in pf.records(order="file")]
+        others = [x for x in full if x[0] != last]
+        assert [x for x in got if x[0] != last] == others
+        assert any(str(dst / victim.name) in w and "offset" in w for w in pf.warnings), \
+            pf.warnings
+        list(check_cli(dst, (("stats",), ("dump", "--json"))))
