@@ -208,31 +208,36 @@ def run_limited(args, mem_bytes=1 << 30, timeout=30):
                           preexec_fn=limit)
 
 
-def _hostile_sample(field_patch):
-    """A file whose 2nd SAMPLE has a hostile count, patched in the raw bytes."""
+HOSTILE_ST = (ST.IP | ST.TID | ST.TIME | ST.READ | ST.CALLCHAIN | ST.RAW | ST.BRANCH_STACK
+              | ST.REGS_USER | ST.STACK_USER | ST.AUX)
+# (field, byte width of its count/size, hostile value)
+HOSTILE = [("read", 8, 1 << 60), ("callchain", 8, 1 << 60), ("raw", 4, 0xffffffff),
+           ("branch_stack", 8, 1 << 60), ("stack_user", 8, 1 << 62), ("aux", 8, 1 << 62)]
+
+
+def _hostile_file(field, width, value):
+    """Three samples; the 2nd has `field`'s count or size (its first member)
+    replaced by `value`, at the offset the schema gives for the field."""
+    from perfdata.format.constants import ReadFormat as RF
     b = Builder()
-    st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.REGS_USER | ST.STACK_USER
-    a = make_attr(st, [1], sample_regs_user=0x3, sample_stack_user=64)
+    a = make_attr(HOSTILE_ST, [1], read_format=RF.GROUP | RF.ID, sample_regs_user=0x3,
+                  sample_stack_user=64)
+    schema = a.sample_schema(True)
     values = [sample_value(a, i) for i in range(3)]
     recs = [b.sample(a, v) for v in values]
+    names = [sub.name for sub in schema.subcons]
+    prefix = type(schema)(*schema.subcons[:names.index(field)])
+    offset = 8 + len(prefix.build(values[1]))
     body = bytearray(recs[1])
-    # layout: header 8, ip 8, pid/tid 8, time 8, callchain nr at 32
-    field_patch(b, body)
+    body[offset:offset + width] = value.to_bytes(width, "little")
     recs[1] = bytes(body)
     return b.file([a], recs)
 
 
-@pytest.mark.parametrize("what", ["callchain", "stack_user"])
-def test_hostile_counts(what, tmp_path):
-    def patch(b, body):
-        if what == "callchain":
-            body[32:40] = b.u64s(1 << 60)
-        else:
-            # after callchain (8 + 4*8), regs_user (abi 8 + 2 regs 16)
-            off = 32 + 8 + 32 + 24
-            body[off:off + 8] = b.u64s(1 << 62)
-    path = tmp_path / ("%s.data" % what)
-    path.write_bytes(_hostile_sample(patch))
+@pytest.mark.parametrize("field,width,value", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_counts(field, width, value, tmp_path):
+    path = tmp_path / ("%s.data" % field)
+    path.write_bytes(_hostile_file(field, width, value))
     for rc, out, err in check_cli(path, (("stats",), ("dump",), ("dump", "--json"))):
         pass
     res = run_limited(["dump", str(path)])
@@ -244,7 +249,8 @@ def test_hostile_counts(what, tmp_path):
     with pytest.raises(PerfDataError) as info:
         samples[1].parse()
     assert info.value.offset == samples[1].offset
-    assert samples[0].parse()["ip"] == sample_value(make_attr(ST.IP, [1]), 0)["ip"]
+    assert str(value) in str(info.value)       # refused for the hostile count itself
+    assert [s.parse()["ip"] for s in (samples[0], samples[2])] == [0x400000, 0x400002]
 
 
 def _zstd_bomb(pattern, total):
