@@ -271,6 +271,17 @@ def test_file_and_inject_pipe_hold_the_same_records(recorded, name):
     pa, pb = perfdata.open(str(plain_path)), perfdata.open(str(pipe_path))
     list(pb.records())
     assert [ea.attr for ea in pa.attrs] == [ea.attr for ea in pb.attrs]
+    # the feature sections arrive as HEADER_FEATURE records; perf inject
+    # writes them anew from the machine (free memory, its own cmdline...), so
+    # compare the ones that do not change on this machine
+    from perfdata.format.constants import Feature
+    static = {Feature.HOSTNAME, Feature.OSRELEASE, Feature.VERSION, Feature.ARCH,
+              Feature.NRCPUS, Feature.CPUDESC, Feature.CPUID, Feature.TOTAL_MEM,
+              Feature.CPU_TOPOLOGY, Feature.EVENT_DESC}
+    common = set(pa.feature_ids) & set(pb.feature_ids) & static
+    assert {Feature.HOSTNAME, Feature.OSRELEASE, Feature.NRCPUS} <= common
+    for fid in common:
+        assert plain(pa.feature(fid)) == plain(pb.feature(fid)), Feature(fid).name
 
 
 def test_threads_directory_reads_every_data_file(recorded):
