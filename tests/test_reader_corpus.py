@@ -229,9 +229,6 @@ def test_fast_decoder_agrees_with_schema(name):
             raise
 
 
-@pytest.mark.xfail(strict=True, reason="pre-3.16 MMAP2 layout (no prot/flags), see "
-                   "test_reader_synthetic.test_regression_mmap2_without_prot_flags: "
-                   "`perfdata dump` stops with CorruptError at offset 0x2598")
 def test_dump_rhel7_mmap2_file():
     path = DATA / "hotspot__perf.data.true.v2"
     if not path.is_file():

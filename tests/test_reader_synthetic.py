@@ -502,20 +502,12 @@ def test_pipe_from_streams(little):
     t.join()
 
 
-@pytest.mark.xfail(strict=True, reason="reader.py _read_header() reads the 16-byte "
-                   "header with one read(); a raw stream (a FIFO, opened unbuffered by "
-                   "source.open_input) may return fewer bytes, then the file is "
-                   "refused as too short")
 def test_pipe_from_raw_stream_with_short_reads():
     data = pipe_file(True)
     pf = perfdata.open(_Unseekable(data))
     assert len(list(pf.records(order="file"))) == 52
 
 
-@pytest.mark.xfail(strict=True, reason="pipe mode: PerfFile.attrs stays empty until "
-                   "records() or feature() is called; _pipe_setup() (reader.py), whose "
-                   "docstring promises attrs usable before iteration, is not run by "
-                   "_read_header()'s pipe branch")
 def test_pipe_attrs_known_after_open():
     pf = perfdata.open(io.BytesIO(pipe_file()))
     assert len(pf.attrs) == 1 and pf.attrs[0].ids == [1]
@@ -662,10 +654,6 @@ def test_regression_inputs_are_reproducible():
             assert f.read() == make(), name
 
 
-@pytest.mark.xfail(strict=True, reason="MMAP2 of Linux 3.12-3.15 (RHEL 7's 3.10) has no "
-                   "prot/flags: the name is at body offset 56.  records.py's one MMAP2 "
-                   "schema needs 8 more bytes, so parse_record (reader.py) raises "
-                   "CorruptError and `perfdata dump` stops at the first such record")
 def test_regression_mmap2_without_prot_flags():
     pf = perfdata.open(os.path.join(REGRESSIONS, "mmap2_pre316.data"))
     names = [r.parse()["filename"] for r in pf.records(order="file") if r.type == RT.MMAP2]

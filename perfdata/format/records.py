@@ -102,6 +102,16 @@ def body_schemas(little=True):
                 "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
                 "build_id" / cs.Bytes(20))),
             "prot" / u32, "flags" / u32, "filename" / _string),
+        # Linux 3.12-3.15 (RHEL 7's 3.10) wrote MMAP2 without prot and flags.
+        "MMAP2_pre316": cs.Struct(
+            "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
+            "id_union" / cs.Bytes(24),
+            "inode" / cs.Pointer(32, cs.Struct(
+                "maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)),
+            "buildid" / cs.Pointer(32, cs.Struct(
+                "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
+                "build_id" / cs.Bytes(20))),
+            "filename" / _string),
         RecordType.AUX: cs.Struct("aux_offset" / u64, "aux_size" / u64, "flags" / u64),
         RecordType.ITRACE_START: cs.Struct("pid" / u32, "tid" / u32),
         RecordType.LOST_SAMPLES: cs.Struct("lost" / u64),
