@@ -7,7 +7,8 @@ import sys
 EXIT_BAD_INPUT = 2
 
 
-from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
+from perfdata.views.options import (add_input_argument, add_symbolize_options,
+                                    make_sample_symbolizer, print_warnings)
 from perfdata.views.progress import sample_progress
 
 
@@ -25,7 +26,7 @@ def cmd_stats(args, out):
             stats.add(rec)
     finally:
         out.write(describe_stats(pf, stats))
-        _warn(pf)
+        print_warnings(pf)
 
 
 def cmd_dump(args, out):
@@ -38,14 +39,14 @@ def cmd_dump(args, out):
         dump.dump_records(pf, out.write, as_json=args.json,
                           order="time" if args.time_order else "file")
     finally:
-        _warn(pf)
+        print_warnings(pf)
 
 
 def cmd_header(args, out):
     from perfdata.views.header import describe_header
     pf = _open(args.file)
     out.write(describe_header(pf, full=args.full))
-    _warn(pf)
+    print_warnings(pf)
 
 
 def cmd_script(args, out):
@@ -70,15 +71,8 @@ def cmd_script(args, out):
                 continue
             write(sample_to_json(item) + "\n" if args.json else fmt.format(item))
     finally:
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
 
-
-def _warn(pf, extra=()):
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
 
 
 def build_parser():
@@ -87,23 +81,22 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("stats", help="record counts, as perf report --stats")
-    p.add_argument("file", nargs="?", default="perf.data")
+    add_input_argument(p)
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("dump", help="every record with its offset and fields")
-    p.add_argument("file", nargs="?", default="perf.data")
+    add_input_argument(p)
     p.add_argument("--json", action="store_true", help="JSON lines")
     p.add_argument("--time-order", action="store_true", help="perf's time order")
     p.set_defaults(func=cmd_dump)
 
     p = sub.add_parser("header", help="the metadata, as perf report --header-only")
-    p.add_argument("file", nargs="?", default="perf.data")
+    add_input_argument(p)
     p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
     p.set_defaults(func=cmd_header)
 
     p = sub.add_parser("script", help="samples with symbolized stacks, as perf script")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-F", "--fields", help="fields, with perf's syntax")
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")

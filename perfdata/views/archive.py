@@ -188,11 +188,10 @@ def open_archive(archive):
 
 
 def register(subparsers):
-    from .options import add_symbolize_options
+    from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("archive", help="binaries, debug files, vdso and kallsyms of "
                               "a profile in one .tar.zst (perf archive)")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-o", "--output", help="archive to write (default FILE.tar.zst)")
     p.add_argument("-x", "--extract", metavar="ARCHIVE", help="unpack ARCHIVE instead")
     p.add_argument("-C", "--directory", metavar="DIR", help="where -x unpacks (default .)")

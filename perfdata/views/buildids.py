@@ -123,11 +123,10 @@ def buildid_rows(ss):
 
 
 def register(subparsers):
-    from .options import add_symbolize_options
+    from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("buildids", help="binaries of the profile, their build-ids, "
                               "where their symbols come from (perf buildid-list)")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per binary")
     p.add_argument("--ids-only", action="store_true",
                    help="only 'BUILD-ID PATH' lines, as perf buildid-list")

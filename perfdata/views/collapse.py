@@ -28,7 +28,7 @@ import sys
 
 from ..format.constants import AttrType, SampleType as ST
 from .names import perf_short_name
-from .options import add_symbolize_options, make_sample_symbolizer
+from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
@@ -211,20 +211,13 @@ def run(args, out):
                          note_stream=sys.stderr, counts=counts)
     finally:
         # What was decoded before a fault is written too.
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
         try:
             stream.writelines(folded_lines(counts))
         finally:
             if close:
                 stream.close()
 
-
-def _warn(pf, extra=()):
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
 
 
 def add_collapse_options(p):
@@ -247,8 +240,7 @@ def add_collapse_options(p):
 
 def register(subparsers):
     p = subparsers.add_parser("collapse", help="folded stacks, as stackcollapse-perf.pl")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_collapse_options(p)
     add_symbolize_options(p)

@@ -647,10 +647,9 @@ def describe(result, path):
 
 # ------------------------------------------------------------------- CLI
 def register(subparsers):
-    from .options import add_symbolize_options
+    from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("diagnose", help="why frames are [unknown] or wrong, and the fix")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("--json", action="store_true", help="the table as one JSON object")
     add_symbolize_options(p)
     p.set_defaults(func=run)

@@ -24,7 +24,7 @@ import json
 import sys
 
 from .collapse import CollapseOptions, frame_names, open_output
-from .options import add_symbolize_options, make_sample_symbolizer
+from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -148,7 +148,7 @@ def run(args, out):
         for sample in sample_progress(samples, pf, "export"):
             builder.add(sample)
     finally:
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
     doc = builder.document()
     if not doc["profiles"]:
         sys.stderr.write("perfdata: note: no samples; the profile is empty\n")
@@ -160,18 +160,10 @@ def run(args, out):
             stream.close()
 
 
-def _warn(pf, extra=()):
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
-
 
 def register(subparsers):
     p = subparsers.add_parser("export", help="the profile in another tool's format (speedscope)")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("--format", default="speedscope", choices=("speedscope", "pprof"),
                    help="output format: speedscope (JSON) or pprof (gzipped profile.proto)")
@@ -373,7 +365,7 @@ def run_pprof(args, out):
             if not builder.add(sample):
                 skipped += 1
     finally:
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
     if skipped:
         sys.stderr.write("perfdata: note: pprof holds one event (%s); %d samples of other "
                          "events left out\n" % (builder.event.name, skipped))

@@ -24,7 +24,7 @@ import zlib
 from xml.sax.saxutils import escape
 
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
-from .options import add_symbolize_options, make_sample_symbolizer
+from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
 FRAME_HEIGHT = 16
@@ -446,7 +446,7 @@ def run(args, out):
         for sample in sample_progress(samples, pf, "flamegraph"):
             builder.add(sample)
     finally:
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
     if builder.root.value == 0:
         sys.stderr.write("perfdata: note: no samples; writing an empty flame graph\n")
     subtitle = "%s%s" % (os.path.basename(str(args.file)),
@@ -460,18 +460,10 @@ def run(args, out):
             stream.close()
 
 
-def _warn(pf, extra=()):
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
-
 
 def register(subparsers):
     p = subparsers.add_parser("flamegraph", help="an interactive SVG flame graph")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-o", "--output", help="write the SVG here (default: standard output)")
     p.add_argument("--title", help="title (default: Flame Graph, or Icicle Graph)")
     p.add_argument("--colors", choices=("kind", "dso"), default="kind",

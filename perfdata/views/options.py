@@ -3,6 +3,22 @@ flamegraph, report, export, diagnose): one definition, so a command line
 written for one works for the others, with perf's spellings."""
 
 
+def print_warnings(pf, extra=()):
+    """Each warning of a run once on stderr (the file's, then the symbolizer's)."""
+    import sys
+    seen = set()
+    for message in list(pf.warnings) + list(extra):
+        if message not in seen:
+            seen.add(message)
+            sys.stderr.write("perfdata: warning: %s\n" % message)
+
+
+def add_input_argument(p):
+    """The input file, positional or with perf's -i."""
+    p.add_argument("file", nargs="?", default="perf.data")
+    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+
+
 def add_symbolize_options(p):
     """Options every command that symbolizes shares (one definition)."""
     g = p.add_argument_group("symbols")

@@ -17,7 +17,7 @@ from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST
                                 MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
 from .collapse import open_output
 from .names import perf_short_name
-from .options import add_symbolize_options, make_sample_symbolizer
+from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
 SORT_KEYS = {
@@ -373,7 +373,7 @@ def run(args, out):
     try:
         report = build_report(pf, samples, keys, children=args.children)
     finally:
-        _warn(pf, samples.symbolizer.warnings)
+        print_warnings(pf, samples.symbolizer.warnings)
     text = report.describe(pf.attrs, lost=count_lost(args.file))
     try:
         stream.write(text)
@@ -382,18 +382,10 @@ def run(args, out):
             stream.close()
 
 
-def _warn(pf, extra=()):
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
-
 
 def register(subparsers):
     p = subparsers.add_parser("report", help="overhead table, as perf report --stdio")
-    p.add_argument("file", nargs="?", default="perf.data")
-    p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
+    add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
                    help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
