@@ -312,7 +312,8 @@ def mutation(draw, seed):
     if seed.strings:
         kinds.append("string")
     if seed.zstd:
-        kinds += ["zstd", "zstd_bomb"]
+        # a bomb costs a 64 MiB decompression per stage: rarer than the rest
+        kinds += ["zstd", "zstd", "zstd", "zstd_bomb"]
     kind = draw(st.sampled_from(kinds))
     little = seed.little
 
