@@ -10,7 +10,6 @@ source lines.  Views (script, folded stacks, reports) format these.
 import os
 
 from symbolize import DebugInfoLocator, Symbolizer
-from symbolize.symbolizer import address_for_lookup  # noqa: F401  (re-exported vocabulary)
 
 from .format.constants import (BRANCH_SAMPLE_CALL_STACK as BRANCH_CALL_STACK,
                                CallchainContext as CC, Feature, MISC_CPUMODE_MASK,

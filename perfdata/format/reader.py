@@ -857,7 +857,6 @@ class PerfFile:
                 trailer = rec.attr.decode_trailer(body)
                 body = body[:len(body) - rec.attr.trailer_size]
             if rtype == RT.READ:
-                i = 4 if self.little else 4
                 schema = cs.Struct("pid" / (cs.Int32ul if self.little else cs.Int32ub),
                                    "tid" / (cs.Int32ul if self.little else cs.Int32ub),
                                    "values" / read_format_schema(

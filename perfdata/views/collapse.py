@@ -28,8 +28,7 @@ import sys
 
 from ..format.constants import AttrType, SampleType as ST
 from .names import perf_short_name
-from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
-from .progress import sample_progress
+from .options import SampleRun, add_input_argument, add_symbolize_options
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -197,21 +196,17 @@ def open_output(path, out):
 
 
 def run(args, out):
-    import perfdata
     from .collapse import open_output
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
-    pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
     opts = options_from_args(args)
     counts = {}
     try:
-        collapse_samples(sample_progress(samples, pf, "collapse"), opts,
-                         note_stream=sys.stderr, counts=counts)
+        collapse_samples(SampleRun(args, "collapse"), opts, note_stream=sys.stderr,
+                         counts=counts)
     finally:
         # What was decoded before a fault is written too.
-        print_warnings(pf, samples.symbolizer.warnings)
         try:
             stream.writelines(folded_lines(counts))
         finally:

@@ -24,8 +24,7 @@ import json
 import sys
 
 from .collapse import CollapseOptions, frame_names, open_output
-from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
-from .progress import sample_progress
+from .options import SampleRun, add_input_argument, add_symbolize_options
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 _NS_EVENTS = ("cpu-clock", "task-clock")
@@ -134,21 +133,14 @@ def _exporter():
 
 def run(args, out):
     import os
-    import perfdata
     if args.format == "pprof":
         return run_pprof(args, out)
-    from .collapse import open_output
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
-    pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
     builder = SpeedscopeBuilder(args.weight, name=os.path.basename(str(args.file)))
-    try:
-        for sample in sample_progress(samples, pf, "export"):
-            builder.add(sample)
-    finally:
-        print_warnings(pf, samples.symbolizer.warnings)
+    for sample in SampleRun(args, "export"):
+        builder.add(sample)
     doc = builder.document()
     if not doc["profiles"]:
         sys.stderr.write("perfdata: note: no samples; the profile is empty\n")
@@ -342,7 +334,6 @@ class PprofBuilder:
 
 def run_pprof(args, out):
     import gzip
-    import perfdata
     if args.output is None or args.output == "-":
         stream = getattr(out, "buffer", None)
         close = False
@@ -356,16 +347,11 @@ def run_pprof(args, out):
             sys.stderr.write("perfdata: error: %s: %s\n" % (args.output, exc.strerror or exc))
             sys.exit(2)
         close = True
-    pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
     builder = PprofBuilder()
     skipped = 0
-    try:
-        for sample in sample_progress(samples, pf, "export"):
-            if not builder.add(sample):
-                skipped += 1
-    finally:
-        print_warnings(pf, samples.symbolizer.warnings)
+    for sample in SampleRun(args, "export"):
+        if not builder.add(sample):
+            skipped += 1
     if skipped:
         sys.stderr.write("perfdata: note: pprof holds one event (%s); %d samples of other "
                          "events left out\n" % (builder.event.name, skipped))

@@ -24,8 +24,7 @@ import zlib
 from xml.sax.saxutils import escape
 
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
-from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
-from .progress import sample_progress
+from .options import SampleRun, add_input_argument, add_symbolize_options
 
 FRAME_HEIGHT = 16
 FONT_SIZE = 12
@@ -429,7 +428,6 @@ _SCRIPT = r"""
 
 def run(args, out):
     import os
-    import perfdata
     if args.width < 100 or args.width > 100000:
         sys.stderr.write("perfdata: error: --width must be between 100 and 100000\n")
         sys.exit(2)
@@ -437,16 +435,11 @@ def run(args, out):
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
-    pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
     opts = CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
                            event_filter=args.event_filter)
     builder = FlameGraphBuilder(args.weight, opts, note_stream=sys.stderr)
-    try:
-        for sample in sample_progress(samples, pf, "flamegraph"):
-            builder.add(sample)
-    finally:
-        print_warnings(pf, samples.symbolizer.warnings)
+    for sample in SampleRun(args, "flamegraph"):
+        builder.add(sample)
     if builder.root.value == 0:
         sys.stderr.write("perfdata: note: no samples; writing an empty flame graph\n")
     subtitle = "%s%s" % (os.path.basename(str(args.file)),

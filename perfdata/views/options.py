@@ -81,7 +81,7 @@ def parse_time_ranges(text):
 
 def make_sample_symbolizer(pf, args, side_events=()):
     """The SampleSymbolizer the options describe."""
-    from symbolize import DebugInfoLocator, Symbolizer
+    from symbolize import Symbolizer
     from ..symbolized import SampleSymbolizer
     from symbolize.debuginfod import make_locator
     debug_dirs = list(args.debug_dir)
@@ -104,3 +104,22 @@ def make_sample_symbolizer(pf, args, side_events=()):
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
                             filters=make_sample_filter(args), dwarf_inline=not args.no_inline,
                             side_events=side_events)
+
+
+class SampleRun:
+    """One command's pass over a file: the open PerfFile and its symbolized
+    samples, with a progress bar on a terminal; the run's warnings are printed
+    once when the iteration ends, also after an error."""
+
+    def __init__(self, args, label, side_events=()):
+        import perfdata
+        self.pf = perfdata.open(args.file)
+        self.samples = make_sample_symbolizer(self.pf, args, side_events)
+        self.label = label
+
+    def __iter__(self):
+        from .progress import sample_progress
+        try:
+            yield from sample_progress(self.samples, self.pf, self.label)
+        finally:
+            print_warnings(self.pf, self.samples.symbolizer.warnings)

@@ -361,7 +361,6 @@ def run(args, out):
     except ReportError as exc:
         sys.stderr.write("perfdata: error: %s\n" % exc)
         sys.exit(2)
-    from .collapse import open_output
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
