@@ -12,6 +12,7 @@ import os
 import zlib
 from typing import NamedTuple
 
+from .addresses import address_for_lookup
 from .buildid import normalize_build_id
 from .demangle import demangle as _demangle
 from .elffile import Binary
@@ -47,13 +48,6 @@ class BinaryChoice(NamedTuple):
     debug: Binary | None      # a separate debug file, if one was found
     reason: str
     tried: tuple              # (path, outcome) for each candidate looked at
-
-
-def address_for_lookup(address: int, is_return_address: bool) -> int:
-    """A return address points after the call; the call itself (and so the
-    right function and line, even after a noreturn call at a function's end)
-    is at address - 1."""
-    return address - 1 if is_return_address and address > 0 else address
 
 
 class _Dso:

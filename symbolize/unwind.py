@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
+from .addresses import address_for_lookup
 from .arch import Arch, get_arch
 from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_UNDEFINED, RULE_SAME_VALUE, RULE_OFFSET, RULE_VAL_OFFSET,
@@ -57,13 +58,6 @@ class UnwindModule:
     with these two attributes will do."""
     cfi: object
     bias: int
-
-
-def address_for_lookup(address: int, is_return_address: bool) -> int:
-    """The address to look up for a frame: a return address minus 1, which
-    lies inside the call instruction (and inside the caller even when the
-    call is the last instruction of a noreturn function)."""
-    return address - 1 if is_return_address else address
 
 
 class StackSnapshot:
