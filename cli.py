@@ -75,8 +75,11 @@ def cmd_script(args, out):
 
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog="perfdata", description=__doc__)
+def build_parser(wanted=None):
+    """The parser; `wanted` is the sub-command on the command line, if known."""
+    parser = argparse.ArgumentParser(
+        prog="perfdata", description="Read Linux perf.data files; print their samples "
+        "with stacks symbolized from binaries and debug info found by build-id.")
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -105,22 +108,27 @@ def build_parser():
     add_symbolize_options(p)
     p.set_defaults(func=cmd_script)
 
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for command, name in COMMAND_MODULES.items():
+        if wanted is None or command == wanted:
+            importlib.import_module(name).register(sub)
+        else:
+            # Only the command being run is imported (start-up time); the
+            # others are listed by name for the help text.
+            sub.add_parser(command, help="(perfdata %s --help)" % command)
     return parser
 
 
 # Views that register their own sub-command: a module with
 # register(subparsers), whose parser sets func=run(args, out).
-COMMAND_MODULES = [
-    "perfdata.views.diagnose",
-    "perfdata.views.buildids",
-    "perfdata.views.archive",
-    "perfdata.views.collapse",
-    "perfdata.views.flamegraph",
-    "perfdata.views.report",
-    "perfdata.views.export",
-]
+COMMAND_MODULES = {
+    "diagnose": "perfdata.views.diagnose",
+    "buildids": "perfdata.views.buildids",
+    "archive": "perfdata.views.archive",
+    "collapse": "perfdata.views.collapse",
+    "flamegraph": "perfdata.views.flamegraph",
+    "report": "perfdata.views.report",
+    "export": "perfdata.views.export",
+}
 
 
 def _join_dash_values(argv):
@@ -138,8 +146,10 @@ def _join_dash_values(argv):
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else argv))
+    argv = _join_dash_values(sys.argv[1:] if argv is None else argv)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(wanted if wanted in COMMAND_MODULES else None)
+    args = parser.parse_args(argv)
     if getattr(args, "file_opt", None):
         args.file = args.file_opt
     from perfdata.format.errors import PerfDataError

@@ -7,8 +7,8 @@ Without --fp/--dwarf it records, with perf, one of the bundled test programs
 (samples/bin/threads: two threads through libc), into a tmp dir:
   fp:    ~30,000 frame-pointer samples     (perf record -g -F 4000)
   dwarf: ~30 MiB of --call-graph=dwarf     (perf record --call-graph=dwarf -F 1000)
-then prints, best of --repeat runs, the wall time of each command, the ratio
-perfdata/perf, and the share of stack lines that are identical.
+then prints, best of --repeat runs, the wall and CPU time of each command, the
+ratios perfdata/perf, and the share of stack lines that are identical.
 """
 import argparse
 import os
@@ -56,15 +56,19 @@ def main(argv=None):
     fp = args.fp or record(perf, os.path.join(tmp, "fp.data"), ["-g", "-F", "4000"], 3.8)
     dwarf = args.dwarf or record(perf, os.path.join(tmp, "dwarf.data"),
                                  ["--call-graph=dwarf", "-F", "1000"], 1.8)
-    widths = (6, 8, 10, 10, 7, 16)
-    print(fmt_row(("file", "MiB", "ours s", "perf s", "ratio", "same stack lines"), widths))
-    print(fmt_row(["---"] * 6, widths))
+    widths = (6, 6, 8, 14, 14, 11, 11, 16)
+    print(fmt_row(("file", "MiB", "samples", "ours wall/cpu", "perf wall/cpu", "ratio wall",
+                   "ratio cpu", "same stack lines"), widths))
+    print(fmt_row(["---"] * 8, widths))
+    import perfdata
     for name, path in (("fp", fp), ("dwarf", dwarf)):
-        ours, _ = best_of(PERFDATA + ["script", path], args.repeat)
-        theirs, _ = best_of([perf, "script", "-i", path], args.repeat)
+        samples = sum(1 for _ in perfdata.open(path).samples())
+        ours, _, ours_cpu = best_of(PERFDATA + ["script", path], args.repeat)
+        theirs, _, theirs_cpu = best_of([perf, "script", "-i", path], args.repeat)
         same, total, aligned = same_lines(perf, path)
-        print(fmt_row((name, "%.1f" % (os.path.getsize(path) / 2 ** 20), "%.3f" % ours,
-                       "%.3f" % theirs, "%.1fx" % (ours / theirs),
+        print(fmt_row((name, "%.1f" % (os.path.getsize(path) / 2 ** 20), samples,
+                       "%.2f/%.2f" % (ours, ours_cpu), "%.2f/%.2f" % (theirs, theirs_cpu),
+                       "%.1fx" % (ours / theirs), "%.1fx" % (ours_cpu / max(theirs_cpu, 1e-3)),
                        "%d/%d%s" % (same, total, "" if aligned else " (unaligned)")), widths))
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
