@@ -196,7 +196,7 @@ class SampleSymbolizer:
         (perf's deliver_sample_group)."""
         ea = rec.attr
         thread = self.machine.thread(fields.get("pid", -1), fields.get("tid", -1))
-        if ea.sample_type & ST.READ and ea.read_format & 8:
+        if ea.reads_group:
             read = fields.get("read") or {}
             out = []
             for value in read.get("values", ()):

@@ -167,11 +167,28 @@ def _load_cached(key: str) -> "KernelSymbols | None":
             not len(names) == len(a_starts) == len(a_sizes) == len(modules):
         return None
     table = KernelSymbols.__new__(KernelSymbols)
-    table._syms = [KernelSymbol(n, a, z, m or None)
-                   for n, a, z, m in zip(names, a_starts, a_sizes, modules)]
-    table._starts = a_starts.tolist()
+    table._syms = _LazySymbols(names, a_starts, a_sizes, modules)
+    table._starts = a_starts
     table.warnings = []
     return table
+
+
+class _LazySymbols:
+    """The symbols of a cached table, made into KernelSymbols only when asked
+    for (a profile looks up a few hundred of a kernel's 120,000)."""
+    __slots__ = ("names", "starts", "sizes", "modules")
+
+    def __init__(self, names, starts, sizes, modules):
+        self.names, self.starts, self.sizes, self.modules = names, starts, sizes, modules
+
+    def __len__(self):
+        return len(self.names)
+
+    def __getitem__(self, i):
+        return KernelSymbol(self.names[i], self.starts[i], self.sizes[i], self.modules[i] or None)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self.names)))
 
 
 def _save_cached(key: str, table: "KernelSymbols") -> None:

@@ -148,11 +148,6 @@ def test_own_walk_counts(name, expected, trailing):
     assert counts == expected
 
 
-# (file, command) pairs that fail on files perf reads: known reader bugs, each
-# with its own strict xfail test.
-KNOWN_FAILURES = {("hotspot__perf.data.true.v2", "dump"),
-                  ("hotspot__perf.data.true.v2", "dump-json"),
-                  ("hotspot__perf.data.true.v2", "dump-time")}
 COMMANDS = {"stats": ["stats"], "dump": ["dump"], "header": ["header"],
             "dump-json": ["dump", "--json"], "dump-time": ["dump", "--time-order"]}
 
@@ -175,7 +170,7 @@ def test_every_file_every_command(name):
             last = err.strip().splitlines()[-1]
             assert last.startswith("perfdata: error: %s: " % (DATA / name)), last
             assert re.search(r": offset 0x[0-9a-f]+: ", last), last
-        if readable and (name, label) not in KNOWN_FAILURES:
+        if readable:
             assert rc == 0, (label, err)
         if label == "dump-json":
             for line in out.splitlines():

@@ -68,6 +68,7 @@ class EventAttr:
         self.sample_id_all = bool(a["flags"].get("sample_id_all"))
         # A sample that reads the whole group stands for one per member.
         self.reads_group = bool(self.sample_type & ST.READ and self.read_format & 8)
+        self.has_callchain = bool(self.sample_type & ST.CALLCHAIN)
         self.schema = sample_schema(
             self.sample_type, self.read_format, a["branch_sample_type"],
             a["sample_regs_user"], a["sample_regs_intr"], little)

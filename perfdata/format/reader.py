@@ -41,6 +41,8 @@ MIN_BODY = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, RT.THROTTLE: 24,
             RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
             RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
             RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
+# Where the name starts in the body of the records that end with one.
+_STRING_AT = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # Resynchronisation reads the rest of the data section in blocks of this size
 # (plus one largest record of look-ahead).
 RESYNC_BLOCK = 1 << 20
@@ -567,7 +569,11 @@ class PerfFile:
                 continue
             if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
                     and offset + size < src.end:
-                resume = self._check_next(src, hdr, offset, size, scanned)
+                resume = None
+                if rtype in _STRING_AT:
+                    resume = self._check_string_record(src, rtype, raw, offset, size, scanned)
+                if resume is None:
+                    resume = self._check_next(src, hdr, offset, size, scanned)
                 if resume is not None:
                     scanned = max(scanned, resume or offset + size)
                     if resume > 0:
@@ -606,6 +612,24 @@ class PerfFile:
                 self._user_record_side_effects(rec, path)
             yield rec
 
+    def _check_string_record(self, src, rtype, raw, offset, size, scanned):
+        """MMAP, MMAP2 and COMM end with their name, padded to 8 bytes, and the
+        sample_id trailer: a size well past that may hide the next records."""
+        at = 8 + _STRING_AT[rtype]
+        nul = bytes(raw[at:at + 4104]).find(b"\0")
+        if nul < 0:
+            return None
+        ea = self.attrs[0] if self.attrs else None
+        trailer = ea.trailer_size if ea is not None and ea.sample_id_all else 0
+        expected = at + (nul + 8) // 8 * 8 + trailer
+        if size <= expected + 8:
+            return None
+        start = max(offset + expected, scanned)
+        start += (offset - start) % self._step
+        found = self._resync(src, start, offset + size) if start < offset + size else None
+        src.goto(offset + size)
+        return found
+
     def _check_next(self, src, hdr, offset, size, scanned):
         """Recovery look-ahead: None when the header after this record looks
         sane; else where a plausible record starts inside this one (its size
@@ -617,9 +641,10 @@ class PerfFile:
                 return None
             buf, head = look, 0
         rtype, _, nsize = hdr.unpack_from(buf, head)
-        if nsize >= 8 and 0 < rtype <= 0xFFFF and offset + size + nsize <= src.end and \
-                (rtype >= USER_TYPE_START or nsize - 8 >= MIN_BODY.get(rtype, 0)):
+        if self._header_ok(rtype, nsize, offset + size, src.end):
             return None
+        # Not a header we know (maybe just a type newer than us): look for a
+        # chain of sane headers inside this record before trusting its size.
         start = max(offset + 8, scanned)
         start += (offset - start) % self._step
         if start >= offset + size:

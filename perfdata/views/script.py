@@ -94,7 +94,7 @@ class ScriptFormatter:
         fields = self.fields_for(sample.event)
         has = set(fields).__contains__
         out = []
-        has_stack = bool(sample.event.sample_type & ST.CALLCHAIN) or len(sample.frames) > 1
+        has_stack = sample.event.has_callchain or len(sample.frames) > 1
         if has("comm"):
             if has("ip") and has_stack:
                 out.append("%s " % sample.comm)
