@@ -71,6 +71,7 @@ class ScriptFormatter:
         self.nanosecs = nanosecs
         self._name_width = None
         self._stacks = {}
+        self._has = {}
         self._tracer = None
         self.kernel_symbols = kernel_symbols
         self._fields = {}
@@ -92,7 +93,9 @@ class ScriptFormatter:
 
     def format(self, sample):
         fields = self.fields_for(sample.event)
-        has = set(fields).__contains__
+        has = self._has.get(fields)
+        if has is None:
+            has = self._has[fields] = frozenset(fields).__contains__
         out = []
         has_stack = sample.event.has_callchain or len(sample.frames) > 1
         if has("comm"):
