@@ -195,13 +195,14 @@ class PerfFile:
         self._data_start = data.offset
         self._data_end = data.offset + data.size
         if data.size == 0:
-            self.warnings.append("the data size field is 0: perf record was not terminated "
-                                 "properly; reading records up to the end of the file")
+            self.warnings.append("%s: the data size field is 0: perf record was not terminated "
+                                 "properly; reading records up to the end of the file"
+                                 % self.path)
             self._data_end = self.size
             feature_ids = []
         elif self.size is not None and self._data_end > self.size:
-            self.warnings.append("data section (%d bytes at %#x) runs past the end of the "
-                                 "file: truncated recording" % (data.size, data.offset))
+            self.warnings.append("%s: data section (%d bytes at %#x) runs past the end of the "
+                                 "file: truncated recording" % (self.path, data.size, data.offset))
             self._data_end = self.size
             feature_ids = []
         self._read_attrs(hdr)
