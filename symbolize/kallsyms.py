@@ -107,6 +107,29 @@ class KernelSymbols:
             _save_cached(key, table)
         return table
 
+    @classmethod
+    def from_vmlinux(cls, path: str, build_id: str | None = None) -> "KernelSymbols":
+        """The function symbols of a vmlinux ELF file (perf's --vmlinux).  A
+        vmlinux of another build-id than the profiled kernel's is not used."""
+        from .elffile import Binary
+        from .symtab import read_elf_symbols
+        binary = Binary(path)
+        table = cls()
+        if not binary.ok:
+            table.warnings.append(f"{path}: {binary.error}")
+            return table
+        if build_id and binary.build_id and binary.build_id != build_id:
+            table.warnings.append(f"{path}: build-id {binary.build_id}, but the profiled "
+                                  f"kernel is {build_id}; not used")
+            return table
+        raw = read_elf_symbols(binary, ".symtab", "vmlinux")
+        syms = [KernelSymbol(e[3], e[0], e[1] - e[0], None) for e in fixup_symbols(raw)]
+        table = cls(syms)
+        table.warnings.extend(binary.warnings if hasattr(binary, "warnings") else [])
+        if not syms:
+            table.warnings.append(f"{path}: no function symbols")
+        return table
+
     def __len__(self) -> int:
         return len(self._syms)
 

@@ -29,6 +29,7 @@ def add_symbolize_options(p):
                    help="binaries and debug files packed by `perfdata archive`")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
+    g.add_argument("--vmlinux", metavar="FILE", help="the kernel's ELF image, for its symbols")
     g.add_argument("--debuginfod", metavar="URL",
                    help="fetch missing debug files and binaries by build-id from these "
                         "debuginfod servers (space separated; default $DEBUGINFOD_URLS)")
@@ -79,6 +80,22 @@ def parse_time_ranges(text):
     return ranges
 
 
+def kernel_symbols_from_args(pf, args):
+    """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
+    if getattr(args, "vmlinux", None):
+        from symbolize.kallsyms import KernelSymbols
+        from ..format.constants import Feature
+        bid = None
+        for entry in pf.feature(Feature.BUILD_ID) or ():
+            if str(entry.get("filename", "")).startswith("[kernel.kallsyms]"):
+                bid = entry.get("build_id")
+                bid = bytes(bid).hex() if isinstance(bid, (bytes, bytearray)) else bid
+        table = KernelSymbols.from_vmlinux(args.vmlinux, bid)
+        pf.warnings.extend(table.warnings)
+        return table
+    return args.kallsyms
+
+
 def make_sample_symbolizer(pf, args, side_events=()):
     """The SampleSymbolizer the options describe."""
     from symbolize import Symbolizer
@@ -100,7 +117,8 @@ def make_sample_symbolizer(pf, args, side_events=()):
     wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
-                            **({"kallsyms": args.kallsyms} if args.kallsyms else {}))
+                            **({"kallsyms": kernel_symbols_from_args(pf, args)}
+                               if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
                             filters=make_sample_filter(args), dwarf_inline=not args.no_inline,
                             side_events=side_events)
