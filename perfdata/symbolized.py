@@ -183,7 +183,10 @@ class SampleSymbolizer:
                 continue
             if rtype != RT.SAMPLE:
                 continue
-            fields = rec.parse()
+            try:
+                fields = rec.attr.decode_sample(rec.body)
+            except Exception:
+                fields = rec.parse()      # raises the reader's error, with the offset
             for sample in self._expand_group(rec, fields):
                 if self.filters is not None and not self.filters(sample):
                     continue

@@ -505,6 +505,7 @@ class PerfFile:
         # Recovery needs a seekable, bounded source: file mode and --threads data files.
         recover = not self.strict and src.seekable and src.end is not None
         prev = None         # offset of the last good record (recovery)
+        nsamples = max_sample = 0
         scanned = 0         # resync scans never read a byte twice: time stays linear
         # Records are 8-byte multiples in perf's files, except COMPRESSED ones
         # (and some other writers'): then resync tries every byte.
@@ -573,6 +574,18 @@ class PerfFile:
                 resume = None
                 if rtype in _STRING_AT:
                     resume = self._check_string_record(src, rtype, raw, offset, size, scanned)
+                elif rtype == RT.SAMPLE:
+                    # A SAMPLE far larger than every one before it may hide
+                    # the next records (its size field damaged).
+                    if nsamples >= 16 and size > 2 * max_sample + 64:
+                        start = max(offset + 8, scanned)
+                        start += (offset - start) % self._step
+                        resume = self._resync(src, start, offset + size)
+                        src.goto(offset + size)
+                        scanned = max(scanned, resume or offset + size)
+                    if resume is None:
+                        nsamples += 1
+                        max_sample = max(max_sample, size)
                 if resume is None:
                     resume = self._check_next(src, hdr, offset, size, scanned)
                 if resume is not None:
@@ -595,7 +608,14 @@ class PerfFile:
                 yield rec
                 continue
             if rtype == RT.AUXTRACE or rtype == RT.HEADER_TRACING_DATA:
-                self._read_payload(src, rec, path)
+                try:
+                    self._read_payload(src, rec, path)
+                except PerfDataError as exc:
+                    if not recover:
+                        raise
+                    self._note_skipped(path, offset, size, exc.message)
+                    src.goto(offset + size)
+                    continue
             elif rtype == RT.COMPRESSED or rtype == RT.COMPRESSED2:
                 yield rec
                 if decompressor is None:

@@ -91,54 +91,57 @@ class ScriptFormatter:
             self._fields[event.index] = got = tuple(got)
         return got
 
+    def _layout(self, fields):
+        """What a field set prints, worked out once per set."""
+        has = frozenset(fields).__contains__
+        return (has, has("comm"), has("pid"), has("tid"), has("cpu"), has("time"),
+                has("period"), has("event"), has("addr"), has("trace"), has("ip"))
+
     def format(self, sample):
         fields = self.fields_for(sample.event)
-        has = self._has.get(fields)
-        if has is None:
-            has = self._has[fields] = frozenset(fields).__contains__
+        layout = self._has.get(fields)
+        if layout is None:
+            layout = self._has[fields] = self._layout(fields)
+        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_addr, f_trace,
+         f_ip) = layout
         out = []
         has_stack = sample.event.has_callchain or len(sample.frames) > 1
-        if has("comm"):
-            if has("ip") and has_stack:
-                out.append("%s " % sample.comm)
-            else:
-                out.append("%16s " % sample.comm)
-        if has("pid") and has("tid"):
+        if f_comm:
+            out.append(("%s " if f_ip and has_stack else "%16s ") % sample.comm)
+        if f_pid and f_tid:
             out.append("%5d/%-5d " % (sample.pid, sample.tid))
-        elif has("pid"):
+        elif f_pid:
             out.append("%5d " % sample.pid)
-        elif has("tid"):
+        elif f_tid:
             out.append("%5d " % sample.tid)
-        if has("cpu") and sample.cpu is not None:
+        if f_cpu and sample.cpu is not None:
             out.append("[%03d] " % sample.cpu)
-        if has("time"):
+        if f_time:
             out.append(format_time(sample.time, self.nanosecs))
-        if has("period"):
+        if f_period:
             out.append("%10d " % sample.period)
-        if has("event"):
+        if f_event:
             if self._name_width is None:
                 # After the names are final (EVENT_DESC, tracing data).
                 self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
             out.append("%*s: " % (self._name_width, sample.event.name))
-        if has("addr") and "addr" in sample.fields:
+        if f_addr and "addr" in sample.fields:
             out.append("%16x " % sample.fields["addr"])
-        if has("trace") and "raw" in sample.fields:
+        if f_trace and "raw" in sample.fields:
             out.append(self._trace(sample))
-            if not (has("ip") and has_stack):
+            if not (f_ip and has_stack):
                 out.append(" ")
-        if has("ip"):
-            if has_stack:
-                out.append("\n")
-                out.append(self._stack_text(sample.frames, fields, has))
-            elif sample.frames:
-                # Without a stack perf prints the sample's own address (avma).
-                out.append(self._frame_line(sample.frames[0], has, " ", "", sample.ip))
+        if f_ip and has_stack:
+            out.append("\n")
+            out.append(self._stack_text(sample.frames, fields, has))
+            out.append("\n")
+            return "".join(out)
+        if f_ip and sample.frames:
+            # Without a stack perf prints the sample's own address (avma).
+            out.append(self._frame_line(sample.frames[0], has, " ", "", sample.ip))
+        out.append("\n")
         text = "".join(out)
-        if not text.endswith("\n"):
-            text += "\n"
-        if has("ip") and has_stack:
-            text += "\n"
-        return text
+        return text[:-1] if text.endswith("\n\n") else text
 
     def format_side_event(self, event):
         """A --show-mmap-events / --show-task-events line: the sample_id
