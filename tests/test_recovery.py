@@ -226,6 +226,7 @@ def recovery_rate(files, per_kind=2, seed=1, tmp_dir=None, compressed=None):
     trials = lost_total = errors = 0
     delivered = expected = 0
     per_file = {}
+    error_cases = []
     for path in files:
         try:
             recs, little = top_records(path)
@@ -247,7 +248,9 @@ def recovery_rate(files, per_kind=2, seed=1, tmp_dir=None, compressed=None):
                 damaged = tmp_dir / "damaged.data"
                 damaged.write_bytes(corrupt(data, little, victim, kind, end))
                 got, _, error = walk(damaged)
-                errors += error is not None
+                if error is not None:
+                    errors += 1
+                    error_cases.append((path.name, kind, victim, str(error)[-200:]))
                 lost = sum((intact - got).values())
                 trials += 1
                 lost_total += lost
@@ -258,6 +261,7 @@ def recovery_rate(files, per_kind=2, seed=1, tmp_dir=None, compressed=None):
     shutil.rmtree(tmp_dir, ignore_errors=True)
     mean_lost = lost_total / trials if trials else 0.0
     return {"files": len(per_file), "trials": trials, "errors": errors,
+            "error_cases": error_cases,
             "mean_records_lost": mean_lost,
             "rate_measured": delivered / expected if expected else 1.0,
             "rate_1_in_1000": 1 - mean_lost / 1000.0, "per_file": per_file}

@@ -506,10 +506,12 @@ class PerfFile:
         recover = not self.strict and src.seekable and src.end is not None
         prev = None         # offset of the last good record (recovery)
         nsamples = max_sample = 0
+        min_size = self._min_sizes() if recover else {}
         scanned = 0         # resync scans never read a byte twice: time stays linear
         # Records are 8-byte multiples in perf's files, except COMPRESSED ones
         # (and some other writers'): then resync tries every byte.
         self._step = 1 if Feature.COMPRESSED in self.features or src.pos % 8 else 8
+        align_mask = 7 if self._step == 8 else 0
         while True:
             got = next_record(hdr)
             if got is None:
@@ -571,21 +573,45 @@ class PerfFile:
                 continue
             if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
                     and offset + size < src.end:
+                # fast path: the next header is one we know, of a sane size
+                buf2, head2 = src.buf, src.head
+                big = False
+                if rtype == RT.SAMPLE:
+                    # A SAMPLE far larger than every one before it may hide
+                    # the next records (its size field damaged).
+                    big = nsamples >= 16 and size > 2 * max_sample + 64
+                    if not big:
+                        nsamples += 1
+                        if size > max_sample:
+                            max_sample = size
+                if not big and rtype not in _STRING_AT and rtype != RT.COMPRESSED and \
+                        rtype != RT.COMPRESSED2 and len(buf2) - head2 >= 8:
+                    t2, _, s2 = hdr.unpack_from(buf2, head2)
+                    least = min_size.get(t2)
+                    if least is not None and least <= s2 and not s2 & align_mask and \
+                            offset + size + s2 <= src.end and \
+                            (s2 == 8 or (t2 != RT.FINISHED_ROUND and t2 != RT.FINISHED_INIT)):
+                        prev = offset
+                        rec = self._make_record(rtype, misc, size, offset, raw[8:], path)
+                        rec.file = file_index
+                        if rtype < USER_TYPE_START:
+                            yield rec
+                            continue
+                        self._user_record_side_effects(rec, path)
+                        yield rec
+                        continue
                 resume = None
                 if rtype in _STRING_AT:
                     resume = self._check_string_record(src, rtype, raw, offset, size, scanned)
-                elif rtype == RT.SAMPLE:
-                    # A SAMPLE far larger than every one before it may hide
-                    # the next records (its size field damaged).
-                    if nsamples >= 16 and size > 2 * max_sample + 64:
-                        start = max(offset + 8, scanned)
-                        start += (offset - start) % self._step
-                        resume = self._resync(src, start, offset + size)
-                        src.goto(offset + size)
-                        scanned = max(scanned, resume or offset + size)
+                elif big:
+                    start = max(offset + 8, scanned)
+                    start += (offset - start) % self._step
+                    resume = self._resync(src, start, offset + size)
+                    src.goto(offset + size)
+                    scanned = max(scanned, resume or offset + size)
                     if resume is None:
                         nsamples += 1
-                        max_sample = max(max_sample, size)
+                        max_sample = size
                 if resume is None:
                     resume = self._check_next(src, hdr, offset, size, scanned)
                 if resume is not None:
@@ -700,6 +726,21 @@ class PerfFile:
                     return at + i
             src.goto(at + (limit + step - 1) // step * step)
         return None
+
+    def _min_sizes(self):
+        """{known type: least record size} as _header_ok() judges it, without
+        the alignment of COMPRESSED records (the fast path leaves those to it)."""
+        out = {}
+        ea = self.attrs[0] if self.attrs else None
+        trailer = ea.trailer_size if ea is not None and ea.sample_id_all else 0
+        for rtype in KNOWN_TYPES:
+            if rtype in (RT.COMPRESSED, RT.COMPRESSED2, RT.AUXTRACE, RT.HEADER_TRACING_DATA):
+                continue
+            least = 8
+            if rtype < USER_TYPE_START:
+                least += MIN_BODY.get(rtype, 0) + (trailer if rtype != RT.SAMPLE else 0)
+            out[rtype] = least
+        return out
 
     def _header_ok(self, rtype, size, at, end):
         if rtype not in KNOWN_TYPES or size < 8 or at + size > end:
