@@ -221,3 +221,18 @@ def test_jit_perf_map_fifo_is_not_opened(tmp_path, opened, monkeypatch):
         assert str(perfmap) not in opened   # ... and not opened
     finally:
         perfmap.unlink()
+
+
+def test_no_shell_anywhere():
+    """External commands (dpkg -S, rpm -qf) take argument lists: nothing in
+    the code hands a string to a shell."""
+    offenders = []
+    for top in ("perfdata", "symbolize"):
+        for py in sorted((REPO / top).rglob("*.py")):
+            text = py.read_text(errors="replace")
+            for needle in ("shell=True", "os.system(", "os.popen(", "commands.getoutput"):
+                if needle in text:
+                    offenders.append("%s: %s" % (py.relative_to(REPO), needle))
+    cli = (REPO / "cli.py").read_text()
+    offenders += ["cli.py: %s" % n for n in ("shell=True", "os.system(") if n in cli]
+    assert not offenders, offenders
