@@ -84,7 +84,12 @@ def test_stale_binary_named_then_fixed_with_the_old_copy(tmp_path):
     assert c is not None, res
     # perf 6.1 refuses the rebuilt binary too: every frame in it is [unknown].
     text = util.perf_script(tmp_path, data)
-    assert c["frames"] == _frames_in(text, exe, unknown_only=True) == _frames_in(text, exe) > 0
+    perf_unknown = _frames_in(text, exe, unknown_only=True)
+    assert perf_unknown == _frames_in(text, exe) > 0
+    # A frame of the rebuilt binary can fall in a more specific class first
+    # (e.g. the caller of a libc leaf that has no frame pointer: fp-broken),
+    # which depends on where the samples landed: allow one percent of them.
+    assert perf_unknown - max(2, perf_unknown // 100) <= c["frames"] <= perf_unknown
     assert "perf buildid-cache" in c["fix"] and "archive" in c["fix"]
     d = tmp_path / "dbg" / ".build-id" / old_bid[:2]
     d.mkdir(parents=True)
