@@ -6,7 +6,6 @@ thread, the same weights (periods), and the same stacks as
 stackcollapse-perf.pl's folded file.
 """
 import json
-import struct
 import re
 from collections import Counter
 from pathlib import Path
@@ -126,90 +125,39 @@ def test_weight_samples_and_empty(tmp_path):
 
 
 # ------------------------------------------------------------------- pprof
-# A protobuf wire-format reader written from the encoding spec
-# (protobuf.dev/programming-guides/encoding), for profile.proto's fields.
-def _read_varint(buf, pos):
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7f) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def parse_message(buf):
-    """{field number: [values]}: ints for varints, bytes for length-delimited."""
-    fields = {}
-    pos = 0
-    while pos < len(buf):
-        key, pos = _read_varint(buf, pos)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _read_varint(buf, pos)
-        elif wire == 2:
-            n, pos = _read_varint(buf, pos)
-            value = bytes(buf[pos:pos + n])
-            pos += n
-        elif wire == 1:
-            value = struct.unpack_from("<Q", buf, pos)[0]
-            pos += 8
-        elif wire == 5:
-            value = struct.unpack_from("<I", buf, pos)[0]
-            pos += 4
-        else:
-            raise AssertionError("wire type %d" % wire)
-        fields.setdefault(num, []).append(value)
-    return fields
-
-
-def packed(values):
-    out = []
-    for v in values:
-        if isinstance(v, bytes):
-            pos = 0
-            while pos < len(v):
-                x, pos = _read_varint(v, pos)
-                out.append(x)
-        else:
-            out.append(v)
-    return out
-
-
-def one(msg, num, default=0):
-    return msg.get(num, [default])[-1]
-
-
 def test_pprof_profile_matches_stackcollapse(tmp_path):
+    """The profile, read back with the protobuf library, holds the same stacks
+    and periods as stackcollapse-perf.pl's folded output of perf's golden."""
     import gzip
+    pytest.importorskip("google.protobuf")
+    from perfdata.views.pprof import profile_classes
     out = tmp_path / "p.pb.gz"
     rc, _, err = run_cli(["export", str(SAMPLES / "threads.fp.data"), "--format", "pprof",
                           "--debug-dir", str(SAMPLES / "buildids"), "-o", str(out)])
     assert rc == 0, err
-    prof = parse_message(gzip.decompress(out.read_bytes()))
-    strings = [s.decode() for s in prof[6]]
+    prof = profile_classes()["Profile"]()
+    prof.ParseFromString(gzip.decompress(out.read_bytes()))
+    strings = list(prof.string_table)
     assert strings[0] == ""
-    types = [(strings[one(m, 1)], strings[one(m, 2)]) for m in map(parse_message, prof[1])]
+    types = [(strings[t.type], strings[t.unit]) for t in prof.sample_type]
     assert types == [("samples", "count"), ("cpu", "nanoseconds")]
-    functions = {one(f, 1): f for f in map(parse_message, prof[5])}
-    locations = {one(l, 1): l for l in map(parse_message, prof[4])}
-    mappings = {one(m, 1): m for m in map(parse_message, prof[3])}
+    functions = {f.id: f for f in prof.function}
+    locations = {loc.id: loc for loc in prof.location}
+    mappings = {m.id: m for m in prof.mapping}
     assert all(i > 0 for i in list(functions) + list(locations) + list(mappings))
     folded = Counter()
     counts = 0
     tids = set()
-    for sm in map(parse_message, prof[2]):
-        labels = {strings[one(lb, 1)]: lb for lb in map(parse_message, sm[3])}
-        comm = strings[one(labels["comm"], 2)]
-        tids.add(one(labels["tid"], 3))
+    for sm in prof.sample:
+        labels = {strings[lb.key]: lb for lb in sm.label}
+        comm = strings[labels["comm"].str]
+        tids.add(labels["tid"].num)
         names = []
-        for lid in packed(sm[1]):
+        for lid in sm.location_id:
             loc = locations[lid]
-            assert one(loc, 2) in mappings
-            line = parse_message(loc[4][0])
-            names.append(strings[one(functions[one(line, 1)], 2)])
-        count, period = packed(sm[2])
+            assert loc.mapping_id in mappings
+            names.append(strings[functions[loc.line[0].function_id].name])
+        count, period = sm.value
         counts += count
         folded[";".join([comm] + names[::-1])] += period      # leaf first in pprof
     assert counts == 669 and tids == {19301, 19302}           # samples/README.md; perf's golden
@@ -218,5 +166,5 @@ def test_pprof_profile_matches_stackcollapse(tmp_path):
         k, _, v = line.rpartition(" ")
         expected[k] = int(v)
     assert dict(folded) == expected
-    files = {strings[one(m, 5)] for m in mappings.values()}
+    files = {strings[m.filename] for m in mappings.values()}
     assert files == {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/work/main/samples/bin/threads"}

@@ -165,173 +165,6 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-# ------------------------------------------------------------------- pprof
-def _varint(n, out):
-    n &= (1 << 64) - 1          # int64 negatives as two's complement
-    while True:
-        b = n & 0x7f
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return
-
-
-def _field_varint(num, value, out):
-    if value:
-        _varint(num << 3, out)
-        _varint(value, out)
-
-
-def _field_bytes(num, data, out):
-    _varint((num << 3) | 2, out)
-    _varint(len(data), out)
-    out.extend(data)
-
-
-def _field_packed(num, values, out):
-    if values:
-        body = bytearray()
-        for v in values:
-            _varint(v, body)
-        _field_bytes(num, body, out)
-
-
-class PprofBuilder:
-    """Aggregates symbolized samples into pprof's profile.proto."""
-
-    def __init__(self):
-        self.strings = {"": 0}
-        self.functions = {}      # (name, file) -> id
-        self.locations = {}      # (name, dso) -> (id, function id, mapping id)
-        self.mappings = {}       # dso -> (id, build-id)
-        self.samples = {}        # (loc ids, pid, tid, comm) -> [count, period]
-        self.event = None
-        self._opts = CollapseOptions()
-        self._stack_cache = {}
-        self.first_time = None
-        self.last_time = None
-
-    def _s(self, text):
-        idx = self.strings.get(text)
-        if idx is None:
-            idx = self.strings[text] = len(self.strings)
-        return idx
-
-    def _mapping(self, fr):
-        dso = fr.dso or "[unknown]"
-        hit = self.mappings.get(dso)
-        if hit is None:
-            hit = self.mappings[dso] = (len(self.mappings) + 1, fr.build_id)
-        return hit[0]
-
-    def _location(self, name, fr):
-        dso = fr.dso or "[unknown]"
-        key = (name, dso)
-        hit = self.locations.get(key)
-        if hit is None:
-            fkey = (name, dso)
-            fid = self.functions.get(fkey)
-            if fid is None:
-                fid = self.functions[fkey] = len(self.functions) + 1
-            mid = self._mapping(fr) if dso != "[unknown]" else 0
-            hit = self.locations[key] = (len(self.locations) + 1, fid, mid)
-        return hit[0]
-
-    def _stack(self, frames):
-        hit = self._stack_cache.get(id(frames))
-        if hit is not None and hit[0] is frames:
-            return hit[1]
-        ids = []
-        for fr in frames:                       # leaf first, as pprof wants
-            for name in reversed(frame_names(fr, self._opts)):
-                ids.append(self._location(name, fr))
-        ids = tuple(ids)
-        if len(self._stack_cache) > 100000:
-            self._stack_cache.clear()
-        self._stack_cache[id(frames)] = (frames, ids)
-        return ids
-
-    def add(self, sample):
-        if self.event is None:
-            self.event = sample.event
-        elif sample.event.index != self.event.index:
-            return False
-        key = (self._stack(sample.frames), sample.pid, sample.tid, sample.comm)
-        acc = self.samples.get(key)
-        if acc is None:
-            acc = self.samples[key] = [0, 0]
-        acc[0] += 1
-        acc[1] += sample.period or 0
-        if sample.time:
-            if self.first_time is None:
-                self.first_time = sample.time
-            self.last_time = sample.time
-        return True
-
-    def encode(self):
-        """The serialized Profile (not yet gzipped)."""
-        event = self.event.name if self.event is not None else "samples"
-        base = event.split(":", 1)[0]
-        kind, unit = ("cpu", "nanoseconds") if base in _NS_EVENTS else (event, "count")
-        out = bytearray()
-        for t, u in (("samples", "count"), (kind, unit)):
-            vt = bytearray()
-            _field_varint(1, self._s(t), vt)
-            _field_varint(2, self._s(u), vt)
-            _field_bytes(1, vt, out)
-        k_pid, k_tid, k_comm = self._s("pid"), self._s("tid"), self._s("comm")
-        for (locs, pid, tid, comm), (count, period) in self.samples.items():
-            sm = bytearray()
-            _field_packed(1, locs, sm)
-            _field_packed(2, (count, period), sm)
-            for key, num in ((k_pid, pid), (k_tid, tid)):
-                lb = bytearray()
-                _field_varint(1, key, lb)
-                _field_varint(3, num, lb)
-                _field_bytes(3, lb, sm)
-            lb = bytearray()
-            _field_varint(1, k_comm, lb)
-            _field_varint(2, self._s(comm), lb)
-            _field_bytes(3, lb, sm)
-            _field_bytes(2, sm, out)
-        for dso, (mid, build_id) in self.mappings.items():
-            mp = bytearray()
-            _field_varint(1, mid, mp)
-            _field_varint(5, self._s(dso), mp)
-            if build_id:
-                _field_varint(6, self._s(str(build_id)), mp)
-            _field_varint(7, 1, mp)
-            _field_bytes(3, mp, out)
-        for (name, dso), (lid, fid, mid) in self.locations.items():
-            loc = bytearray()
-            _field_varint(1, lid, loc)
-            _field_varint(2, mid, loc)
-            line = bytearray()
-            _field_varint(1, fid, line)
-            _field_bytes(4, line, loc)
-            _field_bytes(4, loc, out)
-        for (name, dso), fid in self.functions.items():
-            fn = bytearray()
-            _field_varint(1, fid, fn)
-            _field_varint(2, self._s(name), fn)
-            _field_varint(3, self._s(name), fn)
-            _field_varint(4, self._s(dso), fn)
-            _field_bytes(5, fn, out)
-        # Strings last: every index above is final now.
-        pt = bytearray()
-        _field_varint(1, self._s(kind), pt)
-        _field_varint(2, self._s(unit), pt)
-        _field_bytes(11, pt, out)
-        if self.first_time is not None and self.last_time is not None:
-            _field_varint(10, self.last_time - self.first_time, out)
-        _field_varint(14, self._s(kind), out)
-        for text in self.strings:       # insertion order = index order
-            _field_bytes(6, text.encode("utf-8", "replace"), out)
-        return bytes(out)
-
-
 def run_pprof(args, out):
     import gzip
     if args.output is None or args.output == "-":
@@ -347,6 +180,13 @@ def run_pprof(args, out):
             sys.stderr.write("perfdata: error: %s: %s\n" % (args.output, exc.strerror or exc))
             sys.exit(2)
         close = True
+    try:
+        from .pprof import PprofBuilder, profile_classes
+        profile_classes()
+    except ImportError:
+        sys.stderr.write("perfdata: error: pprof output needs the protobuf package "
+                         "(pip install 'perfdata[pprof]')\n")
+        sys.exit(2)
     builder = PprofBuilder()
     skipped = 0
     for sample in SampleRun(args, "export"):
