@@ -222,7 +222,7 @@ def splice(data, little, data_end, start, stop, new, feature_table=None, nfeatur
     if data[:8] not in (b"PERFILE2", b"2ELIFREP", b"PERFFILE") or len(out) < 104:
         return bytes(out)
     data_off, data_size = struct.unpack_from(u + "QQ", out, 40)
-    struct.pack_into(u + "Q", out, 48, max(0, data_size + delta))
+    struct.pack_into(u + "Q", out, 48, max(0, data_size + delta) & ((1 << 64) - 1))
     if feature_table is not None:
         table = feature_table + delta
         for n in range(nfeatures):
@@ -230,8 +230,8 @@ def splice(data, little, data_end, start, stop, new, feature_table=None, nfeatur
             if pos + 16 > len(out):
                 break
             off = struct.unpack_from(u + "Q", out, pos)[0]
-            if off >= stop:
-                struct.pack_into(u + "Q", out, pos, off + delta)
+            if off >= stop:       # (an earlier edit may have made it anything)
+                struct.pack_into(u + "Q", out, pos, (off + delta) & ((1 << 64) - 1))
     return bytes(out)
 
 
