@@ -63,6 +63,7 @@ class Run:
         self.started = time.monotonic()
         self.baselines = {}
         self.seeds_by_name = {}
+        self.harness_errors = 0
 
     def baseline(self, name):
         """Stage timings of the unmutated seed (measured once)."""
@@ -138,6 +139,7 @@ class Run:
             "slowest_seed": self.slowest[2],
             "slowest_mutations": self.slowest[3],
             "peak_rss_mib": round(peak_kib / 1024, 1),
+            "harness_errors": self.harness_errors,
             "first_outcome": self.by_outcome,
             "failure_files": [f[0] for f in self.failures] + [h[0] for h in self.hangs],
         }
@@ -198,7 +200,12 @@ def main(argv=None):
                 if time.monotonic() < deadline:
                     run.execute(case, path)
 
-            one()
+            try:
+                one()
+            except Exception as exc:    # the harness itself (input generation) failed
+                run.harness_errors += 1
+                print("HARNESS ERROR (not perfdata's): %s: %s"
+                      % (type(exc).__name__, str(exc).splitlines()[0][:300]), flush=True)
             r = run.report()
             print("round %d (%s): %d inputs, %d failures, %d hangs, slowest %.3f s "
                   "(%d bytes, %s), peak RSS %.1f MiB, %.1f inputs/s"
