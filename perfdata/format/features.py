@@ -23,6 +23,7 @@ from .attr import attr_schema, complete_attr
 from .constants import Feature, feature_name
 from .endian import ints
 from .errors import CorruptError
+from .plain import plain
 
 #: Strings are padded to this alignment (NAME_ALIGN in perf).
 NAME_ALIGN = 64
@@ -390,7 +391,7 @@ def parse_bpf_prog_info(entry, little=True):
     need = schema.sizeof()
     if len(raw) < need:
         raw = raw + bytes(need - len(raw))
-    info = _plain(schema.parse(raw))
+    info = plain(schema.parse(raw))
     data = bytes(entry["data"])
     fmt = "<" if little else ">"
 
@@ -417,13 +418,6 @@ def parse_bpf_prog_info(entry, little=True):
 
 
 # ------------------------------------------------------------------- parsing
-def _plain(obj):
-    """construct Containers as plain dicts and lists, without '_' keys."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items() if not k.startswith("_")}
-    if isinstance(obj, list):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 def _where(exc):
@@ -468,7 +462,7 @@ def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=
             tail = parsed.tail
             return {"sibling_cores": list(parsed.sibling_cores),
                     "sibling_threads": list(parsed.sibling_threads),
-                    "cpus": _plain(tail.cpus),
+                    "cpus": plain(tail.cpus),
                     "sibling_dies": None if tail.sibling_dies is None
                     else list(tail.sibling_dies)}
         parsed = schema.parse(data)
@@ -477,7 +471,7 @@ def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=
                      "ids": list(ev.ids)} for ev in parsed.events]
         if fid == Feature.CMDLINE:
             return list(parsed)
-        return _plain(parsed)
+        return plain(parsed)
     except CorruptError:
         raise
     except (cs.ConstructError, struct.error, ValueError, OverflowError, MemoryError) as exc:

@@ -23,6 +23,7 @@ from .header import (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, PIPE_HEADER
                      pipe_header_schema)
 from .records import body_schemas, header_attr_schema, read_format_schema
 from .source import ByteSource, file_size, open_input
+from .plain import plain
 
 # Records the kernel writes carry a sample_id trailer; perf's own (>= 64) do not.
 USER_TYPE_START = 64
@@ -938,7 +939,7 @@ class PerfFile:
                 size_field = struct.unpack_from("<I" if self.little else ">I", body, 4)[0]
                 parsed = header_attr_schema(min(size_field or 64, len(body)),
                                             self.little).parse(body)
-                return _plain(parsed)
+                return plain(parsed)
             trailer = None
             if rtype < USER_TYPE_START and rec.attr is not None and rec.attr.sample_id_all:
                 trailer = rec.attr.decode_trailer(body)
@@ -948,7 +949,7 @@ class PerfFile:
                                    "tid" / (cs.Int32ul if self.little else cs.Int32ub),
                                    "values" / read_format_schema(
                                        rec.attr.read_format if rec.attr else 0, self.little))
-                out = _plain(schema.parse(body))
+                out = plain(schema.parse(body))
             else:
                 schemas = body_schemas(self.little)
                 schema = schemas.get(rtype)
@@ -956,7 +957,7 @@ class PerfFile:
                     return {"raw": bytes(body)}
                 if rtype == RT.MMAP2 and _mmap2_lacks_prot_flags(body):
                     schema = schemas["MMAP2_pre316"]
-                out = _plain(schema.parse(body))
+                out = plain(schema.parse(body))
             if rtype == RT.MMAP2:
                 _split_mmap2(out, rec.misc)
             if trailer is not None:
@@ -1017,13 +1018,6 @@ def _read_upto(f, n):
     return b"".join(parts)
 
 
-def _plain(obj):
-    """construct Containers to plain dicts and lists (no '_io' keys)."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items() if not k.startswith("_")}
-    if isinstance(obj, list):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 def _short(exc):

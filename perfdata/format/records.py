@@ -79,6 +79,18 @@ def body_schemas(little=True):
         }, default=cs.GreedyBytes),
     )
 
+    mmap2_head = (
+        "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
+        # The two forms of the 24 bytes that follow: device/inode numbers, or
+        # (misc & MISC_MMAP_BUILD_ID) the build-id of the mapped file.
+        "id_union" / cs.Bytes(24),
+        "inode" / cs.Pointer(32, cs.Struct(
+            "maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)),
+        "buildid" / cs.Pointer(32, cs.Struct(
+            "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
+            "build_id" / cs.Bytes(20))),
+    )
+
     return {
         RecordType.MMAP: cs.Struct(
             "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
@@ -91,27 +103,10 @@ def body_schemas(little=True):
             "pid" / u32, "ppid" / u32, "tid" / u32, "ptid" / u32, "time" / u64),
         RecordType.THROTTLE: cs.Struct("time" / u64, "id" / u64, "stream_id" / u64),
         RecordType.UNTHROTTLE: cs.Struct("time" / u64, "id" / u64, "stream_id" / u64),
-        RecordType.MMAP2: cs.Struct(
-            "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
-            # The two forms of the 24 bytes that follow: device/inode numbers, or
-            # (misc & MISC_MMAP_BUILD_ID) the build-id of the mapped file.
-            "id_union" / cs.Bytes(24),
-            "inode" / cs.Pointer(32, cs.Struct(
-                "maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)),
-            "buildid" / cs.Pointer(32, cs.Struct(
-                "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
-                "build_id" / cs.Bytes(20))),
-            "prot" / u32, "flags" / u32, "filename" / _string),
+        RecordType.MMAP2: cs.Struct(*mmap2_head, "prot" / u32, "flags" / u32,
+                                    "filename" / _string),
         # Linux 3.12-3.15 (RHEL 7's 3.10) wrote MMAP2 without prot and flags.
-        "MMAP2_pre316": cs.Struct(
-            "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
-            "id_union" / cs.Bytes(24),
-            "inode" / cs.Pointer(32, cs.Struct(
-                "maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)),
-            "buildid" / cs.Pointer(32, cs.Struct(
-                "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
-                "build_id" / cs.Bytes(20))),
-            "filename" / _string),
+        "MMAP2_pre316": cs.Struct(*mmap2_head, "filename" / _string),
         RecordType.AUX: cs.Struct("aux_offset" / u64, "aux_size" / u64, "flags" / u64),
         RecordType.ITRACE_START: cs.Struct("pid" / u32, "tid" / u32),
         RecordType.LOST_SAMPLES: cs.Struct("lost" / u64),
