@@ -23,6 +23,7 @@ from .attr import attr_schema, complete_attr
 from .constants import Feature, feature_name
 from .endian import ints
 from .errors import CorruptError
+from .constructs import Counted, describe_construct_error, stream_left
 from .plain import plain
 
 #: Strings are padded to this alignment (NAME_ALIGN in perf).
@@ -52,46 +53,6 @@ class RawFeature:
 
 
 # ------------------------------------------------------------ building blocks
-def _stream_left(stream):
-    here = stream.tell()
-    end = stream.seek(0, 2)
-    stream.seek(here)
-    return end - here
-
-
-class Counted(cs.Construct):
-    """A count followed by that many items, refusing a count the bytes left
-    cannot hold (each item takes at least `min_item_size` bytes)."""
-
-    def __init__(self, countfield, subcon, min_item_size):
-        super().__init__()
-        self.countfield = countfield
-        self.subcon = subcon
-        self.min_item_size = min_item_size
-
-    def _parse(self, stream, context, path):
-        count = self.countfield._parsereport(stream, context, path)
-        left = _stream_left(stream)
-        if count * self.min_item_size > left:
-            raise cs.RangeError("count %d needs at least %d bytes, %d left"
-                                % (count, count * self.min_item_size, left), path=path)
-        out = cs.ListContainer()
-        for index in range(count):
-            context._index = index
-            out.append(self.subcon._parsereport(stream, context, path))
-        return out
-
-    def _build(self, obj, stream, context, path):
-        self.countfield._build(len(obj), stream, context, path)
-        for index, item in enumerate(obj):
-            context._index = index
-            self.subcon._build(item, stream, context, path)
-        return obj
-
-    def _sizeof(self, context, path):
-        raise cs.SizeofError("Counted has no fixed size", path=path)
-
-
 def _c_string(raw):
     """Bytes up to the first NUL (all of them when there is none), as text."""
     end = raw.find(b"\0")
@@ -151,7 +112,7 @@ class CpuTopologyTail(cs.Construct):
         cpus = cs.ListContainer(self.core_socket._parsereport(stream, context, path)
                                 for _ in range(nr))
         out = cs.Container(cpus=cpus, sibling_dies=None)
-        if _stream_left(stream) == 0:
+        if stream_left(stream) == 0:
             return out
         out.sibling_dies = self.die_lists._parsereport(stream, context, path)
         for cpu in cpus:
@@ -159,7 +120,7 @@ class CpuTopologyTail(cs.Construct):
         return out
 
     def _parse(self, stream, context, path):
-        left = _stream_left(stream)
+        left = stream_left(stream)
         if left == 0:
             return cs.Container(cpus=None, sibling_dies=None)
         nr = getattr(context._params, "nr_cpus_avail", None) if "_params" in context else None
@@ -180,7 +141,7 @@ class CpuTopologyTail(cs.Construct):
                 out = self._parse_with(stream, context, path, n)
             except cs.ConstructError:
                 continue
-            if _stream_left(stream) == 0 and (out.sibling_dies is not None or n * 8 == left):
+            if stream_left(stream) == 0 and (out.sibling_dies is not None or n * 8 == left):
                 return out
         raise cs.ValidationError("no cpu count makes the per-cpu topology fit %d bytes"
                                  % left, path=path)
@@ -420,19 +381,6 @@ def parse_bpf_prog_info(entry, little=True):
 # ------------------------------------------------------------------- parsing
 
 
-def _where(exc):
-    """A construct error as one line: what, then where in the schema."""
-    text = str(exc).strip()
-    where = None
-    if text.startswith("Error in path"):
-        first, _, rest = text.partition("\n")
-        where = first[len("Error in path"):].strip()
-        text = rest.strip() or first
-        where = where.replace("(parsing)", "").strip(" ->")
-    text = " ".join(text.split())
-    return "%s (in %s)" % (text, where) if where else text
-
-
 def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=None):
     """The parsed feature section `fid` from its bytes.
 
@@ -475,7 +423,7 @@ def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=
     except CorruptError:
         raise
     except (cs.ConstructError, struct.error, ValueError, OverflowError, MemoryError) as exc:
-        raise CorruptError("%s: %s" % (fid.name, _where(exc)), path=path,
+        raise CorruptError("%s: %s" % (fid.name, describe_construct_error(exc)), path=path,
                            offset=offset) from None
 
 

@@ -30,6 +30,7 @@ import construct as cs
 
 from .endian import ints
 from .errors import CorruptError
+from .constructs import Counted, describe_construct_error
 
 TRACING_MAGIC = b"\x17\x08\x44tracing"
 
@@ -52,7 +53,6 @@ def tracing_prefix_schema():
 @functools.lru_cache(maxsize=None)
 def tracing_data_schema(little=True):
     """The whole tracing data for one byte order (the one file_bigendian gives)."""
-    from .features import Counted
     i = ints(little)
     u32, u64 = i.u32, i.u64
     sized64 = cs.Prefixed(u64, cs.GreedyBytes)
@@ -345,8 +345,7 @@ def parse_tracing_data(data, path=None, offset=None):
         parsed = schema.parse_stream(stream)
         size = stream.tell()
     except (cs.ConstructError, struct.error, ValueError, OverflowError) as exc:
-        from .features import _where
-        raise CorruptError("TRACING_DATA: %s" % _where(exc), path=path, offset=offset) from None
+        raise CorruptError("TRACING_DATA: %s" % describe_construct_error(exc), path=path, offset=offset) from None
     if prefix.long_size not in (4, 8):
         raise CorruptError("TRACING_DATA: long size %d" % prefix.long_size, path=path,
                            offset=offset)

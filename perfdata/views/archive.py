@@ -15,34 +15,12 @@ only) also under their path (DIR/usr/lib/..., --debug-dir's path layout);
 Unpacking accepts only regular files with relative names free of `..`, with
 sizes in bounds: an archive cannot write outside DIR, make links or devices.
 """
-import io
 import os
-import re
 import sys
-import tarfile
-import tempfile
 
-from perfdata.format.errors import PerfDataError
+from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
+                                     safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
-
-MAX_MEMBER = 4 << 30
-MAX_TOTAL = 32 << 30
-_NAME_OK = re.compile(r"^(\.build-id/[0-9a-f]{2}/[0-9a-f]{6,126}(\.debug)?"
-                      r"|\[kernel\.kallsyms\]/[0-9a-f]{8,128}/kallsyms|MANIFEST\.txt)$")
-
-
-def _safe_name(name):
-    """A relative path that stays inside the directory it is unpacked in."""
-    if not name or "\0" in name or "\\" in name or name.startswith("/") or len(name) > 4096:
-        return False
-    parts = name.split("/")
-    return all(p not in ("", ".", "..") for p in parts)
-
-
-class ArchiveError(PerfDataError):
-    """An archive that cannot be unpacked (a PerfDataError, so the CLI ends
-    with `perfdata: error: ...` and status 2 wherever it is opened)."""
-
 
 def plan(ss):
     """[(arcname, local path, kind, original path)] for the profile, after
@@ -83,7 +61,7 @@ def plan(ss):
             # binaries with leaf hits only): elsewhere it is looked up by
             # path, so store it in --debug-dir's path layout too.
             rel = os.path.normpath(path).lstrip("/")
-            if _safe_name(rel):
+            if safe_name(rel):
                 if choice.binary is not None:
                     add(rel, choice.binary.path, "binary", path)
                 if choice.debug is not None:
@@ -115,76 +93,6 @@ def _kallsyms_file(sym, bid):
                 continue
         return cand.path
     return None
-
-
-def write_archive(items, out_path, level=10):
-    import zstandard
-    manifest = "".join("%s %s %s\n" % (arc, kind, orig) for arc, _, kind, orig in items)
-    tmp = out_path + ".tmp"
-    cctx = zstandard.ZstdCompressor(level=level)
-    with open(tmp, "wb") as raw, cctx.stream_writer(raw, closefd=False) as zout, \
-            tarfile.open(fileobj=zout, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        data = manifest.encode()
-        ti = tarfile.TarInfo("MANIFEST.txt")
-        ti.size = len(data)
-        ti.mode = 0o644
-        tar.addfile(ti, io.BytesIO(data))
-        for arc, path, _, _ in items:
-            with open(path, "rb") as f:
-                ti = tarfile.TarInfo(arc)
-                ti.size = os.fstat(f.fileno()).st_size
-                ti.mode = 0o644
-                ti.mtime = int(os.fstat(f.fileno()).st_mtime)
-                tar.addfile(ti, f)
-    os.replace(tmp, out_path)
-
-
-def extract_archive(archive, dest):
-    """Unpack an archive made by write_archive into dest (created); returns
-    dest.  Raises ArchiveError on anything outside the layout."""
-    import zstandard
-    os.makedirs(dest, exist_ok=True)
-    total = 0
-    try:
-        with open(archive, "rb") as raw, \
-                zstandard.ZstdDecompressor().stream_reader(raw) as zin, \
-                tarfile.open(fileobj=zin, mode="r|") as tar:
-            for ti in tar:
-                name = ti.name
-                if not ti.isreg() or not (_NAME_OK.match(name) or _safe_name(name)):
-                    raise ArchiveError("%s: member %r is not part of the archive layout"
-                                       % (archive, name))
-                if ti.size > MAX_MEMBER or total + ti.size > MAX_TOTAL:
-                    raise ArchiveError("%s: member %r is too large" % (archive, name))
-                total += ti.size
-                target = os.path.join(dest, name)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                src = tar.extractfile(ti)
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".part")
-                with os.fdopen(fd, "wb") as out:
-                    left = ti.size
-                    while left:
-                        chunk = src.read(min(left, 1 << 20))
-                        if not chunk:
-                            raise ArchiveError("%s: %r is cut short" % (archive, name))
-                        out.write(chunk)
-                        left -= len(chunk)
-                os.replace(tmp, target)
-    except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise ArchiveError("%s: not a readable .tar.zst: %s" % (archive, exc))
-    except OSError as exc:
-        raise ArchiveError("%s: %s" % (archive, exc))
-    return dest
-
-
-def open_archive(archive):
-    """Unpack into a new temporary directory (removed at exit); for an
-    `--archive FILE` option: pass the result as a debug dir."""
-    import atexit
-    import shutil
-    dest = tempfile.mkdtemp(prefix="perfdata-archive-")
-    atexit.register(shutil.rmtree, dest, True)
-    return extract_archive(archive, dest)
 
 
 def register(subparsers):

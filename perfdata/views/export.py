@@ -25,16 +25,16 @@ import sys
 
 from .collapse import CollapseOptions, frame_names, open_output
 from .options import SampleRun, add_input_argument, add_symbolize_options
+from .pprof import NS_EVENTS, PprofBuilder, profile_classes
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
-_NS_EVENTS = ("cpu-clock", "task-clock")
 
 
 def _unit(event, weight):
     if weight == "samples":
         return "none"
     base = event.name.split(":", 1)[0]
-    return "nanoseconds" if base in _NS_EVENTS else "none"
+    return "nanoseconds" if base in NS_EVENTS else "none"
 
 
 class SpeedscopeBuilder:
@@ -181,7 +181,6 @@ def run_pprof(args, out):
             sys.exit(2)
         close = True
     try:
-        from .pprof import PprofBuilder, profile_classes
         profile_classes()
     except ImportError:
         sys.stderr.write("perfdata: error: pprof output needs the protobuf package "

@@ -106,7 +106,7 @@ def make_sample_symbolizer(pf, args, side_events=()):
     if getattr(args, "archive", None):
         # An archive made by `perfdata archive`: unpacked once, then searched
         # like a --debug-dir (and as perf's build-id cache, for kallsyms).
-        from .archive import open_archive
+        from ..buildid_archive import open_archive
         unpacked = open_archive(args.archive)
         debug_dirs.insert(0, unpacked)
         buildid_dir = buildid_dir or unpacked

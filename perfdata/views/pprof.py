@@ -7,7 +7,9 @@ from that description at run time, so no generated code or protoc is needed.
 import functools
 
 from .collapse import CollapseOptions, frame_names
-from .export import _NS_EVENTS
+
+# Events whose period is time in nanoseconds (perf's software clocks).
+NS_EVENTS = ("cpu-clock", "task-clock")
 
 # (message, [(field, number, type, repeated)]) of perftools.profiles, from
 # github.com/google/pprof/blob/main/proto/profile.proto.
@@ -143,7 +145,7 @@ class PprofBuilder:
         P = profile_classes()
         event = self.event.name if self.event is not None else "samples"
         base = event.split(":", 1)[0]
-        kind, unit = ("cpu", "nanoseconds") if base in _NS_EVENTS else (event, "count")
+        kind, unit = ("cpu", "nanoseconds") if base in NS_EVENTS else (event, "count")
         prof = P["Profile"]()
         for t, u in (("samples", "count"), (kind, unit)):
             prof.sample_type.add(type=self._s(t), unit=self._s(u))

@@ -1,0 +1,55 @@
+"""construct pieces the schemas share."""
+import construct as cs
+
+
+def stream_left(stream):
+    here = stream.tell()
+    end = stream.seek(0, 2)
+    stream.seek(here)
+    return end - here
+
+
+class Counted(cs.Construct):
+    """A count followed by that many items, refusing a count the bytes left
+    cannot hold (each item takes at least `min_item_size` bytes)."""
+
+    def __init__(self, countfield, subcon, min_item_size):
+        super().__init__()
+        self.countfield = countfield
+        self.subcon = subcon
+        self.min_item_size = min_item_size
+
+    def _parse(self, stream, context, path):
+        count = self.countfield._parsereport(stream, context, path)
+        left = stream_left(stream)
+        if count * self.min_item_size > left:
+            raise cs.RangeError("count %d needs at least %d bytes, %d left"
+                                % (count, count * self.min_item_size, left), path=path)
+        out = cs.ListContainer()
+        for index in range(count):
+            context._index = index
+            out.append(self.subcon._parsereport(stream, context, path))
+        return out
+
+    def _build(self, obj, stream, context, path):
+        self.countfield._build(len(obj), stream, context, path)
+        for index, item in enumerate(obj):
+            context._index = index
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise cs.SizeofError("Counted has no fixed size", path=path)
+
+
+def describe_construct_error(exc):
+    """A construct error as one line: what, then where in the schema."""
+    text = str(exc).strip()
+    where = None
+    if text.startswith("Error in path"):
+        first, _, rest = text.partition("\n")
+        where = first[len("Error in path"):].strip()
+        text = rest.strip() or first
+        where = where.replace("(parsing)", "").strip(" ->")
+    text = " ".join(text.split())
+    return "%s (in %s)" % (text, where) if where else text
