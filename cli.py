@@ -12,14 +12,14 @@ from perfdata.views.options import (add_input_argument, add_symbolize_options,
 from perfdata.views.progress import sample_progress
 
 
-def _open(path):
+def _open(path, strict=False):
     import perfdata
-    return perfdata.open(path)
+    return perfdata.open(path, strict=strict)
 
 
 def cmd_stats(args, out):
     from perfdata.views.stats import RecordStats, describe_stats
-    pf = _open(args.file)
+    pf = _open(args.file, args.strict)
     stats = RecordStats()
     try:
         for rec in pf.records(order="file", include_compressed=True):
@@ -31,20 +31,20 @@ def cmd_stats(args, out):
 
 def cmd_dump(args, out):
     from perfdata.views import dump
-    pf = _open(args.file)
+    pf = _open(args.file, args.strict)
     if not args.json:
         for line in dump.describe_header(pf) + dump.describe_attrs(pf) + dump.describe_features(pf):
             out.write(line + "\n")
     try:
         dump.dump_records(pf, out.write, as_json=args.json,
-                          order="time" if args.time_order else "file")
+                          order="time" if args.time_order else "file", strict=args.strict)
     finally:
         print_warnings(pf)
 
 
 def cmd_header(args, out):
     from perfdata.views.header import describe_header
-    pf = _open(args.file)
+    pf = _open(args.file, args.strict)
     out.write(describe_header(pf, full=args.full))
     print_warnings(pf)
 
@@ -53,7 +53,7 @@ def cmd_script(args, out):
     from perfdata.format.constants import RecordType as RT
     from perfdata.symbolized import SideEvent
     from perfdata.views.script import ScriptFormatter, sample_to_json
-    pf = _open(args.file)
+    pf = _open(args.file, args.strict)
     side = set()
     if args.show_mmap_events:
         side |= {RT.MMAP, RT.MMAP2}
@@ -81,6 +81,8 @@ def build_parser(wanted=None):
         prog="perfdata", description="Read Linux perf.data files; print their samples "
         "with stacks symbolized from binaries and debug info found by build-id.")
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--strict", action="store_true",
+                        help="stop at the first corrupt record instead of skipping it")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("stats", help="record counts, as perf report --stats")

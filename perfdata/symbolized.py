@@ -93,7 +93,7 @@ class SampleSymbolizer:
 
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
-                 side_events=()):
+                 side_events=(), strict=False):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
@@ -109,6 +109,8 @@ class SampleSymbolizer:
         self.dwarf_inline = dwarf_inline
         # Record types to hand out too, as SideEvent (--show-mmap-events ...).
         self.side_events = frozenset(side_events)
+        # strict: a sample that does not decode ends the run instead of being skipped.
+        self.strict = strict
         self._load_build_ids()
         self.unwinder = None
         if unwind in ("auto", "dwarf") and any(
@@ -186,7 +188,15 @@ class SampleSymbolizer:
             try:
                 fields = rec.attr.decode_sample(rec.body)
             except Exception:
-                fields = rec.parse()      # raises the reader's error, with the offset
+                try:
+                    fields = rec.parse()      # the reader's error, with the offset
+                except PerfDataError as exc:
+                    if self.strict:
+                        raise
+                    # One damaged sample: say where, and go on with the others.
+                    pf.warnings.append("%s (sample skipped)" % exc)
+                    self.counts["samples_skipped"] = self.counts.get("samples_skipped", 0) + 1
+                    continue
             for sample in self._expand_group(rec, fields):
                 if self.filters is not None and not self.filters(sample):
                     continue

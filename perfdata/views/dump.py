@@ -2,6 +2,7 @@
 import json
 
 from ..format.constants import RecordType as RT, feature_name
+from ..format.errors import PerfDataError
 
 
 def _jsonable(value):
@@ -59,13 +60,22 @@ def describe_features(pf):
     return out
 
 
-def dump_records(pf, write, as_json=False, order="file"):
+def dump_records(pf, write, as_json=False, order="file", strict=False):
     """Write every record; return how many."""
     count = 0
     for rec in pf.records(order=order, include_compressed=True):
         count += 1
-        fields = rec.parse() if rec.type not in (RT.COMPRESSED, RT.COMPRESSED2) else {
-            "bytes": len(rec.body)}
+        if rec.type in (RT.COMPRESSED, RT.COMPRESSED2):
+            fields = {"bytes": len(rec.body)}
+        else:
+            try:
+                fields = rec.parse()
+            except PerfDataError as exc:
+                if strict:
+                    raise
+                # The record is shown undecoded, with why; the dump goes on.
+                pf.warnings.append(str(exc))
+                fields = {"error": exc.message, "raw": bytes(rec.body)}
         if as_json:
             obj = {"offset": rec.offset, "type": rec.name, "size": rec.size,
                    "misc": rec.misc}

@@ -121,7 +121,8 @@ def make_sample_symbolizer(pf, args, side_events=()):
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
                             filters=make_sample_filter(args), dwarf_inline=not args.no_inline,
-                            side_events=side_events)
+                            side_events=side_events,
+                            strict=getattr(args, "strict", False))
 
 
 class SampleRun:
@@ -131,7 +132,7 @@ class SampleRun:
 
     def __init__(self, args, label, side_events=()):
         import perfdata
-        self.pf = perfdata.open(args.file)
+        self.pf = perfdata.open(args.file, strict=getattr(args, "strict", False))
         self.samples = make_sample_symbolizer(self.pf, args, side_events)
         self.label = label
 
