@@ -103,3 +103,15 @@ def complete_attr(parsed):
     else:
         out["flags"] = {name: 0 for name, _ in ATTR_FLAG_BITS}
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _attr_head_struct(little):
+    from .fastpath import derive_struct
+    return derive_struct(attr_schema(8, little))       # type, size
+
+
+def attr_size_at(buf, offset=0, little=True):
+    """Bytes of the perf_event_attr at `offset`, from its own `size` field
+    (0 means VER0's 64, as perf reads it)."""
+    return _attr_head_struct(little).unpack_from(buf, offset)[1] or 64

@@ -36,6 +36,15 @@ def _is_cstring(sub):
     return (isinstance(sub, cs.StringEncoded) and isinstance(sub.subcon, cs.NullTerminated))
 
 
+def derive_struct(schema):
+    """The struct.Struct of a schema made only of fixed-size numbers (e.g.
+    perf_event_header), for hot loops that unpack it in place."""
+    fmts = [_format_field(sub) for sub in getattr(schema, "subcons", ())]
+    if not fmts or None in fmts or len({f[0] for f in fmts}) != 1:
+        raise NotDerivable("not a struct of numbers of one byte order")
+    return struct.Struct(fmts[0][0] + "".join(f[1:] for f in fmts))
+
+
 def derive_decoder(schema):
     """Return decode(buf, off, end) -> (dict, new_off) for a Struct schema."""
     if not isinstance(schema, cs.Struct):

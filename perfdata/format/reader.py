@@ -12,7 +12,7 @@ import struct
 import construct as cs
 
 from . import ordering
-from .attr import attr_schema
+from .attr import attr_schema, attr_size_at
 from .compression import Decompressor
 from .constants import (MAGIC_V1, MAGIC_V2, Feature, RecordType as RT, record_type_name)
 from .errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
@@ -21,7 +21,7 @@ from .fastpath import DecodeError
 from .header import (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, PIPE_HEADER_SIZE,
                      feature_bits, feature_table_schema, file_header_schema,
                      pipe_header_schema)
-from .records import body_schemas, header_attr_schema, read_format_schema
+from .records import body_schemas, event_header_struct, header_attr_schema, read_format_schema
 from .source import ByteSource, file_size, open_input
 from .plain import plain
 
@@ -221,12 +221,11 @@ class PerfFile:
         if count > MAX_ATTRS:
             raise self._error(CorruptError, "%d attrs" % count, 24)
         table = self._read_at(hdr.attrs.offset, count * stride)
-        u32 = struct.Struct("<I" if self.little else ">I")
         section = cs.Struct("offset" / (cs.Int64ul if self.little else cs.Int64ub),
                             "size" / (cs.Int64ul if self.little else cs.Int64ub))
         for index in range(count):
             base = index * stride
-            attr_size = u32.unpack_from(table, base + 4)[0] or 64
+            attr_size = attr_size_at(table, base, self.little)
             if attr_size + 16 > stride:
                 # perf refuses attrs larger than it knows; we read what fits in
                 # the stride and keep going.
@@ -500,7 +499,7 @@ class PerfFile:
         path = path or self.path
         self._refresh_id_positions()
         little = self.little
-        hdr = struct.Struct("<IHH" if little else ">IHH")
+        hdr = event_header_struct(little)
         decompressor = None
         next_record = src.next_record
         # Recovery needs a seekable, bounded source: file mode and --threads data files.
@@ -712,7 +711,7 @@ class PerfFile:
         or None.  Scans through the source's own buffer, so that no byte is
         read from the file twice; the source is left somewhere in the range
         (the caller moves it with goto()).  Time linear in the bytes scanned."""
-        hdr = struct.Struct("<IHH" if self.little else ">IHH")
+        hdr = event_header_struct(self.little)
         step = self._step
         end = src.end
         src.goto(start)
@@ -860,8 +859,7 @@ class PerfFile:
         rtype = rec.type
         try:
             if rtype == RT.HEADER_ATTR:
-                size_field = struct.unpack_from("<I" if self.little else ">I", rec.body, 4)[0]
-                attr_size = min(size_field or 64, len(rec.body))
+                attr_size = min(attr_size_at(rec.body, 0, self.little), len(rec.body))
                 parsed = header_attr_schema(attr_size, self.little).parse(rec.body)
                 self._add_attr(parsed.attr, list(parsed.ids))
                 self._refresh_id_positions()
@@ -903,7 +901,7 @@ class PerfFile:
             data = decompressor.feed(payload)
         except ValueError as exc:
             raise CorruptError("cannot decompress: %s" % exc, path=path, offset=rec.offset)
-        hdr = struct.Struct("<IHH" if self.little else ">IHH")
+        hdr = event_header_struct(self.little)
         pos = 0
         end = len(data)
         view = memoryview(data)
@@ -936,8 +934,7 @@ class PerfFile:
                                        offset=rec.offset)
                 return rec.attr.decode_sample(body)
             if rtype == RT.HEADER_ATTR:
-                size_field = struct.unpack_from("<I" if self.little else ">I", body, 4)[0]
-                parsed = header_attr_schema(min(size_field or 64, len(body)),
+                parsed = header_attr_schema(min(attr_size_at(body, 0, self.little), len(body)),
                                             self.little).parse(body)
                 return plain(parsed)
             trailer = None

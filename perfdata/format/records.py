@@ -22,6 +22,14 @@ def event_header_schema(little=True):
 
 EVENT_HEADER_SIZE = 8
 
+
+@functools.lru_cache(maxsize=None)
+def event_header_struct(little=True):
+    """perf_event_header as a struct.Struct (type, misc, size), derived from
+    event_header_schema for the record loops."""
+    from .fastpath import derive_struct
+    return derive_struct(event_header_schema(little))
+
 _string = cs.CString("utf8")
 
 
