@@ -128,35 +128,12 @@ class SampleSymbolizer:
                 pf.warnings.append("no unwinder for architecture %s" % arch)
 
     def _load_build_ids(self):
-        entries = []
-        try:
-            entries = self.pf.feature(Feature.BUILD_ID) or []
-        except PerfDataError as exc:
-            self.pf.warnings.append("BUILD_ID feature: %s" % exc)
-        for e in entries:
-            name = e.get("filename") if isinstance(e, dict) else None
-            bid = e.get("build_id") if isinstance(e, dict) else None
-            if name and bid:
-                if isinstance(bid, (bytes, bytearray)):
-                    bid = bytes(bid).hex()
-                self.build_ids.setdefault(name, bid)
-        if self.build_ids.get(KERNEL_DSO) is None:
-            for name, bid in list(self.build_ids.items()):
-                if name.startswith("[kernel.kallsyms]"):
-                    self.build_ids[KERNEL_DSO] = bid
-
-    def _pipe_build_ids(self):
-        """Pipe mode: HEADER_BUILD_ID records instead of the BUILD_ID feature."""
-        for rec in self.pf.build_ids:
-            try:
-                parsed = rec.parse()
-            except PerfDataError:
-                continue
-            # misc bit 15 (PERF_RECORD_MISC_BUILD_ID_SIZE) says the size byte is valid.
-            size = parsed.get("build_id_size") if rec.misc & (1 << 15) else 20
-            bid = bytes(parsed["build_id"][:size or 20]).hex()
-            self.build_ids.setdefault(parsed["filename"], bid)
-        self.pf.build_ids = []
+        """The build-ids the recording lists (BUILD_ID feature or pipe-mode
+        records), perf's kernel entry also under [kernel.kallsyms]."""
+        for name, bid in self.pf.recorded_build_ids().items():
+            self.build_ids.setdefault(name, bid)
+            if name.startswith(KERNEL_DSO):
+                self.build_ids.setdefault(KERNEL_DSO, bid)
 
     # ------------------------------------------------------------ iteration
     def __iter__(self):
@@ -181,7 +158,7 @@ class SampleSymbolizer:
                     yield SideEvent(rec, fields, machine.thread(fields["pid"], fields["tid"]))
                 continue
             if rtype == RT.HEADER_BUILD_ID:
-                self._pipe_build_ids()
+                self._load_build_ids()
                 continue
             if rtype != RT.SAMPLE:
                 continue

@@ -658,3 +658,19 @@ def test_regression_mmap2_without_prot_flags():
     pf = perfdata.open(os.path.join(REGRESSIONS, "mmap2_pre316.data"))
     names = [r.parse()["filename"] for r in pf.records(order="file") if r.type == RT.MMAP2]
     assert names == ["[stack]", "/usr/bin/true"]
+
+
+@BOTH
+def test_pipe_build_id_records_read_as_the_feature(little):
+    """Pipe mode's HEADER_BUILD_ID records carry the BUILD_ID feature's layout:
+    both forms give the same {file: build-id}."""
+    a = make_attr(ST.IP | ST.TID | ST.TIME | ST.PERIOD, [1])
+    b = Builder(little)
+    ids = {"/usr/bin/true": bytes(range(20)), "[kernel.kallsyms]": bytes(range(20, 40))}
+    recs = [b.record(RT.HEADER_BUILD_ID, b.body(RT.HEADER_BUILD_ID, {
+        "pid": -1, "build_id": bid, "build_id_size": 20, "reserved1": 0, "reserved2": 0,
+        "filename": name}), misc=1 << 15) for name, bid in ids.items()]
+    recs += [b.sample(a, sample_value(a, i)) for i in range(3)]
+    pf = perfdata.open(io.BytesIO(b.pipe([a], recs)))
+    list(pf.records())
+    assert pf.recorded_build_ids() == {name: bid.hex() for name, bid in ids.items()}

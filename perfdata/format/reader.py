@@ -100,7 +100,9 @@ class PerfFile:
         self.features = {}          # fid -> (offset, size) in file mode
         self._feature_data = {}     # fid -> bytes (pipe mode, HEADER_FEATURE)
         self._feature_cache = {}
-        self.build_ids = []         # HEADER_BUILD_ID records (pipe mode)
+        # HEADER_BUILD_ID records of pipe mode, whole: together they have the
+        # layout of the BUILD_ID feature section.
+        self._build_id_records = []
         self.tracing_data = None    # bytes of HEADER_TRACING_DATA (pipe mode)
         self.event_types = []
         self.header = None
@@ -319,6 +321,31 @@ class PerfFile:
                                          offset=self.feature_offset(fid))
         self._feature_cache[fid] = result
         return result
+
+    def recorded_build_ids(self):
+        """{file name: build-id in hex} the recording lists: its BUILD_ID
+        feature, or in pipe mode the HEADER_BUILD_ID records read so far."""
+        if self._build_id_records:
+            data = b"".join(self._build_id_records)
+        else:
+            data = self.feature_bytes(Feature.BUILD_ID)
+        if not data:
+            return {}
+        from . import features
+        try:
+            entries = features.parse_feature(Feature.BUILD_ID, data, self.little,
+                                             path=self.path,
+                                             offset=self.feature_offset(Feature.BUILD_ID))
+        except PerfDataError as exc:
+            self.warnings.append("BUILD_ID: %s" % exc)
+            return {}
+        out = {}
+        for entry in entries or ():
+            name, bid = entry.get("filename"), entry.get("build_id")
+            if name and bid:
+                out.setdefault(name, bytes(bid).hex() if isinstance(bid, (bytes, bytearray))
+                               else bid)
+        return out
 
     def resolve_event_names(self, pipe_event_desc=True):
         """Name events as perf does: EVENT_DESC names (by id), then tracepoints
@@ -868,7 +895,9 @@ class PerfFile:
                 self._feature_data[parsed.feat_id] = bytes(parsed.data)
                 self._feature_cache.pop(parsed.feat_id, None)
             elif rtype == RT.HEADER_BUILD_ID:
-                self.build_ids.append(rec)
+                self._build_id_records.append(
+                    event_header_struct(self.little).pack(rec.type, rec.misc, rec.size)
+                    + bytes(rec.body))
             elif rtype == RT.HEADER_EVENT_TYPE:
                 self.event_types.append(body_schemas(self.little)[rtype].parse(rec.body))
             # EVENT_UPDATE names are not applied: perf 6.1 keeps the name it

@@ -84,12 +84,8 @@ def kernel_symbols_from_args(pf, args):
     """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
     if getattr(args, "vmlinux", None):
         from symbolize.kallsyms import KernelSymbols
-        from ..format.constants import Feature
-        bid = None
-        for entry in pf.feature(Feature.BUILD_ID) or ():
-            if str(entry.get("filename", "")).startswith("[kernel.kallsyms]"):
-                bid = entry.get("build_id")
-                bid = bytes(bid).hex() if isinstance(bid, (bytes, bytearray)) else bid
+        bid = next((b for name, b in pf.recorded_build_ids().items()
+                    if name.startswith("[kernel.kallsyms]")), None)
         table = KernelSymbols.from_vmlinux(args.vmlinux, bid)
         pf.warnings.extend(table.warnings)
         return table
