@@ -54,6 +54,23 @@ def read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Raw
         return []
 
 
+def _elf_sym_layout(binary: Binary):
+    """(struct format, field names) of the file's Elf_Sym, derived from
+    pyelftools' description of it (its order differs between ELF32 and ELF64):
+    tables of thousands of symbols are unpacked in one struct.iter_unpack."""
+    fmt, names = "<" if binary.little_endian else ">", []
+    for sub in binary.elf.structs.Elf_Sym.subcons:
+        inner = sub
+        while not hasattr(inner, "packer") and hasattr(inner, "subcon"):
+            inner = inner.subcon         # st_shndx: an adapter over a number
+        if hasattr(inner, "packer"):
+            fmt += inner.packer.format[-1:]
+        else:                            # st_info/st_other: bit fields in one byte
+            fmt += {1: "B", 2: "H", 4: "I", 8: "Q"}[sub.sizeof()]
+        names.append(sub.name)
+    return fmt, names
+
+
 def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[RawSymbol]:
     symsec = binary.get_section(section_name)
     if symsec is None:
@@ -64,13 +81,10 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Ra
     if not data or not strtab:
         return []
     strtab = bytes(strtab)
-    le = "<" if binary.little_endian else ">"
-    if binary.is_64:
-        fmt, size = le + "IBBHQQ", 24
-        order = (0, 4, 5, 1, 2, 3)     # name, value, size, info, other, shndx
-    else:
-        fmt, size = le + "IIIBBH", 16
-        order = (0, 1, 2, 3, 4, 5)
+    fmt, names = _elf_sym_layout(binary)
+    size = struct.calcsize(fmt)
+    order = tuple(names.index(n) for n in
+                  ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
     arm = binary.machine in ("EM_ARM", "EM_AARCH64")
     sections = binary.sections
     sec_by_index = {s.index: s for s in sections}
