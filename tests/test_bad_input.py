@@ -6,11 +6,9 @@ import os
 import random
 import re
 import resource
-import signal
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
 
 import pytest
 import zstandard
@@ -22,24 +20,7 @@ from perfdata.format.errors import PerfDataError
 from conftest import REPO, need, run_cli
 from synth import Builder
 from test_reader_synthetic import everything, make_attr, sample_value
-
-
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def time_limit(seconds):
-    """Fail a run that takes longer than `seconds` (a hang), in the main thread."""
-    def on_alarm(signum, frame):
-        raise Hang("no answer after %s s" % seconds)
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+from limits import time_limit
 
 
 def walk(path):

@@ -26,6 +26,7 @@ from perfdata.format.errors import PerfDataError
 
 from synth import Builder
 from test_reader_synthetic import make_attr, sample_value
+from limits import uleb
 
 MiB = 1 << 20
 
@@ -302,23 +303,13 @@ def test_cfi_remember_state_depth_is_bounded():
     assert _peak(run) < 4 * MiB
 
 
-def _uleb(v):
-    out = bytearray()
-    while True:
-        byte = v & 0x7F
-        v >>= 7
-        out.append(byte | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def test_cfi_rows_times_rules_is_bounded():
     """3000 registers described, then 3000 rows: an error (no CFI for that
     FDE), not 9 million copied rules."""
     from symbolize.cfi import CfiError
     program = bytearray()
     for reg in range(3000):
-        program += b"\x05" + _uleb(reg + 64) + _uleb(1)   # DW_CFA_offset_extended
+        program += b"\x05" + uleb(reg + 64) + uleb(1)   # DW_CFA_offset_extended
     program += b"\x41" * 3000                              # advance_loc 1
 
     def run():

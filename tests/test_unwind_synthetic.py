@@ -8,18 +8,9 @@ import struct
 from symbolize.arch import AARCH64, X86_64, get_arch
 from symbolize.cfi import CfiTable
 from symbolize.unwind import STOP_REASONS, StackSnapshot, UnwindModule, unwind_dwarf
+from limits import uleb
 
 EH_ADDR = 0x100000      # where the synthetic .eh_frame "is loaded"
-
-
-def uleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
 
 
 def sleb(v):

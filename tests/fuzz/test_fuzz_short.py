@@ -2,7 +2,6 @@
 samples and the corpus through the whole pipeline (tests/fuzz/harness.py),
 derandomized so that CI sees the same inputs every time, under 60 s.  Every
 input that ever failed is kept under tests/regressions/ and replayed here."""
-import signal
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings          # noqa: E402
 
 import harness                                                 # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from limits import time_limit                                  # noqa: E402
 
 SHORT_EXAMPLES = 2000
 # The three CLI commands (stats, dump --json, header -I) run on every
@@ -24,20 +25,9 @@ HANG_SECONDS = 2.0
 CLI_EVERY = 2
 
 
-class Hang(Exception):
-    pass
-
-
 def _run_bounded(path, seconds, timings=None, cli=True):
-    def on_alarm(signum, frame):
-        raise Hang("no answer after %s s" % seconds)
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    with time_limit(seconds):
         return harness.run_pipeline(path, cli=cli, timings=timings)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _budget(size):

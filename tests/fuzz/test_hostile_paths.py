@@ -13,10 +13,8 @@ import builtins
 import io
 import os
 import shutil
-import signal
 import struct
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
+from limits import time_limit                               # noqa: E402
 from synth import Builder                                   # noqa: E402
 from test_reader_synthetic import make_attr                 # noqa: E402
 
@@ -36,17 +35,8 @@ MISC_MMAP_BUILD_ID = 1 << 14
 PID = 3_999_901          # also names /tmp/perf-PID.map
 
 
-@contextmanager
 def alarm(seconds=20):
-    def on_alarm(signum, frame):
-        raise TimeoutError("blocked for %s s (a FIFO opened?)" % seconds)
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    return time_limit(seconds, TimeoutError, "blocked (a FIFO opened?)")
 
 
 @pytest.fixture
