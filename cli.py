@@ -18,12 +18,11 @@ def _open(path, strict=False):
 
 
 def cmd_stats(args, out):
-    from perfdata.views.stats import RecordStats, describe_stats
+    from perfdata.views.stats import RecordStats, describe_stats, gather_stats
     pf = _open(args.file, args.strict)
     stats = RecordStats()
     try:
-        for rec in pf.records(order="file", include_compressed=True):
-            stats.add(rec)
+        gather_stats(pf, stats)
     finally:
         out.write(describe_stats(pf, stats))
         print_warnings(pf)

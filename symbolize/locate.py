@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .buildid import normalize_build_id
+from .buildid import build_id_path_parts, normalize_build_id
 
 
 class Candidate(NamedTuple):
@@ -72,7 +72,7 @@ class DebugInfoLocator:
         bid = normalize_build_id(build_id)
         if bid is None or len(bid) < 4:
             return None
-        return bid[:2], bid[2:]
+        return build_id_path_parts(bid)
 
     def _cache_dirs(self, path: str, bid: str | None) -> list[str]:
         """Directories of perf's build-id cache that may hold this binary."""

@@ -88,11 +88,6 @@ def attr_schema(size, little=True):
     return cs.Struct(*subcons)
 
 
-def attr_struct_size(size_field):
-    """Bytes an attr occupies given its `size` field (0 means VER0, as in perf)."""
-    return size_field or 64
-
-
 def complete_attr(parsed):
     """A dict of every attr field, with the zero defaults of fields too new for it."""
     out = dict(ATTR_DEFAULTS)

@@ -2,10 +2,10 @@
 import struct
 
 from .attr import complete_attr
-from .constants import AttrType, SampleType as ST
+from .constants import AttrType, ReadFormat as RF, SampleType as ST
 from .fastpath import derive_decoder
-from .sample import (id_position_in_sample, id_position_in_trailer, sample_id_schema,
-                     sample_schema, time_position_in_sample, time_position_in_trailer)
+from .sample import (sample_id_schema, sample_schema, time_position_in_sample,
+                     time_position_in_trailer)
 
 # perf's names of the generic events (tools/perf/util/evsel.c).
 HARDWARE_NAMES = ("cycles", "instructions", "cache-references", "cache-misses",
@@ -67,7 +67,7 @@ class EventAttr:
         self.read_format = a["read_format"]
         self.sample_id_all = bool(a["flags"].get("sample_id_all"))
         # A sample that reads the whole group stands for one per member.
-        self.reads_group = bool(self.sample_type & ST.READ and self.read_format & 8)
+        self.reads_group = bool(self.sample_type & ST.READ and self.read_format & RF.GROUP)
         self.has_callchain = bool(self.sample_type & ST.CALLCHAIN)
         self.schema = sample_schema(
             self.sample_type, self.read_format, a["branch_sample_type"],
@@ -114,13 +114,4 @@ class EventAttr:
         return "EventAttr(%d, %r, ids=%d)" % (self.index, self.name, len(self.ids))
 
 
-def id_positions(sample_type):
-    """(position in a SAMPLE, position from the end of a trailer) of the event id."""
-    return id_position_in_sample(sample_type), id_position_in_trailer(sample_type)
-
-
-def has_sample_field(sample_type, bit):
-    return bool(sample_type & bit)
-
-
-__all__ = ["EventAttr", "default_event_name", "id_positions", "has_sample_field", "ST"]
+__all__ = ["EventAttr", "default_event_name"]

@@ -471,7 +471,6 @@ class PerfFile:
                 yield rec
             return
         queue = ordering.OrderedQueue()
-        no_time = (0, (1 << 64) - 1, None)
         for rec in source:
             rtype = rec.type
             if rtype >= USER_TYPE_START:
@@ -481,7 +480,7 @@ class PerfFile:
                 if rtype == RT.FINISHED_ROUND:
                     yield from queue.flush_round()
                 continue
-            if rec.time in no_time:
+            if rec.time in ordering.NO_TIME:
                 yield rec
             else:
                 queue.push(rec.time, rec)

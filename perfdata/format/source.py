@@ -132,10 +132,6 @@ class ByteSource:
         self.view = memoryview(self.buf)
         self.f.seek(offset)
 
-    def at_end(self):
-        if self.end is not None and self.offset >= self.end:
-            return True
-        return not self._fill(1)
 
 
 def open_input(path):

@@ -33,8 +33,10 @@ class RecordStats:
         return [ea]
 
 
-def gather_stats(pf):
-    stats = RecordStats()
+def gather_stats(pf, stats=None):
+    """Count every record (into `stats`, so that what was counted before a
+    fault is still there when the walk raises)."""
+    stats = RecordStats() if stats is None else stats
     # perf counts every record as it arrives, COMPRESSED ones and their content.
     for rec in pf.records(order="file", include_compressed=True):
         stats.add(rec)
