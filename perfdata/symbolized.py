@@ -255,8 +255,7 @@ class SampleSymbolizer:
             user[0] = sample.ip
         exact = set(result.exact_ip_frames)
         for i, avma in enumerate(user[:self.max_stack]):
-            is_ret = i > 0 and i not in exact
-            frames.extend(self._dwarf_frames(sample, avma - 1 if is_ret else avma, is_ret))
+            frames.extend(self._dwarf_frames(sample, avma, i > 0 and i not in exact))
         sample.frames = frames
         sample.stop_reason = result.stop_reason
         return True
@@ -313,18 +312,17 @@ class SampleSymbolizer:
             self._dso_cache[key] = hit
         return hit
 
-    def _dwarf_frames(self, sample, avma, was_return):
-        """perf's unwind_entry(): the frame at `avma` (a return address already
-        moved back by one) plus, from DWARF, the chain of functions inlined
-        there, each printed with the containing symbol's offset."""
-        base = self.frames_for_address(sample, avma, False, False)
+    def _dwarf_frames(self, sample, avma, is_return):
+        """perf's unwind_entry(): the frame at `avma` plus, from DWARF, the
+        chain of functions inlined there, each printed with the containing
+        symbol's offset.  perf prints an unwound caller at its return address
+        - 1 (the call), with the offset of that address."""
+        base = self.frames_for_address(sample, avma, False, is_return)
+        # (offset 0: the symbolizer named what is at the address itself,
+        # address - 1 being padding; that one perf prints as is.)
+        if is_return and base and base[-1].offset != 0:
+            base = [_at_call(f) for f in base]
         if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel:
-            if was_return and base and base[0].symbol is None:
-                # Nothing at ra - 1 (padding before a function entered by a
-                # jump or makecontext): name what is at the return address.
-                again = self.frames_for_address(sample, avma + 1, False, False)
-                if again and again[0].symbol is not None:
-                    return again
             return base
         head = base[-1]
         m = self.machine.find_map(sample.thread, avma, False)
@@ -353,7 +351,7 @@ class SampleSymbolizer:
             if name == head.symbol:
                 out.append(head)
             else:
-                f = _with_avma(head, avma)
+                f = _with_avma(head, head.avma)
                 f.symbol = name
                 f.inlined = True
                 f.source = "dwarf-inline"
@@ -507,12 +505,6 @@ class SampleSymbolizer:
         try:
             found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
                                            is_return_address=is_ret)
-            if is_ret and found and found[0].name is None:
-                # address - 1 fell between functions (alignment padding): the
-                # value was a function's entry found on the stack, not the end
-                # of a call; name what is really at the address, as perf does.
-                found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
-                                               is_return_address=False)
         except Exception as exc:   # a symbolizer bug must not stop the listing
             self.pf.warnings.append("symbolizer: %s: %s" % (path, exc))
             found = []
@@ -532,6 +524,15 @@ class SampleSymbolizer:
                                      kernel=kernel, is_return_address=is_ret,
                                      note="no-symbol"))
         return tuple(frames)
+
+
+def _at_call(frame):
+    """A return-address frame shown at the call instruction (address - 1)."""
+    f = _with_avma(frame, frame.avma - 1 if frame.avma else frame.avma)
+    f.address -= 1
+    if f.offset is not None:
+        f.offset -= 1
+    return f
 
 
 def _with_avma(frame, avma):

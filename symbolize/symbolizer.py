@@ -310,6 +310,14 @@ class Symbolizer:
     def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
         addr = address_for_lookup(svma, is_ret)
         sym = dso.table.lookup(addr) if dso.table is not None else None
+        if sym is None and addr != svma and dso.table is not None:
+            # address - 1 falls between functions (alignment padding): the
+            # value was a function's entry found on the stack (makecontext's
+            # __start_context, a jump-entered function), not the end of a call:
+            # name what is at the address itself, as perf does.
+            sym = dso.table.lookup(svma)
+            if sym is not None:
+                addr = svma
         inl = []
         srcline = None
         if dso.lines is not None and (self.inline or self.srcline):
