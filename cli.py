@@ -75,7 +75,10 @@ def cmd_script(args, out):
 
 
 def build_parser(wanted=None):
-    """The parser; `wanted` is the sub-command on the command line, if known."""
+    """The parser; `wanted` is the sub-command on the command line, if known.
+
+    Only that command's module is imported (start-up time); the others are
+    listed by name for the help text."""
     parser = argparse.ArgumentParser(
         prog="perfdata", description="Read Linux perf.data files; print their samples "
         "with stacks symbolized from binaries and debug info found by build-id.")
@@ -113,8 +116,6 @@ def build_parser(wanted=None):
         if wanted is None or command == wanted:
             importlib.import_module(name).register(sub)
         else:
-            # Only the command being run is imported (start-up time); the
-            # others are listed by name for the help text.
             sub.add_parser(command, help="(perfdata %s --help)" % command)
     return parser
 
@@ -149,7 +150,7 @@ def _join_dash_values(argv):
 def main(argv=None):
     argv = _join_dash_values(sys.argv[1:] if argv is None else argv)
     wanted = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(wanted if wanted in COMMAND_MODULES else None)
+    parser = build_parser(wanted)
     args = parser.parse_args(argv)
     if getattr(args, "file_opt", None):
         args.file = args.file_opt
