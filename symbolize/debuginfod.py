@@ -21,15 +21,11 @@ first candidate that verifies).
 """
 from __future__ import annotations
 
-import http.client
 import ipaddress
 import os
 import sys
-import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from .buildid import normalize_build_id
 from .elffile import Binary
@@ -126,6 +122,12 @@ class DebuginfodClient:
             self.warnings.append(message)
 
     def _download(self, base: str, bid: str, kind: str, path: str) -> bool:
+        # Imported here: they cost a tenth of perfdata's start-up, and most
+        # runs have no server to ask.
+        import http.client
+        import tempfile
+        import urllib.error
+        import urllib.request
         url = "%s/buildid/%s/%s" % (base, bid, kind)
         handlers = [urllib.request.ProxyHandler({})] if _is_loopback(url) else []
         opener = urllib.request.build_opener(*handlers)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import re
 
-try:
-    import cxxfilt
-except ImportError:     # pragma: no cover - cxxfilt is a declared dependency
-    cxxfilt = None
+_cxxfilt = None      # imported at the first C++ name: its import runs
+                     # ctypes.util.find_library, a good part of start-up
 
 _LEGACY_HASH = re.compile(r"h[0-9a-f]{16}\Z")
 _SUFFIX = re.compile(r"(@plt|@@?[A-Za-z0-9_.]+)\Z")
@@ -44,10 +42,17 @@ def demangle(name: str, *, enabled: bool = True) -> str:
 
 
 def _cxx(name: str) -> str | None:
-    if cxxfilt is None:
+    global _cxxfilt
+    if _cxxfilt is None:
+        try:
+            import cxxfilt
+        except ImportError:     # pragma: no cover - cxxfilt is a declared dependency
+            cxxfilt = False
+        _cxxfilt = cxxfilt
+    if _cxxfilt is False:
         return None
     try:
-        out = cxxfilt.demangle(name)
+        out = _cxxfilt.demangle(name)
     except Exception:       # cxxfilt.InvalidName, or anything from the C side
         return None
     return out if out and out != name else None
