@@ -1,0 +1,98 @@
+"""The decoders derived from the construct schemas (perfdata/format/fastpath.py)
+give what construct's own parse gives, on any bytes, for every layout a
+sample can have; and they refuse hostile counts and lengths without reading
+or allocating past the record."""
+import struct
+
+import construct as cs
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from perfdata.format.constants import ReadFormat as RF, SampleType as ST
+from perfdata.format.fastpath import DecodeError, derive_decoder
+from perfdata.format.plain import plain
+from perfdata.format.records import body_schemas
+from perfdata.format.sample import sample_id_schema, sample_schema
+
+SAMPLE_BITS = [b for b in ST if b not in (ST.WEIGHT_STRUCT,) and b.bit_count() == 1]
+
+
+def _both(schema, data):
+    """(construct's result or None, the derived decoder's result or None)."""
+    try:
+        theirs = plain(schema.parse(data))
+    except (cs.ConstructError, struct.error, UnicodeDecodeError):
+        theirs = None
+    try:
+        ours, _ = derive_decoder(schema)(data, 0, len(data))
+        ours = plain(ours)
+    except DecodeError:
+        ours = None
+    return theirs, ours
+
+
+@settings(max_examples=300, deadline=None)
+@given(bits=st.lists(st.sampled_from(SAMPLE_BITS), unique=True, max_size=12),
+       weight_struct=st.booleans(),
+       read_format=st.integers(0, 31), regs=st.integers(0, (1 << 24) - 1),
+       little=st.booleans(), data=st.binary(max_size=300))
+def test_sample_decoder_equals_construct(bits, weight_struct, read_format, regs, little, data):
+    sample_type = 0
+    for b in bits:
+        sample_type |= b
+    if weight_struct:
+        sample_type |= ST.WEIGHT_STRUCT
+    schema = sample_schema(sample_type, read_format, 0, regs, regs >> 3, little)
+    theirs, ours = _both(schema, data)
+    if theirs is None:
+        assert ours is None
+    else:
+        # construct ignores bytes after the last field, as the decoder does
+        assert ours == theirs
+
+
+@settings(max_examples=100, deadline=None)
+@given(sample_type=st.integers(0, (1 << 24) - 1), data=st.binary(max_size=64))
+def test_trailer_decoder_equals_construct(sample_type, data):
+    theirs, ours = _both(sample_id_schema(sample_type, True), data)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("rtype", sorted(k for k in body_schemas(True) if isinstance(k, int)))
+def test_record_bodies_equal_construct(rtype):
+    schema = body_schemas(True)[rtype]
+    try:
+        derive_decoder(schema)
+    except Exception:
+        pytest.skip("record type %d has no derived decoder" % rtype)
+    for n in (0, 7, 40, 64, 100):
+        data = bytes(range(n)) + b"\0" * 8
+        theirs, ours = _both(schema, data)
+        if theirs is not None:
+            assert ours == theirs
+
+
+def test_hostile_callchain_count_is_refused_before_reading():
+    schema = sample_schema(ST.IP | ST.CALLCHAIN)
+    body = struct.pack("<QQ", 0x400000, 1 << 60) + b"\0" * 16
+    with pytest.raises(DecodeError) as exc:
+        derive_decoder(schema)(body, 0, len(body))
+    assert exc.value.field == "ips"
+    assert "exceeds" in str(exc.value)
+
+
+def test_hostile_group_read_count_is_refused():
+    schema = sample_schema(ST.READ, RF.GROUP | RF.ID)
+    body = struct.pack("<QQQ", 1 << 40, 5, 6)
+    with pytest.raises(DecodeError) as exc:
+        derive_decoder(schema)(body, 0, len(body))
+    assert exc.value.field == "values"
+
+
+def test_stack_copy_is_a_view_of_the_record():
+    schema = sample_schema(ST.STACK_USER)
+    body = memoryview(struct.pack("<Q", 16) + bytes(range(16)) + struct.pack("<Q", 12))
+    out, end = derive_decoder(schema)(body, 0, len(body))
+    assert isinstance(out["stack_user"]["data"], memoryview)
+    assert bytes(out["stack_user"]["data"]) == bytes(range(16))
+    assert out["stack_user"]["dyn_size"] == 12 and end == len(body)
