@@ -538,7 +538,50 @@ class PerfFile:
         # (and some other writers'): then resync tries every byte.
         self._step = 1 if Feature.COMPRESSED in self.features or src.pos % 8 else 8
         align_mask = 7 if self._step == 8 else 0
+        unpack_header = hdr.unpack_from
+        sample_min = min_size.get(RT.SAMPLE, 8)
         while True:
+            # The fast lane: SAMPLE records wholly in the buffer, followed by
+            # a plausible header (the same checks as the careful path below,
+            # which takes every other record and every anomaly).
+            buf, head, view = src.buf, src.head, src.view
+            stop = len(buf) - 8
+            attrs = self.attrs
+            single = attrs[0] if attrs and (len(attrs) == 1 or not self.id_to_attr) else None
+            src_end = src.end if recover else None
+            while head < stop:
+                rtype, misc, size = unpack_header(buf, head)
+                if rtype != RT.SAMPLE or size < sample_min or size & align_mask or \
+                        head + size > stop:
+                    break
+                if recover:
+                    if nsamples >= 16 and size > 2 * max_sample + 64:
+                        break
+                    t2, _, s2 = unpack_header(buf, head + size)
+                    least = min_size.get(t2)
+                    offset = src.pos + head
+                    if least is None or least > s2 or s2 & align_mask or \
+                            offset + size + s2 > src_end or \
+                            (s2 != 8 and (t2 == RT.FINISHED_ROUND or t2 == RT.FINISHED_INIT)):
+                        break
+                    nsamples += 1
+                    if size > max_sample:
+                        max_sample = size
+                    prev = offset
+                else:
+                    offset = src.pos + head
+                body = view[head + 8:head + size]
+                attr = single or self._attr_for(RT.SAMPLE, body)
+                time = None
+                if attr is not None:
+                    toff = attr.sample_time_offset
+                    if toff is not None and toff + 8 <= size - 8:
+                        time = attr.u64.unpack_from(body, toff)[0]
+                head += size
+                src.head = head
+                rec = Record(self, RT.SAMPLE, misc, size, offset, body, attr, time)
+                rec.file = file_index
+                yield rec
             got = next_record(hdr)
             if got is None:
                 return
