@@ -196,31 +196,56 @@ class Binary:
         return str(h["e_machine"]) if h is not None else None
 
     # ----- sections -------------------------------------------------------
+    def struct_layout(self, name: str) -> tuple[str, list[str]]:
+        """(struct format, field names) of one of pyelftools' ELF structs for
+        this file's class and byte order (`Elf_Sym`, `Elf_Shdr` ...), derived
+        from its description: tables are then unpacked with one
+        struct.iter_unpack instead of a construct parse per entry."""
+        fmt, names = "<" if self.little_endian else ">", []
+        for sub in getattr(self.elf.structs, name).subcons:
+            inner = sub
+            while not hasattr(inner, "packer") and hasattr(inner, "subcon"):
+                inner = inner.subcon         # an enum adapter over a number
+            if hasattr(inner, "packer"):
+                fmt += inner.packer.format[-1:]
+            else:                            # bit fields in whole bytes
+                fmt += {1: "B", 2: "H", 4: "I", 8: "Q"}[sub.sizeof()]
+            names.append(sub.name)
+        return fmt, names
+
     def _read_sections(self) -> list[SectionHeader]:
         elf = self.elf
         if elf is None:
             return []
         h = elf.header
         shnum, shoff, shentsize = elf.num_sections(), h["e_shoff"], h["e_shentsize"]
-        # Check the table lies within the file before pyelftools walks it: a
-        # bogus e_shnum would otherwise cost a long loop of exceptions.
+        # Check the table lies within the file before walking it: a bogus
+        # e_shnum would otherwise cost a long loop.
         if shnum == 0:
             return []
         if shoff <= 0 or shentsize < (64 if self.is_64 else 40) or shoff + shnum * shentsize > self.size:
             self.warn("section header table runs past the end of the file")
             return []
+        fmt, names = self.struct_layout("Elf_Shdr")
+        layout = struct.Struct(fmt)
+        rows = [dict(zip(names, layout.unpack_from(self._buf, shoff + i * shentsize)))
+                for i in range(shnum)]
+        strndx = elf.get_shstrndx() if hasattr(elf, "get_shstrndx") else h["e_shstrndx"]
+        strtab = None
+        if isinstance(strndx, int) and 0 <= strndx < shnum:
+            sh = rows[strndx]
+            strtab = self.read(sh["sh_offset"], sh["sh_size"])
+            if strtab is None:
+                self.warn("section name table runs past the end of the file")
         out = []
-        for i in range(shnum):
-            sec = self._guard(f"section {i}", lambda: elf.get_section(i))
-            if sec is None:
-                continue
-            sh = sec.header
-            sh_type = sh["sh_type"]
-            if isinstance(sh_type, str):
-                from elftools.elf.enums import ENUM_SH_TYPE_BASE
-                sh_type = ENUM_SH_TYPE_BASE.get(sh_type, -1)
-            name = self._guard(f"section {i} name", lambda: sec.name, "") or ""
-            out.append(SectionHeader(i, name, sh_type, sh["sh_flags"], sh["sh_addr"],
+        for i, sh in enumerate(rows):
+            name = ""
+            at = sh["sh_name"]
+            if strtab is not None and 0 <= at < len(strtab):
+                end = strtab.find(b"\0", at)
+                name = bytes(strtab[at:end if end >= 0 else len(strtab)]).decode("utf-8",
+                                                                                 "replace")
+            out.append(SectionHeader(i, name, sh["sh_type"], sh["sh_flags"], sh["sh_addr"],
                                      sh["sh_offset"], sh["sh_size"], sh["sh_link"],
                                      sh["sh_info"], sh["sh_entsize"]))
         return out

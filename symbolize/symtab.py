@@ -54,23 +54,6 @@ def read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Raw
         return []
 
 
-def _elf_sym_layout(binary: Binary):
-    """(struct format, field names) of the file's Elf_Sym, derived from
-    pyelftools' description of it (its order differs between ELF32 and ELF64):
-    tables of thousands of symbols are unpacked in one struct.iter_unpack."""
-    fmt, names = "<" if binary.little_endian else ">", []
-    for sub in binary.elf.structs.Elf_Sym.subcons:
-        inner = sub
-        while not hasattr(inner, "packer") and hasattr(inner, "subcon"):
-            inner = inner.subcon         # st_shndx: an adapter over a number
-        if hasattr(inner, "packer"):
-            fmt += inner.packer.format[-1:]
-        else:                            # st_info/st_other: bit fields in one byte
-            fmt += {1: "B", 2: "H", 4: "I", 8: "Q"}[sub.sizeof()]
-        names.append(sub.name)
-    return fmt, names
-
-
 def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[RawSymbol]:
     symsec = binary.get_section(section_name)
     if symsec is None:
@@ -81,7 +64,7 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Ra
     if not data or not strtab:
         return []
     strtab = bytes(strtab)
-    fmt, names = _elf_sym_layout(binary)
+    fmt, names = binary.struct_layout("Elf_Sym")
     size = struct.calcsize(fmt)
     order = tuple(names.index(n) for n in
                   ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
