@@ -330,10 +330,15 @@ class Binary:
         phnum, phoff, phentsize = h["e_phnum"], h["e_phoff"], h["e_phentsize"]
         if phnum == 0 or phoff + phnum * phentsize > self.size:
             return []
+        fmt, names = self.struct_layout("Elf_Phdr")
+        layout = struct.Struct(fmt)
+        if phentsize < layout.size:
+            self.warn("program headers of %d bytes are too short" % phentsize)
+            return []
         segs = []
         for i in range(phnum):
-            seg = self._guard(f"segment {i}", lambda: elf.get_segment(i))
-            if seg is None or seg["p_type"] != "PT_LOAD":
+            seg = dict(zip(names, layout.unpack_from(self._buf, phoff + i * phentsize)))
+            if seg["p_type"] != PT_LOAD:
                 continue
             segs.append(LoadSegment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
                                     seg["p_filesz"], seg["p_flags"], seg["p_align"]))
