@@ -44,22 +44,25 @@ class OrderedQueue:
         self._seq += 1
 
     def _release(self, limit):
+        """The queued items up to `limit` (None: all), in order, as a list:
+        one slice per round instead of a generator step per item."""
         items = self._items
         if not self._sorted:
             items.sort()        # (time, seq): equal times keep arrival order
             self._sorted = True
         cut = len(items) if limit is None else bisect_right(items, limit, key=_TIME)
-        if cut:
-            self.last_flush = items[cut - 1][0]
-            out = items[:cut]
-            del items[:cut]
-            for _, _, item in out:
-                yield item
+        if not cut:
+            return []
+        self.last_flush = items[cut - 1][0]
+        out = [entry[2] for entry in items[:cut]]
+        del items[:cut]
+        return out
 
     def flush_round(self):
         """What FINISHED_ROUND releases."""
-        yield from self._release(self.next_flush)
+        out = self._release(self.next_flush)
         self.next_flush = self.max_timestamp
+        return out
 
     def flush_all(self):
-        yield from self._release(None)
+        return self._release(None)

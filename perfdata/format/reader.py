@@ -471,6 +471,8 @@ class PerfFile:
                 yield rec
             return
         queue = ordering.OrderedQueue()
+        push = queue.push
+        no_time = ordering.NO_TIME
         for rec in source:
             rtype = rec.type
             if rtype >= USER_TYPE_START:
@@ -480,10 +482,11 @@ class PerfFile:
                 if rtype == RT.FINISHED_ROUND:
                     yield from queue.flush_round()
                 continue
-            if rec.time in ordering.NO_TIME:
+            time = rec.time
+            if time in no_time:
                 yield rec
             else:
-                queue.push(rec.time, rec)
+                push(time, rec)
         yield from queue.flush_all()
 
     def __iter__(self):
