@@ -28,6 +28,7 @@ import time
 import urllib.parse
 
 from .buildid import normalize_build_id
+from .cachedir import user_cache_dir
 from .elffile import Binary
 from .locate import Candidate, DebugInfoLocator, _is_pseudo
 
@@ -42,9 +43,7 @@ def default_cache_dir() -> str:
     env = os.environ.get("DEBUGINFOD_CACHE_PATH")
     if env:
         return os.path.expanduser(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = xdg if xdg else os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "debuginfod_client")
+    return user_cache_dir("debuginfod_client")
 
 
 def urls_from_env() -> list[str]:

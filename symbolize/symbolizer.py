@@ -241,7 +241,10 @@ class Symbolizer:
         table = build_symbol_table(binary, debug, minidebug)
         if bid is not None:
             self._tables[bid] = table
-        if disk is not None and len(table):
+        # A damaged file gives a partial table: never let it stand in for the
+        # good copy of the same build-id in later runs.
+        if disk is not None and len(table) and not any(
+                getattr(b, "warnings", None) for b in (binary, debug, minidebug)):
             save_table(table, disk)
         return table
 

@@ -10,14 +10,10 @@ import functools
 import os
 import tempfile
 
+from .cachedir import perfdata_cache_dir
 from .elffile import Binary
 
 MAX_VDSO = 1 << 20
-
-
-def _cache_dir():
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "perfdata")
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,7 +34,7 @@ def running_vdso():
             image = mem.read(hi - lo)
     except (OSError, ValueError, OverflowError):
         return None
-    for directory in (_cache_dir(), tempfile.gettempdir()):
+    for directory in (perfdata_cache_dir() or tempfile.gettempdir(), tempfile.gettempdir()):
         try:
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".vdso-", dir=directory)

@@ -8,10 +8,12 @@
   with perf into a tmp dir, by name; a file that perf could not make is missing
   from the dict and the tests using it skip.
 """
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,11 @@ TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
+
+# Symbol tables the runs under test build are cached here, not in the user's
+# ~/.cache/perfdata: every session starts cold and leaves nothing behind.
+os.environ["PERFDATA_CACHE_DIR"] = tempfile.mkdtemp(prefix="perfdata-test-cache.")
+atexit.register(shutil.rmtree, os.environ["PERFDATA_CACHE_DIR"], True)
 
 PERF = shutil.which("perf")
 # A short CPU-bound workload that exists on any box running these tests.

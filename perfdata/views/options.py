@@ -33,6 +33,12 @@ def add_symbolize_options(p):
     g.add_argument("--debuginfod", metavar="URL",
                    help="fetch missing debug files and binaries by build-id from these "
                         "debuginfod servers (space separated; default $DEBUGINFOD_URLS)")
+    g.add_argument("--symbol-cache", metavar="DIR",
+                   help="keep the symbol tables built from binaries there, by build-id, "
+                        "for the next runs (default $PERFDATA_CACHE_DIR, else "
+                        "~/.cache/perfdata)")
+    g.add_argument("--no-symbol-cache", action="store_true",
+                   help="build every symbol table afresh, keep none")
     g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
     g.add_argument("--inline", action="store_true",
                    help="show inlined frames (perf script's --inline)")
@@ -111,7 +117,11 @@ def make_sample_symbolizer(pf, args, side_events=()):
                            debug_dirs=debug_dirs, symfs=args.symfs,
                            **({"buildid_dir": buildid_dir} if buildid_dir else {}))
     wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
-    symbolizer = Symbolizer(locator, demangle=not args.no_demangle,
+    cache = None
+    if not getattr(args, "no_symbol_cache", False):
+        from symbolize.cachedir import perfdata_cache_dir
+        cache = getattr(args, "symbol_cache", None) or perfdata_cache_dir()
+    symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache,
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))

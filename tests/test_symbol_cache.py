@@ -1,0 +1,91 @@
+"""The on-disk cache of symbol tables (by build-id, --symbol-cache): the second
+run prints exactly what the first printed, a damaged or foreign cache entry is
+ignored, a damaged binary never leaves a partial table behind, and
+--no-symbol-cache writes nothing."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from symbolize import DebugInfoLocator, Symbolizer
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+DATA = SAMPLES / "cpp_inline.fp.data"
+
+
+def script(*args, cache_env=None):
+    env = dict(os.environ)
+    if cache_env is not None:
+        env["PERFDATA_CACHE_DIR"] = str(cache_env)
+    run = subprocess.run([sys.executable, "-c", "import sys, cli; sys.exit(cli.main())",
+                          "script", str(DATA), "--buildid-dir", str(SAMPLES / "buildids"),
+                          "--debug-dir", str(SAMPLES / "buildids")] + list(args),
+                         capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def cached_tables(root):
+    return sorted(Path(root).rglob("*.json"))
+
+
+def test_second_run_from_the_cache_prints_the_same(tmp_path):
+    cache = tmp_path / "cache"
+    first = script("--symbol-cache", str(cache))
+    tables = cached_tables(cache)
+    assert tables, "the first run kept no symbol table"
+    stamps = {p: p.stat().st_mtime_ns for p in tables}
+    second = script("--symbol-cache", str(cache))
+    assert second == first
+    # read, not rebuilt
+    assert {p: p.stat().st_mtime_ns for p in cached_tables(cache)} == stamps
+    assert "main" in first
+
+
+def test_damaged_cache_entries_are_ignored(tmp_path):
+    cache = tmp_path / "cache"
+    good = script("--symbol-cache", str(cache))
+    for i, path in enumerate(cached_tables(cache)):
+        path.write_text(['{"format": 1, "symbols": [["x", -5, 1, "symtab"]]}',
+                         "not json", '{"format": 999, "symbols": []}'][i % 3])
+    assert script("--symbol-cache", str(cache)) == good
+
+
+def test_no_symbol_cache_writes_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    out = script("--no-symbol-cache", cache_env=cache)
+    assert not cache.exists() or not cached_tables(cache)
+    assert out == script(cache_env=tmp_path / "other")
+    assert cached_tables(tmp_path / "other"), "$PERFDATA_CACHE_DIR is the default cache"
+
+
+def test_damaged_binary_leaves_no_table(tmp_path):
+    """A binary whose .symtab runs past its end (a damaged copy) still gives
+    a table, from .dynsym: that partial table must not be kept for the good
+    copy of the same build-id."""
+    import struct
+    from symbolize.elffile import Binary
+    src = SAMPLES / "bin" / "threads"
+    good = Binary(str(src))
+    symtab = good.get_section(".symtab")
+    e_shoff = struct.unpack_from("<Q", src.read_bytes(), 0x28)[0]
+    data = bytearray(src.read_bytes())
+    struct.pack_into("<Q", data, e_shoff + 64 * symtab.index + 32, 4 * len(data))
+    bad = tmp_path / "threads"
+    bad.write_bytes(bytes(data))
+    cache = tmp_path / "cache"
+    # (no build-id cache: perf's ~/.debug may hold an intact copy)
+    locator = lambda: DebugInfoLocator(buildid_dir=str(tmp_path / "none"))  # noqa: E731
+    sym = Symbolizer(locator(), inline=False, cache_dir=str(cache))
+    table = sym.symbol_table(str(bad), good.build_id)
+    assert table is not None and len(table) > 0, "the damaged copy should give .dynsym"
+    assert len(table) < len(Symbolizer(locator(), inline=False)
+                             .symbol_table(str(src), good.build_id))
+    assert not cached_tables(cache)
+    # the intact file is cached
+    shutil.copy(src, bad)
+    sym = Symbolizer(locator(), inline=False, cache_dir=str(cache))
+    assert len(sym.symbol_table(str(bad), good.build_id)) > len(table)
+    assert cached_tables(cache)
