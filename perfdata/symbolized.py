@@ -11,8 +11,7 @@ import os
 
 from symbolize import DebugInfoLocator, Symbolizer
 
-from .format.constants import (BRANCH_SAMPLE_CALL_STACK as BRANCH_CALL_STACK,
-                               CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
+from .format.constants import (CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
                                MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
@@ -140,8 +139,43 @@ class SampleSymbolizer:
         machine = self.machine
         pf = self.pf
         pf.resolve_event_names()
+        counts = self.counts
+        filters = self.filters
+        symbolize = self._symbolize_sample
+        thread_of = machine.thread
+        sample_type = RT.SAMPLE
         for rec in pf.records():
             rtype = rec.type
+            if rtype == sample_type:
+                ea = rec.attr
+                try:
+                    fields = ea.decode_sample(rec.body)
+                except Exception:
+                    try:
+                        fields = rec.parse()      # the reader's error, with the offset
+                    except PerfDataError as exc:
+                        if self.strict:
+                            raise
+                        # One damaged sample: say where, and go on with the others.
+                        pf.warnings.append("%s (sample skipped)" % exc)
+                        counts["samples_skipped"] = counts.get("samples_skipped", 0) + 1
+                        continue
+                thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
+                if ea.reads_group:
+                    for sample in self._expand_group(rec, fields, thread):
+                        if filters is not None and not filters(sample):
+                            continue
+                        symbolize(sample)
+                        counts["samples"] += 1
+                        yield sample
+                    continue
+                sample = SymbolizedSample(rec, fields, ea, thread)
+                if filters is not None and not filters(sample):
+                    continue
+                symbolize(sample)
+                counts["samples"] += 1
+                yield sample
+                continue
             if rtype in SESSION_TYPES:
                 try:
                     fields = rec.parse()
@@ -159,50 +193,25 @@ class SampleSymbolizer:
                 continue
             if rtype == RT.HEADER_BUILD_ID:
                 self._load_build_ids()
-                continue
-            if rtype != RT.SAMPLE:
-                continue
-            try:
-                fields = rec.attr.decode_sample(rec.body)
-            except Exception:
-                try:
-                    fields = rec.parse()      # the reader's error, with the offset
-                except PerfDataError as exc:
-                    if self.strict:
-                        raise
-                    # One damaged sample: say where, and go on with the others.
-                    pf.warnings.append("%s (sample skipped)" % exc)
-                    self.counts["samples_skipped"] = self.counts.get("samples_skipped", 0) + 1
-                    continue
-            for sample in self._expand_group(rec, fields):
-                if self.filters is not None and not self.filters(sample):
-                    continue
-                self._symbolize_sample(sample)
-                self.counts["samples"] += 1
-                yield sample
 
-    def _expand_group(self, rec, fields):
+    def _expand_group(self, rec, fields, thread):
         """A sample that reads a whole group stands for one sample per member
         (perf's deliver_sample_group)."""
-        ea = rec.attr
-        thread = self.machine.thread(fields.get("pid", -1), fields.get("tid", -1))
-        if ea.reads_group:
-            read = fields.get("read") or {}
-            out = []
-            for value in read.get("values", ()):
-                ident = value.get("id")
-                member = self.pf.id_to_attr.get(ident)
-                if member is None:
-                    continue
-                sample = SymbolizedSample(rec, dict(fields), member, thread)
-                # The period of each member is its counter's growth since the
-                # last sample (perf's deliver_sample_value).
-                last = self._read_values.get(ident, 0)
-                sample.period = value["value"] - last
-                self._read_values[ident] = value["value"]
-                out.append(sample)
-            return out
-        return [SymbolizedSample(rec, fields, ea, thread)]
+        read = fields.get("read") or {}
+        out = []
+        for value in read.get("values", ()):
+            ident = value.get("id")
+            member = self.pf.id_to_attr.get(ident)
+            if member is None:
+                continue
+            sample = SymbolizedSample(rec, dict(fields), member, thread)
+            # The period of each member is its counter's growth since the
+            # last sample (perf's deliver_sample_value).
+            last = self._read_values.get(ident, 0)
+            sample.period = value["value"] - last
+            self._read_values[ident] = value["value"]
+            out.append(sample)
+        return out
 
     # -------------------------------------------------------- symbolization
     def _symbolize_sample(self, sample):
@@ -216,10 +225,9 @@ class SampleSymbolizer:
                 kernel = sample.cpumode in _KERNEL_MODES
                 sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
             return
-        if chain is not None and chain.get("ips"):
-            ips = chain["ips"]
-            if sample.event.attr["branch_sample_type"] & BRANCH_CALL_STACK and \
-                    fields.get("branch_stack"):
+        ips = chain["ips"] if chain is not None else None
+        if ips:
+            if sample.event.lbr_call_stack and fields.get("branch_stack"):
                 lbr = self._lbr_frames(sample, ips, fields["branch_stack"]["entries"])
                 if lbr is not None:
                     sample.frames = lbr

@@ -2,7 +2,8 @@
 import struct
 
 from .attr import complete_attr
-from .constants import AttrType, ReadFormat as RF, SampleType as ST
+from .constants import (AttrType, BRANCH_SAMPLE_CALL_STACK, ReadFormat as RF,
+                        SampleType as ST)
 from .fastpath import derive_decoder
 from .sample import (sample_id_schema, sample_schema, time_position_in_sample,
                      time_position_in_trailer)
@@ -69,6 +70,9 @@ class EventAttr:
         # A sample that reads the whole group stands for one per member.
         self.reads_group = bool(self.sample_type & ST.READ and self.read_format & RF.GROUP)
         self.has_callchain = bool(self.sample_type & ST.CALLCHAIN)
+        # LBR call stacks (--call-graph lbr) complete the user part of the chain.
+        self.lbr_call_stack = bool(self.sample_type & ST.BRANCH_STACK and
+                                   a["branch_sample_type"] & BRANCH_SAMPLE_CALL_STACK)
         self.schema = sample_schema(
             self.sample_type, self.read_format, a["branch_sample_type"],
             a["sample_regs_user"], a["sample_regs_intr"], little)
