@@ -244,7 +244,7 @@ class SampleSymbolizer:
         result = self.unwinder.unwind(sample, self.dso_of)
         if result is None or not result.frames:
             return False
-        frames = []
+        kernel_frames = ()
         ips = chain.get("ips") if chain else None
         if ips:
             kernel_part = []
@@ -253,18 +253,31 @@ class SampleSymbolizer:
                     break
                 kernel_part.append(ip)
             if any(ip < CC.MAX for ip in kernel_part):
-                frames.extend(self.frames_for_callchain(sample, kernel_part))
-        user = list(result.frames)
+                kernel_frames = self.frames_for_callchain(sample, kernel_part)
+        user = result.frames[:self.max_stack]
         kernel_sample = sample.cpumode in _KERNEL_MODES
         if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
             # precise_ip skid: the hardware's ip is the leaf we print, the
             # unwind itself started from the consistent REGS_USER pair.
             self.unwinder.counts["ip_mismatch"] += 1
             user[0] = sample.ip
-        exact = set(result.exact_ip_frames)
-        for i, avma in enumerate(user[:self.max_stack]):
-            frames.extend(self._dwarf_frames(sample, avma, i > 0 and i not in exact))
-        sample.frames = frames
+        exact = tuple(result.exact_ip_frames)
+        # Samples with the same unwound stack in the same address space share
+        # one frame list (and the views their text of it).
+        maps = sample.thread.maps if sample.thread is not None else None
+        key = ("dwarf", id(maps), maps.generation if maps is not None else 0,
+               id(kernel_frames), tuple(user), exact)
+        hit = self._stack_cache.get(key)
+        if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
+            sample.frames = hit[1]
+        else:
+            frames = list(kernel_frames)
+            for i, avma in enumerate(user):
+                frames.extend(self._dwarf_frames(sample, avma, i > 0 and i not in exact))
+            if len(self._stack_cache) > 200000:
+                self._stack_cache.clear()
+            self._stack_cache[key] = (maps, frames, kernel_frames)
+            sample.frames = frames
         sample.stop_reason = result.stop_reason
         return True
 

@@ -27,6 +27,7 @@ class SampleUnwinder:
         self.max_depth = max_depth
         self._cfi = {}          # (path, build_id) -> CfiTable or None
         self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
+        self._by_map = {}       # id(map) -> (map, Module): the same, found faster
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0}
         self.stop_reasons = {}
 
@@ -83,6 +84,7 @@ class SampleUnwinder:
             data = stack["data"][:min(dyn, len(stack["data"]))]
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
+        by_map = self._by_map
 
         def find_module(avma):
             if maps is None:
@@ -90,7 +92,14 @@ class SampleUnwinder:
             m = maps.find(avma)
             if m is None:
                 return None
-            return self.module_for(m, dso_of(m))
+            hit = by_map.get(id(m))
+            if hit is not None and hit[0] is m:
+                return hit[1]
+            module = self.module_for(m, dso_of(m))
+            if len(by_map) > 100000:
+                by_map.clear()
+            by_map[id(m)] = (m, module)
+            return module
 
         result = unwind_dwarf(self.arch, regs, read_stack, find_module,
                               max_depth=self.max_depth)

@@ -50,12 +50,26 @@ class Arch:
     # registers the unwinder has no use for (segment registers, flags).
     perf_regs: Tuple[Optional[str], ...] = ()
     name_to_dwarf: Dict[str, int] = field(init=False, repr=False, compare=False)
+    register_columns: Dict[str, int] = field(init=False, repr=False, compare=False)
+    callee_saved_columns: Tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         names = {n: num for num, n in self.dwarf_names.items()}
         for alias, real in self.aliases.items():
             names.setdefault(alias, names[real])
         object.__setattr__(self, "name_to_dwarf", names)
+        # What the unwinder looks up per sample, worked out once: the DWARF
+        # column of each register name (-1 for the ip, in whatever spelling),
+        # and the columns of the callee-saved registers.
+        columns = {n: (-1 if n == self.ip or self.aliases.get(n) == self.ip else num)
+                   for n, num in names.items()}
+        columns.setdefault(self.ip, -1)
+        for alias, real in self.aliases.items():
+            if real == self.ip:
+                columns[alias] = -1
+        object.__setattr__(self, "register_columns", columns)
+        object.__setattr__(self, "callee_saved_columns",
+                           tuple(names[n] for n in self.callee_saved))
 
     @property
     def sp_column(self) -> int:
@@ -71,18 +85,21 @@ class Arch:
     def regs_from_perf(self, mask: int, values) -> Dict[str, int]:
         """The regs dict for the unwinder from a sample's REGS_USER: `mask`
         is the attr's sample_regs_user, `values` the u64s in bit order."""
-        regs = {}
-        it = iter(values)
-        bit = 0
-        while mask >> bit:
-            if mask >> bit & 1:
-                value = next(it, None)
-                name = self.perf_regs[bit] if bit < len(self.perf_regs) else None
-                if name is not None and value is not None:
-                    regs[name] = value
-            bit += 1
-        return regs
+        names = self.perf_reg_names(mask)
+        return {name: value for name, value in zip(names, values) if name is not None}
 
+    def perf_reg_names(self, mask: int) -> Tuple[Optional[str], ...]:
+        """The register name of each u64 a REGS_USER of this mask holds, in
+        order (None for those the unwinder has no use for); once per mask."""
+        names = _REG_NAMES.get((self.name, mask))
+        if names is None:
+            names = tuple(self.perf_regs[bit] if bit < len(self.perf_regs) else None
+                          for bit in range(mask.bit_length()) if mask >> bit & 1)
+            _REG_NAMES[(self.name, mask)] = names
+        return names
+
+
+_REG_NAMES: Dict[Tuple[str, int], Tuple[Optional[str], ...]] = {}
 
 X86_64 = Arch(
     name="x86_64",

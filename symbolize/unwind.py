@@ -67,9 +67,11 @@ class StackSnapshot:
     __slots__ = ("base", "data", "end", "word", "_unpack")
 
     def __init__(self, base: int, data: bytes, word: int = 8):
+        # Any buffer (bytes, a memoryview of the record): read in place,
+        # never copied; one snapshot is 8 KiB or more per sample.
         self.base = base
-        self.data = bytes(data)
-        self.end = base + len(self.data)
+        self.data = data
+        self.end = base + len(data)
         self.word = word
         self._unpack = struct.Struct("<Q" if word == 8 else "<I").unpack_from
 
@@ -111,22 +113,31 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
     # the frame's pc for expressions (the PLT's CFA uses breg16).
     ip_col = arch.name_to_dwarf.get(arch.ip)
     ra_is_ip = arch.dwarf_names.get(ra_col) == arch.ip
-    keep_cols = tuple(arch.name_to_dwarf[n] for n in arch.callee_saved)
+    keep_cols = arch.callee_saved_columns
 
     cur = {}
     ip = None
+    columns = arch.register_columns
     for name, value in regs.items():
-        name = name.lower()
-        if name == arch.ip or arch.aliases.get(name) == arch.ip:
+        num = columns.get(name)
+        if num is None:
+            num = columns.get(name.lower())
+            if num is None:
+                continue
+        if num == -1:
             ip = value
-            continue
-        num = arch.name_to_dwarf.get(name)
-        if num is not None and value is not None:
+        elif value is not None:
             cur[num] = value & ptr_mask
     if ip is None or sp_col not in cur:
         result.stop_reason = "bad-cfi"
         result.stop_detail = "no %s or %s register" % (arch.ip, arch.sp)
         return
+
+    def get_reg(num):
+        # (sees the current frame's ip and cur: closures read the latest binding)
+        if num == ip_col or (ra_is_ip and num == ra_col):
+            return ip
+        return cur.get(num)
 
     is_return_address = False
     while True:
@@ -182,11 +193,6 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
             ip = ra
             is_return_address = True
             continue
-
-        def get_reg(num):
-            if num == ip_col or (ra_is_ip and num == ra_col):
-                return ip
-            return cur.get(num)
 
         try:
             # the CFA
