@@ -7,8 +7,11 @@ Without --fp/--dwarf it records, with perf, one of the bundled test programs
 (samples/bin/threads: two threads through libc), into a tmp dir:
   fp:    ~30,000 frame-pointer samples     (perf record -g -F 4000)
   dwarf: ~30 MiB of --call-graph=dwarf     (perf record --call-graph=dwarf -F 1000)
-then prints, best of --repeat runs, the wall and CPU time of each command, the
-ratios perfdata/perf, and the share of stack lines that are identical.
+then prints, best of --repeat runs, the wall and CPU time of each command and
+the ratios perfdata/perf: "warm" runs find the symbol tables in perfdata's
+cache (~/.cache/perfdata, filled by an earlier run: the usual case when a
+profile is read again), "cold" runs start each with an empty cache.  The last
+column is the agreement of the frames perf resolved (tests/script_compare.py).
 """
 import argparse
 import os
@@ -20,6 +23,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from bench_reader import PERFDATA, best_of, fmt_row  # noqa: E402
 
@@ -32,13 +36,31 @@ def record(perf, out, opts, seconds):
     return out
 
 
-def same_lines(perf, path):
+def agreement(perf, path):
+    """(equal frames, frames perf resolved) by the test suite's comparer,
+    which aligns samples and knows the deliberate differences."""
+    from script_compare import compare
     theirs = subprocess.run([perf, "script", "-i", path], capture_output=True,
-                            text=True).stdout.splitlines()
+                            text=True).stdout
     ours = subprocess.run(PERFDATA + ["script", path], capture_output=True, text=True,
-                          cwd=REPO).stdout.splitlines()
-    frames = [(a, b) for a, b in zip(theirs, ours) if a.startswith("\t")]
-    return sum(a == b for a, b in frames), len(frames), len(theirs) == len(ours)
+                          cwd=REPO).stdout
+    stats = compare(ours, theirs)
+    deliberate = sum(stats[k] for k in ("plt", "return-address", "dwarf-cut"))
+    return stats["equal"] + deliberate, stats["perf_resolved"]
+
+
+def cold_runs(cmd, repeat):
+    """best_of with an empty symbol cache for every run."""
+    best = None
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="bench-cache.") as cache:
+            os.environ["PERFDATA_CACHE_DIR"] = cache
+            try:
+                got = best_of(cmd, 1)
+            finally:
+                del os.environ["PERFDATA_CACHE_DIR"]
+        best = got if best is None else tuple(min(a, b) for a, b in zip(best, got))
+    return best
 
 
 def main(argv=None):
@@ -55,21 +77,23 @@ def main(argv=None):
     os.makedirs(tmp, exist_ok=True)
     fp = args.fp or record(perf, os.path.join(tmp, "fp.data"), ["-g", "-F", "4000"], 3.8)
     dwarf = args.dwarf or record(perf, os.path.join(tmp, "dwarf.data"),
-                                 ["--call-graph=dwarf", "-F", "1000"], 1.8)
-    widths = (6, 6, 8, 14, 14, 11, 11, 16)
-    print(fmt_row(("file", "MiB", "samples", "ours wall/cpu", "perf wall/cpu", "ratio wall",
-                   "ratio cpu", "same stack lines"), widths))
-    print(fmt_row(["---"] * 8, widths))
+                                 ["--call-graph=dwarf", "-F", "1000"], 3.4)
+    widths = (6, 6, 8, 10, 10, 10, 11, 11, 11, 14)
+    print(fmt_row(("file", "MiB", "samples", "perf s", "warm s", "cold s", "warm/perf",
+                   "cold/perf", "cpu warm/perf", "frames equal"), widths))
+    print(fmt_row(["---"] * 10, widths))
     import perfdata
     for name, path in (("fp", fp), ("dwarf", dwarf)):
         samples = sum(1 for _ in perfdata.open(path).samples())
+        cold, _, cold_cpu = cold_runs(PERFDATA + ["script", path], args.repeat)
         ours, _, ours_cpu = best_of(PERFDATA + ["script", path], args.repeat)
         theirs, _, theirs_cpu = best_of([perf, "script", "-i", path], args.repeat)
-        same, total, aligned = same_lines(perf, path)
+        same, total = agreement(perf, path)
         print(fmt_row((name, "%.1f" % (os.path.getsize(path) / 2 ** 20), samples,
-                       "%.2f/%.2f" % (ours, ours_cpu), "%.2f/%.2f" % (theirs, theirs_cpu),
-                       "%.1fx" % (ours / theirs), "%.1fx" % (ours_cpu / max(theirs_cpu, 1e-3)),
-                       "%d/%d%s" % (same, total, "" if aligned else " (unaligned)")), widths))
+                       "%.2f" % theirs, "%.2f" % ours, "%.2f" % cold,
+                       "%.1fx" % (ours / theirs), "%.1fx" % (cold / theirs),
+                       "%.1fx" % (ours_cpu / max(theirs_cpu, 1e-3)),
+                       "%d/%d" % (same, total)), widths))
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
