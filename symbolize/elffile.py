@@ -26,6 +26,8 @@ SHF_EXECINSTR = 0x4
 SHF_COMPRESSED = 0x800
 PT_LOAD = 1
 PT_NOTE = 4
+SHN_XINDEX = 0xFFFF
+PT_NOTE = 4
 
 
 class LoadSegment(NamedTuple):
@@ -172,10 +174,10 @@ class Binary:
     # ----- pyelftools -----------------------------------------------------
     @property
     def elf(self):
-        """The pyelftools ELFFile, built on first use; None if it fails."""
+        """The ELF header and pyelftools' structs for this file's class and
+        byte order (an ElfHeader), built on first use; None if it fails."""
         if self._elf is None and self.ok and not self._elf_failed:
-            from elftools.elf.elffile import ELFFile
-            self._elf = self._guard("ELF header", lambda: ELFFile(_Stream(self._buf)))
+            self._elf = self._guard("ELF header", lambda: ElfHeader(self._buf))
             if self._elf is None:
                 self._elf_failed = True
                 self._fail("truncated", "ELF header could not be parsed")
@@ -218,19 +220,28 @@ class Binary:
         if elf is None:
             return []
         h = elf.header
-        shnum, shoff, shentsize = elf.num_sections(), h["e_shoff"], h["e_shentsize"]
+        shnum, shoff, shentsize = h["e_shnum"], h["e_shoff"], h["e_shentsize"]
+        fmt, names = self.struct_layout("Elf_Shdr")
+        layout = struct.Struct(fmt)
+        if shoff <= 0 or shentsize < layout.size:
+            return []
+        first = None
+        if shoff + layout.size <= self.size:
+            first = dict(zip(names, layout.unpack_from(self._buf, shoff)))
+        if shnum == 0 and first is not None:
+            shnum = first["sh_size"]        # extended numbering: the count is in section 0
         # Check the table lies within the file before walking it: a bogus
         # e_shnum would otherwise cost a long loop.
         if shnum == 0:
             return []
-        if shoff <= 0 or shentsize < (64 if self.is_64 else 40) or shoff + shnum * shentsize > self.size:
+        if shoff + shnum * shentsize > self.size:
             self.warn("section header table runs past the end of the file")
             return []
-        fmt, names = self.struct_layout("Elf_Shdr")
-        layout = struct.Struct(fmt)
         rows = [dict(zip(names, layout.unpack_from(self._buf, shoff + i * shentsize)))
                 for i in range(shnum)]
-        strndx = elf.get_shstrndx() if hasattr(elf, "get_shstrndx") else h["e_shstrndx"]
+        strndx = h["e_shstrndx"]
+        if strndx == SHN_XINDEX:
+            strndx = rows[0]["sh_link"]
         strtab = None
         if isinstance(strndx, int) and 0 <= strndx < shnum:
             sh = rows[strndx]
@@ -330,19 +341,26 @@ class Binary:
         phnum, phoff, phentsize = h["e_phnum"], h["e_phoff"], h["e_phentsize"]
         if phnum == 0 or phoff + phnum * phentsize > self.size:
             return []
+        return [LoadSegment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
+                            seg["p_filesz"], seg["p_flags"], seg["p_align"])
+                for seg in self._program_headers() if seg["p_type"] == PT_LOAD]
+
+    def _program_headers(self) -> list[dict]:
+        """Every program header, as a dict of pyelftools' field names."""
+        elf = self.elf
+        if elf is None:
+            return []
+        h = elf.header
+        phnum, phoff, phentsize = h["e_phnum"], h["e_phoff"], h["e_phentsize"]
+        if phnum == 0 or phoff + phnum * phentsize > self.size:
+            return []
         fmt, names = self.struct_layout("Elf_Phdr")
         layout = struct.Struct(fmt)
         if phentsize < layout.size:
             self.warn("program headers of %d bytes are too short" % phentsize)
             return []
-        segs = []
-        for i in range(phnum):
-            seg = dict(zip(names, layout.unpack_from(self._buf, phoff + i * phentsize)))
-            if seg["p_type"] != PT_LOAD:
-                continue
-            segs.append(LoadSegment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
-                                    seg["p_filesz"], seg["p_flags"], seg["p_align"]))
-        return segs
+        return [dict(zip(names, layout.unpack_from(self._buf, phoff + i * phentsize)))
+                for i in range(phnum)]
 
     @property
     def load_segments(self) -> list[LoadSegment]:
@@ -402,15 +420,8 @@ class Binary:
                     bid = parse_build_id_notes(data, le)
                     if bid:
                         return bid
-        elf = self.elf
-        if elf is None:
-            return None
-        h = elf.header
-        if h["e_phoff"] + h["e_phnum"] * h["e_phentsize"] > self.size:
-            return None
-        for i in range(h["e_phnum"]):
-            seg = elf.get_segment(i)
-            if seg["p_type"] == "PT_NOTE":
+        for seg in self._program_headers():
+            if seg["p_type"] == PT_NOTE:
                 data = self.read(seg["p_offset"], seg["p_filesz"])
                 if data:
                     bid = parse_build_id_notes(data, le)
@@ -449,35 +460,29 @@ class Binary:
         return t is not None and t.type != SHT_NOBITS
 
 
-class _Stream:
-    """File-like view over an mmap/bytes for pyelftools (seek/read/tell)."""
-
-    __slots__ = ("_buf", "_pos", "_size")
+class ElfHeader:
+    """What Binary needs of pyelftools' ELFFile, without importing it (and
+    with it the DWARF modules, a fifth of perfdata's start-up): the parsed
+    ELF header and pyelftools' structs for this file's class, byte order,
+    type and machine, as ELFFile builds them."""
 
     def __init__(self, buf):
-        self._buf = buf
-        self._pos = 0
-        self._size = len(buf)
-
-    def seek(self, pos, whence=0):
-        if whence == 1:
-            pos += self._pos
-        elif whence == 2:
-            pos += self._size
-        self._pos = max(0, pos)
-        return self._pos
-
-    def tell(self):
-        return self._pos
-
-    def read(self, n=-1):
-        start = self._pos
-        if n is None or n < 0:
-            end = self._size
-        else:
-            end = min(self._size, start + n)
-        self._pos = max(start, end)
-        return bytes(self._buf[start:end])
+        from elftools.elf.structs import ELFStructs
+        ident = bytes(buf[:16])
+        if len(ident) < 16 or ident[:4] != b"\x7fELF":
+            raise ValueError("not an ELF file")
+        if ident[4] not in (1, 2) or ident[5] not in (1, 2):
+            raise ValueError("unknown ELF class %d or data encoding %d" % (ident[4], ident[5]))
+        self.elfclass = 32 if ident[4] == 1 else 64
+        self.little_endian = ident[5] == 1
+        self.structs = ELFStructs(little_endian=self.little_endian, elfclass=self.elfclass)
+        self.structs.create_basic_structs()
+        size = self.structs.Elf_Ehdr.sizeof()
+        if len(buf) < size:
+            raise ValueError("ELF header cut short")
+        self.header = self.structs.Elf_Ehdr.parse(bytes(buf[:size]))
+        self.structs.create_advanced_structs(self.header["e_type"], self.header["e_machine"],
+                                             self.header["e_ident"]["EI_OSABI"])
 
 
 def open_binary(path: str, **kw) -> Binary:
