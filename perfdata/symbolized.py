@@ -361,7 +361,8 @@ class SampleSymbolizer:
             src = choice.binary or choice.debug
             svma = src.file_offset_to_svma(head.address) if src is not None else None
             if svma is not None:
-                chain = tuple(self._symbol_name(fr.function) for fr in lines.frames(svma))
+                chain = tuple(self._symbol_name(fr.function)
+                              for fr in lines.frames(svma, lines=False))
             self._frame_cache[key] = chain
         if not chain:
             return [head]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import io
 import os
+import struct
 from array import array
 from typing import NamedTuple
 
@@ -113,9 +114,15 @@ class _Scope:
 class _CUData:
     """What one CU answers with, decoded once and kept; no pyelftools object
     is held, so the DIEs and line states it parsed are freed."""
-    __slots__ = ("func_starts", "funcs", "row_addrs", "row_files", "row_lines", "files")
+    __slots__ = ("func_starts", "funcs", "row_addrs", "row_files", "row_lines", "files",
+                 "offset", "lines_loaded")
 
-    def __init__(self):
+    def __init__(self, offset=0):
+        self.offset = offset
+        # The line table is decoded on first need (srcline, file:line of
+        # inlined calls): the function tree alone names inlined frames, and
+        # decoding a large unit's line program costs more than its DIEs.
+        self.lines_loaded = False
         self.func_starts: list[int] = []
         self.funcs: list[tuple] = []       # (lo, hi, _Scope), sorted by lo
         self.row_addrs = array("Q")        # line rows sorted by address;
@@ -159,12 +166,14 @@ class LineInfo:
                     and b.get_section(".debug_line") is not None)
 
     # ------------------------------------------------------------ public
-    def frames(self, svma: int) -> list[InlineFrame]:
+    def frames(self, svma: int, lines: bool = True) -> list[InlineFrame]:
         """Innermost first: each inlined function with its location, then the
         function containing them all, located at the outermost call site (or
-        at the address itself when nothing is inlined there)."""
+        at the address itself when nothing is inlined there).  With
+        lines=False only the names are wanted: file and line stay None and
+        the unit's line table is not decoded."""
         try:
-            return self._frames(svma)
+            return self._frames(svma, lines)
         except RecursionError:
             self.binary.warn("DWARF too deeply nested")
         except Exception as e:     # malformed DWARF: warn, answer nothing
@@ -241,10 +250,17 @@ class LineInfo:
         if self._aranges is None:
             self._aranges = []
             try:
-                ar = dwarf.get_aranges()
-                if ar is not None:
-                    self._aranges = sorted((e.begin_addr, e.begin_addr + e.length, e.info_offset)
-                                           for e in ar.entries if e.length)
+                sec = self._sections.get("debug_aranges_sec") if self._sections else None
+                fast = _read_aranges(sec.stream.getvalue(), dwarf.structs) \
+                    if sec is not None else None
+                if fast is not None:
+                    self._aranges = sorted(fast)
+                else:
+                    ar = dwarf.get_aranges()
+                    if ar is not None:
+                        self._aranges = sorted(
+                            (e.begin_addr, e.begin_addr + e.length, e.info_offset)
+                            for e in ar.entries if e.length)
             except Exception as e:
                 self.binary.warn(f".debug_aranges: {type(e).__name__}: {e}")
             if not self._aranges:
@@ -295,7 +311,7 @@ class LineInfo:
             self.binary.warn(f"DWARF unit at {offset:#x}: {type(e).__name__}: {e}")
             return None
         w = _Walk(dwarf, cu, _low_pc(top))
-        data = _CUData()
+        data = _CUData(offset)
         funcs: list[_Scope] = []
         # The functions and the line table fail apart: a damaged DIE tree
         # keeps the functions read before the damage and all the lines.
@@ -308,11 +324,21 @@ class LineInfo:
         flat = sorted(((lo, hi, s) for s in funcs for lo, hi in s.ranges), key=lambda t: t[0])
         data.func_starts = [t[0] for t in flat]
         data.funcs = flat
+        return data
+
+    def _ensure_lines(self, data: _CUData) -> None:
+        """Decode the line table of a unit loaded without it (once)."""
+        if data.lines_loaded:
+            return
+        data.lines_loaded = True
+        offset = data.offset
         try:
-            self._load_lines(data, w, top)
+            dwarf = self._new_dwarfinfo()
+            cu = dwarf.get_CU_at(offset)
+            top = cu.get_top_DIE()
+            self._load_lines(data, _Walk(dwarf, cu, _low_pc(top)), top)
         except Exception as e:
             self.binary.warn(f"DWARF unit at {offset:#x}: lines: {type(e).__name__}: {e}")
-        return data
 
     def _children(self, die, cu):
         """The child DIEs of die, as pyelftools parses them. A child's subtree
@@ -516,6 +542,7 @@ class LineInfo:
         return cu.files[index] if 0 <= index < len(cu.files) else None
 
     def _line_for(self, cu: _CUData, addr: int) -> tuple[str | None, int] | None:
+        self._ensure_lines(cu)
         i = bisect.bisect_right(cu.row_addrs, addr) - 1
         if i < 0:
             return None
@@ -533,11 +560,11 @@ class LineInfo:
                 return s
         return None
 
-    def _frames(self, addr: int) -> list[InlineFrame]:
+    def _frames(self, addr: int, lines: bool = True) -> list[InlineFrame]:
         cu = self._cu_for(addr)
         if cu is None:
             return []
-        loc = self._line_for(cu, addr)
+        loc = self._line_for(cu, addr) if lines else None
         file, line = loc if loc is not None else (None, None)
         func = self._function_at(cu, addr)
         if func is None:
@@ -557,9 +584,64 @@ class LineInfo:
         out = []
         for scope in reversed(chain):
             out.append(InlineFrame(scope.name, file, line))
-            if scope.is_inline:
+            if scope.is_inline and lines:
                 file, line = self._file(cu, scope.call_file), scope.call_line
         return out
+
+
+def _fixed_layout(construct) -> tuple[str, list[str]] | None:
+    """(struct format, names) of a pyelftools struct of numbers: for each
+    field the first fixed-size number found in it (for the initial length,
+    its 32-bit form); None when a field has none."""
+    fmt, names = "", []
+    for sub in construct.subcons:
+        inner = sub
+        while not hasattr(inner, "packer"):
+            if hasattr(inner, "subcon"):
+                inner = inner.subcon
+            elif getattr(inner, "subcons", None):
+                inner = inner.subcons[0]
+            else:
+                return None
+        fmt += inner.packer.format[-1:] if fmt else inner.packer.format
+        names.append(sub.name)
+    return fmt, names
+
+
+def _read_aranges(data: bytes, structs) -> list[tuple[int, int, int]] | None:
+    """(begin, end, CU offset) of every range of .debug_aranges, read as
+    pyelftools' ARanges reads them but with struct: its construct parse of
+    each address costs 80 ms on libc's 2,000 ranges.  The set header layout
+    is derived from pyelftools' Dwarf_aranges_header.  None (pyelftools then
+    reads it) for 64-bit DWARF or segmented addresses."""
+    layout = _fixed_layout(structs.Dwarf_aranges_header)
+    if layout is None:
+        return None
+    header = struct.Struct(layout[0])
+    names = layout[1]
+    endian = layout[0][0]
+    out = []
+    offset = 0
+    while offset + header.size <= len(data):
+        h = dict(zip(names, header.unpack_from(data, offset)))
+        if h["unit_length"] >= 0xFFFFFFF0 or h["segment_size"] != 0 or \
+                h["address_size"] not in (4, 8):
+            return None
+        end = offset + 4 + h["unit_length"]
+        pair = struct.Struct(endian + ("II" if h["address_size"] == 4 else "QQ"))
+        pos = offset + header.size
+        pos = -(-pos // pair.size) * pair.size      # tuples align to their size
+        while pos + pair.size <= min(end, len(data)):
+            addr, length = pair.unpack_from(data, pos)
+            pos += pair.size
+            if addr == 0 and length == 0:
+                break
+            if length:
+                out.append((addr, addr + length, h["debug_info_offset"]))
+        if end <= offset:
+            return None
+        offset = end
+    return out
 
 
 def _low_pc(top) -> int:

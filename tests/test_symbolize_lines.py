@@ -283,3 +283,43 @@ def test_sibling_link_pointing_back(prog, tmp_path):
     assert got == [plain.frames(a) for a in addrs]
     assert srclines == [plain.srcline(a) for a in addrs]
     assert any(len(g) > 1 for g in got) and not b.warnings
+
+
+def _aranges_both(binary):
+    from symbolize.lines import _read_aranges
+    li = LineInfo(binary)
+    dwarf = li._dwarfinfo()
+    sec = li._sections.get("debug_aranges_sec") if li._sections else None
+    if dwarf is None or sec is None:
+        return None, None
+    ours = _read_aranges(sec.stream.getvalue(), dwarf.structs)
+    theirs = sorted((e.begin_addr, e.begin_addr + e.length, e.info_offset)
+                    for e in dwarf.get_aranges().entries if e.length)
+    return (sorted(ours) if ours is not None else None), theirs
+
+
+def test_aranges_read_as_pyelftools_reads_them(variant):
+    """.debug_aranges read with the struct derived from pyelftools' header
+    gives pyelftools' own ranges (every DWARF version, and libc's)."""
+    ours, theirs = _aranges_both(Binary(variant))
+    if theirs is None:
+        pytest.skip("no .debug_aranges in this variant")
+    assert ours == theirs and theirs
+    lib = libc_and_debug()
+    if lib is not None and lib[1] is not None:
+        ours, theirs = _aranges_both(Binary(lib[1]))
+        assert ours == theirs and len(theirs) > 100
+
+
+def test_aranges_damaged_never_raise_or_loop(prog):
+    from symbolize.lines import _read_aranges
+    li = LineInfo(Binary(prog))
+    dwarf = li._dwarfinfo()
+    data = li._sections["debug_aranges_sec"].stream.getvalue()
+    for cut in range(0, len(data), 3):
+        _read_aranges(data[:cut], dwarf.structs)
+    for i in range(0, min(len(data), 64)):
+        bad = bytearray(data)
+        bad[i] ^= 0xFF
+        out = _read_aranges(bytes(bad), dwarf.structs)
+        assert out is None or isinstance(out, list)
