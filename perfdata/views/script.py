@@ -51,12 +51,24 @@ def default_fields(event, any_tracepoint_callchain=False):
     return [f for f in fields if f not in _NEEDS or event.sample_type & _NEEDS[f]]
 
 
+# The event types perf's -F names (parse_output_fields); "synth" selects
+# none of a file's events here.
+_SPEC_TYPES = {"hw": AttrType.HARDWARE, "sw": AttrType.SOFTWARE, "trace": AttrType.TRACEPOINT,
+               "raw": AttrType.RAW, "break": AttrType.BREAKPOINT, "synth": -1}
+
+
 def parse_field_spec(spec):
-    """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'."""
+    """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'.
+
+    (attr type or None, exact, add, remove): with a type (hw, sw, trace, raw,
+    break) the fields are those of that type's events only; the others keep
+    their defaults."""
     if spec is None:
         return None
+    etype = None
     if ":" in spec.split(",")[0]:
-        spec = spec.split(":", 1)[1]
+        name, spec = spec.split(":", 1)
+        etype = _SPEC_TYPES.get(name)
     add, remove, exact = [], [], []
     for item in spec.split(","):
         item = item.strip()
@@ -68,7 +80,7 @@ def parse_field_spec(spec):
             remove.append(item[1:])
         else:
             exact.append(item)
-    return exact, add, remove
+    return etype, exact, add, remove
 
 
 def format_time(ns, nanosecs=False):
@@ -97,10 +109,10 @@ class ScriptFormatter:
         if got is None:
             tp_chain = any(ea.attr["type"] == AttrType.TRACEPOINT and
                            ea.sample_type & ST.CALLCHAIN for ea in self.pf.attrs)
-            if self.spec is None:
+            if self.spec is None or self.spec[0] not in (None, event.attr["type"]):
                 got = default_fields(event, tp_chain)
             else:
-                exact, add, remove = self.spec
+                _, exact, add, remove = self.spec
                 base = list(exact) if exact else default_fields(event, tp_chain)
                 base += [f for f in add if f not in base]
                 got = [f for f in base if f not in remove]
