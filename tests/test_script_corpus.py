@@ -25,8 +25,6 @@ PERF = shutil.which("perf")
 # Files whose perf output depends on things perfdata deliberately does not do.
 SKIP = {
     "quipper__perf.data.intel_pt-4.14": "perf decodes the Intel PT trace into samples",
-    "quipper__perf.data.weight_struct": "PERF_TYPE_RAW default fields (data_src, weight) "
-                                        "are not printed yet",
     "simpleperf__etm_perf_etm.data": "perf decodes the CoreSight trace",
 }
 

@@ -27,10 +27,10 @@ def default_event_name(attr):
     elif etype == AttrType.TRACEPOINT:
         name = "tracepoint %d" % config
     elif etype == AttrType.RAW:
-        name = "r%x" % config
+        name = "raw %#x" % config          # evsel__raw_name (perf 6.1)
     else:
         return "unknown %d:%#x" % (etype, config)
-    if etype in (AttrType.HARDWARE, AttrType.SOFTWARE, AttrType.HW_CACHE):
+    if etype in (AttrType.HARDWARE, AttrType.SOFTWARE, AttrType.HW_CACHE, AttrType.RAW):
         name += event_modifiers(attr)
     return name
 

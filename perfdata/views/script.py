@@ -10,19 +10,32 @@ import os
 
 from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, AttrType, RecordType as RT,
                                 SampleType as ST)
+from .memdata import data_src_text, page_size_name, weight_and_ins_lat
 from .names import perf_short_name
 from .tracefmt import TracePrinter
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
-              "brstack", "misc", "ipc", "insn", "data_src", "weight", "phys_addr")
+              "brstack", "misc", "ipc", "insn", "data_src", "weight", "phys_addr",
+              "data_page_size", "code_page_size", "ins_lat")
 
 _DEFAULT_HW = ("comm", "tid", "cpu", "time", "event", "ip", "sym", "symoff", "dso", "period")
 _DEFAULT_TRACE = ("comm", "tid", "cpu", "time", "event", "trace")
-# The fields perf drops silently from its defaults when the samples lack them.
-# (perf prints a period even without PERIOD in sample_type: the attr's.)
+# PERF_TYPE_RAW (e.g. mem-loads, MEM_TRANS_RETIRED.*) prints the memory fields too.
+_DEFAULT_RAW = _DEFAULT_HW + ("addr", "data_src", "weight", "phys_addr", "data_page_size",
+                              "code_page_size", "ins_lat")
+# The fields perf drops silently from its defaults when the samples lack them
+# (evsel__check_attr).  (perf prints a period even without PERIOD in
+# sample_type: the attr's.)
 _NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "addr": ST.ADDR, "ip": ST.IP, "tid": ST.TID,
-          "pid": ST.TID}
+          "pid": ST.TID, "data_src": ST.DATA_SRC, "weight": ST.WEIGHT | ST.WEIGHT_STRUCT,
+          "ins_lat": ST.WEIGHT_STRUCT, "phys_addr": ST.PHYS_ADDR,
+          "data_page_size": ST.DATA_PAGE_SIZE, "code_page_size": ST.CODE_PAGE_SIZE}
+
+# The fields process_event() prints between the event (or trace) and the ip,
+# and those after the ip (after a stack too): ScriptFormatter._print_<field>.
+_BEFORE_IP = ("addr", "data_src", "weight", "ins_lat")
+_AFTER_IP = ("phys_addr", "data_page_size", "code_page_size")
 
 
 def default_fields(event, any_tracepoint_callchain=False):
@@ -31,17 +44,31 @@ def default_fields(event, any_tracepoint_callchain=False):
         if any_tracepoint_callchain:
             # perf adds the stack to tracepoints when one of them has one.
             fields += ["ip", "sym", "symoff", "dso"]
+    elif event.attr["type"] == AttrType.RAW:
+        fields = list(_DEFAULT_RAW)
     else:
         fields = list(_DEFAULT_HW)
     return [f for f in fields if f not in _NEEDS or event.sample_type & _NEEDS[f]]
 
 
+# The event types perf's -F names (parse_output_fields); "synth" selects
+# none of a file's events here.
+_SPEC_TYPES = {"hw": AttrType.HARDWARE, "sw": AttrType.SOFTWARE, "trace": AttrType.TRACEPOINT,
+               "raw": AttrType.RAW, "break": AttrType.BREAKPOINT, "synth": -1}
+
+
 def parse_field_spec(spec):
-    """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'."""
+    """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'.
+
+    (attr type or None, exact, add, remove): with a type (hw, sw, trace, raw,
+    break) the fields are those of that type's events only; the others keep
+    their defaults."""
     if spec is None:
         return None
+    etype = None
     if ":" in spec.split(",")[0]:
-        spec = spec.split(":", 1)[1]
+        name, spec = spec.split(":", 1)
+        etype = _SPEC_TYPES.get(name)
     add, remove, exact = [], [], []
     for item in spec.split(","):
         item = item.strip()
@@ -53,7 +80,7 @@ def parse_field_spec(spec):
             remove.append(item[1:])
         else:
             exact.append(item)
-    return exact, add, remove
+    return etype, exact, add, remove
 
 
 def format_time(ns, nanosecs=False):
@@ -75,16 +102,17 @@ class ScriptFormatter:
         self._tracer = None
         self.kernel_symbols = kernel_symbols
         self._fields = {}
+        self._data_src_width = 0
 
     def fields_for(self, event):
         got = self._fields.get(event.index)
         if got is None:
             tp_chain = any(ea.attr["type"] == AttrType.TRACEPOINT and
                            ea.sample_type & ST.CALLCHAIN for ea in self.pf.attrs)
-            if self.spec is None:
+            if self.spec is None or self.spec[0] not in (None, event.attr["type"]):
                 got = default_fields(event, tp_chain)
             else:
-                exact, add, remove = self.spec
+                _, exact, add, remove = self.spec
                 base = list(exact) if exact else default_fields(event, tp_chain)
                 base += [f for f in add if f not in base]
                 got = [f for f in base if f not in remove]
@@ -94,16 +122,18 @@ class ScriptFormatter:
     def _layout(self, fields):
         """What a field set prints, worked out once per set."""
         has = frozenset(fields).__contains__
+        before_ip = tuple(getattr(self, "_print_" + f) for f in _BEFORE_IP if has(f))
+        after_ip = tuple(getattr(self, "_print_" + f) for f in _AFTER_IP if has(f))
         return (has, has("comm"), has("pid"), has("tid"), has("cpu"), has("time"),
-                has("period"), has("event"), has("addr"), has("trace"), has("ip"))
+                has("period"), has("event"), has("trace"), has("ip"), before_ip, after_ip)
 
     def format(self, sample):
         fields = self.fields_for(sample.event)
         layout = self._has.get(fields)
         if layout is None:
             layout = self._has[fields] = self._layout(fields)
-        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_addr, f_trace,
-         f_ip) = layout
+        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
+         before_ip, after_ip) = layout
         out = []
         has_stack = sample.event.has_callchain or len(sample.frames) > 1
         if f_comm:
@@ -125,23 +155,71 @@ class ScriptFormatter:
                 # After the names are final (EVENT_DESC, tracing data).
                 self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
             out.append("%*s: " % (self._name_width, sample.event.name))
-        if f_addr and "addr" in sample.fields:
-            out.append("%16x " % sample.fields["addr"])
         if f_trace and "raw" in sample.fields:
             out.append(self._trace(sample))
             if not (f_ip and has_stack):
                 out.append(" ")
+        for field in before_ip:
+            field(sample, out)
         if f_ip and has_stack:
             out.append("\n")
             out.append(self._stack_text(sample.frames, fields, has))
+            for field in after_ip:
+                field(sample, out)
             out.append("\n")
             return "".join(out)
         if f_ip and sample.frames:
             # Without a stack perf prints the sample's own address (avma).
             out.append(self._frame_line(sample.frames[0], has, " ", "", sample.ip))
+        for field in after_ip:
+            field(sample, out)
         out.append("\n")
         text = "".join(out)
         return text[:-1] if text.endswith("\n\n") else text
+
+    # The memory fields, each as process_event() prints it; a field that the
+    # sample lacks (only when asked for with -F: perf refuses those) prints
+    # nothing.
+    def _print_addr(self, sample, out):
+        # perf_sample__fprintf_addr (perf also names the symbol and dso of
+        # page-fault addresses; not done here).
+        addr = sample.fields.get("addr")
+        if addr is not None:
+            out.append("%16x" % addr)
+
+    def _print_data_src(self, sample, out):
+        src = sample.fields.get("data_src")
+        if src is not None:
+            text = data_src_text(src)
+            # data_src__fprintf pads to the widest text printed so far.
+            if len(text) > self._data_src_width:
+                self._data_src_width = len(text)
+            out.append(text.ljust(self._data_src_width))
+
+    def _print_weight(self, sample, out):
+        weight = weight_and_ins_lat(sample.fields, sample.event.sample_type)[0]
+        if weight is not None:
+            out.append("%16d" % weight)
+
+    def _print_ins_lat(self, sample, out):
+        ins_lat = weight_and_ins_lat(sample.fields, sample.event.sample_type)[1]
+        if ins_lat is not None:
+            out.append("%16d" % ins_lat)
+
+    def _print_phys_addr(self, sample, out):
+        phys = sample.fields.get("phys_addr")
+        if phys is not None:
+            out.append("%16x" % phys)
+
+    def _print_data_page_size(self, sample, out):
+        size = sample.fields.get("data_page_size")
+        if size is not None:
+            out.append(" " + page_size_name(size))
+
+    def _print_code_page_size(self, sample, out):
+        size = sample.fields.get("code_page_size")
+        if size is not None:
+            out.append(" " + page_size_name(size))
 
     def format_side_event(self, event):
         """A --show-mmap-events / --show-task-events line: the sample_id
