@@ -96,3 +96,13 @@ def test_stack_copy_is_a_view_of_the_record():
     assert isinstance(out["stack_user"]["data"], memoryview)
     assert bytes(out["stack_user"]["data"]) == bytes(range(16))
     assert out["stack_user"]["dyn_size"] == 12 and end == len(body)
+
+
+@pytest.mark.parametrize("little", [True, False])
+def test_weight_struct_members_in_the_writers_order(little):
+    """union perf_sample_weight: var1_dw, var2_w, var3_w on little-endian
+    machines; var3_w, var2_w, var1_dw on big-endian ones (bitfield order)."""
+    schema = sample_schema(ST.WEIGHT_STRUCT, little=little)
+    body = struct.pack("<IHH", 225, 7, 3) if little else struct.pack(">HHI", 3, 7, 225)
+    out, _ = derive_decoder(schema)(body, 0, len(body))
+    assert out["weight"] == {"var1_dw": 225, "var2_w": 7, "var3_w": 3}

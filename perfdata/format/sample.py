@@ -68,7 +68,10 @@ def sample_schema(sample_type, read_format=0, branch_sample_type=0,
             "size" / u64, "data" / cs.Bytes(cs.this.size),
             "dyn_size" / cs.If(cs.this.size != 0, u64)))
     if sample_type & ST.WEIGHT_STRUCT:
-        f.append("weight" / cs.Struct("var1_dw" / u32, "var2_w" / u16, "var3_w" / u16))
+        # union perf_sample_weight: the members of the u64 in the order of
+        # the writer's bitfields (reversed on big-endian machines).
+        members = ["var1_dw" / u32, "var2_w" / u16, "var3_w" / u16]
+        f.append("weight" / cs.Struct(*(members if little else members[::-1])))
     elif sample_type & ST.WEIGHT:
         f.append("weight" / u64)
     if sample_type & ST.DATA_SRC:
