@@ -99,6 +99,7 @@ class ScriptFormatter:
         self._name_width = None
         self._stacks = {}
         self._has = {}
+        self._headers = {}          # (event index, has a stack) -> header function
         self._tracer = None
         self.kernel_symbols = kernel_symbols
         self._fields = {}
@@ -128,33 +129,22 @@ class ScriptFormatter:
                 has("period"), has("event"), has("trace"), has("ip"), before_ip, after_ip)
 
     def format(self, sample):
-        fields = self.fields_for(sample.event)
+        event = sample.event
+        fields = self.fields_for(event)
         layout = self._has.get(fields)
         if layout is None:
             layout = self._has[fields] = self._layout(fields)
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
-        out = []
-        has_stack = sample.event.has_callchain or len(sample.frames) > 1
-        if f_comm:
-            out.append(("%s " if f_ip and has_stack else "%16s ") % sample.comm)
-        if f_pid and f_tid:
-            out.append("%5d/%-5d " % (sample.pid, sample.tid))
-        elif f_pid:
-            out.append("%5d " % sample.pid)
-        elif f_tid:
-            out.append("%5d " % sample.tid)
-        if f_cpu and sample.cpu is not None:
-            out.append("[%03d] " % sample.cpu)
-        if f_time:
-            out.append(format_time(sample.time, self.nanosecs))
-        if f_period:
-            out.append("%10d " % sample.period)
-        if f_event:
-            if self._name_width is None:
-                # After the names are final (EVENT_DESC, tracing data).
-                self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
-            out.append("%*s: " % (self._name_width, sample.event.name))
+        has_stack = event.has_callchain or len(sample.frames) > 1
+        header = self._headers.get((event.index, has_stack))
+        if header is None:
+            header = self._headers[(event.index, has_stack)] = \
+                self._header_for(event, layout, has_stack)
+        try:
+            out = [header(sample)]
+        except TypeError:           # a field the event should have is missing
+            out = [self._header_text(sample, layout, has_stack)]
         if f_trace and "raw" in sample.fields:
             out.append(self._trace(sample))
             if not (f_ip and has_stack):
@@ -176,6 +166,73 @@ class ScriptFormatter:
         out.append("\n")
         text = "".join(out)
         return text[:-1] if text.endswith("\n\n") else text
+
+    def _header_text(self, sample, layout, has_stack):
+        """The start of a sample's line (comm to event name), field by field."""
+        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
+         before_ip, after_ip) = layout
+        out = []
+        if f_comm:
+            out.append(("%s " if f_ip and has_stack else "%16s ") % sample.comm)
+        if f_pid and f_tid:
+            out.append("%5d/%-5d " % (sample.pid, sample.tid))
+        elif f_pid:
+            out.append("%5d " % sample.pid)
+        elif f_tid:
+            out.append("%5d " % sample.tid)
+        if f_cpu and sample.cpu is not None:
+            out.append("[%03d] " % sample.cpu)
+        if f_time:
+            out.append(format_time(sample.time, self.nanosecs))
+        if f_period:
+            out.append("%10d " % sample.period)
+        if f_event:
+            out.append("%*s: " % (self.name_width(), sample.event.name))
+        return "".join(out)
+
+    def name_width(self):
+        if self._name_width is None:
+            # After the names are final (EVENT_DESC, tracing data).
+            self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
+        return self._name_width
+
+    def _header_for(self, event, layout, has_stack):
+        """_header_text for the samples of one event, as one % format: a
+        function generated once per event (the event name, its width and
+        which fields print are fixed by then), several times faster than
+        asking field by field for every sample.  "%5d.%06d" is perf's
+        "%12s" of "%d.%06d" for any number of seconds."""
+        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
+         before_ip, after_ip) = layout
+        fmt, args = [], []
+        if f_comm:
+            fmt.append("%s " if f_ip and has_stack else "%16s ")
+            args.append("s.comm")
+        if f_pid and f_tid:
+            fmt.append("%5d/%-5d ")
+            args += ["s.pid", "s.tid"]
+        elif f_pid or f_tid:
+            fmt.append("%5d ")
+            args.append("s.pid" if f_pid else "s.tid")
+        if f_cpu and event.sample_type & ST.CPU:
+            fmt.append("[%03d] ")
+            args.append("s.cpu")
+        if f_time:
+            fmt.append("%5d.%09d: " if self.nanosecs else "%5d.%06d: ")
+            args += ["s.time // 1000000000",
+                     "s.time % 1000000000" + ("" if self.nanosecs else " // 1000")]
+        if f_period:
+            fmt.append("%10d ")
+            args.append("s.period")
+        if f_event:
+            fmt.append(("%*s: " % (self.name_width(), event.name)).replace("%", "%%"))
+        text = "".join(fmt)
+        if not args:
+            text = text % ()
+            return lambda s: text
+        namespace = {}
+        exec("def header(s):\n    return %r %% (%s,)\n" % (text, ", ".join(args)), namespace)
+        return namespace["header"]
 
     # The memory fields, each as process_event() prints it; a field that the
     # sample lacks (only when asked for with -F: perf refuses those) prints
