@@ -59,18 +59,20 @@ class SymbolizedSample:
                  "period", "ip", "frames", "stop_reason", "cpumode")
 
     def __init__(self, record, fields, event, thread):
+        get = fields.get
         self.record = record
         self.fields = fields
         self.event = event
         self.thread = thread
         self.comm = thread.comm if thread is not None else ":-1"
-        self.pid = fields.get("pid", -1)
-        self.tid = fields.get("tid", -1)
-        self.time = fields.get("time", 0)
-        self.cpu = fields.get("cpu")
+        self.pid = get("pid", -1)
+        self.tid = get("tid", -1)
+        self.time = get("time", 0)
+        self.cpu = get("cpu")
         # Without PERIOD in sample_type perf reports the attr's sample_period.
-        self.period = fields.get("period", event.attr["sample_period"])
-        self.ip = fields.get("ip")
+        period = get("period")
+        self.period = event.attr["sample_period"] if period is None else period
+        self.ip = get("ip")
         self.cpumode = record.misc & MISC_CPUMODE_MASK
         self.frames = []
         self.stop_reason = None

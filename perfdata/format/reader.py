@@ -56,7 +56,7 @@ class Record:
                  "compressed", "payload_offset", "payload_size", "_pf")
 
     def __init__(self, pf, rtype, misc, size, offset, body, attr=None, time=None,
-                 compressed=False):
+                 compressed=False, file=0):
         self._pf = pf
         self.type = rtype
         self.misc = misc
@@ -65,7 +65,7 @@ class Record:
         self.body = body
         self.attr = attr
         self.time = time
-        self.file = 0
+        self.file = file
         self.compressed = compressed
         self.payload_offset = None
         self.payload_size = 0
@@ -543,18 +543,20 @@ class PerfFile:
         align_mask = 7 if self._step == 8 else 0
         unpack_header = hdr.unpack_from
         sample_min = min_size.get(RT.SAMPLE, 8)
+        SAMPLE, FINISHED_ROUND, FINISHED_INIT = (int(RT.SAMPLE), int(RT.FINISHED_ROUND),
+                                                 int(RT.FINISHED_INIT))
         while True:
             # The fast lane: SAMPLE records wholly in the buffer, followed by
             # a plausible header (the same checks as the careful path below,
             # which takes every other record and every anomaly).
-            buf, head, view = src.buf, src.head, src.view
+            buf, head, view, base = src.buf, src.head, src.view, src.pos
             stop = len(buf) - 8
             attrs = self.attrs
             single = attrs[0] if attrs and (len(attrs) == 1 or not self.id_to_attr) else None
             src_end = src.end if recover else None
             while head < stop:
                 rtype, misc, size = unpack_header(buf, head)
-                if rtype != RT.SAMPLE or size < sample_min or size & align_mask or \
+                if rtype != SAMPLE or size < sample_min or size & align_mask or \
                         head + size > stop:
                     break
                 if recover:
@@ -562,19 +564,19 @@ class PerfFile:
                         break
                     t2, _, s2 = unpack_header(buf, head + size)
                     least = min_size.get(t2)
-                    offset = src.pos + head
+                    offset = base + head
                     if least is None or least > s2 or s2 & align_mask or \
                             offset + size + s2 > src_end or \
-                            (s2 != 8 and (t2 == RT.FINISHED_ROUND or t2 == RT.FINISHED_INIT)):
+                            (s2 != 8 and (t2 == FINISHED_ROUND or t2 == FINISHED_INIT)):
                         break
                     nsamples += 1
                     if size > max_sample:
                         max_sample = size
                     prev = offset
                 else:
-                    offset = src.pos + head
+                    offset = base + head
                 body = view[head + 8:head + size]
-                attr = single or self._attr_for(RT.SAMPLE, body)
+                attr = single or self._attr_for(SAMPLE, body)
                 time = None
                 if attr is not None:
                     toff = attr.sample_time_offset
@@ -582,9 +584,8 @@ class PerfFile:
                         time = attr.u64.unpack_from(body, toff)[0]
                 head += size
                 src.head = head
-                rec = Record(self, RT.SAMPLE, misc, size, offset, body, attr, time)
-                rec.file = file_index
-                yield rec
+                yield Record(self, rtype, misc, size, offset, body, attr, time,
+                             file=file_index)
             got = next_record(hdr)
             if got is None:
                 return
