@@ -58,13 +58,24 @@ def test_trailer_decoder_equals_construct(sample_type, data):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("rtype", sorted(k for k in body_schemas(True) if isinstance(k, int)))
+def _derivable_record_types():
+    """Record types whose body schema the deriver handles (the others, such
+    as MMAP2 with its build-id union, are parsed by construct itself)."""
+    out = []
+    for rtype, schema in body_schemas(True).items():
+        if not isinstance(rtype, int):
+            continue
+        try:
+            derive_decoder(schema)
+        except Exception:
+            continue
+        out.append(int(rtype))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("rtype", _derivable_record_types())
 def test_record_bodies_equal_construct(rtype):
     schema = body_schemas(True)[rtype]
-    try:
-        derive_decoder(schema)
-    except Exception:
-        pytest.skip("record type %d has no derived decoder" % rtype)
     for n in (0, 7, 40, 64, 100):
         data = bytes(range(n)) + b"\0" * 8
         theirs, ours = _both(schema, data)
