@@ -75,7 +75,7 @@ def main(argv=None):
         raise SystemExit("perf is not installed")
     tmp = args.keep or tempfile.mkdtemp(prefix="bench_script.")
     os.makedirs(tmp, exist_ok=True)
-    fp = args.fp or record(perf, os.path.join(tmp, "fp.data"), ["-g", "-F", "4000"], 3.8)
+    fp = args.fp or record(perf, os.path.join(tmp, "fp.data"), ["-g", "-F", "4000"], 6.5)
     dwarf = args.dwarf or record(perf, os.path.join(tmp, "dwarf.data"),
                                  ["--call-graph=dwarf", "-F", "1000"], 3.4)
     widths = (6, 6, 8, 10, 10, 10, 11, 11, 11, 14)
