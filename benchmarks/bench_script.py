@@ -11,7 +11,8 @@ then prints, best of --repeat runs, the wall and CPU time of each command and
 the ratios perfdata/perf: "warm" runs find the symbol tables in perfdata's
 cache (~/.cache/perfdata, filled by an earlier run: the usual case when a
 profile is read again), "cold" runs start each with an empty cache.  The last
-column is the agreement of the frames perf resolved (tests/script_compare.py).
+column counts the frames perf resolved that perfdata prints identically, and
+the deliberate differences README lists (tests/script_compare.py).
 """
 import argparse
 import os
@@ -46,7 +47,7 @@ def agreement(perf, path):
                           cwd=REPO).stdout
     stats = compare(ours, theirs)
     deliberate = sum(stats[k] for k in ("plt", "return-address", "dwarf-cut"))
-    return stats["equal"] + deliberate, stats["perf_resolved"]
+    return stats["equal"], stats["perf_resolved"], deliberate
 
 
 def cold_runs(cmd, repeat):
@@ -88,12 +89,13 @@ def main(argv=None):
         cold, _, cold_cpu = cold_runs(PERFDATA + ["script", path], args.repeat)
         ours, _, ours_cpu = best_of(PERFDATA + ["script", path], args.repeat)
         theirs, _, theirs_cpu = best_of([perf, "script", "-i", path], args.repeat)
-        same, total = agreement(perf, path)
+        same, total, deliberate = agreement(perf, path)
         print(fmt_row((name, "%.1f" % (os.path.getsize(path) / 2 ** 20), samples,
                        "%.2f" % theirs, "%.2f" % ours, "%.2f" % cold,
                        "%.1fx" % (ours / theirs), "%.1fx" % (cold / theirs),
                        "%.1fx" % (ours_cpu / max(theirs_cpu, 1e-3)),
-                       "%d/%d" % (same, total)), widths))
+                       "%d/%d%s" % (same, total, " (+%d deliberate)" % deliberate
+                                    if deliberate else "")), widths))
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
 
