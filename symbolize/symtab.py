@@ -257,7 +257,29 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
 
 
 # ------------------------------------------------------------ on-disk cache
-_CACHE_FORMAT = "perfdata-symtab-1"
+_CACHE_FORMAT = None
+# The modules whose code decides what a table holds: a change to any of them
+# makes every cached table stale, so their text is part of the format tag.
+_TABLE_MAKERS = ("symtab.py", "plt.py", "minidebuginfo.py", "elffile.py")
+
+
+def cache_format() -> str:
+    """The tag a cached table must carry to be used: the layout version and
+    a digest of the code that builds tables."""
+    global _CACHE_FORMAT
+    if _CACHE_FORMAT is None:
+        import hashlib
+        import os
+        digest = hashlib.sha256()
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in _TABLE_MAKERS:
+            try:
+                with open(os.path.join(here, name), "rb") as f:
+                    digest.update(f.read())
+            except OSError:
+                digest.update(name.encode())
+        _CACHE_FORMAT = "perfdata-symtab-2-" + digest.hexdigest()[:16]
+    return _CACHE_FORMAT
 
 
 def save_table(table: SymbolTable, path: str) -> bool:
@@ -265,15 +287,21 @@ def save_table(table: SymbolTable, path: str) -> bool:
     import json
     import os
     import tempfile
+    tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
         with os.fdopen(fd, "w") as f:
-            json.dump({"format": _CACHE_FORMAT,
+            json.dump({"format": cache_format(),
                        "symbols": [[s.name, s.start, s.size, s.source] for s in table]}, f)
         os.replace(tmp, path)
         return True
     except (OSError, TypeError, ValueError):
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         return False
 
 
@@ -288,7 +316,7 @@ def load_table(path: str, max_size: int = 512 << 20) -> SymbolTable | None:
             return None
         with open(path) as f:
             doc = json.load(f)
-        if not isinstance(doc, dict) or doc.get("format") != _CACHE_FORMAT:
+        if not isinstance(doc, dict) or doc.get("format") != cache_format():
             return None
         syms = []
         for e in doc["symbols"]:

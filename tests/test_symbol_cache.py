@@ -89,3 +89,18 @@ def test_damaged_binary_leaves_no_table(tmp_path):
     sym = Symbolizer(locator(), inline=False, cache_dir=str(cache))
     assert len(sym.symbol_table(str(bad), good.build_id)) > len(table)
     assert cached_tables(cache)
+
+
+def test_tables_of_other_code_are_not_used(tmp_path, monkeypatch):
+    """The format tag digests the code that builds tables: a table cached by
+    another version of perfdata is rebuilt, not trusted."""
+    from symbolize import symtab
+    from symbolize.elffile import Binary
+    table = symtab.build_symbol_table(Binary(str(SAMPLES / "bin" / "threads")), None, None)
+    path = str(tmp_path / "t.json")
+    assert symtab.save_table(table, path)
+    assert symtab.load_table(path) is not None
+    monkeypatch.setattr(symtab, "_CACHE_FORMAT", None)
+    monkeypatch.setattr(symtab, "_TABLE_MAKERS", symtab._TABLE_MAKERS + ("unwind.py",))
+    assert symtab.cache_format() != ""
+    assert symtab.load_table(path) is None
