@@ -8,7 +8,7 @@ EXIT_BAD_INPUT = 2
 
 
 from perfdata.views.options import (add_input_argument, add_symbolize_options,
-                                    make_sample_symbolizer, print_warnings)
+                                    make_sample_symbolizer, print_warnings, shown_kernel_path)
 from perfdata.views.progress import sample_progress
 
 
@@ -70,7 +70,7 @@ def cmd_script(args, out):
                           kernel_symbols=samples.kernel_symbols,
                           hide_call_graph=args.hide_call_graph, reltime=args.reltime,
                           deltatime=args.deltatime, full_source_path=args.full_source_path,
-                          kernel_path=args.vmlinux if args.show_kernel_path else None,
+                          kernel_path=shown_kernel_path(samples, args),
                           feature_printer=features)
     write = out.write
     try:

@@ -294,6 +294,18 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time"):
                             strict=getattr(args, "strict", False))
 
 
+def shown_kernel_path(samples, args):
+    """perf script --show-kernel-path prints the kernel dso's long name: the
+    vmlinux its symbols were read from (dso__load_vmlinux); from kallsyms
+    that name stays [kernel.kallsyms], so then nothing changes.  None or the
+    path."""
+    if not getattr(args, "show_kernel_path", False) or not getattr(args, "vmlinux", None):
+        return None
+    table = getattr(samples.symbolizer, "_kallsyms", None)
+    return args.vmlinux if table is not None and not isinstance(table, str) and len(table) \
+        else None
+
+
 class SampleRun:
     """One command's pass over a file: the open PerfFile and its symbolized
     samples, with a progress bar on a terminal; the run's warnings are printed
