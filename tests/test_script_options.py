@@ -394,3 +394,15 @@ def test_show_kernel_path_names_the_vmlinux():
     _, a, _ = run_cli(base)
     _, b, _ = run_cli(base + ["--show-kernel-path"])
     assert a == b and "[kernel.kallsyms]" in a
+
+
+def test_reltime_time_needs_the_first_sample_time(corpus):
+    """perf refuses --reltime --time on a file without HEADER_SAMPLE_TIME
+    (perf_time__parse_for_ranges_reltime); one line, exit 2, as any bad input."""
+    path = corpus / "perfdata" / "quipper__perf.data.singleprocess-3.4"
+    if not path.exists():
+        pytest.skip("corpus file missing")
+    rc, out, err = run_cli(["script", str(path), "--reltime", "--time", "0.01,0.02"])
+    assert rc == 2 and out == "" and "no first sample time" in err and "Traceback" not in err
+    rc, out, _ = run_cli(["script", str(path), "--reltime", "-G"])
+    assert rc == 0 and out.splitlines()[0].split()[2] == "0.000000:"

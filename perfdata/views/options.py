@@ -281,8 +281,16 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time"):
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     check_cpu_filter(pf, args)
-    # perf script --reltime reads --time relative to the first sample.
-    base = first_sample_time(pf) if args.time and getattr(args, "reltime", False) else 0
+    # perf script --reltime reads --time relative to the first sample
+    # (perf_time__parse_for_ranges_reltime(), which refuses a file that does
+    # not say when that was).
+    base = 0
+    if args.time and getattr(args, "reltime", False):
+        base = first_sample_time(pf)
+        if not base:
+            from ..format.errors import PerfDataError
+            raise PerfDataError("--reltime --time: the file has no first sample time "
+                                "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
     cpus = getattr(args, "cpu", None)
     # -G (perf script's --hide-call-graph): only the sample's own ip.
     unwind = "none" if getattr(args, "hide_call_graph", False) else args.unwind
