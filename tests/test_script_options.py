@@ -312,6 +312,17 @@ def test_bad_values_are_usage_errors(args):
         "perfdata script: error: argument")
 
 
+@requires_perf_tool
+def test_cpu_beyond_the_recording_refused_like_perf(tmp_path):
+    """threads.fp.data was recorded on 2 cpus: perf refuses -C 2 ("Requested
+    CPU 2 too large"), and so do we, in one line."""
+    rc, out, err = run_cli(["script", str(SAMPLES / "threads.fp.data"), "-C", "2"])
+    assert rc == 2 and out == "" and "cpu 2 is not one of" in err
+    res = subprocess.run([PERF, "script", "-i", "threads.fp.data", "-C", "2"], cwd=SAMPLES,
+                         capture_output=True, text=True, env=dict(os.environ, HOME=str(tmp_path)))
+    assert "too large" in res.stderr and res.stdout == ""
+
+
 @requires_perf
 def test_cpu_filter_refused_like_perf(switch_file):
     """perf refuses -C when the samples do not carry their cpu: so do we, in

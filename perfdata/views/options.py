@@ -250,6 +250,16 @@ def check_cpu_filter(pf, args):
     if any(not ea.sample_type & ST.CPU for ea in first.values()):
         raise PerfDataError("the file does not contain CPU events (record with "
                             "--sample-cpu or -a): remove -C to proceed")
+    from ..format.constants import Feature
+    try:
+        nr = (pf.feature(Feature.NRCPUS) or {}).get("nr_cpus_available")
+    except PerfDataError:
+        nr = None
+    cpus = _parsed(args.cpu, cpu_list)
+    if nr and cpus and max(cpus) >= nr:
+        # perf_session__cpu_bitmap(): "Requested CPU %d too large".
+        raise PerfDataError("-C: cpu %d is not one of the recording machine's %d cpus"
+                            % (max(cpus), nr))
 
 
 def make_sample_symbolizer(pf, args, side_events=(), order="time"):
