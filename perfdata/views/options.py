@@ -145,16 +145,17 @@ def make_sample_filter(args, first_sample_time=0):
     """The filters a sample passes before it is symbolized (pid, tid, comm,
     cpu, time): None when none is given, so that they cost nothing.
     first_sample_time: with --reltime perf reads --time relative to it."""
-    pids = _parsed(args.pid, int_list) if args.pid else None
-    tids = _parsed(args.tid, int_list) if args.tid else None
-    comms = _parsed(args.comm, name_list) if args.comm else None
+    # (An empty list selects nothing, as perf's empty strlist.)
+    pids = _parsed(args.pid, int_list) if args.pid is not None else None
+    tids = _parsed(args.tid, int_list) if args.tid is not None else None
+    comms = _parsed(args.comm, name_list) if args.comm is not None else None
     cpus = _parsed(getattr(args, "cpu", None), cpu_list)
     ranges = None
     if args.time:
         ranges = [(first_sample_time + lo if lo is not None else 0,
                    first_sample_time + hi if hi is not None else 1 << 64)
                   for lo, hi in _parsed(args.time, time_ranges)]
-    if not (pids or tids or comms or ranges or cpus is not None):
+    if pids is None and tids is None and comms is None and ranges is None and cpus is None:
         return None
 
     def keep(sample):
