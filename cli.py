@@ -8,7 +8,7 @@ EXIT_BAD_INPUT = 2
 
 
 from perfdata.views.options import (add_input_argument, add_symbolize_options,
-                                    make_sample_symbolizer, print_warnings)
+                                    make_sample_symbolizer, print_warnings, shown_kernel_path)
 from perfdata.views.progress import sample_progress
 
 
@@ -49,18 +49,29 @@ def cmd_header(args, out):
 
 
 def cmd_script(args, out):
-    from perfdata.format.constants import RecordType as RT
     from perfdata.symbolized import SideEvent
-    from perfdata.views.script import ScriptFormatter, sample_to_json
+    from perfdata.views.script import (ScriptFormatter, sample_to_json, script_header,
+                                       side_event_types)
     pf = _open(args.file, args.strict)
-    side = set()
-    if args.show_mmap_events:
-        side |= {RT.MMAP, RT.MMAP2}
-    if args.show_task_events:
-        side |= {RT.COMM, RT.FORK, RT.EXIT}
-    samples = make_sample_symbolizer(pf, args, side_events=side)
+    side = side_event_types(args)
+    features = None
+    if args.header or args.header_only:
+        text, features = script_header(pf, args)
+        out.write(text)
+        if args.header_only:
+            print_warnings(pf)
+            return
+        if features is not None:
+            side.add(features.record_type)
+    # perf script --show-round-events turns its time ordering off.
+    samples = make_sample_symbolizer(pf, args, side_events=side,
+                                     order="file" if args.show_round_events else "time")
     fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
-                          kernel_symbols=samples.kernel_symbols)
+                          kernel_symbols=samples.kernel_symbols,
+                          hide_call_graph=args.hide_call_graph, reltime=args.reltime,
+                          deltatime=args.deltatime, full_source_path=args.full_source_path,
+                          kernel_path=shown_kernel_path(samples, args),
+                          feature_printer=features)
     write = out.write
     try:
         for item in sample_progress(samples, pf, "script"):
@@ -105,10 +116,9 @@ def build_parser(wanted=None):
     p = sub.add_parser("script", help="samples with symbolized stacks, as perf script")
     add_input_argument(p)
     p.add_argument("-F", "--fields", help="fields, with perf's syntax")
-    p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
-    p.add_argument("--show-mmap-events", action="store_true", help="also MMAP/MMAP2 records")
-    p.add_argument("--show-task-events", action="store_true", help="also COMM/FORK/EXIT records")
+    from perfdata.views.script import add_script_options
+    add_script_options(p)
     add_symbolize_options(p)
     p.set_defaults(func=cmd_script)
 

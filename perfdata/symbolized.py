@@ -18,6 +18,9 @@ from .format.errors import PerfDataError
 from .session.machine import KERNEL_DSO, Machine
 
 SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
+# Side events whose thread is the one the record names; the others' is the
+# one of their sample_id (perf script's print_event() arguments).
+_OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
 _KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # Outermost frames: nothing calls them, so what a frame-pointer walk finds
 # past them is garbage (a makecontext coroutine's stack ends at
@@ -80,7 +83,8 @@ class SymbolizedSample:
 
 class SideEvent:
     """A non-sample record the caller asked to see, with the thread it
-    concerns (after the record is applied, except EXIT)."""
+    concerns (after the record is applied, except EXIT; None where perf has
+    none: a sample_id without a tid, FINISHED_ROUND)."""
     __slots__ = ("record", "fields", "thread")
 
     def __init__(self, record, fields, thread):
@@ -94,14 +98,22 @@ class SampleSymbolizer:
 
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
-                 side_events=(), strict=False):
+                 side_events=(), strict=False, leaf_filter=None, side_cpus=None,
+                 order="time"):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
         self.machine = Machine()
         self.max_stack = max_stack
         self.unwind = unwind
+        # filters(sample) before symbolizing; leaf_filter(sample, frames of
+        # its ip) after resolving the ip only (perf's -S, --dsos).
         self.filters = filters
+        self.leaf_filter = leaf_filter
+        # perf's filter_cpu() on side events too; the record order ('file'
+        # for --show-round-events, where perf does not sort).
+        self.side_cpus = side_cpus
+        self.order = order
         self.build_ids = {}
         self._frame_cache = {}
         self._stack_cache = {}
@@ -143,10 +155,13 @@ class SampleSymbolizer:
         pf.resolve_event_names()
         counts = self.counts
         filters = self.filters
+        leaf_filter = self.leaf_filter
+        leaf_frames = self.leaf_frames
         symbolize = self._symbolize_sample
         thread_of = machine.thread
         sample_type = RT.SAMPLE
-        for rec in pf.records():
+        side_events = self.side_events
+        for rec in pf.records(self.order):
             rtype = rec.type
             if rtype == sample_type:
                 ea = rec.attr
@@ -167,12 +182,17 @@ class SampleSymbolizer:
                     for sample in self._expand_group(rec, fields, thread):
                         if filters is not None and not filters(sample):
                             continue
+                        if leaf_filter is not None and not leaf_filter(sample,
+                                                                       leaf_frames(sample)):
+                            continue
                         symbolize(sample)
                         counts["samples"] += 1
                         yield sample
                     continue
                 sample = SymbolizedSample(rec, fields, ea, thread)
                 if filters is not None and not filters(sample):
+                    continue
+                if leaf_filter is not None and not leaf_filter(sample, leaf_frames(sample)):
                     continue
                 symbolize(sample)
                 counts["samples"] += 1
@@ -186,15 +206,59 @@ class SampleSymbolizer:
                     continue
                 if rtype == RT.MMAP2 and fields.get("build_id"):
                     self.build_ids.setdefault(fields["filename"], fields["build_id"])
-                if rtype == RT.EXIT and rtype in self.side_events:
+                shown = rtype in side_events and self._side_cpu_ok(rec, fields)
+                if shown and rtype == RT.EXIT:
                     # perf prints an EXIT before processing it.
-                    yield SideEvent(rec, fields, machine.thread(fields["pid"], fields["tid"]))
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 machine.apply(rtype, fields, rec.misc, rec.time or 0)
-                if rtype in self.side_events and rtype != RT.EXIT:
-                    yield SideEvent(rec, fields, machine.thread(fields["pid"], fields["tid"]))
+                if shown and rtype != RT.EXIT:
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+                continue
+            if rtype in side_events:
+                try:
+                    fields = rec.parse()
+                except PerfDataError as exc:
+                    pf.warnings.append(str(exc))
+                    continue
+                if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
+                    yield SideEvent(rec, fields, None)
+                elif self._side_cpu_ok(rec, fields):
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 continue
             if rtype == RT.HEADER_BUILD_ID:
                 self._load_build_ids()
+
+    def _side_thread(self, rtype, fields):
+        """The thread perf script's print_event() names: the record's own
+        pid/tid, or its sample_id's (none without a tid)."""
+        if rtype in _OWN_THREAD_TYPES:
+            return self.machine.thread(fields["pid"], fields["tid"])
+        sid = fields.get("sample_id") or {}
+        tid = sid.get("tid", -1)
+        if tid in (-1, 0xffffffff):
+            return None
+        return self.machine.thread(sid.get("pid", -1), tid)
+
+    def _side_cpu_ok(self, rec, fields):
+        """perf's filter_cpu() for a side event: its sample_id's cpu (0
+        without sample_id_all; none, which passes, without PERF_SAMPLE_CPU)."""
+        cpus = self.side_cpus
+        if cpus is None:
+            return True
+        ea = rec.attr
+        if ea is not None and not ea.sample_id_all:
+            cpu = 0
+        else:
+            cpu = (fields.get("sample_id") or {}).get("cpu")
+        return cpu is None or cpu in cpus
+
+    def leaf_frames(self, sample):
+        """The frames of the sample's own ip (perf's machine__resolve()):
+        what -S, --dsos look at."""
+        if sample.ip is None:
+            return ()
+        return self.frames_for_address(sample, sample.ip, sample.cpumode in _KERNEL_MODES,
+                                       False)
 
     def _expand_group(self, rec, fields, thread):
         """A sample that reads a whole group stands for one sample per member

@@ -572,14 +572,26 @@ def _captured_on(pf):
     return "# captured on    : %s" % time.ctime(mtime)
 
 
+_PIPE_HEAD = ["# data offset    : 0", "# data size      : 0", "# feat offset    : 0",
+              "# ========", "#"]
+
+
+def describe_pipe_header_start(pf):
+    """Pipe mode: what perf prints of the header before it reads the stream
+    (perf script --header then prints each HEADER_FEATURE record as it meets
+    it: PipeFeaturePrinter)."""
+    lines = ["# ========", _captured_on(pf),
+             "# header version : %d" % (getattr(pf, "header_version", 2) - 1)] + _PIPE_HEAD
+    return "\n".join(lines) + "\n"
+
+
 def describe_header(pf, full=False):
     """The text `perf report --header-only` prints for `pf` (`-I` with full),
     ending with a newline."""
     lines = ["# ========", _captured_on(pf),
              "# header version : %d" % (getattr(pf, "header_version", 2) - 1)]
     if pf.is_pipe:
-        lines += ["# data offset    : 0", "# data size      : 0", "# feat offset    : 0",
-                  "# ========", "#"]
+        lines += _PIPE_HEAD
         lines += _pipe_features(pf, full)
         return "\n".join(lines) + "\n"
     hdr = pf.header
@@ -656,26 +668,52 @@ def _pipe_feature_records(pf):
 
 def _pipe_features(pf, full):
     """Pipe mode: perf prints each HEADER_FEATURE record as it meets it."""
-    state = _State(pf)
+    printer = PipeFeaturePrinter(pf, full)
     lines = []
-    pending = ""        # perf's printf("# %s") without a newline
     for fid, data in _pipe_feature_records(pf):
+        lines += printer.feed(fid, data)
+        if printer.stopped:
+            break
+    return lines + printer.finish()
+
+
+class PipeFeaturePrinter:
+    """The lines perf prints for the HEADER_FEATURE records of a pipe, one
+    record at a time (perf_event__process_feature())."""
+
+    def __init__(self, pf, full=False):
+        self.state = _State(pf)
+        self.full = full
+        self.pending = ""       # perf's printf("# %s") without a newline
+        self.stopped = False
+
+    def feed(self, fid, data):
+        """fid None: data is the record's decoding error."""
+        if self.stopped:
+            return []
         if fid is None:
             out = ["# FEATURE: %s" % data]
         elif fid == 0 or fid >= HEADER_LAST_FEATURE:
-            break           # perf stops at an invalid feature record
+            self.stopped = True     # perf stops at an invalid feature record
+            return []
         else:
-            out = _pipe_feature_lines(Feature(fid), data, state, full)
+            out = _pipe_feature_lines(Feature(fid), data, self.state, self.full)
         if fid in NO_PRINT:
-            pending += "# %s" % Feature(fid).name
-            continue
-        if pending and out:
-            out[0] = pending + out[0]
-            pending = ""
-        lines += out
-    if pending:
-        lines.append(pending)
-    return lines
+            self.pending += "# %s" % Feature(fid).name
+            return []
+        if self.pending and out:
+            out[0] = self.pending + out[0]
+            self.pending = ""
+        return out
+
+    def feed_record(self, fields):
+        """A parsed HEADER_FEATURE record's lines, as text."""
+        lines = self.feed(fields["feat_id"], bytes(fields["data"]))
+        return "".join(line + "\n" for line in lines)
+
+    def finish(self):
+        pending, self.pending = self.pending, ""
+        return [pending] if pending else []
 
 
 def _pipe_feature_lines(fid, data, state, full):

@@ -19,6 +19,12 @@ def add_input_argument(p):
     p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
 
 
+def _free(p, *names):
+    """The option strings a command has not taken for itself (archive's -C
+    is --directory): perf's short forms where they are free."""
+    return [n for n in names if n not in p._option_string_actions]
+
+
 def add_symbolize_options(p):
     """Options every command that symbolizes shares (one definition)."""
     g = p.add_argument_group("symbols")
@@ -29,7 +35,8 @@ def add_symbolize_options(p):
                    help="binaries and debug files packed by `perfdata archive`")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
-    g.add_argument("--vmlinux", metavar="FILE", help="the kernel's ELF image, for its symbols")
+    g.add_argument(*_free(p, "-k", "--vmlinux"), metavar="FILE",
+                   help="the kernel's ELF image, for its symbols")
     g.add_argument("--debuginfod", metavar="URL",
                    help="fetch missing debug files and binaries by build-id from these "
                         "debuginfod servers (space separated; default $DEBUGINFOD_URLS)")
@@ -47,18 +54,108 @@ def add_symbolize_options(p):
     g.add_argument("--unwind", choices=("auto", "dwarf", "fp", "none"), default="auto",
                    help="user stack unwinding (auto: dwarf when samples carry regs and stack)")
     f = p.add_argument_group("filters")
-    f.add_argument("--pid", help="only these pids (comma separated)")
-    f.add_argument("--tid", help="only these tids (comma separated)")
-    f.add_argument("--comm", help="only these comms (comma separated)")
-    f.add_argument("--time", help="time ranges as perf writes them: start,stop (seconds)")
+    f.add_argument("--pid", type=int_list, help="only these pids (comma separated)")
+    f.add_argument("--tid", type=int_list, help="only these tids (comma separated)")
+    f.add_argument(*_free(p, "-c", "--comms"), "--comm", dest="comm", type=name_list,
+                   metavar="COMM[,COMM]", help="only these comms")
+    f.add_argument(*_free(p, "-C", "--cpu"), dest="cpu", type=cpu_list, metavar="CPUS",
+                   help="only samples (and side events) taken on these cpus: 0-2,5")
+    f.add_argument(*_free(p, "-S", "--symbols"), dest="symbols", type=symbol_list,
+                   metavar="SYM[,SYM]", help="only samples whose ip is in one of these "
+                   "functions (a hexadecimal entry: at that address), as perf's -S")
+    f.add_argument("--dsos", type=name_list, metavar="DSO[,DSO]",
+                   help="only samples whose ip is in one of these binaries "
+                        "(full path or base name)")
+    f.add_argument("--time", type=time_ranges,
+                   help="time ranges as perf writes them: start,stop (seconds)")
 
 
-def make_sample_filter(args):
-    pids = {int(x) for x in args.pid.split(",")} if args.pid else None
-    tids = {int(x) for x in args.tid.split(",")} if args.tid else None
-    comms = set(args.comm.split(",")) if args.comm else None
-    ranges = parse_time_ranges(args.time) if args.time else None
-    if not (pids or tids or comms or ranges):
+# Option values, parsed (and refused with argparse's one-line error) once.
+
+def _arg_error(message):
+    import argparse
+    return argparse.ArgumentTypeError(message)
+
+
+def int_list(text):
+    """'1,2,3' (perf's intlist): a frozenset of ints."""
+    try:
+        return frozenset(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise _arg_error("not a comma-separated list of numbers: %r" % text)
+
+
+def name_list(text):
+    """perf's strlist: comma-separated names, blanks around them dropped."""
+    return frozenset(x.strip() for x in text.split(",") if x.strip())
+
+
+def cpu_list(text):
+    """perf_cpu_map__new(): '0-2,5'; a cpu twice or a range downwards is invalid."""
+    cpus = set()
+    for part in text.split(","):
+        lo, dash, hi = part.partition("-")
+        try:
+            first = int(lo)
+            last = int(hi) if dash else first
+        except ValueError:
+            raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
+        if first < 0 or last < first:
+            raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
+        span = set(range(first, last + 1))
+        if span & cpus:
+            raise _arg_error("invalid cpu list %r: cpu listed twice" % text)
+        cpus |= span
+    return frozenset(cpus)
+
+
+def symbol_list(text):
+    """perf's -S list (symbol.c setup_list and setup_addrlist): an entry
+    that reads whole as a hexadecimal number (strtoul base 16: '0x401000',
+    '401000', and also a name such as 'add') is an address; the others are
+    symbol names.  (names, addresses)."""
+    names, addrs = set(), set()
+    for entry in name_list(text):
+        try:
+            addrs.add(int(entry, 16))
+        except ValueError:
+            names.add(entry)
+    return frozenset(names), frozenset(addrs)
+
+
+def time_ranges(text):
+    """perf's --time: 'start,stop' in seconds (either may be empty), several
+    ranges separated by spaces: [(start_ns or None, stop_ns or None)]."""
+    ranges = []
+    try:
+        for part in text.split():
+            lo, _, hi = part.partition(",")
+            ranges.append((int(float(lo) * 1e9) if lo.strip() else None,
+                           int(float(hi) * 1e9) if hi.strip() else None))
+    except ValueError:
+        raise _arg_error("invalid time range %r (start,stop in seconds)" % text)
+    return ranges
+
+
+def _parsed(value, parse):
+    return parse(value) if isinstance(value, str) else value
+
+
+def make_sample_filter(args, first_sample_time=0):
+    """The filters a sample passes before it is symbolized (pid, tid, comm,
+    cpu, time): None when none is given, so that they cost nothing.
+    first_sample_time: with --reltime perf reads --time relative to it."""
+    # (An empty list selects nothing, as perf's empty strlist.)
+    pids = _parsed(args.pid, int_list) if args.pid is not None else None
+    tids = _parsed(args.tid, int_list) if args.tid is not None else None
+    comms = _parsed(args.comm, name_list) if args.comm is not None else None
+    cpus = _parsed(getattr(args, "cpu", None), cpu_list)
+    ranges = None
+    if args.time:
+        ranges = [(first_sample_time + lo if lo is not None else 0,
+                   first_sample_time + hi if hi is not None else 1 << 64)
+                  for lo, hi in _parsed(args.time, time_ranges)]
+    if pids is None and tids is None and comms is None and ranges is None and cpus is None:
         return None
 
     def keep(sample):
@@ -68,22 +165,54 @@ def make_sample_filter(args):
             return False
         if comms is not None and sample.comm not in comms:
             return False
+        # perf's filter_cpu(): a sample without a cpu passes.
+        if cpus is not None and sample.cpu is not None and sample.cpu not in cpus:
+            return False
         if ranges is not None and not any(lo <= sample.time <= hi for lo, hi in ranges):
             return False
         return True
     return keep
 
 
-def parse_time_ranges(text):
-    """perf's --time: 'start,stop' in seconds (either may be empty), several
-    ranges separated by spaces."""
-    ranges = []
-    for part in text.split():
-        lo, _, hi = part.partition(",")
-        lo_ns = int(float(lo) * 1e9) if lo.strip() else 0
-        hi_ns = int(float(hi) * 1e9) if hi.strip() else (1 << 64)
-        ranges.append((lo_ns, hi_ns))
-    return ranges
+def make_leaf_filter(args):
+    """perf's -S and --dsos (machine__resolve): they look at the sample's own
+    ip only: the dso of its map (by full path or base name) and the function
+    there (not an inlined one), or for -S a hexadecimal entry equal to the
+    ip.  keep(sample, leaf_frames), or None when neither is given."""
+    syms = _parsed(getattr(args, "symbols", None), symbol_list)
+    dsos = _parsed(getattr(args, "dsos", None), name_list)
+    if syms is None and dsos is None:
+        return None
+    names, addrs = syms if syms is not None else (None, None)
+    import os
+    from .names import perf_short_name
+
+    def keep(sample, leaf):
+        frame = next((f for f in leaf if not f.inlined), None)
+        mapped = frame is not None and frame.note != "no-map"
+        if dsos is not None:
+            if not mapped:
+                return False
+            dso = frame.dso
+            if dso not in dsos and os.path.basename(dso) not in dsos and \
+                    _module_name(dso) not in dsos:
+                return False
+        if names is not None:
+            if frame is not None and frame.symbol is not None and \
+                    perf_short_name(frame.symbol) in names:
+                return True
+            return mapped and sample.ip in addrs
+        return True
+    return keep
+
+
+def _module_name(path):
+    """A kernel module's perf short name: /lib/modules/.../nf_nat.ko -> [nf_nat]."""
+    if not path.endswith((".ko", ".ko.xz", ".ko.gz", ".ko.zst")):
+        return None
+    import os
+    base = os.path.basename(path).split(".ko")[0]
+    return "[%s]" % base.replace("-", "_")
 
 
 def kernel_symbols_from_args(pf, args):
@@ -98,8 +227,45 @@ def kernel_symbols_from_args(pf, args):
     return args.kallsyms
 
 
-def make_sample_symbolizer(pf, args, side_events=()):
-    """The SampleSymbolizer the options describe."""
+def first_sample_time(pf):
+    """The file's first sample time (HEADER_SAMPLE_TIME), or 0."""
+    from ..format.constants import Feature
+    from ..format.errors import PerfDataError
+    try:
+        got = pf.feature(Feature.SAMPLE_TIME)
+    except PerfDataError:
+        return 0
+    return (got or {}).get("first_sample_time", 0) or 0
+
+
+def check_cpu_filter(pf, args):
+    """perf_session__cpu_bitmap(): -C needs samples that carry their cpu."""
+    if getattr(args, "cpu", None) is None:
+        return
+    from ..format.constants import SampleType as ST
+    from ..format.errors import PerfDataError
+    first = {}
+    for ea in pf.attrs:
+        if ea.attr["type"] < 6:         # PERF_TYPE_MAX: not the dynamic PMUs
+            first.setdefault(ea.attr["type"], ea)
+    if any(not ea.sample_type & ST.CPU for ea in first.values()):
+        raise PerfDataError("the file does not contain CPU events (record with "
+                            "--sample-cpu or -a): remove -C to proceed")
+    from ..format.constants import Feature
+    try:
+        nr = (pf.feature(Feature.NRCPUS) or {}).get("nr_cpus_available")
+    except PerfDataError:
+        nr = None
+    cpus = _parsed(args.cpu, cpu_list)
+    if nr and cpus and max(cpus) >= nr:
+        # perf_session__cpu_bitmap(): "Requested CPU %d too large".
+        raise PerfDataError("-C: cpu %d is not one of the recording machine's %d cpus"
+                            % (max(cpus), nr))
+
+
+def make_sample_symbolizer(pf, args, side_events=(), order="time"):
+    """The SampleSymbolizer the options describe (order='file' for perf
+    script's --show-round-events, which turns perf's time ordering off)."""
     from symbolize import Symbolizer
     from ..symbolized import SampleSymbolizer
     from symbolize.debuginfod import make_locator
@@ -125,10 +291,38 @@ def make_sample_symbolizer(pf, args, side_events=()):
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
-    return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=args.unwind,
-                            filters=make_sample_filter(args), dwarf_inline=not args.no_inline,
-                            side_events=side_events,
+    check_cpu_filter(pf, args)
+    # perf script --reltime reads --time relative to the first sample
+    # (perf_time__parse_for_ranges_reltime(), which refuses a file that does
+    # not say when that was).
+    base = 0
+    if args.time and getattr(args, "reltime", False):
+        base = first_sample_time(pf)
+        if not base:
+            from ..format.errors import PerfDataError
+            raise PerfDataError("--reltime --time: the file has no first sample time "
+                                "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
+    cpus = getattr(args, "cpu", None)
+    # -G (perf script's --hide-call-graph): only the sample's own ip.
+    unwind = "none" if getattr(args, "hide_call_graph", False) else args.unwind
+    return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=unwind,
+                            filters=make_sample_filter(args, base),
+                            leaf_filter=make_leaf_filter(args),
+                            dwarf_inline=not args.no_inline,
+                            side_events=side_events, side_cpus=cpus, order=order,
                             strict=getattr(args, "strict", False))
+
+
+def shown_kernel_path(samples, args):
+    """perf script --show-kernel-path prints the kernel dso's long name: the
+    vmlinux its symbols were read from (dso__load_vmlinux); from kallsyms
+    that name stays [kernel.kallsyms], so then nothing changes.  None or the
+    path."""
+    if not getattr(args, "show_kernel_path", False) or not getattr(args, "vmlinux", None):
+        return None
+    table = getattr(samples.symbolizer, "_kallsyms", None)
+    return args.vmlinux if table is not None and not isinstance(table, str) and len(table) \
+        else None
 
 
 class SampleRun:

@@ -8,8 +8,10 @@ frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 import json
 import os
 
-from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, AttrType, RecordType as RT,
+from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
+                                MISC_SWITCH_OUT_PREEMPT, AttrType, RecordType as RT,
                                 SampleType as ST)
+from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
 from .names import perf_short_name
 from .tracefmt import TracePrinter
@@ -90,12 +92,42 @@ def format_time(ns, nanosecs=False):
     return "%12s: " % ("%d.%06d" % (secs, rest // 1000))
 
 
+class RelativeTime:
+    """perf script's --reltime and --deltatime (perf_sample__fprintf_start):
+    the time of every printed line, sample or side event, less the first
+    non-zero time printed, or less the previous line's (0 for the first)."""
+
+    def __init__(self, delta):
+        self.delta = delta
+        self.last = 0
+
+    def __call__(self, t):
+        if self.delta:
+            last, self.last = self.last, t
+            return t - last if last else 0
+        if not self.last:
+            self.last = t
+        return t - self.last
+
+
 class ScriptFormatter:
-    def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None):
-        """kernel_symbols: a kallsyms table for %pS-style tracepoint fields."""
+    def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None,
+                 hide_call_graph=False, reltime=False, deltatime=False,
+                 full_source_path=False, kernel_path=None, feature_printer=None):
+        """kernel_symbols: a kallsyms table for %pS-style tracepoint fields
+        (and TEXT_POKE addresses).  hide_call_graph: perf's -G, a sample on
+        one line with its own ip.  reltime/deltatime: times relative to the
+        first line / the previous one.  kernel_path: the kernel dso's name
+        with --show-kernel-path (the vmlinux its symbols came from).
+        feature_printer: prints a pipe's HEADER_FEATURE records (--header)."""
         self.pf = pf
         self.spec = parse_field_spec(field_spec)
         self.nanosecs = nanosecs
+        self.hide_call_graph = hide_call_graph
+        self.reltime = RelativeTime(deltatime) if (reltime or deltatime) else None
+        self.full_source_path = full_source_path
+        self.kernel_path = kernel_path
+        self.feature_printer = feature_printer
         self._name_width = None
         self._stacks = {}
         self._has = {}
@@ -108,8 +140,10 @@ class ScriptFormatter:
     def fields_for(self, event):
         got = self._fields.get(event.index)
         if got is None:
-            tp_chain = any(ea.attr["type"] == AttrType.TRACEPOINT and
-                           ea.sample_type & ST.CALLCHAIN for ea in self.pf.attrs)
+            # (Not with -G: perf's use_callchain is off then.)
+            tp_chain = not self.hide_call_graph and any(
+                ea.attr["type"] == AttrType.TRACEPOINT and ea.sample_type & ST.CALLCHAIN
+                for ea in self.pf.attrs)
             if self.spec is None or self.spec[0] not in (None, event.attr["type"]):
                 got = default_fields(event, tp_chain)
             else:
@@ -136,7 +170,7 @@ class ScriptFormatter:
             layout = self._has[fields] = self._layout(fields)
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
-        has_stack = event.has_callchain or len(sample.frames) > 1
+        has_stack = (event.has_callchain or len(sample.frames) > 1) and not self.hide_call_graph
         header = self._headers.get((event.index, has_stack))
         if header is None:
             header = self._headers[(event.index, has_stack)] = \
@@ -146,9 +180,8 @@ class ScriptFormatter:
         except TypeError:           # a field the event should have is missing
             out = [self._header_text(sample, layout, has_stack)]
         if f_trace and "raw" in sample.fields:
+            # (The space or newline after it is the ip's, as in perf.)
             out.append(self._trace(sample))
-            if not (f_ip and has_stack):
-                out.append(" ")
         for field in before_ip:
             field(sample, out)
         if f_ip and has_stack:
@@ -159,8 +192,12 @@ class ScriptFormatter:
             out.append("\n")
             return "".join(out)
         if f_ip and sample.frames:
-            # Without a stack perf prints the sample's own address (avma).
-            out.append(self._frame_line(sample.frames[0], has, " ", "", sample.ip))
+            # Without a stack perf prints the sample's own address (avma)
+            # and the function there (sample__fprintf_sym: not an inlined one).
+            frame = sample.frames[0]
+            if frame.inlined:
+                frame = next((f for f in sample.frames if not f.inlined), frame)
+            out.append(self._frame_line(frame, has, " ", "", sample.ip))
         for field in after_ip:
             field(sample, out)
         out.append("\n")
@@ -183,7 +220,8 @@ class ScriptFormatter:
         if f_cpu and sample.cpu is not None:
             out.append("[%03d] " % sample.cpu)
         if f_time:
-            out.append(format_time(sample.time, self.nanosecs))
+            t = sample.time if self.reltime is None else self.reltime(sample.time)
+            out.append(format_time(t, self.nanosecs))
         if f_period:
             out.append("%10d " % sample.period)
         if f_event:
@@ -217,10 +255,13 @@ class ScriptFormatter:
         if f_cpu and event.sample_type & ST.CPU:
             fmt.append("[%03d] ")
             args.append("s.cpu")
+        time = "s.time"
         if f_time:
+            if self.reltime is not None:
+                time = "t"          # t = rel(s.time), once per line
             fmt.append("%5d.%09d: " if self.nanosecs else "%5d.%06d: ")
-            args += ["s.time // 1000000000",
-                     "s.time % 1000000000" + ("" if self.nanosecs else " // 1000")]
+            args += ["%s // 1000000000" % time,
+                     "%s %% 1000000000%s" % (time, "" if self.nanosecs else " // 1000")]
         if f_period:
             fmt.append("%10d ")
             args.append("s.period")
@@ -230,8 +271,10 @@ class ScriptFormatter:
         if not args:
             text = text % ()
             return lambda s: text
-        namespace = {}
-        exec("def header(s):\n    return %r %% (%s,)\n" % (text, ", ".join(args)), namespace)
+        namespace = {"rel": self.reltime}
+        body = "    t = rel(s.time)\n" if time == "t" else ""
+        exec("def header(s):\n%s    return %r %% (%s,)\n" % (body, text, ", ".join(args)),
+             namespace)
         return namespace["header"]
 
     # The memory fields, each as process_event() prints it; a field that the
@@ -279,27 +322,64 @@ class ScriptFormatter:
             out.append(" " + page_size_name(size))
 
     def format_side_event(self, event):
-        """A --show-mmap-events / --show-task-events line: the sample_id
-        fields of the record as the start of a sample line, then the record."""
+        """A --show-*-events line (perf script's print_event_with_time()):
+        the start of a sample line from the record's sample_id (comm,
+        pid/tid, cpu, time), then the record as perf_event__fprintf()
+        prints it."""
         rec, f = event.record, event.fields
+        rtype = rec.type
+        if rtype == RT.FINISHED_ROUND:
+            # process_finished_round_event(): the record alone.
+            return "PERF_RECORD_FINISHED_ROUND\n"
+        if rtype == RT.HEADER_FEATURE:
+            printer = self.feature_printer
+            return printer.feed_record(f) if printer is not None else ""
         ea = rec.attr
-        sid = f.get("sample_id") or {}
         out = []
         if ea is not None:
+            if ea.sample_id_all:
+                sid = f.get("sample_id") or {}
+                pid, tid = _s32(sid.get("pid", -1)), _s32(sid.get("tid", -1))
+                cpu, time = _s32(sid.get("cpu", -1)), sid.get("time", 0)
+            else:
+                # Without sample_id_all perf uses what the record says.
+                cpu = 0
+                time = f.get("time", 0) if rtype in (RT.FORK, RT.EXIT) else 0
+                if "pid" in f and "tid" in f and rtype != RT.KSYMBOL:
+                    pid, tid = _s32(f["pid"]), _s32(f["tid"])
+                else:
+                    pid = tid = -1
             fields = self.fields_for(ea)
             has = set(fields).__contains__
-            comm = event.thread.comm if event.thread is not None else ":-1"
             if has("comm"):
-                chain = has("ip") and bool(ea.sample_type & ST.CALLCHAIN)
+                comm = event.thread.comm if event.thread is not None else ":-1"
+                chain = has("ip") and bool(ea.sample_type & ST.CALLCHAIN) and \
+                    not self.hide_call_graph
                 out.append(("%s " if chain else "%16s ") % comm)
-            if has("tid"):
-                out.append("%5d " % _s32(sid.get("tid", 0)))
-            if has("cpu") and "cpu" in sid:
-                out.append("[%03d] " % sid["cpu"])
+            if has("pid") and has("tid"):
+                out.append("%5d/%-5d " % (pid, tid))
+            elif has("pid"):
+                out.append("%5d " % pid)
+            elif has("tid"):
+                out.append("%5d " % tid)
+            if has("cpu"):
+                out.append("[%03d] " % cpu)
             if has("time"):
-                out.append(format_time(sid.get("time", 0), self.nanosecs))
-        out.append(describe_side_event(rec.type, rec.misc, f))
+                if self.reltime is not None:
+                    time = self.reltime(time)
+                out.append(format_time(time, self.nanosecs))
+        out.append(describe_side_event(rtype, rec.misc, f, self._kernel_symbol_at))
         return "".join(out) + "\n"
+
+    def _kernel_symbol_at(self, address):
+        """'name+0xoff' of a kernel address (TEXT_POKE), or ''."""
+        table = self.kernel_symbols
+        if callable(table) and not hasattr(table, "lookup"):
+            table = self.kernel_symbols = table()
+        sym = table.lookup(address) if table is not None else None
+        if sym is None:
+            return ""
+        return "%s+0x%x" % (sym.name, address - sym.start)
 
     def _stack_text(self, frames, fields, has):
         """The callchain lines; samples sharing a stack share its text."""
@@ -326,11 +406,17 @@ class ScriptFormatter:
         if fr.inlined:
             parts.append(" (inlined)")
         elif has("dso"):
-            parts.append(" (%s)" % fr.dso)
+            if self.kernel_path is not None and fr.kernel and fr.dso == KERNEL_DSO:
+                parts.append(" (%s)" % self.kernel_path)
+            else:
+                parts.append(" (%s)" % fr.dso)
         if has("srcline") and fr.srcline:
-            # perf prints the file's base name (no --full-source-path).
+            # perf prints the file's base name, the whole path with
+            # --full-source-path.
             path, _, line = fr.srcline.rpartition(":")
-            parts.append("\n  %s:%s" % (os.path.basename(path), line))
+            if not self.full_source_path:
+                path = os.path.basename(path)
+            parts.append("\n  %s:%s" % (path, line))
         parts.append(end)
         return "".join(parts)
 
@@ -356,8 +442,13 @@ def _s32(value):
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def describe_side_event(rtype, misc, f):
-    """perf_event__fprintf() of a COMM, FORK, EXIT, MMAP or MMAP2 record."""
+# perf_ns__names (util/namespaces.c).
+_NAMESPACES = ("net", "uts", "ipc", "pid", "user", "mnt", "cgroup")
+
+
+def describe_side_event(rtype, misc, f, kernel_symbol_at=None):
+    """perf_event__fprintf() of a record (util/event.c), without its last
+    newline.  kernel_symbol_at(address): 'sym+0xoff' for TEXT_POKE."""
     if rtype == RT.COMM:
         return "PERF_RECORD_COMM%s: %s:%d/%d" % (" exec" if misc & MISC_COMM_EXEC else "",
                                                  f["comm"], _s32(f["pid"]), _s32(f["tid"]))
@@ -379,7 +470,116 @@ def describe_side_event(rtype, misc, f):
         return "PERF_RECORD_MMAP2 %d/%d: [%s(%s) @ %s %s]: %s %s" % (
             _s32(f["pid"]), _s32(f["tid"]), _c_hex(f["start"]), _c_hex(f["len"]),
             _c_hex(f["pgoff"]), where, perms, f["filename"])
-    return "PERF_RECORD_%s" % RT(rtype).name
+    if rtype in (RT.SWITCH, RT.SWITCH_CPU_WIDE):
+        out = misc & MISC_SWITCH_OUT
+        in_out = "IN         " if not out else \
+            "OUT preempt" if misc & MISC_SWITCH_OUT_PREEMPT else "OUT        "
+        if rtype == RT.SWITCH:
+            return "PERF_RECORD_SWITCH %s" % in_out
+        return "PERF_RECORD_SWITCH_CPU_WIDE %s  %s pid/tid: %5d/%-5d" % (
+            in_out, "next" if out else "prev", _s32(f["next_prev_pid"]),
+            _s32(f["next_prev_tid"]))
+    if rtype == RT.LOST:
+        return "PERF_RECORD_LOST lost %d" % f["lost"]
+    if rtype == RT.NAMESPACES:
+        links = f["link_info"]
+        parts = ["PERF_RECORD_NAMESPACES %d/%d - nr_namespaces: %d\n\t\t[" % (
+            _s32(f["pid"]), _s32(f["tid"]), f["nr_namespaces"] & 0xffffffff)]
+        for idx, link in enumerate(links):
+            if idx and idx % 4 == 0:
+                parts.append("\n\t\t ")
+            parts.append("%d/%s: %d/%s%s" % (
+                idx, _NAMESPACES[idx] if idx < len(_NAMESPACES) else "UNKNOWN",
+                link["dev"], _c_hex(link["ino"]), ", " if idx + 1 != len(links) else "]"))
+        return "".join(parts)
+    if rtype == RT.CGROUP:
+        return "PERF_RECORD_CGROUP cgroup: %d %s" % (f["id"], f["path"])
+    if rtype == RT.KSYMBOL:
+        return "PERF_RECORD_KSYMBOL addr %x len %d type %d flags 0x%x name %s" % (
+            f["addr"], f["len"], f["ksym_type"], f["flags"], f["name"])
+    if rtype == RT.BPF_EVENT:
+        return "PERF_RECORD_BPF_EVENT type %d, flags %d, id %d" % (
+            f["type"], f["flags"], f["id"])
+    if rtype == RT.TEXT_POKE:
+        name = kernel_symbol_at(f["addr"]) if kernel_symbol_at is not None else ""
+        lines = ["PERF_RECORD_TEXT_POKE %x %s old len %d new len %d" % (
+            f["addr"], name, f["old_len"], f["new_len"])]
+        for label, data in (("Old", f["old_bytes"]), ("New", f["new_bytes"])):
+            # binary__fprintf(): 16 bytes a line.
+            for at in range(0, len(data), 16):
+                lines.append("            %s bytes: %s" % (
+                    label, " ".join("%02x" % b for b in data[at:at + 16])))
+        return "\n".join(lines)
+    return "PERF_RECORD_%s" % _record_name(rtype)
+
+
+def _record_name(rtype):
+    try:
+        return RT(rtype).name
+    except ValueError:
+        return "%d" % rtype
+
+
+# perf script's --show-*-events and the record types each prints (__cmd_script).
+SHOW_EVENTS = (
+    ("mmap", "MMAP/MMAP2", (RT.MMAP, RT.MMAP2)),
+    ("task", "COMM/FORK/EXIT", (RT.COMM, RT.FORK, RT.EXIT)),
+    ("switch", "SWITCH/SWITCH_CPU_WIDE (perf record --switch-events)",
+     (RT.SWITCH, RT.SWITCH_CPU_WIDE)),
+    ("namespace", "NAMESPACES (perf record --namespaces)", (RT.NAMESPACES,)),
+    ("cgroup", "CGROUP (perf record --all-cgroups)", (RT.CGROUP,)),
+    ("lost", "LOST", (RT.LOST,)),
+    ("round", "FINISHED_ROUND; records in file order, as perf then", (RT.FINISHED_ROUND,)),
+    ("bpf", "KSYMBOL/BPF_EVENT", (RT.KSYMBOL, RT.BPF_EVENT)),
+    ("text-poke", "TEXT_POKE and KSYMBOL (perf record --kcore)", (RT.TEXT_POKE, RT.KSYMBOL)),
+)
+
+
+def add_script_options(p):
+    """perf script's own options (perf 6.1's spellings), besides -F, --json
+    and the options every symbolizing command shares."""
+    p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
+    p.add_argument("-G", "--hide-call-graph", action="store_true",
+                   help="samples on one line, with their own ip only (no stack)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--reltime", action="store_true",
+                      help="times relative to the first line printed")
+    when.add_argument("--deltatime", action="store_true",
+                      help="times relative to the line printed before")
+    p.add_argument("--header", action="store_true",
+                   help="print the file's header (as perfdata header) first")
+    p.add_argument("--header-only", action="store_true", help="print the header only")
+    p.add_argument("-I", "--show-info", action="store_true",
+                   help="with --header: topology, caches, pmu caps too")
+    p.add_argument("--show-kernel-path", action="store_true",
+                   help="name the kernel by the --vmlinux its symbols came from")
+    p.add_argument("--full-source-path", action="store_true",
+                   help="srcline with the source file's whole path")
+    for name, what, _ in SHOW_EVENTS:
+        p.add_argument("--show-%s-events" % name, action="store_true",
+                       help="also %s records" % what)
+
+
+def script_header(pf, args):
+    """--header, --header-only (-I: the full form): the header as perf
+    script prints it first, and for a pipe the printer of the features that
+    come in the stream (perf prints them as it meets them; with
+    --header-only it stops before)."""
+    from .header import PipeFeaturePrinter, describe_header, describe_pipe_header_start
+    if not pf.is_pipe:
+        return describe_header(pf, full=args.show_info), None
+    printer = PipeFeaturePrinter(pf, full=args.show_info)
+    printer.record_type = RT.HEADER_FEATURE
+    return describe_pipe_header_start(pf), printer
+
+
+def side_event_types(args):
+    """The record types the --show-*-events options ask for."""
+    types = set()
+    for name, _, rtypes in SHOW_EVENTS:
+        if getattr(args, "show_%s_events" % name.replace("-", "_"), False):
+            types.update(rtypes)
+    return types
 
 
 def sample_to_json(sample):

@@ -1,0 +1,419 @@
+"""`perfdata script` with perf script's options (-c/--comms, -C, -S, --dsos,
+-G, --show-*-events, --reltime, --deltatime, --header, --header-only,
+--full-source-path, -k) against `perf script` 6.1 given the same command line.
+
+Files: small recordings made here at test time with perf (context switches,
+namespaces, cgroups; BPF program loads; lost records), skipped with a reason
+where perf cannot record them, and the bundled samples/*.data, which perf reads
+with the build-id store samples/buildids as its build-id dir.  Outputs are
+compared byte for byte; where the stacks of a recording could differ for
+reasons these options do not touch (the shell's frames), with -G or on the
+lines that are not stack frames.
+"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PERF, requires_perf, requires_perf_tool, run_cli
+from perfdata.format.constants import (MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT,
+                                       RecordType as RT)
+from perfdata.views.script import describe_side_event
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+BUILDIDS = SAMPLES / "buildids"
+
+
+def perf_script(path, args, home, cwd=None, buildid_dir=None):
+    cmd = [PERF] + (["--buildid-dir", str(buildid_dir)] if buildid_dir else []) + \
+        ["script", "-i", str(path)] + list(args)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd,
+                         env=dict(os.environ, HOME=str(home)), errors="replace")
+    return res.returncode, res.stdout
+
+
+def ours(path, args, buildid_dir):
+    rc, out, err = run_cli(["script", str(path), "--buildid-dir", str(buildid_dir)]
+                           + list(args))
+    assert rc == 0, err
+    return out
+
+
+def assert_same(mine, theirs, what):
+    """Byte-for-byte, with the first differing line in the message."""
+    if mine != theirs:
+        a, b = mine.splitlines(), theirs.splitlines()
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                pytest.fail("%s: line %d differs\n ours: %r\n perf: %r" % (what, i + 1, x, y))
+        pytest.fail("%s: %d lines, perf %d" % (what, len(a), len(b)))
+
+
+def not_frames(text):
+    """The lines that are not stack frames (sample headers, side events)."""
+    return "\n".join(l for l in text.splitlines() if not l.startswith("\t") and l.strip())
+
+
+# ------------------------------------------------------------ recordings
+def _record(tmp, name, opts, workload):
+    """perf record into tmp/name.data with HOME=tmp (perf's build-id cache
+    there, read back by both tools); None when perf cannot do it here."""
+    path = tmp / (name + ".data")
+    res = subprocess.run([PERF, "record", "-q", "-o", str(path)] + opts + ["--"] + workload,
+                         capture_output=True, timeout=120, env=dict(os.environ, HOME=str(tmp)))
+    if res.returncode != 0 or not path.exists():
+        return None, res.stderr.decode("utf-8", "replace").strip()[-300:]
+    return path, ""
+
+
+def _counts(path):
+    import perfdata
+    counts = {}
+    with perfdata.open(str(path)) as pf:
+        for rec in pf.records(order="file"):
+            counts[rec.type] = counts.get(rec.type, 0) + 1
+    return counts
+
+
+# A shell that forks a sleeper and busy-loops: context switches, a FORK, an
+# EXIT and their namespaces.
+SHELL_LOAD = ["sh", "-c", "sleep 0.05; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; "
+                          "sleep 0.02"]
+
+# Loads a trivial BPF socket filter twice (r0 = 0; exit): the kernel reports
+# each load and unload as KSYMBOL and BPF_EVENT records to the task's events.
+BPF_LOADER = r"""
+import ctypes, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+insns = ctypes.create_string_buffer(struct.pack("<BBhiBBhi", 0xb7, 0, 0, 0, 0x95, 0, 0, 0))
+lic = ctypes.create_string_buffer(b"GPL")
+attr = ctypes.create_string_buffer(128)
+struct.pack_into("<IIQQ", attr, 0, 1, 2, ctypes.addressof(insns), ctypes.addressof(lic))
+for _ in range(2):
+    fd = libc.syscall(321, 5, attr, 128)        # bpf(BPF_PROG_LOAD)
+    if fd >= 0:
+        os.close(fd)
+sum(i for i in range(300000))
+"""
+
+
+@pytest.fixture(scope="module")
+def switch_file(tmp_path_factory):
+    if not _can_record():
+        pytest.skip("perf cannot record here")
+    tmp = tmp_path_factory.mktemp("switch")
+    path, why = _record(tmp, "switch", ["--switch-events", "--namespaces", "--all-cgroups",
+                                        "-e", "cpu-clock", "-F", "1000", "-g"], SHELL_LOAD)
+    if path is None:
+        pytest.skip("perf record --switch-events --namespaces --all-cgroups: %s" % why)
+    counts = _counts(path)
+    if not counts.get(RT.SWITCH) or not counts.get(RT.NAMESPACES):
+        pytest.skip("the kernel wrote no SWITCH/NAMESPACES records")
+    return path, tmp
+
+
+@pytest.fixture(scope="module")
+def bpf_file(tmp_path_factory):
+    if not _can_record():
+        pytest.skip("perf cannot record here")
+    tmp = tmp_path_factory.mktemp("bpf")
+    path, why = _record(tmp, "bpf", ["-e", "cpu-clock", "-F", "1000"],
+                        [sys.executable, "-c", BPF_LOADER])
+    if path is None:
+        pytest.skip("perf record: %s" % why)
+    counts = _counts(path)
+    if not counts.get(RT.KSYMBOL) or not counts.get(RT.BPF_EVENT):
+        pytest.skip("no KSYMBOL/BPF_EVENT records: loading a BPF program is not allowed here")
+    return path, tmp
+
+
+@pytest.fixture(scope="module")
+def lost_file(tmp_path_factory):
+    """Samples of 16 KiB of stack into a 1-page ring buffer: none fits, and
+    the kernel writes LOST records instead."""
+    if not _can_record():
+        pytest.skip("perf cannot record here")
+    tmp = tmp_path_factory.mktemp("lost")
+    path, why = _record(tmp, "lost", ["-m", "1", "--call-graph", "dwarf,16384", "-e",
+                                      "cpu-clock", "-F", "5000"],
+                        [sys.executable, "-c", "sum(i for i in range(300000))"])
+    if path is None:
+        pytest.skip("perf record -m 1: %s" % why)
+    if not _counts(path).get(RT.LOST):
+        pytest.skip("the kernel lost no records")
+    return path, tmp
+
+
+_CAN = []
+
+
+def _can_record():
+    if not _CAN:
+        from conftest import _CAN_RECORD
+        _CAN.append(_CAN_RECORD)
+    return _CAN[0]
+
+
+# ------------------------------------------------ side events, recorded
+SWITCH_CASES = [
+    ["--show-switch-events", "-G"],
+    ["--show-namespace-events", "--show-cgroup-events", "--show-task-events", "-G"],
+    ["--show-switch-events", "--show-namespace-events", "--show-cgroup-events",
+     "--show-task-events", "--show-mmap-events", "--show-lost-events", "--show-bpf-events",
+     "--show-round-events", "-G"],
+    ["--show-round-events", "-G"],
+    ["--show-switch-events", "--reltime", "-G"],
+    ["--show-switch-events", "--show-task-events", "--deltatime", "--ns", "-G"],
+    ["--show-switch-events", "-G", "-F", "comm,pid,tid,time,event,ip,sym"],
+    ["--header", "--show-switch-events", "-G"],
+    ["--show-switch-events", "--show-task-events", "-c", "sleep", "-G"],
+]
+
+
+@requires_perf
+@pytest.mark.parametrize("args", SWITCH_CASES, ids=" ".join)
+def test_side_events_as_perf(switch_file, args):
+    path, home = switch_file
+    rc, theirs = perf_script(path, args, home)
+    assert rc == 0
+    assert "PERF_RECORD_" in theirs or "--show" not in " ".join(args) or "-c" in args
+    assert_same(ours(path, args, home / ".debug"), theirs, " ".join(args))
+
+
+@requires_perf
+@pytest.mark.parametrize("args", [["--show-switch-events"], ["--show-task-events", "--reltime"]],
+                         ids=" ".join)
+def test_side_events_between_stacks(switch_file, args):
+    """With the call graph: the side events and sample headers as perf's."""
+    path, home = switch_file
+    rc, theirs = perf_script(path, args, home)
+    assert rc == 0
+    assert_same(not_frames(ours(path, args, home / ".debug")), not_frames(theirs),
+                " ".join(args))
+
+
+@requires_perf
+@pytest.mark.parametrize("args", [["--show-bpf-events", "-G"], ["--show-text-poke-events", "-G"],
+                                  ["--show-bpf-events", "--show-round-events", "-G"]],
+                         ids=" ".join)
+def test_bpf_events_as_perf(bpf_file, args):
+    path, home = bpf_file
+    rc, theirs = perf_script(path, args, home)
+    assert rc == 0 and "PERF_RECORD_KSYMBOL" in theirs
+    assert_same(ours(path, args, home / ".debug"), theirs, " ".join(args))
+
+
+@requires_perf
+@pytest.mark.parametrize("args", [["--show-lost-events", "-G"],
+                                  ["--show-lost-events", "--show-task-events", "--deltatime"]],
+                         ids=" ".join)
+def test_lost_events_as_perf(lost_file, args):
+    path, home = lost_file
+    rc, theirs = perf_script(path, args, home)
+    assert rc == 0 and "PERF_RECORD_LOST lost" in theirs
+    assert_same(ours(path, args, home / ".debug"), theirs, " ".join(args))
+
+
+# ------------------------------------------------ the bundled recordings
+BUNDLED_CASES = [
+    ("threads.fp.data", ["-C", "1"]),
+    ("threads.fp.data", ["-C", "0-1", "-G"]),
+    ("threads.fp.data", ["-c", "threads"]),
+    ("threads.fp.data", ["--comms", "nosuchcomm"]),
+    ("threads.fp.data", ["-S", "hot_alpha"]),
+    ("threads.fp.data", ["--symbols", "hot_alpha,hot_beta", "-G"]),
+    ("threads.fp.data", ["-G"]),
+    ("threads.fp.data", ["--reltime"]),
+    ("threads.fp.data", ["--deltatime", "--ns", "-G"]),
+    ("threads.fp.data", ["--reltime", "--time", "0.1,0.2", "-G"]),
+    ("threads.fp.data", ["--header"]),
+    ("threads.fp.data", ["--header-only"]),
+    ("threads.fp.data", ["--header-only", "-I"]),
+    ("threads.dwarf.data", ["-S", "hot_beta"]),
+    ("threads.dwarf.data", ["-G"]),
+    ("cpp_inline.dwarf.data", ["-G"]),
+    ("cpp_inline.dwarf.data", ["-G", "-S", "perfdemo::Mixer<unsigned long>::run,main"]),
+    ("cpp_inline.dwarf.data", ["-S", "perfdemo::detail::drive<perfdemo::Mixer<unsigned long> >"]),
+    ("cpp_inline.fp.data", ["--dsos", "cpp_inline"]),
+    ("cpp_inline.fp.data", ["-G", "-F", "comm,tid,ip,sym,srcline", "--full-source-path"]),
+    ("cpp_inline.fp.data", ["-G", "-F", "comm,tid,ip,sym,srcline"]),
+    ("two_events.data", ["--dsos", "libc.so.6", "--kallsyms", "/dev/null"]),
+    ("two_events.data", ["--dsos", "[kernel.kallsyms]", "-G", "--kallsyms", "/dev/null"]),
+    ("two_events.data", ["--dsos", "/usr/lib/x86_64-linux-gnu/libc.so.6,[vdso]",
+                         "--kallsyms", "/dev/null"]),
+    # perf names the PLT stub _init+0x40 (perfdata strlen@plt): no sym here.
+    ("plt_loop.fp.data", ["-S", "401040", "-G", "-F", "comm,tid,time,ip,dso"]),
+    ("tracepoint.data", ["-G", "--kallsyms", "/dev/null"]),
+    ("tracepoint.data", ["-F", "comm,tid,event,trace"]),
+    ("cpp_inline.fp.pipe.data", ["--header"]),
+    ("cpp_inline.fp.pipe.data", ["--header", "-I", "--show-round-events"]),
+    ("cpp_inline.fp.pipe.data", ["--header-only"]),
+]
+
+
+@requires_perf_tool
+@pytest.mark.parametrize("name,args", BUNDLED_CASES,
+                         ids=["%s %s" % (n, " ".join(a)) for n, a in BUNDLED_CASES])
+def test_bundled_as_perf(name, args, tmp_path):
+    rc, theirs = perf_script(name, args, tmp_path, cwd=SAMPLES, buildid_dir=BUILDIDS)
+    assert rc == 0
+    mine = ours(SAMPLES / name, ["--debug-dir", str(BUILDIDS)] + args, BUILDIDS)
+    assert_same(mine, theirs, "%s %s" % (name, " ".join(args)))
+
+
+def test_filters_select_what_they_name():
+    """The filters without perf: each keeps exactly the samples it names."""
+    data = str(SAMPLES / "threads.fp.data")
+    base = ["script", data, "--buildid-dir", str(BUILDIDS), "-G", "-F", "comm,tid,cpu,ip,sym,dso"]
+    _, every, _ = run_cli(base)
+    lines = every.splitlines()
+    _, cpu1, _ = run_cli(base + ["-C", "1"])
+    assert cpu1.splitlines() == [l for l in lines if "[001]" in l] and cpu1
+    _, alpha, _ = run_cli(base + ["-S", "hot_alpha"])
+    assert alpha.splitlines() == [l for l in lines if " hot_alpha (" in l] and alpha
+    _, libc, _ = run_cli(base + ["--dsos", "libc.so.6"])
+    assert libc.splitlines() == [l for l in lines if l.endswith("/libc.so.6)")]
+    assert len(libc.splitlines()) < len(lines)
+    rc, comm, _ = run_cli(base + ["-c", "threads,other", "--comm", "threads"])
+    assert rc == 0 and comm == every
+
+
+def test_pipe_header_from_stdin():
+    """--header on a pipe: the features arrive among the records; reading them
+    must not swallow the samples of a stream that cannot be read twice."""
+    data = (SAMPLES / "cpp_inline.fp.pipe.data").read_bytes()
+    cmd = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())", "script", "-",
+           "--header", "--buildid-dir", str(BUILDIDS), "-G"]
+    res = subprocess.run(cmd, input=data, capture_output=True, cwd=REPO, timeout=120)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout.decode()
+    _, from_file, _ = run_cli(["script", str(SAMPLES / "cpp_inline.fp.pipe.data"), "--header",
+                               "--buildid-dir", str(BUILDIDS), "-G"])
+    # (The capture time of a stream is its reading time.)
+    strip = lambda t: [l for l in t.splitlines() if not l.startswith("# captured on")]
+    assert strip(text) == strip(from_file)
+    assert "# cmdline" in text and text.count("cpu-clock:u:") > 100
+
+
+# ------------------------------------------------ bad values: usage errors
+@pytest.mark.parametrize("args", [["-C", "0-x"], ["-C", "3-1"], ["-C", "1,1"],
+                                  ["--pid", "abc"], ["--tid", "1,x"], ["--time", "abc"],
+                                  ["--reltime", "--deltatime"]], ids=" ".join)
+def test_bad_values_are_usage_errors(args):
+    rc, out, err = run_cli(["script", str(SAMPLES / "threads.fp.data")] + args)
+    assert rc == 2 and out == ""
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
+        "perfdata script: error: argument")
+
+
+@requires_perf_tool
+def test_cpu_beyond_the_recording_refused_like_perf(tmp_path):
+    """threads.fp.data was recorded on 2 cpus: perf refuses -C 2 ("Requested
+    CPU 2 too large"), and so do we, in one line."""
+    rc, out, err = run_cli(["script", str(SAMPLES / "threads.fp.data"), "-C", "2"])
+    assert rc == 2 and out == "" and "cpu 2 is not one of" in err
+    res = subprocess.run([PERF, "script", "-i", "threads.fp.data", "-C", "2"], cwd=SAMPLES,
+                         capture_output=True, text=True, env=dict(os.environ, HOME=str(tmp_path)))
+    assert "too large" in res.stderr and res.stdout == ""
+
+
+@requires_perf
+def test_cpu_filter_refused_like_perf(switch_file):
+    """perf refuses -C when the samples do not carry their cpu: so do we, in
+    one line (the bundled recordings all have --sample-cpu)."""
+    path, home = switch_file       # recorded without --sample-cpu
+    rc, out, err = run_cli(["script", str(path), "-C", "0"])
+    assert rc == 2 and out == "" and "remove -C" in err
+    assert perf_script(path, ["-C", "0"], home)[0] != 0
+
+
+# ------------------------------------------- records no recording here has
+def test_switch_cpu_wide_and_text_poke_text():
+    """The forms of perf_event__fprintf_switch() and _text_poke() (util/event.c)
+    for records perf cannot make on this machine (SWITCH_CPU_WIDE needs -a on
+    a kernel that has it, TEXT_POKE needs --kcore)."""
+    out = describe_side_event(RT.SWITCH_CPU_WIDE, MISC_SWITCH_OUT,
+                              {"next_prev_pid": 1760, "next_prev_tid": 1761})
+    assert out == "PERF_RECORD_SWITCH_CPU_WIDE OUT          next pid/tid:  1760/1761 "
+    out = describe_side_event(RT.SWITCH_CPU_WIDE, 0, {"next_prev_pid": 0, "next_prev_tid": 0})
+    assert out == "PERF_RECORD_SWITCH_CPU_WIDE IN           prev pid/tid:     0/0    "
+    out = describe_side_event(RT.SWITCH, MISC_SWITCH_OUT | MISC_SWITCH_OUT_PREEMPT, {})
+    assert out == "PERF_RECORD_SWITCH OUT preempt"
+    poke = {"addr": 0xffffffff81000010, "old_len": 5, "new_len": 17,
+            "old_bytes": bytes(range(5)), "new_bytes": bytes(range(17))}
+    out = describe_side_event(RT.TEXT_POKE, 0, poke, lambda a: "do_thing+0x10")
+    assert out.splitlines() == [
+        "PERF_RECORD_TEXT_POKE ffffffff81000010 do_thing+0x10 old len 5 new len 17",
+        "            Old bytes: 00 01 02 03 04",
+        "            New bytes: 00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f",
+        "            New bytes: 10"]
+    out = describe_side_event(RT.TEXT_POKE, 0, dict(poke, old_len=0, old_bytes=b""), None)
+    assert out.splitlines()[0] == "PERF_RECORD_TEXT_POKE ffffffff81000010  old len 0 new len 17"
+
+
+@requires_perf_tool
+def test_corpus_side_events_as_perf(corpus, tmp_path):
+    """Other people's recordings: the SWITCH, NAMESPACES, LOST, CGROUP lines
+    (their kernel frames are this machine's guesses in perf, left out)."""
+    args = ["--show-switch-events", "--show-namespace-events", "--show-lost-events",
+            "--show-cgroup-events", "-G"]
+    compared = 0
+    for name in ("quipper__perf.data.ctx_switch_namespaces-4.14",
+                 "quipper__perf.data.piped.ctx_switch_namespaces-4.14",
+                 "haskell-linux-perf__noargs.perf.data", "simpleperf__perf_g_fp.data",
+                 "perfparser__fork_static_gcc_perf.data.zstd",
+                 "perfparser__parallel_static_gcc_perf.data.zstd"):
+        path = corpus / "perfdata" / name
+        if not path.exists():
+            continue
+        rc, theirs = perf_script(path, args, tmp_path)
+        if rc != 0:
+            continue
+        side = lambda t: [l for l in t.splitlines() if "PERF_RECORD_" in l or l[:1] == "\t"]
+        mine = side(ours(path, args, tmp_path))
+        assert mine == side(theirs), name
+        compared += len(mine)
+    if not compared:
+        pytest.skip("no corpus file with these records read by perf here")
+
+
+def test_show_kernel_path_names_the_vmlinux():
+    """--show-kernel-path with a --vmlinux in use: the kernel dso is printed
+    by that path, as perf prints dso->long_name; without one, unchanged."""
+    from perfdata.views.script import ScriptFormatter
+    from perfdata.symbolized import StackFrame
+    import perfdata
+    with perfdata.open(str(SAMPLES / "two_events.data")) as pf:
+        fmt = ScriptFormatter(pf, "ip,sym,dso", kernel_path="/boot/vmlinux-x")
+        plain = ScriptFormatter(pf, "ip,sym,dso")
+        has = {"ip", "sym", "dso"}.__contains__
+        frame = StackFrame(0xffffffff81000000, 0xffffffff81000000, "f", 0,
+                           "[kernel.kallsyms]", kernel=True)
+        user = StackFrame(0x1000, 0x1000, "g", 0, "/bin/x")
+        assert fmt._frame_line(frame, has, "\t", "") == "\tffffffff81000000 f (/boot/vmlinux-x)"
+        assert plain._frame_line(frame, has, "\t", "").endswith("([kernel.kallsyms])")
+        assert fmt._frame_line(user, has, "\t", "").endswith("(/bin/x)")
+    # -k is --vmlinux; without a usable one --show-kernel-path changes nothing.
+    base = ["script", str(SAMPLES / "two_events.data"), "--buildid-dir", str(BUILDIDS),
+            "--kallsyms", "/dev/null", "-G"]
+    _, a, _ = run_cli(base)
+    _, b, _ = run_cli(base + ["--show-kernel-path"])
+    assert a == b and "[kernel.kallsyms]" in a
+
+
+def test_reltime_time_needs_the_first_sample_time(corpus):
+    """perf refuses --reltime --time on a file without HEADER_SAMPLE_TIME
+    (perf_time__parse_for_ranges_reltime); one line, exit 2, as any bad input."""
+    path = corpus / "perfdata" / "quipper__perf.data.singleprocess-3.4"
+    if not path.exists():
+        pytest.skip("corpus file missing")
+    rc, out, err = run_cli(["script", str(path), "--reltime", "--time", "0.01,0.02"])
+    assert rc == 2 and out == "" and "no first sample time" in err and "Traceback" not in err
+    rc, out, _ = run_cli(["script", str(path), "--reltime", "-G"])
+    assert rc == 0 and out.splitlines()[0].split()[2] == "0.000000:"
