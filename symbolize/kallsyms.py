@@ -92,14 +92,23 @@ class KernelSymbols:
         """Parse a kallsyms file; an unreadable one gives an empty table with
         a warning.  Parsed tables are kept in a cache file keyed by the text's
         hash (parsing the 120k lines of a kernel's kallsyms takes a second)."""
+        import hashlib
+        # A regular file (perf's build-id cache copy) is known by its identity
+        # and is not even read when its table is cached; /proc/kallsyms (40
+        # ms to read: the kernel writes it out line by line, and it changes
+        # with modules and BPF programs) by the hash of its text.
+        stat_key = _file_identity(path)
+        if stat_key is not None:
+            cached = _load_cached(stat_key)
+            if cached is not None:
+                return cached
         data = _read_kallsyms(path)
         if isinstance(data, str):
             t = cls()
             t.warnings.append(data)
             return t
-        import hashlib
-        key = hashlib.sha1(data).hexdigest()
-        cached = _load_cached(key)
+        key = stat_key or hashlib.sha1(data).hexdigest()
+        cached = _load_cached(key) if stat_key is None else None
         if cached is not None:
             return cached
         table = cls.parse(data.decode("utf-8", "replace"), source=path)
@@ -165,32 +174,58 @@ def _read_kallsyms(path: str):
 
 
 # ---------------------------------------------------------------- the cache
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
-def _cache_path(key: str) -> str:
+def _file_identity(path: str) -> str | None:
+    """A cache key for a regular file that is not under /proc: its real
+    path, size, modification time and inode.  None for anything else."""
+    import hashlib
     import os
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "perfdata", "kallsyms-%s.marshal" % key)
+    import stat
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    if real.startswith("/proc/") or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return None
+    text = "%s\0%d\0%d\0%d\0%d" % (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+    return "f" + hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _cache_path(key: str) -> str | None:
+    import os
+    from .cachedir import perfdata_cache_dir
+    base = perfdata_cache_dir()
+    return os.path.join(base, "kallsyms-%s.marshal" % key) if base else None
 
 
 def _load_cached(key: str) -> "KernelSymbols | None":
     import marshal
     from array import array
+    path = _cache_path(key)
+    if path is None:
+        return None
     try:
-        with open(_cache_path(key), "rb") as f:
-            version, names, starts, sizes, modules = marshal.load(f)
-        names, modules = names.split("\n"), modules.split("\n")
-        a_starts, a_sizes = array("Q"), array("Q")
-        a_starts.frombytes(starts)
-        a_sizes.frombytes(sizes)
+        with open(path, "rb") as f:
+            version, names, name_ends, starts, sizes, modules, module_ends = marshal.load(f)
+        arrays = []
+        for raw in (name_ends, starts, sizes, module_ends):
+            a = array("Q")
+            a.frombytes(raw)
+            arrays.append(a)
     except (OSError, ValueError, EOFError, TypeError, AttributeError):
         return None
-    if version != _CACHE_VERSION or \
-            not len(names) == len(a_starts) == len(a_sizes) == len(modules):
+    name_ends, a_starts, a_sizes, module_ends = arrays
+    if version != _CACHE_VERSION or not isinstance(names, str) or \
+            not isinstance(modules, str) or \
+            not len(name_ends) == len(a_starts) == len(a_sizes) == len(module_ends) or \
+            (len(name_ends) and (name_ends[-1] > len(names) or
+                                 module_ends[-1] > len(modules))):
         return None
     table = KernelSymbols.__new__(KernelSymbols)
-    table._syms = _LazySymbols(names, a_starts, a_sizes, modules)
+    table._syms = _LazySymbols(names, name_ends, a_starts, a_sizes, modules, module_ends)
     table._starts = a_starts
     table.warnings = []
     return table
@@ -198,20 +233,31 @@ def _load_cached(key: str) -> "KernelSymbols | None":
 
 class _LazySymbols:
     """The symbols of a cached table, made into KernelSymbols only when asked
-    for (a profile looks up a few hundred of a kernel's 120,000)."""
-    __slots__ = ("names", "starts", "sizes", "modules")
+    for (a profile looks up a few hundred of a kernel's 120,000): the names
+    stay one string with an array of where each ends, not 120,000 strings."""
+    __slots__ = ("names", "name_ends", "starts", "sizes", "modules", "module_ends")
 
-    def __init__(self, names, starts, sizes, modules):
-        self.names, self.starts, self.sizes, self.modules = names, starts, sizes, modules
+    def __init__(self, names, name_ends, starts, sizes, modules, module_ends):
+        self.names, self.name_ends = names, name_ends
+        self.starts, self.sizes = starts, sizes
+        self.modules, self.module_ends = modules, module_ends
 
     def __len__(self):
-        return len(self.names)
+        return len(self.starts)
+
+    @staticmethod
+    def _cut(text, ends, i):
+        return text[ends[i - 1] if i else 0:ends[i]]
 
     def __getitem__(self, i):
-        return KernelSymbol(self.names[i], self.starts[i], self.sizes[i], self.modules[i] or None)
+        if i < 0:
+            i += len(self.starts)
+        module = self._cut(self.modules, self.module_ends, i)
+        return KernelSymbol(self._cut(self.names, self.name_ends, i), self.starts[i],
+                            self.sizes[i], module or None)
 
     def __iter__(self):
-        return (self[i] for i in range(len(self.names)))
+        return (self[i] for i in range(len(self.starts)))
 
 
 def _save_cached(key: str, table: "KernelSymbols") -> None:
@@ -220,13 +266,20 @@ def _save_cached(key: str, table: "KernelSymbols") -> None:
     import tempfile
     from array import array
     path = _cache_path(key)
-    syms = table._syms
-    if any("\n" in s.name or "\n" in (s.module or "") for s in syms):
+    if path is None:
         return
-    data = (_CACHE_VERSION, "\n".join(s.name for s in syms),
+    syms = table._syms
+    name_ends, module_ends = array("Q"), array("Q")
+    n = m = 0
+    for sym in syms:
+        n += len(sym.name)
+        m += len(sym.module or "")
+        name_ends.append(n)
+        module_ends.append(m)
+    data = (_CACHE_VERSION, "".join(s.name for s in syms), name_ends.tobytes(),
             array("Q", [s.start for s in syms]).tobytes(),
             array("Q", [s.size for s in syms]).tobytes(),
-            "\n".join(s.module or "" for s in syms))
+            "".join(s.module or "" for s in syms), module_ends.tobytes())
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))

@@ -104,3 +104,41 @@ def test_perfmap_formats_and_bad_lines(tmp_path):
     assert m.lookup(0x7f0000001060) is None and m.lookup(0x7f0000004000) is None
     assert m.warnings and "3 malformed" in m.warnings[0]
     assert is_perfmap_path("/tmp/perf-123.map") and not is_perfmap_path("/tmp/perf-x.map")
+
+
+def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
+    """A kallsyms file read a second time comes from the cache (without
+    reading the file: its identity is the key) and gives the same symbols,
+    modules included; a changed file is parsed again."""
+    import os
+    from symbolize import kallsyms
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
+    text = "".join("%016x %s fn_%d%s\n" % (0xffffffff81000000 + 0x40 * i, "tT"[i % 2], i,
+                                           "\t[mod_%d]" % (i % 3) if i > 150 else "")
+                   for i in range(200))
+    path = tmp_path / "kallsyms"
+    path.write_text(text)
+    first = list(KernelSymbols.from_file(str(path)))
+    assert len(first) == 200 and first[180].module == "mod_0" and first[3].module is None
+    assert list((tmp_path / "cache").glob("kallsyms-*.marshal"))
+    reads = []
+    real = kallsyms._read_kallsyms
+    monkeypatch.setattr(kallsyms, "_read_kallsyms", lambda p: reads.append(p) or real(p))
+    again = KernelSymbols.from_file(str(path))
+    assert list(again) == first and reads == []
+    assert again.lookup(0xffffffff81000000 + 0x40 * 7 + 3).name == "fn_7"
+    path.write_text(text.replace("fn_7\n", "fn_seven\n"))
+    os.utime(path, ns=(1, 1))
+    changed = KernelSymbols.from_file(str(path))
+    assert reads and changed.lookup(0xffffffff81000000 + 0x40 * 7 + 3).name == "fn_seven"
+
+
+def test_damaged_cache_file_is_parsed_again(tmp_path, monkeypatch):
+    from symbolize import kallsyms
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "kallsyms"
+    path.write_text("ffffffff81000000 T a\nffffffff81000100 T b\n")
+    good = list(KernelSymbols.from_file(str(path)))
+    for cached in (tmp_path / "cache").glob("kallsyms-*.marshal"):
+        cached.write_bytes(cached.read_bytes()[:20])
+    assert list(KernelSymbols.from_file(str(path))) == good
