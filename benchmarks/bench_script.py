@@ -10,7 +10,9 @@ Without --fp/--dwarf it records, with perf, one of the bundled test programs
 then prints, best of --repeat runs, the wall and CPU time of each command and
 the ratios perfdata/perf: "warm" runs find the symbol tables in perfdata's
 cache (~/.cache/perfdata, filled by an earlier run: the usual case when a
-profile is read again), "cold" runs start each with an empty cache.  The last
+profile is read again), "first" runs start each with an empty cache (the
+first run on a machine: ELF symbol tables built, and the kernel's kallsyms
+parsed, ~0.4 s, once per kernel).  The last
 column counts the frames perf resolved that perfdata prints identically, and
 the deliberate differences README lists (tests/script_compare.py).
 """
@@ -50,7 +52,7 @@ def agreement(perf, path):
     return stats["equal"], stats["perf_resolved"], deliberate
 
 
-def cold_runs(cmd, repeat):
+def first_runs(cmd, repeat):
     """best_of with an empty symbol cache for every run."""
     best = None
     for _ in range(repeat):
@@ -80,19 +82,19 @@ def main(argv=None):
     dwarf = args.dwarf or record(perf, os.path.join(tmp, "dwarf.data"),
                                  ["--call-graph=dwarf", "-F", "1000"], 3.4)
     widths = (6, 6, 8, 10, 10, 10, 11, 11, 11, 14)
-    print(fmt_row(("file", "MiB", "samples", "perf s", "warm s", "cold s", "warm/perf",
-                   "cold/perf", "cpu warm/perf", "frames equal"), widths))
+    print(fmt_row(("file", "MiB", "samples", "perf s", "warm s", "first s", "warm/perf",
+                   "first/perf", "cpu warm/perf", "frames equal"), widths))
     print(fmt_row(["---"] * 10, widths))
     import perfdata
     for name, path in (("fp", fp), ("dwarf", dwarf)):
         samples = sum(1 for _ in perfdata.open(path).samples())
-        cold, _, cold_cpu = cold_runs(PERFDATA + ["script", path], args.repeat)
+        first, _, _ = first_runs(PERFDATA + ["script", path], args.repeat)
         ours, _, ours_cpu = best_of(PERFDATA + ["script", path], args.repeat)
         theirs, _, theirs_cpu = best_of([perf, "script", "-i", path], args.repeat)
         same, total, deliberate = agreement(perf, path)
         print(fmt_row((name, "%.1f" % (os.path.getsize(path) / 2 ** 20), samples,
-                       "%.2f" % theirs, "%.2f" % ours, "%.2f" % cold,
-                       "%.1fx" % (ours / theirs), "%.1fx" % (cold / theirs),
+                       "%.2f" % theirs, "%.2f" % ours, "%.2f" % first,
+                       "%.1fx" % (ours / theirs), "%.1fx" % (first / theirs),
                        "%.1fx" % (ours_cpu / max(theirs_cpu, 1e-3)),
                        "%d/%d%s" % (same, total, " (+%d deliberate)" % deliberate
                                     if deliberate else "")), widths))
