@@ -12,12 +12,14 @@ from symbolize.unwind import StackSnapshot, unwind_dwarf
 
 
 class Module:
-    """What the unwinder needs of a mapping: its CFI and avma - svma."""
-    __slots__ = ("cfi", "bias")
+    """What the unwinder needs of a mapping: its CFI, avma - svma, and
+    whether a frame-pointer step may stand in where there is no CFI."""
+    __slots__ = ("cfi", "bias", "frame_pointer_step")
 
-    def __init__(self, cfi, bias):
+    def __init__(self, cfi, bias, frame_pointer_step=True):
         self.cfi = cfi
         self.bias = bias
+        self.frame_pointer_step = frame_pointer_step
 
 
 class SampleUnwinder:
@@ -28,7 +30,7 @@ class SampleUnwinder:
         self._cfi = {}          # (path, build_id) -> CfiTable or None
         self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
         self._by_map = {}       # id(map) -> (map, Module): the same, found faster
-        self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0}
+        self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
         self.stop_reasons = {}
 
     def _cfi_for(self, path, build_id):
@@ -52,16 +54,21 @@ class SampleUnwinder:
         if mod is not False:
             return mod
         mod = None
-        if m.path.startswith("//anon") or (m.path.startswith("[") and m.path != "[vdso]"):
-            table, binary = None, None
-        else:
+        file_backed = not (m.path.startswith("//anon") or m.path.startswith("/memfd:") or
+                           m.path == "[anon]" or
+                           (m.path.startswith("[") and m.path != "[vdso]"))
+        if file_backed:
             table, binary = self._cfi_for(path, build_id)
+        else:
+            table, binary = None, None
         if binary is not None:
             svma = binary.file_offset_to_svma(m.pgoff)
             if svma is not None:
                 mod = Module(table, m.start - svma)
         if mod is None:
-            mod = Module(None, m.start - m.pgoff)
+            # JIT code and anonymous maps may keep frame pointers; a binary
+            # that is not here has CFI we cannot read (perf stops there too).
+            mod = Module(None, m.start - m.pgoff, frame_pointer_step=not file_backed)
         self._modules[key] = mod
         return mod
 
@@ -78,10 +85,14 @@ class SampleUnwinder:
         if sp is None or regs.get(self.arch.ip) is None:
             self.counts["no_regs"] += 1
             return None
-        data = b""
-        if stack and stack.get("size"):
-            dyn = stack.get("dyn_size") or 0
-            data = stack["data"][:min(dyn, len(stack["data"]))]
+        dyn = (stack.get("dyn_size") or 0) if stack and stack.get("size") else 0
+        if not dyn:
+            # No stack copied (a kernel thread, a fault on the stack page):
+            # perf does not unwind then (thread__resolve_callchain_unwind
+            # "bails out if nothing was captured"), and prints no user frame.
+            self.counts["empty_stack"] += 1
+            return None
+        data = stack["data"][:min(dyn, len(stack["data"]))]
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
         by_map = self._by_map

@@ -55,9 +55,13 @@ class UnwindResult:
 class UnwindModule:
     """What `find_module` returns for a mapping: its CFI (a CfiTable, or
     None for a binary without any) and its bias, avma - svma.  Any object
-    with these two attributes will do."""
+    with these attributes will do.  `frame_pointer_step`: where there is no
+    CFI, may one frame-pointer step be tried (code without CFI: hand-written
+    assembly, JIT code)?  Not for a binary that could not be found: its CFI
+    exists but is out of reach, and its code usually keeps no frame pointer."""
     cfi: object
     bias: int
+    frame_pointer_step: bool = True
 
 
 class StackSnapshot:
@@ -166,6 +170,12 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
                 result.stop_reason = "outermost"
                 result.stop_detail = "pushed return address at a function entry"
                 return
+
+        if row is None and not getattr(module, "frame_pointer_step", True):
+            result.stop_reason = "no-cfi"
+            result.stop_detail = "the binary is not available"
+            result.stop_address = ip
+            return
 
         if row is None:
             # No CFI: one frame-pointer step if the frame pointer points into

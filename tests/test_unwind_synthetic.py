@@ -215,6 +215,19 @@ def test_x86_frame_pointer_chain_without_cfi():
     assert result.stop_reason == "no-cfi"
 
 
+def test_no_frame_pointer_guess_in_a_binary_that_is_not_here():
+    """The same frame records, in a mapping whose binary could not be found
+    (its CFI is out of reach): the walk stops at the ip instead of guessing."""
+    stack = stack_from(0x8000, [0, 0, 0x8020, 0x1111, 0x8030, 0x2222, 0, 0x3333])
+    regs = {"rip": 0x1000, "rsp": 0x8000, "rbp": 0x8010}
+    missing = UnwindModule(None, 0, frame_pointer_step=False)
+    result = unwind_dwarf("x86_64", regs, stack,
+                          lambda avma: missing if 0 <= avma < 1 << 20 else None)
+    assert result.frames == [0x1000]
+    assert result.fp_fallback_frames == []
+    assert result.stop_reason == "no-cfi" and "not available" in result.stop_detail
+
+
 def test_bad_inputs_never_raise():
     def exploding(address):
         raise RuntimeError("reader failed")
@@ -268,3 +281,31 @@ def test_x86_saved_register_slots_outside_the_snapshot():
                           stack, one_module(table))
     assert result.frames == [0x7005, 0x2010]
     assert result.stop_reason == "stack-exhausted" and result.stop_address == 0x8008
+
+
+def test_empty_stack_copy_is_not_unwound(tmp_path):
+    """A DWARF-mode sample whose stack copy is empty (dyn_size 0): perf does
+    not unwind it (thread__resolve_callchain_unwind bails out) and prints
+    its kernel frames only; perfdata the same, counted as empty_stack."""
+    import perfdata
+    from perfdata.format.constants import CallchainContext as CC, SampleType as ST
+    from perfdata.symbolized import SampleSymbolizer
+    from symbolize import Symbolizer
+    from synth import Attr, Builder, attr_value
+    st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.REGS_USER | ST.STACK_USER
+    attr = Attr(attr_value(sample_type=st, sample_regs_user=0xff0fff, sample_stack_user=16,
+                           flags={"sample_id_all": 1}))
+    b = Builder()
+    kernel = [CC.KERNEL, 0xffffffff81000010, 0xffffffff81000020]
+    regs = {"abi": 2, "regs": list(range(1, 21))}
+    records = [b.sample(attr, {"ip": 0xffffffff81000010, "pid": 1, "tid": 1, "time": t,
+                               "callchain": {"nr": 3, "ips": kernel},
+                               "regs_user": regs,
+                               "stack_user": {"size": 16, "data": bytes(16), "dyn_size": 0}},
+                        misc=1) for t in (1, 2)]
+    path = tmp_path / "empty_stack.data"
+    path.write_bytes(b.file([attr], records))
+    samples = SampleSymbolizer(perfdata.open(str(path)), Symbolizer(inline=False))
+    got = [[f.avma for f in s.frames] for s in samples]
+    assert got == [kernel[1:], kernel[1:]]
+    assert samples.unwinder.counts["empty_stack"] == 2
