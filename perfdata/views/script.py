@@ -110,6 +110,13 @@ class RelativeTime:
         return t - self.last
 
 
+def _carries_stack(event):
+    """A callchain, a branch stack, or what a DWARF unwind needs."""
+    st = event.sample_type
+    return bool(st & (ST.CALLCHAIN | ST.BRANCH_STACK) or
+                (st & ST.REGS_USER and st & ST.STACK_USER))
+
+
 class ScriptFormatter:
     def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None,
                  hide_call_graph=False, reltime=False, deltatime=False,
@@ -151,6 +158,11 @@ class ScriptFormatter:
                 base = list(exact) if exact else default_fields(event, tp_chain)
                 base += [f for f in add if f not in base]
                 got = [f for f in base if f not in remove]
+                if self.pf.is_pipe and not self.hide_call_graph and any(
+                        _carries_stack(ea) for ea in self.pf.attrs):
+                    # perf's process_attr() (pipe mode only): with stacks in
+                    # the samples, ip and sym print unless -F removed them.
+                    got += [f for f in ("ip", "sym") if f not in got and f not in remove]
             self._fields[event.index] = got = tuple(got)
         return got
 
