@@ -138,7 +138,9 @@ class ScriptFormatter:
         self._name_width = None
         self._stacks = {}
         self._has = {}
-        self._headers = {}          # (event index, has a stack) -> header function
+        # event index -> (fields, layout, header function, plain stack line)
+        self._stack_plans = {}
+        self._flat_plans = {}
         self._tracer = None
         self.kernel_symbols = kernel_symbols
         self._fields = {}
@@ -174,19 +176,44 @@ class ScriptFormatter:
         return (has, has("comm"), has("pid"), has("tid"), has("cpu"), has("time"),
                 has("period"), has("event"), has("trace"), has("ip"), before_ip, after_ip)
 
-    def format(self, sample):
-        event = sample.event
+    def _plan(self, event, has_stack):
+        """What the samples of one event print, worked out once per event
+        (and whether it has a stack): (fields, layout, header function,
+        whether the line is just the header and the stack)."""
         fields = self.fields_for(event)
         layout = self._has.get(fields)
         if layout is None:
             layout = self._has[fields] = self._layout(fields)
+        header = self._header_for(event, layout, has_stack)
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
+        plain_stack = has_stack and f_ip and not (f_trace or before_ip or after_ip)
+        plan = (fields, layout, header, plain_stack)
+        (self._stack_plans if has_stack else self._flat_plans)[event.index] = plan
+        return plan
+
+    def format(self, sample):
+        event = sample.event
         has_stack = (event.has_callchain or len(sample.frames) > 1) and not self.hide_call_graph
-        header = self._headers.get((event.index, has_stack))
-        if header is None:
-            header = self._headers[(event.index, has_stack)] = \
-                self._header_for(event, layout, has_stack)
+        plan = (self._stack_plans if has_stack else self._flat_plans).get(event.index)
+        if plan is None:
+            plan = self._plan(event, has_stack)
+        fields, layout, header, plain_stack = plan
+        if plain_stack:
+            # The usual line: the header, then the stack's text (shared by
+            # every sample with this stack).
+            frames = sample.frames
+            hit = self._stacks.get(id(frames))
+            if hit is not None and hit[0] is frames and hit[1] is fields:
+                text = hit[2]
+            else:
+                text = self._stack_text(frames, fields, layout[0])
+            try:
+                return header(sample) + "\n" + text + "\n"
+            except TypeError:       # a field the event should have is missing
+                return self._header_text(sample, layout, has_stack) + "\n" + text + "\n"
+        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
+         before_ip, after_ip) = layout
         try:
             out = [header(sample)]
         except TypeError:           # a field the event should have is missing
@@ -395,14 +422,13 @@ class ScriptFormatter:
 
     def _stack_text(self, frames, fields, has):
         """The callchain lines; samples sharing a stack share its text."""
-        key = (id(frames), fields)
-        hit = self._stacks.get(key)
-        if hit is not None and hit[0] is frames:
-            return hit[1]
+        hit = self._stacks.get(id(frames))
+        if hit is not None and hit[0] is frames and hit[1] is fields:
+            return hit[2]
         text = "".join(self._frame_line(fr, has, "\t", "\n") for fr in frames)
         if len(self._stacks) > 100000:
             self._stacks.clear()
-        self._stacks[key] = (frames, text)
+        self._stacks[id(frames)] = (frames, fields, text)
         return text
 
     def _frame_line(self, fr, has, lead, end, address=None):
