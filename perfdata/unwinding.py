@@ -8,7 +8,7 @@ stays the printed leaf and the mismatch is counted.
 """
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot, unwind_dwarf
+from symbolize.unwind import StackSnapshot, unwind_columns
 
 
 class Module:
@@ -26,6 +26,8 @@ class SampleUnwinder:
     def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
+        self._ptr_mask = (1 << (8 * self.arch.pointer_size)) - 1
+        self._sp_column = self.arch.sp_column
         self.max_depth = max_depth
         self._cfi = {}          # (path, build_id) -> CfiTable or None
         self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
@@ -80,9 +82,20 @@ class SampleUnwinder:
         if not regs_user or not regs_user.get("abi") or not regs_user.get("regs"):
             self.counts["no_regs"] += 1
             return None
-        regs = self.arch.regs_from_perf(sample.event.attr["sample_regs_user"], regs_user["regs"])
-        sp = regs.get(self.arch.sp)
-        if sp is None or regs.get(self.arch.ip) is None:
+        # Registers by DWARF column straight from the u64s (the layout is
+        # worked out once per mask).
+        values = regs_user["regs"]
+        ptr_mask = self._ptr_mask
+        ip = None
+        columns = {}
+        for index, column in self.arch.perf_columns(sample.event.attr["sample_regs_user"]):
+            if index < len(values):
+                if column == -1:
+                    ip = values[index]
+                else:
+                    columns[column] = values[index] & ptr_mask
+        sp = columns.get(self._sp_column)
+        if sp is None or ip is None:
             self.counts["no_regs"] += 1
             return None
         dyn = (stack.get("dyn_size") or 0) if stack and stack.get("size") else 0
@@ -112,8 +125,8 @@ class SampleUnwinder:
             by_map[id(m)] = (m, module)
             return module
 
-        result = unwind_dwarf(self.arch, regs, read_stack, find_module,
-                              max_depth=self.max_depth)
+        result = unwind_columns(self.arch, ip, columns, read_stack, find_module,
+                                max_depth=self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result

@@ -88,6 +88,19 @@ class Arch:
         names = self.perf_reg_names(mask)
         return {name: value for name, value in zip(names, values) if name is not None}
 
+    def perf_columns(self, mask: int) -> Tuple[Tuple[int, int], ...]:
+        """(position in a REGS_USER of this mask, DWARF column) of each
+        register the unwinder uses, the ip's column given as -1; once per
+        mask (see unwind_columns)."""
+        key = ("columns", self.name, mask)
+        got = _REG_NAMES.get(key)
+        if got is None:
+            got = tuple((i, self.register_columns[name])
+                        for i, name in enumerate(self.perf_reg_names(mask))
+                        if name is not None and name in self.register_columns)
+            _REG_NAMES[key] = got
+        return got
+
     def perf_reg_names(self, mask: int) -> Tuple[Optional[str], ...]:
         """The register name of each u64 a REGS_USER of this mask holds, in
         order (None for those the unwinder has no use for); once per mask."""
@@ -99,7 +112,7 @@ class Arch:
         return names
 
 
-_REG_NAMES: Dict[Tuple[str, int], Tuple[Optional[str], ...]] = {}
+_REG_NAMES: Dict[tuple, tuple] = {}      # per (arch, mask): computed once
 
 X86_64 = Arch(
     name="x86_64",

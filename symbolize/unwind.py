@@ -23,7 +23,7 @@ from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_UNDEFINED, RULE_SAME_VALUE, RULE_OFFSET, RULE_VAL_OFFSET,
                   RULE_REGISTER, RULE_EXPRESSION, RULE_VAL_EXPRESSION)
 
-__all__ = ["unwind_dwarf", "UnwindResult", "UnwindModule", "StackSnapshot",
+__all__ = ["unwind_dwarf", "unwind_columns", "UnwindResult", "UnwindModule", "StackSnapshot",
            "address_for_lookup", "STOP_REASONS"]
 
 STOP_REASONS = (
@@ -97,16 +97,40 @@ def unwind_dwarf(arch, regs: dict, read_stack: Callable[[int], Optional[int]],
     `read_stack(address)` returns the pointer-size word there or None.
     """
     arch = get_arch(arch)
+    ptr_mask = (1 << (8 * arch.pointer_size)) - 1
+    columns = arch.register_columns
+    cur = {}
+    ip = None
+    for name, value in regs.items():
+        num = columns.get(name)
+        if num is None:
+            num = columns.get(name.lower())
+            if num is None:
+                continue
+        if num == -1:
+            ip = value
+        elif value is not None:
+            cur[num] = value & ptr_mask
+    return unwind_columns(arch, ip, cur, read_stack, find_module, max_depth)
+
+
+def unwind_columns(arch, ip: Optional[int], columns: dict,
+                   read_stack: Callable[[int], Optional[int]],
+                   find_module: Callable[[int], object], max_depth: int = 127) -> UnwindResult:
+    """unwind_dwarf with the registers already by DWARF column (a dict the
+    walk takes over) and the ip apart: what a caller with many samples of
+    one register layout builds straight from them (Arch.perf_columns)."""
+    arch = get_arch(arch)
     result = UnwindResult()
     try:
-        _walk(arch, regs, read_stack, find_module, max_depth, result)
+        _walk(arch, ip, columns, read_stack, find_module, max_depth, result)
     except Exception as exc:    # a callback or a bug: stop, never raise
         result.stop_reason = "bad-cfi"
         result.stop_detail = "%s: %s" % (type(exc).__name__, exc)
     return result
 
 
-def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
+def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
     frames = result.frames
     ptr_mask = (1 << (8 * arch.pointer_size)) - 1
     psize = arch.pointer_size
@@ -119,19 +143,6 @@ def _walk(arch: Arch, regs, read_stack, find_module, max_depth, result):
     ra_is_ip = arch.dwarf_names.get(ra_col) == arch.ip
     keep_cols = arch.callee_saved_columns
 
-    cur = {}
-    ip = None
-    columns = arch.register_columns
-    for name, value in regs.items():
-        num = columns.get(name)
-        if num is None:
-            num = columns.get(name.lower())
-            if num is None:
-                continue
-        if num == -1:
-            ip = value
-        elif value is not None:
-            cur[num] = value & ptr_mask
     if ip is None or sp_col not in cur:
         result.stop_reason = "bad-cfi"
         result.stop_detail = "no %s or %s register" % (arch.ip, arch.sp)
