@@ -26,7 +26,9 @@ class SampleUnwinder:
     def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
-        self._ptr_mask = (1 << (8 * self.arch.pointer_size)) - 1
+        # perf's registers are u64s: masked to the pointer size on 32-bit arches
+        self._ptr_mask = None if self.arch.pointer_size == 8 else \
+            (1 << (8 * self.arch.pointer_size)) - 1
         self._sp_column = self.arch.sp_column
         self.max_depth = max_depth
         self._cfi = {}          # (path, build_id) -> CfiTable or None
@@ -85,15 +87,15 @@ class SampleUnwinder:
         # Registers by DWARF column straight from the u64s (the layout is
         # worked out once per mask).
         values = regs_user["regs"]
-        ptr_mask = self._ptr_mask
-        ip = None
-        columns = {}
-        for index, column in self.arch.perf_columns(sample.event.attr["sample_regs_user"]):
-            if index < len(values):
-                if column == -1:
-                    ip = values[index]
-                else:
-                    columns[column] = values[index] & ptr_mask
+        count, ip_index, take, column_of = self.arch.perf_columns(
+            sample.event.attr["sample_regs_user"])
+        if len(values) != count or ip_index is None:
+            self.counts["no_regs"] += 1
+            return None
+        ip = values[ip_index]
+        columns = dict(zip(column_of, take(values)))
+        if self._ptr_mask is not None:          # registers wider than pointers
+            columns = {c: v & self._ptr_mask for c, v in columns.items()}
         sp = columns.get(self._sp_column)
         if sp is None or ip is None:
             self.counts["no_regs"] += 1

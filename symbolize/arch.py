@@ -13,6 +13,7 @@ aarch64), as perf's REGS_USER names them.
 """
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Dict, Optional, Tuple
 
 __all__ = ["Arch", "X86_64", "AARCH64", "ARCHES", "get_arch"]
@@ -88,16 +89,27 @@ class Arch:
         names = self.perf_reg_names(mask)
         return {name: value for name, value in zip(names, values) if name is not None}
 
-    def perf_columns(self, mask: int) -> Tuple[Tuple[int, int], ...]:
-        """(position in a REGS_USER of this mask, DWARF column) of each
-        register the unwinder uses, the ip's column given as -1; once per
-        mask (see unwind_columns)."""
+    def perf_columns(self, mask: int):
+        """How to read the registers the unwinder uses out of a REGS_USER of
+        this mask, worked out once per mask: (number of u64s, position of
+        the ip or None, an itemgetter of the others' positions, their DWARF
+        columns) (see unwind_columns)."""
         key = ("columns", self.name, mask)
         got = _REG_NAMES.get(key)
         if got is None:
-            got = tuple((i, self.register_columns[name])
-                        for i, name in enumerate(self.perf_reg_names(mask))
-                        if name is not None and name in self.register_columns)
+            names = self.perf_reg_names(mask)
+            ip_index, positions, columns = None, [], []
+            for i, name in enumerate(names):
+                column = self.register_columns.get(name) if name is not None else None
+                if column == -1:
+                    ip_index = i
+                elif column is not None:
+                    positions.append(i)
+                    columns.append(column)
+            getter = (itemgetter(*positions) if len(positions) > 1 else
+                      (lambda values, i=positions[0]: (values[i],)) if positions else
+                      (lambda values: ()))
+            got = (len(names), ip_index, getter, tuple(columns))
             _REG_NAMES[key] = got
         return got
 
