@@ -7,9 +7,7 @@ import sys
 EXIT_BAD_INPUT = 2
 
 
-from perfdata.views.options import (add_input_argument, add_symbolize_options,
-                                    make_sample_symbolizer, print_warnings, shown_kernel_path)
-from perfdata.views.progress import sample_progress
+from perfdata.views.options import add_input_argument, print_warnings
 
 
 def _open(path, strict=False):
@@ -48,43 +46,6 @@ def cmd_header(args, out):
     print_warnings(pf)
 
 
-def cmd_script(args, out):
-    from perfdata.symbolized import SideEvent
-    from perfdata.views.script import (ScriptFormatter, sample_to_json, script_header,
-                                       side_event_types)
-    pf = _open(args.file, args.strict)
-    side = side_event_types(args)
-    features = None
-    if args.header or args.header_only:
-        text, features = script_header(pf, args)
-        out.write(text)
-        if args.header_only:
-            print_warnings(pf)
-            return
-        if features is not None:
-            side.add(features.record_type)
-    # perf script --show-round-events turns its time ordering off.
-    samples = make_sample_symbolizer(pf, args, side_events=side,
-                                     order="file" if args.show_round_events else "time")
-    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
-                          kernel_symbols=samples.kernel_symbols,
-                          hide_call_graph=args.hide_call_graph, reltime=args.reltime,
-                          deltatime=args.deltatime, full_source_path=args.full_source_path,
-                          kernel_path=shown_kernel_path(samples, args),
-                          feature_printer=features)
-    write = out.write
-    try:
-        for item in sample_progress(samples, pf, "script"):
-            if isinstance(item, SideEvent):
-                if not args.json:
-                    write(fmt.format_side_event(item))
-                continue
-            write(sample_to_json(item) + "\n" if args.json else fmt.format(item))
-    finally:
-        print_warnings(pf, samples.symbolizer.warnings)
-
-
-
 def build_parser(wanted=None):
     """The parser; `wanted` is the sub-command on the command line, if known.
 
@@ -113,15 +74,6 @@ def build_parser(wanted=None):
     p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
     p.set_defaults(func=cmd_header)
 
-    p = sub.add_parser("script", help="samples with symbolized stacks, as perf script")
-    add_input_argument(p)
-    p.add_argument("-F", "--fields", help="fields, with perf's syntax")
-    p.add_argument("--json", action="store_true", help="one JSON object per sample")
-    from perfdata.views.script import add_script_options
-    add_script_options(p)
-    add_symbolize_options(p)
-    p.set_defaults(func=cmd_script)
-
     for command, name in COMMAND_MODULES.items():
         if wanted is None or command == wanted:
             importlib.import_module(name).register(sub)
@@ -133,6 +85,7 @@ def build_parser(wanted=None):
 # Views that register their own sub-command: a module with
 # register(subparsers), whose parser sets func=run(args, out).
 COMMAND_MODULES = {
+    "script": "perfdata.views.script",
     "diagnose": "perfdata.views.diagnose",
     "buildids": "perfdata.views.buildids",
     "archive": "perfdata.views.archive",

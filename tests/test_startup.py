@@ -52,3 +52,12 @@ def test_other_commands_still_load_their_modules():
     assert "cxxfilt" in got["modules"]
     got = run_probe("flamegraph", str(SAMPLES / "plt_loop.fp.data"), "-o", "/dev/null")
     assert "perfdata.views.flamegraph" in got["modules"]
+
+
+def test_stats_imports_no_symbolizing_layer():
+    """`perfdata stats` reads records only: no script view, no symbolizer."""
+    got = run_probe("stats", str(SAMPLES / "pipe.data"))
+    assert got["rc"] == 0 and got["lines"] > 5
+    loaded = set(got["modules"])
+    assert not loaded & {"perfdata.views.script", "perfdata.symbolized", "symbolize",
+                         "elftools.elf.structs"}, sorted(loaded)

@@ -631,3 +631,52 @@ def sample_to_json(sample):
             "build_id": fr.build_id, "source": fr.source, "inlined": fr.inlined,
             "srcline": fr.srcline, "kernel": fr.kernel} for fr in sample.frames],
     })
+
+
+def register(subparsers):
+    from .options import add_input_argument, add_symbolize_options
+    p = subparsers.add_parser("script", help="samples with symbolized stacks, as perf script")
+    add_input_argument(p)
+    p.add_argument("-F", "--fields", help="fields, with perf's syntax")
+    p.add_argument("--json", action="store_true", help="one JSON object per sample")
+    add_script_options(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args, out):
+    """`perfdata script`: every sample as perf script prints it."""
+    import perfdata
+    from ..symbolized import SideEvent
+    from .options import make_sample_symbolizer, print_warnings, shown_kernel_path
+    from .progress import sample_progress
+    pf = perfdata.open(args.file, strict=args.strict)
+    side = side_event_types(args)
+    features = None
+    if args.header or args.header_only:
+        text, features = script_header(pf, args)
+        out.write(text)
+        if args.header_only:
+            print_warnings(pf)
+            return
+        if features is not None:
+            side.add(features.record_type)
+    # perf script --show-round-events turns its time ordering off.
+    samples = make_sample_symbolizer(pf, args, side_events=side,
+                                     order="file" if args.show_round_events else "time")
+    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
+                          kernel_symbols=samples.kernel_symbols,
+                          hide_call_graph=args.hide_call_graph, reltime=args.reltime,
+                          deltatime=args.deltatime, full_source_path=args.full_source_path,
+                          kernel_path=shown_kernel_path(samples, args),
+                          feature_printer=features)
+    write = out.write
+    try:
+        for item in sample_progress(samples, pf, "script"):
+            if isinstance(item, SideEvent):
+                if not args.json:
+                    write(fmt.format_side_event(item))
+                continue
+            write(sample_to_json(item) + "\n" if args.json else fmt.format(item))
+    finally:
+        print_warnings(pf, samples.symbolizer.warnings)
