@@ -629,7 +629,11 @@ class PerfFile:
                     record_type_name(rtype), size)
             elif recover and (rtype == 0 or rtype > 0xFFFF):
                 why = "impossible record type %#x" % rtype
-            elif recover and rtype < USER_TYPE_START and size - 8 < MIN_BODY.get(rtype, 0):
+            elif recover and rtype < USER_TYPE_START and size - 8 < MIN_BODY.get(rtype, 0) \
+                    and not (stream and len(src.peek(8)) < 8):
+                # (A short record that ends a stream, or that only a cut
+                # header follows, is delivered, as perf counts it: nothing
+                # after it says it is damaged.)
                 why = "%s record of %d bytes is too short" % (record_type_name(rtype), size)
             if why is not None:
                 resume = None
