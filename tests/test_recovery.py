@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-import perfdata
+# Run as a script, tests/ is first on sys.path: import this checkout's perfdata.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import perfdata                                                 # noqa: E402
 from perfdata.format.constants import RecordType as RT
 from perfdata.format.errors import CorruptError, PerfDataError
 

@@ -7,6 +7,7 @@ perf's time order (ordering.py).  Record bodies are memoryviews of the read
 chunks; `Record.parse()` decodes them on demand.
 """
 import os
+import re
 import struct
 
 import construct as cs
@@ -48,6 +49,21 @@ _STRING_AT = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # (plus one largest record of look-ahead).
 RESYNC_BLOCK = 1 << 20
 _LOOKAHEAD = 2 * (1 << 16) + 16
+# The end of a stream not yet read to its end (pipe mode): past any offset.
+_NO_END = 1 << 62
+
+
+def _type_pattern(little):
+    """A regex matching the u32 type field of every known record type: resync
+    tests only its matches (C speed over garbage; the same positions)."""
+    types = sorted(KNOWN_TYPES)
+    if types[-1] > 0xFF:
+        return re.compile(b"(?s)....")
+    cls = b"[" + b"".join(re.escape(bytes([t])) for t in types) + b"]"
+    return re.compile(cls + b"\0\0\0" if little else b"\0\0\0" + cls)
+
+
+_TYPE_PATTERNS = {True: _type_pattern(True), False: _type_pattern(False)}
 
 
 class Record:
@@ -531,8 +547,16 @@ class PerfFile:
         hdr = event_header_struct(little)
         decompressor = None
         next_record = src.next_record
-        # Recovery needs a seekable, bounded source: file mode and --threads data files.
-        recover = not self.strict and src.seekable and src.end is not None
+        # Recovery: file mode and --threads data files (seekable, bounded) and
+        # pipe mode (a stream: resync scans a bounded look-ahead window held
+        # in the source's buffer, going forward only).
+        stream = src.end is None
+        recover = not self.strict and (stream or src.seekable)
+        data_end = _NO_END if stream else src.end
+        if recover and stream and not src.seekable:
+            # The look-back into the record just read (its size may be what
+            # is wrong) stays in the buffer.
+            src.keep = _LOOKAHEAD
         prev = None         # offset of the last good record (recovery)
         nsamples = max_sample = 0
         min_size = self._min_sizes() if recover else {}
@@ -553,7 +577,7 @@ class PerfFile:
             stop = len(buf) - 8
             attrs = self.attrs
             single = attrs[0] if attrs and (len(attrs) == 1 or not self.id_to_attr) else None
-            src_end = src.end if recover else None
+            src_end = data_end if recover else None
             while head < stop:
                 rtype, misc, size = unpack_header(buf, head)
                 if rtype != SAMPLE or size < sample_min or size & align_mask or \
@@ -605,13 +629,17 @@ class PerfFile:
                     record_type_name(rtype), size)
             elif recover and (rtype == 0 or rtype > 0xFFFF):
                 why = "impossible record type %#x" % rtype
-            elif recover and rtype < USER_TYPE_START and size - 8 < MIN_BODY.get(rtype, 0):
+            elif recover and rtype < USER_TYPE_START and size - 8 < MIN_BODY.get(rtype, 0) \
+                    and not (stream and len(src.peek(8)) < 8):
+                # (A short record that ends a stream, or that only a cut
+                # header follows, is delivered, as perf counts it: nothing
+                # after it says it is damaged.)
                 why = "%s record of %d bytes is too short" % (record_type_name(rtype), size)
             if why is not None:
                 resume = None
                 back = max(prev + 8, scanned) if prev is not None else offset
                 back += (prev - back) % self._step if prev is not None else 0
-                if recover and back < offset:
+                if recover and back < offset and (src.seekable or back >= src.pos):
                     # The previous record's size may be what is wrong (too large,
                     # swallowing the records after it): look inside it first.
                     resume = self._resync(src, back, offset)
@@ -626,8 +654,10 @@ class PerfFile:
                 if recover:
                     start = max(offset + 8, scanned)
                     start += (offset - start) % self._step
-                    resume = self._resync(src, start, src.end)
-                    scanned = max(scanned, resume if resume is not None else src.end)
+                    resume = self._resync(src, start, data_end)
+                    if resume is None:
+                        data_end = src.known_end or src.offset
+                    scanned = max(scanned, resume if resume is not None else data_end)
                 if resume is None and size >= 8 and len(raw) < size:
                     # Nothing plausible follows: the tail was cut (a killed perf record).
                     self.warnings.append("%s: offset %#x: file ends inside a %s record "
@@ -636,7 +666,7 @@ class PerfFile:
                                                                len(raw), size))
                     self.truncated_at = offset
                     return
-                stop = src.end if resume is None else resume
+                stop = data_end if resume is None else resume
                 self._note_skipped(path, offset, stop - offset, why)
                 if resume is None:
                     return
@@ -645,7 +675,7 @@ class PerfFile:
                 next_record = src.next_record
                 continue
             if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
-                    and offset + size < src.end:
+                    and offset + size < data_end:
                 # fast path: the next header is one we know, of a sane size
                 buf2, head2 = src.buf, src.head
                 big = False
@@ -662,7 +692,7 @@ class PerfFile:
                     t2, _, s2 = hdr.unpack_from(buf2, head2)
                     least = min_size.get(t2)
                     if least is not None and least <= s2 and not s2 & align_mask and \
-                            offset + size + s2 <= src.end and \
+                            offset + size + s2 <= data_end and \
                             (s2 == 8 or (t2 != RT.FINISHED_ROUND and t2 != RT.FINISHED_INIT)):
                         prev = offset
                         rec = self._make_record(rtype, misc, size, offset, raw[8:], path)
@@ -671,6 +701,9 @@ class PerfFile:
                             yield rec
                             continue
                         self._user_record_side_effects(rec, path)
+                        if rtype == RT.HEADER_ATTR:
+                            min_size = self._min_sizes()
+                            sample_min = min_size.get(RT.SAMPLE, 8)
                         yield rec
                         continue
                 resume = None
@@ -686,7 +719,7 @@ class PerfFile:
                         nsamples += 1
                         max_sample = size
                 if resume is None:
-                    resume = self._check_next(src, hdr, offset, size, scanned)
+                    resume = self._check_next(src, hdr, offset, size, scanned, data_end)
                 if resume is not None:
                     scanned = max(scanned, resume or offset + size)
                     if resume > 0:
@@ -710,11 +743,27 @@ class PerfFile:
                 try:
                     self._read_payload(src, rec, path)
                 except PerfDataError as exc:
-                    if not recover:
+                    # A stream cannot come back from a payload read on a
+                    # wrong size: stop with the error.
+                    if not recover or (stream and rtype == RT.HEADER_TRACING_DATA):
                         raise
                     self._note_skipped(path, offset, size, exc.message)
                     src.goto(offset + size)
                     continue
+                if recover and stream and rtype == RT.HEADER_TRACING_DATA:
+                    # Its payload was skipped by the size in its body: when
+                    # no sane record follows, that size was wrong and where
+                    # the records go on is unknown (resync could land inside
+                    # the tracing data): stop, as strict mode does.
+                    look = src.peek(8)
+                    if len(look) == 8:
+                        t2, _, s2 = hdr.unpack_from(look)
+                        if not self._header_ok(t2, s2, src.offset, data_end):
+                            yield rec
+                            raise CorruptError(
+                                "no sane record after the tracing data (%d bytes): its "
+                                "size may be damaged" % rec.payload_size,
+                                path=path, offset=src.offset)
             elif rtype == RT.COMPRESSED or rtype == RT.COMPRESSED2:
                 yield rec
                 if decompressor is None:
@@ -730,6 +779,9 @@ class PerfFile:
                 continue
             else:
                 self._user_record_side_effects(rec, path)
+                if recover and rtype == RT.HEADER_ATTR:
+                    min_size = self._min_sizes()
+                    sample_min = min_size.get(RT.SAMPLE, 8)
             yield rec
 
     def _check_string_record(self, src, rtype, raw, offset, size, scanned):
@@ -750,7 +802,7 @@ class PerfFile:
         src.goto(offset + size)
         return found
 
-    def _check_next(self, src, hdr, offset, size, scanned):
+    def _check_next(self, src, hdr, offset, size, scanned, end):
         """Recovery look-ahead: None when the header after this record looks
         sane; else where a plausible record starts inside this one (its size
         was too large), or 0 when none does (the next record is the bad one)."""
@@ -761,7 +813,7 @@ class PerfFile:
                 return None
             buf, head = look, 0
         rtype, _, nsize = hdr.unpack_from(buf, head)
-        if self._header_ok(rtype, nsize, offset + size, src.end):
+        if self._header_ok(rtype, nsize, offset + size, end):
             return None
         # Not a header we know (maybe just a type newer than us): look for a
         # chain of sane headers inside this record before trusting its size.
@@ -786,17 +838,30 @@ class PerfFile:
         (the caller moves it with goto()).  Time linear in the bytes scanned."""
         hdr = event_header_struct(self.little)
         step = self._step
-        end = src.end
+        find = _TYPE_PATTERNS[self.little].search
         src.goto(start)
         while src.offset + 8 <= stop:
             at = src.offset
+            # A stream holds only this window (the block plus look-ahead).
             buf = src.peek(RESYNC_BLOCK + _LOOKAHEAD)
             if len(buf) < 8:
                 return None
+            end = src.known_end
+            if end is None:
+                end = _NO_END
             limit = min(RESYNC_BLOCK, len(buf) - 7, stop - at)
-            for i in range(0, limit, step):
-                if self._plausible_at(hdr, buf, i, at + i, end):
-                    return at + i
+            i = 0
+            while i < limit:
+                match = find(buf, i, limit + 3)
+                if match is None:
+                    break
+                j = match.start()
+                if j >= limit:
+                    break
+                if not j % step and self._plausible_at(hdr, buf, j, at + j, end):
+                    return at + j
+                i = j + 1
+                i += -i % step
             src.goto(at + (limit + step - 1) // step * step)
         return None
 

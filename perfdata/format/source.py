@@ -23,6 +23,10 @@ class ByteSource:
         self.buf = consumed
         self.view = memoryview(consumed)
         self.head = 0               # index in buf of the next unread byte
+        self.eof = False            # a read found the end of the input
+        # Bytes before head a refill keeps (a pipe's recovery looks back
+        # into the record just read; it cannot seek).
+        self.keep = 0
         if seekable:
             self.f.seek(start)
 
@@ -39,20 +43,22 @@ class ByteSource:
         want = max(need - avail, CHUNK)
         if self.end is not None:
             want = min(want, self.end - (self.pos + len(self.buf)))
-        chunks = [self.buf[self.head:]]
+        keep = min(self.head, self.keep)
+        chunks = [self.buf[self.head - keep:]]
         got = avail
         while got < need and want > 0:
             data = self.f.read(want)
             if not data:
+                self.eof = True
                 break
             chunks.append(data)
             got += len(data)
             want -= len(data)
-        self.pos += self.head
+        self.pos += self.head - keep
         self.buf = b"".join(chunks)
         self.view = memoryview(self.buf)
-        self.head = 0
-        return len(self.buf) >= need
+        self.head = keep
+        return len(self.buf) - keep >= need
 
     def peek(self, n):
         """memoryview of the next n bytes (fewer at the end of input)."""
@@ -93,6 +99,7 @@ class ByteSource:
             while rest_limit > 0:
                 data = self.f.read(min(rest_limit, CHUNK))
                 if not data:
+                    self.eof = True
                     break
                 skipped += len(data)
                 rest_limit -= len(data)
@@ -121,11 +128,28 @@ class ByteSource:
             return offset, rtype, misc, size, first
         return (offset, rtype, misc, size) + (self.take(size),)
 
+    @property
+    def known_end(self):
+        """Offset of the end of the input when known (a bound, or a read
+        reached the end), else None."""
+        if self.end is not None:
+            return self.end
+        return self.pos + len(self.buf) if self.eof else None
+
     def goto(self, offset):
-        """Move to file offset `offset` (seekable sources).  Within the
-        buffer (also backwards, to bytes already taken) no I/O is done."""
+        """Move to file offset `offset`.  Within the buffer (also backwards,
+        to bytes already taken) no I/O is done.  A non-seekable source only
+        goes forward past its buffer (reading and dropping the bytes); going
+        back before the buffer raises ValueError."""
         if self.pos <= offset <= self.pos + len(self.buf):
             self.head = offset - self.pos
+            return
+        if not self.seekable:
+            if offset < self.pos:
+                raise ValueError("cannot go back to %#x in a pipe (buffer starts at %#x)"
+                                 % (offset, self.pos))
+            self.head = len(self.buf)
+            self.skip(offset - self.offset)
             return
         self.pos = offset
         self.buf, self.head = b"", 0
