@@ -9,9 +9,10 @@ gap to the next; symbols sharing an address are resolved by choose_best_symbol.
 from __future__ import annotations
 
 import bisect
+from array import array
 from typing import NamedTuple
 
-from .symtab import RawSymbol, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, fixup_symbols
+from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_entries, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
 KSYM_NAME_LEN = 512
@@ -28,10 +29,10 @@ class KernelSymbol(NamedTuple):
         return self.start + self.size
 
 
-def _binding(t: str) -> int:
-    if t in "Ww":
-        return STB_WEAK
-    return STB_GLOBAL if t.isupper() else STB_LOCAL
+# The symbol types perf keeps from kallsyms (T, W, D, B in either case) and
+# their binding: lower case is local, W weak.
+_BINDINGS = {"T": STB_GLOBAL, "D": STB_GLOBAL, "B": STB_GLOBAL, "W": STB_WEAK,
+             "t": STB_LOCAL, "d": STB_LOCAL, "b": STB_LOCAL, "w": STB_WEAK}
 
 
 class KernelSymbols:
@@ -46,9 +47,10 @@ class KernelSymbols:
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = ""
-        raw = []
+        ents = []          # [start, end, binding, name, source], as fixup_entries takes them
         bad = 0
         zero = 0
+        bindings = _BINDINGS
         for line in text.splitlines():
             parts = line.split(None, 3)
             if len(parts) < 3 or len(parts[1]) != 1:
@@ -60,8 +62,8 @@ class KernelSymbols:
             except ValueError:
                 bad += 1
                 continue
-            t = parts[1]
-            if t.upper() not in "TWDB":
+            binding = bindings.get(parts[1])
+            if binding is None:         # perf keeps types T, W, D and B only
                 continue
             name = parts[2]
             if len(name) >= KSYM_NAME_LEN:
@@ -73,16 +75,23 @@ class KernelSymbols:
                     name = f"{name}\t{mod}"      # perf's own in-band marker
             if addr == 0:
                 zero += 1
-            raw.append(RawSymbol(name, addr, 0, _binding(t), STT_FUNC, source))
+            ents.append([addr, addr, binding, name, source])
         table = cls()
-        if raw and zero == len(raw):
+        if ents and zero == len(ents):
             table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
             return table
-        syms = []
-        for e in fixup_symbols(raw, is_kallsyms=True):
-            name, _, mod = e[3].partition("\t")
-            syms.append(KernelSymbol(name, e[0], e[1] - e[0], mod[1:-1] if mod else None))
-        table = cls(syms)
+        # Kept as arrays and one string of names (120,000 KernelSymbols would
+        # cost more than the parse); symbols are made when looked up.
+        names, modules = [], []
+        starts, sizes = array("Q"), array("Q")
+        for start, end, _, name, _ in fixup_entries(ents, is_kallsyms=True):
+            name, _, mod = name.partition("\t")
+            names.append(name)
+            modules.append(mod[1:-1])
+            starts.append(start)
+            sizes.append(end - start)
+        table._syms = _LazySymbols.build(names, starts, sizes, modules)
+        table._starts = starts
         if bad:
             table.warnings.append(f"{source}: {bad} malformed lines skipped")
         return table
@@ -203,7 +212,6 @@ def _cache_path(key: str) -> str | None:
 
 def _load_cached(key: str) -> "KernelSymbols | None":
     import marshal
-    from array import array
     path = _cache_path(key)
     if path is None:
         return None
@@ -245,6 +253,18 @@ class _LazySymbols:
     def __len__(self):
         return len(self.starts)
 
+    @classmethod
+    def build(cls, names, starts, sizes, modules):
+        """From lists of names and modules ('' for the kernel) and arrays."""
+        name_ends, module_ends = array("Q"), array("Q")
+        n = m = 0
+        for name, module in zip(names, modules):
+            n += len(name)
+            m += len(module)
+            name_ends.append(n)
+            module_ends.append(m)
+        return cls("".join(names), name_ends, starts, sizes, "".join(modules), module_ends)
+
     @staticmethod
     def _cut(text, ends, i):
         return text[ends[i - 1] if i else 0:ends[i]]
@@ -269,17 +289,12 @@ def _save_cached(key: str, table: "KernelSymbols") -> None:
     if path is None:
         return
     syms = table._syms
-    name_ends, module_ends = array("Q"), array("Q")
-    n = m = 0
-    for sym in syms:
-        n += len(sym.name)
-        m += len(sym.module or "")
-        name_ends.append(n)
-        module_ends.append(m)
-    data = (_CACHE_VERSION, "".join(s.name for s in syms), name_ends.tobytes(),
-            array("Q", [s.start for s in syms]).tobytes(),
-            array("Q", [s.size for s in syms]).tobytes(),
-            "".join(s.module or "" for s in syms), module_ends.tobytes())
+    if not isinstance(syms, _LazySymbols):
+        syms = _LazySymbols.build([s.name for s in syms], array("Q", [s.start for s in syms]),
+                                  array("Q", [s.size for s in syms]),
+                                  [s.module or "" for s in syms])
+    data = (_CACHE_VERSION, syms.names, syms.name_ends.tobytes(), syms.starts.tobytes(),
+            syms.sizes.tobytes(), syms.modules, syms.module_ends.tobytes())
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+from operator import itemgetter
 from typing import Iterable, NamedTuple
 
 from .elffile import Binary, SHF_ALLOC
@@ -109,6 +110,9 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Ra
     return out
 
 
+_START = itemgetter(0)
+
+
 def _underscores(name: str) -> int:
     return len(name) - len(name.lstrip("_"))
 
@@ -147,8 +151,14 @@ def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> lis
 
     Returns sorted [start, end, binding, name, source] lists, one per address.
     """
-    ents = [[r.start, r.start + r.size, r.binding, r.name, r.source] for r in raw]
-    ents.sort(key=lambda e: e[0])       # stable: equal starts keep table order
+    return fixup_entries([[r.start, r.start + r.size, r.binding, r.name, r.source]
+                          for r in raw], is_kallsyms=is_kallsyms)
+
+
+def fixup_entries(ents: list[list], *, is_kallsyms: bool = False) -> list[list]:
+    """fixup_symbols on [start, end, binding, name, source] lists already
+    made (kallsyms makes them straight from its text); sorts them in place."""
+    ents.sort(key=_START)               # stable: equal starts keep table order
     if not ents:
         return []
     for prev, curr in zip(ents, ents[1:]):
