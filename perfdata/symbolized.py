@@ -150,6 +150,15 @@ class SampleSymbolizer:
 
     # ------------------------------------------------------------ iteration
     def __iter__(self):
+        try:
+            yield from self._samples()
+        finally:
+            # What the symbolizer learnt that outlives the run (inline names).
+            flush = getattr(self.symbolizer, "flush", None)
+            if flush is not None:
+                flush()
+
+    def _samples(self):
         machine = self.machine
         pf = self.pf
         pf.resolve_event_names()
@@ -427,8 +436,7 @@ class SampleSymbolizer:
             src = choice.binary or choice.debug
             svma = src.file_offset_to_svma(head.address) if src is not None else None
             if svma is not None:
-                chain = tuple(self._symbol_name(fr.function)
-                              for fr in lines.frames(svma, lines=False))
+                chain = tuple(self._symbol_name(name) for name in lines.function_names(svma))
             self._frame_cache[key] = chain
         if not chain:
             return [head]

@@ -17,3 +17,57 @@ def perfdata_cache_dir() -> str | None:
     if env is not None:
         return os.path.expanduser(env) if env.strip() else None
     return user_cache_dir("perfdata")
+
+
+def code_tag(kind: str, modules) -> str:
+    """The tag a cache entry of `kind` must carry to be used: a digest of the
+    symbolize modules whose code decides what it holds (a change to any of
+    them makes every entry stale)."""
+    import hashlib
+    digest = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in modules:
+        try:
+            with open(os.path.join(here, name), "rb") as f:
+                digest.update(f.read())
+        except OSError:
+            digest.update(name.encode())
+    return "perfdata-%s-%s" % (kind, digest.hexdigest()[:16])
+
+
+def write_json(path: str, doc) -> bool:
+    """Write `doc` as JSON to path atomically (a reader never sees half a
+    file); False, and nothing left behind, when that fails."""
+    import json
+    import tempfile
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+        return True
+    except (OSError, TypeError, ValueError):
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False
+
+
+def read_json(path: str, max_size: int = 512 << 20):
+    """The JSON document at path, or None if absent, not a regular file,
+    too large or damaged."""
+    import json
+    import stat
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
+            return None
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+

@@ -174,7 +174,12 @@ class Symbolizer:
                 # every path the same file is known under.
                 lines = self._lineinfos.get(want) if want else None
                 if lines is None:
-                    lines = LineInfo(f)
+                    cache = None
+                    if self.cache_dir and want:
+                        # (which file the DWARF came from is in the name)
+                        cache = os.path.join(self.cache_dir, "inline", want[:2], "%s-%s.json" % (
+                            want[2:], "d" if f is debug else "b"))
+                    lines = LineInfo(f, names_cache=cache)
                     if want:
                         self._lineinfos[want] = lines
                 break
@@ -247,6 +252,13 @@ class Symbolizer:
                 getattr(b, "warnings", None) for b in (binary, debug, minidebug)):
             save_table(table, disk)
         return table
+
+    def flush(self) -> None:
+        """Keep in the cache directory what was learnt and is worth keeping
+        (inline names by address); a no-op without a cache directory."""
+        for lines in self._lineinfos.values():
+            if lines is not None:
+                lines.save_names()
 
     def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:
         return self._dso(path, build_id).table

@@ -274,58 +274,26 @@ _TABLE_MAKERS = ("symtab.py", "plt.py", "minidebuginfo.py", "elffile.py")
 
 
 def cache_format() -> str:
-    """The tag a cached table must carry to be used: the layout version and
-    a digest of the code that builds tables."""
+    """The tag a cached table must carry to be used."""
     global _CACHE_FORMAT
     if _CACHE_FORMAT is None:
-        import hashlib
-        import os
-        digest = hashlib.sha256()
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in _TABLE_MAKERS:
-            try:
-                with open(os.path.join(here, name), "rb") as f:
-                    digest.update(f.read())
-            except OSError:
-                digest.update(name.encode())
-        _CACHE_FORMAT = "perfdata-symtab-2-" + digest.hexdigest()[:16]
+        from .cachedir import code_tag
+        _CACHE_FORMAT = code_tag("symtab-2", _TABLE_MAKERS)
     return _CACHE_FORMAT
 
 
 def save_table(table: SymbolTable, path: str) -> bool:
     """Write a table as JSON (atomically: a reader never sees half a file)."""
-    import json
-    import os
-    import tempfile
-    tmp = None
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump({"format": cache_format(),
-                       "symbols": [[s.name, s.start, s.size, s.source] for s in table]}, f)
-        os.replace(tmp, path)
-        return True
-    except (OSError, TypeError, ValueError):
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        return False
+    from .cachedir import write_json
+    return write_json(path, {"format": cache_format(),
+                             "symbols": [[s.name, s.start, s.size, s.source] for s in table]})
 
 
 def load_table(path: str, max_size: int = 512 << 20) -> SymbolTable | None:
     """A table saved by save_table, or None if absent, damaged or foreign."""
-    import json
-    import os
-    import stat
+    from .cachedir import read_json
+    doc = read_json(path, max_size)
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
-            return None
-        with open(path) as f:
-            doc = json.load(f)
         if not isinstance(doc, dict) or doc.get("format") != cache_format():
             return None
         syms = []

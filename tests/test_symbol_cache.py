@@ -104,3 +104,52 @@ def test_tables_of_other_code_are_not_used(tmp_path, monkeypatch):
     monkeypatch.setattr(symtab, "_TABLE_MAKERS", symtab._TABLE_MAKERS + ("unwind.py",))
     assert symtab.cache_format() != ""
     assert symtab.load_table(path) is None
+
+
+def _dwarf_script(cache_dir):
+    """perfdata script of a DWARF recording with inlined C++ frames, in-process."""
+    import io
+    import perfdata
+    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.views.script import ScriptFormatter
+    data = SAMPLES / "cpp_inline.dwarf.data"
+    locator = DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")],
+                               buildid_dir=str(SAMPLES / "buildids"))
+    pf = perfdata.open(str(data))
+    samples = SampleSymbolizer(pf, Symbolizer(locator, inline=False,
+                                              cache_dir=str(cache_dir) if cache_dir else None))
+    fmt = ScriptFormatter(pf)
+    out = io.StringIO()
+    for s in samples:
+        out.write(fmt.format(s))
+    return out.getvalue()
+
+
+def test_inline_names_come_from_the_cache_the_second_time(tmp_path, monkeypatch):
+    """DWARF inline names learnt in one run are kept by build-id: the next
+    run prints the same text without decoding a DWARF unit."""
+    from symbolize.lines import LineInfo
+    first = _dwarf_script(tmp_path)
+    assert "(inlined)" in first
+    assert list((tmp_path / "inline").rglob("*.json"))
+
+    def no_units(self, offset):
+        raise AssertionError("a DWARF unit was decoded although the names were cached")
+    monkeypatch.setattr(LineInfo, "_load_cu", no_units)
+    assert _dwarf_script(tmp_path) == first
+
+
+def test_inline_names_cache_damaged_or_stale(tmp_path, monkeypatch):
+    """A damaged file, or one written by other code (another format tag), is
+    not trusted: the names are decoded again, and equal."""
+    from symbolize import lines
+    reference = _dwarf_script(None)
+    assert _dwarf_script(tmp_path) == reference
+    caches = list((tmp_path / "inline").rglob("*.json"))
+    for path in caches:
+        path.write_text('{"format": "x", "names": [[1, ["wrong"]]]}')
+    assert _dwarf_script(tmp_path) == reference
+    monkeypatch.setattr(lines, "_NAMES_FORMAT", "perfdata-inline-names-other")
+    for path in caches:
+        path.write_text('{"format": "perfdata-inline-names-other", "names": [[1, 5]]}')
+    assert _dwarf_script(tmp_path) == reference
