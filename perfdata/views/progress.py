@@ -100,11 +100,15 @@ def input_size(pf):
 
 
 def sample_progress(samples, pf, label="", stream=None, enabled=None):
-    """Yield the samples of `samples`, drawing the bar as they go by."""
+    """The samples of `samples`, drawing the bar as they go by (without a
+    bar, `samples` itself: no layer between the samples and the view)."""
     bar = Progress(input_size(pf), label, stream=stream, enabled=enabled)
     if not bar.enabled:
-        yield from samples
-        return
+        return iter(samples)
+    return _with_bar(samples, pf, bar)
+
+
+def _with_bar(samples, pf, bar):
     directory = getattr(pf, "is_directory", False)
     done_files = {}
     try:
