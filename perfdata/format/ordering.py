@@ -19,9 +19,9 @@ class OrderedQueue:
     time (a heap would pay log n twice per record)."""
 
     def __init__(self):
-        self._items = []        # (time, seq, item)
+        self._items = []        # (time, item), in arrival order
         self._sorted = True
-        self._seq = 0
+        self._last = None       # time of the last item in _items
         self.next_flush = 0
         self.max_timestamp = 0
         self.last_flush = 0
@@ -38,23 +38,24 @@ class OrderedQueue:
         # (queue_event()), so after a round emptied the queue it can go down.
         if time >= self.max_timestamp or not items:
             self.max_timestamp = time
-        if items and time < items[-1][0]:
+        if items and time < self._last:
             self._sorted = False
-        items.append((time, self._seq, item))
-        self._seq += 1
+        self._last = time
+        items.append((time, item))
 
     def _release(self, limit):
         """The queued items up to `limit` (None: all), in order, as a list:
         one slice per round instead of a generator step per item."""
         items = self._items
         if not self._sorted:
-            items.sort()        # (time, seq): equal times keep arrival order
+            items.sort(key=_TIME)   # stable: equal times keep arrival order
             self._sorted = True
+            self._last = items[-1][0]
         cut = len(items) if limit is None else bisect_right(items, limit, key=_TIME)
         if not cut:
             return []
         self.last_flush = items[cut - 1][0]
-        out = [entry[2] for entry in items[:cut]]
+        out = [entry[1] for entry in items[:cut]]
         del items[:cut]
         return out
 
