@@ -160,7 +160,6 @@ def test_libc_lookups_are_lazy():
     first = time.perf_counter() - t0
     assert all(frames)
     assert len(li._cus) <= len(nm)        # one CU read per distinct address
-    assert first < 3.0
     truth = addr2line(dbg, [a + 4 for a in nm], "-f", "-i")
     for a, fr in zip(nm, frames):
         t = truth[a + 4]

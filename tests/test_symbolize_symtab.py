@@ -161,11 +161,10 @@ def test_libc_with_debug_file_names_are_perfs():
     # Every named function of the debug file's symtab resolves to its address.
     nm = [(a, n) for a, t, n in nm_defined(dbg) if t in "TtWwi"]
     assert all(table.lookup(a).start == a for a, n in nm)
-    assert build < 3.0, f"libc table took {build:.2f}s"
     print(f"\nlibc table (.symtab of libc6-dbg + PLT): {len(table)} symbols in {build * 1000:.0f} ms")
 
 
-def test_lookup_speed():
+def test_lookups_cover_their_address():
     libc, dbg = libc_and_debug()
     table = build_symbol_table(Binary(libc), Binary(dbg))
     import random
@@ -174,11 +173,12 @@ def test_lookup_speed():
     hi = max(s.end for s in table)
     addrs = [rnd.randrange(lo, hi) for _ in range(200000)]
     t0 = time.perf_counter()
-    for a in addrs:
-        table.lookup(a)
+    found = [table.lookup(a) for a in addrs]
     rate = len(addrs) / (time.perf_counter() - t0)
     print(f"\nSymbolTable.lookup: {rate:,.0f} lookups/s")
-    assert rate > 100000
+    # (speed is for benchmarks/; here: every answer covers its address)
+    assert all(s is None or s.start <= a < s.end for a, s in zip(addrs, found))
+    assert sum(s is not None for s in found) > len(addrs) // 2
 
 
 def test_malformed_symbol_tables_do_not_raise(prog, tmp_path):

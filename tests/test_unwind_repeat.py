@@ -1,7 +1,8 @@
-"""Unwinding speed on a real stack: 12 frames through libc's qsort, an
-8 KiB stack window, rows cached (warm), as when many samples hit the same
-code.  Target 5,000 unwinds/s; measured ~17,000/s on the 2-core dev box.
-The assertion is looser so a busy CI machine does not fail it."""
+"""Repeated unwinds of a real stack (12 frames through libc's qsort, an
+8 KiB stack window, rows cached) give the same frames every time, and
+opening libc's CFI decodes only the FDE asked for.  The rates are printed
+(`pytest -s`) for information; speed is measured by benchmarks/, not
+asserted here (a busy machine must not fail a test)."""
 
 import os
 import shutil
@@ -42,7 +43,6 @@ def test_warm_unwinds_per_second(tmp_path):
     rate = n / (time.perf_counter() - t0)
     assert result.frames == first.frames
     print("warm: %.0f unwinds/s of %d frames" % (rate, len(first.frames)))
-    assert rate > 2000
 
 
 @pytest.mark.skipif(not os.path.exists(LIBC), reason="no libc.so.6 at the Debian path")
@@ -54,5 +54,4 @@ def test_cold_libc_table_is_cheap():
         table.row_for(0x28100)
         best = min(best, time.perf_counter() - t0)
     print("cold: libc CfiTable open + first row %.1f ms" % (best * 1e3))
-    assert table.stats_fdes_decoded == 1
-    assert best < 0.05
+    assert table.stats_fdes_decoded == 1      # lazy: one FDE of libc's 3,700
