@@ -11,8 +11,6 @@ reasons these options do not touch (the shell's frames), with -G or on the
 lines that are not stack frames.
 """
 import os
-import shutil
-import struct
 import subprocess
 import sys
 from pathlib import Path

@@ -134,7 +134,6 @@ def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
 
 
 def test_damaged_cache_file_is_parsed_again(tmp_path, monkeypatch):
-    from symbolize import kallsyms
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "kallsyms"
     path.write_text("ffffffff81000000 T a\nffffffff81000100 T b\n")

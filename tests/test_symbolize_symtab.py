@@ -5,14 +5,11 @@ alias resolution (choose_best_symbol) and size fix-ups: the oracle for which
 alias wins. readelf gives sizes; nm gives addresses.
 """
 import lzma
-import os
-import shutil
-import subprocess
 import time
 
 import pytest
 
-from symbolize import Binary, SymbolTable, build_symbol_table, load_minidebuginfo, read_elf_symbols
+from symbolize import Binary, build_symbol_table, load_minidebuginfo, read_elf_symbols
 from test_symbolize_util import (compile_c, libc_and_debug, need, nm_defined, readelf_symbols,
                                  run)
 

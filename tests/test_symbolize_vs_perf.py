@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from symbolize import Binary, DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer
 from test_symbolize_util import compile_c, need
 
 SRC = r"""

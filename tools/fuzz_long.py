@@ -17,7 +17,6 @@ so that large inputs are timed too.
 """
 import argparse
 import json
-import os
 import random
 import resource
 import signal
