@@ -208,16 +208,10 @@ class ScriptFormatter:
                 text = hit[2]
             else:
                 text = self._stack_text(frames, fields, layout[0])
-            try:
-                return header(sample) + "\n" + text + "\n"
-            except TypeError:       # a field the event should have is missing
-                return self._header_text(sample, layout, has_stack) + "\n" + text + "\n"
+            return header(sample) + "\n" + text + "\n"
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
-        try:
-            out = [header(sample)]
-        except TypeError:           # a field the event should have is missing
-            out = [self._header_text(sample, layout, has_stack)]
+        out = [header(sample)]
         if f_trace and "raw" in sample.fields:
             # (The space or newline after it is the ip's, as in perf.)
             out.append(self._trace(sample))
@@ -243,30 +237,6 @@ class ScriptFormatter:
         text = "".join(out)
         return text[:-1] if text.endswith("\n\n") else text
 
-    def _header_text(self, sample, layout, has_stack):
-        """The start of a sample's line (comm to event name), field by field."""
-        (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
-         before_ip, after_ip) = layout
-        out = []
-        if f_comm:
-            out.append(("%s " if f_ip and has_stack else "%16s ") % sample.comm)
-        if f_pid and f_tid:
-            out.append("%5d/%-5d " % (sample.pid, sample.tid))
-        elif f_pid:
-            out.append("%5d " % sample.pid)
-        elif f_tid:
-            out.append("%5d " % sample.tid)
-        if f_cpu and sample.cpu is not None:
-            out.append("[%03d] " % sample.cpu)
-        if f_time:
-            t = sample.time if self.reltime is None else self.reltime(sample.time)
-            out.append(format_time(t, self.nanosecs))
-        if f_period:
-            out.append("%10d " % sample.period)
-        if f_event:
-            out.append("%*s: " % (self.name_width(), sample.event.name))
-        return "".join(out)
-
     def name_width(self):
         if self._name_width is None:
             # After the names are final (EVENT_DESC, tracing data).
@@ -274,11 +244,13 @@ class ScriptFormatter:
         return self._name_width
 
     def _header_for(self, event, layout, has_stack):
-        """_header_text for the samples of one event, as one % format: a
-        function generated once per event (the event name, its width and
-        which fields print are fixed by then), several times faster than
-        asking field by field for every sample.  "%5d.%06d" is perf's
-        "%12s" of "%d.%06d" for any number of seconds."""
+        """The start of the line of a sample of one event (comm to event
+        name), as one % format: a function generated once per event (the
+        event name, its width and which fields print are fixed by then),
+        several times faster than asking field by field for every sample.
+        "%5d.%06d" is perf's "%12s" of "%d.%06d" for any number of seconds.
+        A sample without a cpu (a group member whose leader has none) prints
+        none, as perf does."""
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
         fmt, args = [], []
@@ -291,7 +263,9 @@ class ScriptFormatter:
         elif f_pid or f_tid:
             fmt.append("%5d ")
             args.append("s.pid" if f_pid else "s.tid")
+        cpu_at = None
         if f_cpu and event.sample_type & ST.CPU:
+            cpu_at = (len(fmt), len(args))
             fmt.append("[%03d] ")
             args.append("s.cpu")
         time = "s.time"
@@ -310,10 +284,14 @@ class ScriptFormatter:
         if not args:
             text = text % ()
             return lambda s: text
-        namespace = {"rel": self.reltime}
         body = "    t = rel(s.time)\n" if time == "t" else ""
-        exec("def header(s):\n%s    return %r %% (%s,)\n" % (body, text, ", ".join(args)),
-             namespace)
+        if cpu_at is not None:
+            f, a = cpu_at
+            body += "    if s.cpu is None:\n        return %r %% (%s)\n" % (
+                "".join(fmt[:f] + fmt[f + 1:]), "".join(x + ", " for x in args[:a] + args[a + 1:]))
+        namespace = {"rel": self.reltime}
+        exec("def header(s):\n%s    return %r %% (%s)\n"
+             % (body, text, "".join(x + ", " for x in args)), namespace)
         return namespace["header"]
 
     # The memory fields, each as process_event() prints it; a field that the
