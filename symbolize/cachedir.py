@@ -36,19 +36,28 @@ def code_tag(kind: str, modules) -> str:
 
 
 def write_json(path: str, doc) -> bool:
-    """Write `doc` as JSON to path atomically (a reader never sees half a
-    file); False, and nothing left behind, when that fails."""
+    """Write `doc` as JSON to path atomically; False when that fails."""
     import json
+    try:
+        text = json.dumps(doc)
+    except (TypeError, ValueError):
+        return False
+    return write_atomic(path, text.encode())
+
+
+def write_atomic(path: str, data: bytes) -> bool:
+    """Write data to path so that a reader never sees half a file (a temporary
+    file renamed over it); False, and nothing left behind, when that fails."""
     import tempfile
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
         return True
-    except (OSError, TypeError, ValueError):
+    except OSError:
         if tmp is not None:
             try:
                 os.unlink(tmp)

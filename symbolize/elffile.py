@@ -334,13 +334,6 @@ class Binary:
 
     # ----- segments and addresses ----------------------------------------
     def _read_segments(self) -> list[LoadSegment]:
-        elf = self.elf
-        if elf is None:
-            return []
-        h = elf.header
-        phnum, phoff, phentsize = h["e_phnum"], h["e_phoff"], h["e_phentsize"]
-        if phnum == 0 or phoff + phnum * phentsize > self.size:
-            return []
         return [LoadSegment(seg["p_vaddr"], seg["p_memsz"], seg["p_offset"],
                             seg["p_filesz"], seg["p_flags"], seg["p_align"])
                 for seg in self._program_headers() if seg["p_type"] == PT_LOAD]

@@ -282,9 +282,7 @@ class _LazySymbols:
 
 def _save_cached(key: str, table: "KernelSymbols") -> None:
     import marshal
-    import os
-    import tempfile
-    from array import array
+    from .cachedir import write_atomic
     path = _cache_path(key)
     if path is None:
         return
@@ -295,11 +293,4 @@ def _save_cached(key: str, table: "KernelSymbols") -> None:
                                   [s.module or "" for s in syms])
     data = (_CACHE_VERSION, syms.names, syms.name_ends.tobytes(), syms.starts.tobytes(),
             syms.sizes.tobytes(), syms.modules, syms.module_ends.tobytes())
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
-        with os.fdopen(fd, "wb") as f:
-            marshal.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    write_atomic(path, marshal.dumps(data))

@@ -30,6 +30,7 @@ from ..format.constants import Feature
 from ..format.errors import PerfDataError
 from ..format.features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
 from ..format.header import feature_bits
+from .units import unit_number
 
 #: Features perf 6.1 knows (HEADER_LAST_FEATURE): bits at or above are ignored.
 HEADER_LAST_FEATURE = 32
@@ -199,16 +200,6 @@ def format_ranges(numbers):
     if start is not None:
         parts.append("%d" % start if start == prev else "%d-%d" % (start, prev))
     return ",".join(parts)
-
-
-def unit_number(n):
-    """unit_number__scnprintf: 24G, 512M, ..."""
-    units = "BKMG"
-    i = 0
-    while n // 1024 > 1 and i < 3:
-        n //= 1024
-        i += 1
-    return "%d%s" % (n, units[i])
 
 
 def _usec(ts):

@@ -16,6 +16,7 @@ import functools
 from collections import namedtuple
 
 from ..format.constants import SampleType as ST
+from .units import unit_number
 
 
 class BitField(namedtuple("BitField", "shift width")):
@@ -168,12 +169,5 @@ def weight_and_ins_lat(fields, sample_type):
 
 
 def page_size_name(size):
-    """get_page_size_name() / unit_number__scnprintf(): 4096 -> '4K'; 0 -> 'N/A'."""
-    if not size:
-        return "N/A"
-    units = "BKMG"
-    i = 0
-    while size // 1024 > 1 and i < 3:
-        size //= 1024
-        i += 1
-    return "%d%s" % (size, units[i])
+    """get_page_size_name(): 4096 -> '4K'; 0 -> 'N/A'."""
+    return unit_number(size) if size else "N/A"

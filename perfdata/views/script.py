@@ -5,6 +5,7 @@ the sample header line (comm, pid/tid, cpu, time, period, event), then either
 the ip/sym/dso on the same line or, for samples with a stack, one line per
 frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 """
+import functools
 import json
 import os
 
@@ -117,6 +118,18 @@ def _carries_stack(event):
                 (st & ST.REGS_USER and st & ST.STACK_USER))
 
 
+def _print_number(field, fmt, sample, out):
+    value = sample.fields.get(field)
+    if value is not None:
+        out.append(fmt % value)
+
+
+def _print_page_size(field, sample, out):
+    size = sample.fields.get(field)
+    if size is not None:
+        out.append(" " + page_size_name(size))
+
+
 class ScriptFormatter:
     def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None,
                  hide_call_graph=False, reltime=False, deltatime=False,
@@ -171,8 +184,8 @@ class ScriptFormatter:
     def _layout(self, fields):
         """What a field set prints, worked out once per set."""
         has = frozenset(fields).__contains__
-        before_ip = tuple(getattr(self, "_print_" + f) for f in _BEFORE_IP if has(f))
-        after_ip = tuple(getattr(self, "_print_" + f) for f in _AFTER_IP if has(f))
+        before_ip = tuple(self._printer(f) for f in _BEFORE_IP if has(f))
+        after_ip = tuple(self._printer(f) for f in _AFTER_IP if has(f))
         return (has, has("comm"), has("pid"), has("tid"), has("cpu"), has("time"),
                 has("period"), has("event"), has("trace"), has("ip"), before_ip, after_ip)
 
@@ -296,13 +309,14 @@ class ScriptFormatter:
 
     # The memory fields, each as process_event() prints it; a field that the
     # sample lacks (only when asked for with -F: perf refuses those) prints
-    # nothing.
-    def _print_addr(self, sample, out):
-        # perf_sample__fprintf_addr (perf also names the symbol and dso of
-        # page-fault addresses; not done here).
-        addr = sample.fields.get("addr")
-        if addr is not None:
-            out.append("%16x" % addr)
+    # nothing.  (perf_sample__fprintf_addr also names the symbol and dso of
+    # page-fault addresses; not done here.)
+    def _printer(self, field):
+        if field in ("addr", "phys_addr"):
+            return functools.partial(_print_number, field, "%16x")
+        if field in ("data_page_size", "code_page_size"):
+            return functools.partial(_print_page_size, field)
+        return getattr(self, "_print_" + field)
 
     def _print_data_src(self, sample, out):
         src = sample.fields.get("data_src")
@@ -322,21 +336,6 @@ class ScriptFormatter:
         ins_lat = weight_and_ins_lat(sample.fields, sample.event.sample_type)[1]
         if ins_lat is not None:
             out.append("%16d" % ins_lat)
-
-    def _print_phys_addr(self, sample, out):
-        phys = sample.fields.get("phys_addr")
-        if phys is not None:
-            out.append("%16x" % phys)
-
-    def _print_data_page_size(self, sample, out):
-        size = sample.fields.get("data_page_size")
-        if size is not None:
-            out.append(" " + page_size_name(size))
-
-    def _print_code_page_size(self, sample, out):
-        size = sample.fields.get("code_page_size")
-        if size is not None:
-            out.append(" " + page_size_name(size))
 
     def format_side_event(self, event):
         """A --show-*-events line (perf script's print_event_with_time()):

@@ -1,0 +1,11 @@
+"""Sizes as perf prints them (tools/perf/util/units.c)."""
+
+
+def unit_number(n):
+    """unit_number__scnprintf: 24G, 512M, 4K, 100B."""
+    units = "BKMG"
+    i = 0
+    while n // 1024 > 1 and i < 3:
+        n //= 1024
+        i += 1
+    return "%d%s" % (n, units[i])
