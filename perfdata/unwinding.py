@@ -34,6 +34,7 @@ class SampleUnwinder:
         self._cfi = {}          # (path, build_id) -> CfiTable or None
         self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
         self._by_map = {}       # id(map) -> (map, Module): the same, found faster
+        self._reg_layouts = {}  # sample_regs_user mask -> Arch.perf_columns(mask)
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
         self.stop_reasons = {}
 
@@ -87,8 +88,11 @@ class SampleUnwinder:
         # Registers by DWARF column straight from the u64s (the layout is
         # worked out once per mask).
         values = regs_user["regs"]
-        count, ip_index, take, column_of = self.arch.perf_columns(
-            sample.event.attr["sample_regs_user"])
+        mask = sample.event.regs_user_mask
+        layout = self._reg_layouts.get(mask)
+        if layout is None:
+            layout = self._reg_layouts[mask] = self.arch.perf_columns(mask)
+        count, ip_index, take, column_of = layout
         if len(values) != count or ip_index is None:
             self.counts["no_regs"] += 1
             return None

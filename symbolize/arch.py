@@ -91,27 +91,22 @@ class Arch:
 
     def perf_columns(self, mask: int):
         """How to read the registers the unwinder uses out of a REGS_USER of
-        this mask, worked out once per mask: (number of u64s, position of
+        this mask (callers keep it per mask): (number of u64s, position of
         the ip or None, an itemgetter of the others' positions, their DWARF
         columns) (see unwind_columns)."""
-        key = ("columns", self.name, mask)
-        got = _REG_NAMES.get(key)
-        if got is None:
-            names = self.perf_reg_names(mask)
-            ip_index, positions, columns = None, [], []
-            for i, name in enumerate(names):
-                column = self.register_columns.get(name) if name is not None else None
-                if column == -1:
-                    ip_index = i
-                elif column is not None:
-                    positions.append(i)
-                    columns.append(column)
-            getter = (itemgetter(*positions) if len(positions) > 1 else
-                      (lambda values, i=positions[0]: (values[i],)) if positions else
-                      (lambda values: ()))
-            got = (len(names), ip_index, getter, tuple(columns))
-            _REG_NAMES[key] = got
-        return got
+        names = self.perf_reg_names(mask)
+        ip_index, positions, columns = None, [], []
+        for i, name in enumerate(names):
+            column = self.register_columns.get(name) if name is not None else None
+            if column == -1:
+                ip_index = i
+            elif column is not None:
+                positions.append(i)
+                columns.append(column)
+        getter = (itemgetter(*positions) if len(positions) > 1 else
+                  (lambda values, i=positions[0]: (values[i],)) if positions else
+                  (lambda values: ()))
+        return len(names), ip_index, getter, tuple(columns)
 
     def perf_reg_names(self, mask: int) -> Tuple[Optional[str], ...]:
         """The register name of each u64 a REGS_USER of this mask holds, in
@@ -124,7 +119,7 @@ class Arch:
         return names
 
 
-_REG_NAMES: Dict[tuple, tuple] = {}      # per (arch, mask): computed once
+_REG_NAMES: Dict[Tuple[str, int], Tuple[Optional[str], ...]] = {}   # per (arch, mask)
 
 X86_64 = Arch(
     name="x86_64",
