@@ -91,6 +91,15 @@ def walk_pipe(data, strict=False):
     return got, pf, error
 
 
+def walk_damaged(data, how, tmp_dir):
+    """walk() of a damaged stream read from a file ('file') or a pipe."""
+    if how == "file":
+        target = Path(tmp_dir) / "damaged.pipe.data"
+        target.write_bytes(data)
+        return walk(target)
+    return walk_pipe(data)
+
+
 def _names_damage(pf, offset):
     """A warning naming the damaged range that starts at `offset`."""
     text = "offset %#x: " % offset
@@ -122,12 +131,7 @@ def test_one_corrupt_record_costs_one_record(bundled, kind, how, tmp_path):
     intact = collections.Counter(recs)
     for victim in (recs[len(recs) // 2], recs[len(recs) // 3]):
         damaged = corrupt(data, little, victim, kind, len(data))
-        if how == "file":
-            target = tmp_path / "damaged.pipe.data"
-            target.write_bytes(damaged)
-            got, pf, error = walk(target)
-        else:
-            got, pf, error = walk_pipe(damaged)
+        got, pf, error = walk_damaged(damaged, how, tmp_path)
         assert error is None, (kind, victim, error)
         assert pf.is_pipe
         lost = intact - got
@@ -245,12 +249,7 @@ def pipe_recovery_rate(files, per_kind=1, seed=1, ways=("file", "pipe"), tmp_dir
             for victim in _victims(recs, rng, per_kind):
                 damaged = corrupt(data, little, victim, kind, len(data))
                 for how in ways:
-                    if how == "file":
-                        target = tmp_dir / "damaged.pipe.data"
-                        target.write_bytes(damaged)
-                        got, pf2, error = walk(target)
-                    else:
-                        got, pf2, error = walk_pipe(damaged)
+                    got, pf2, error = walk_damaged(damaged, how, tmp_dir)
                     lost = sum((intact - got).values())
                     fig["trials"] += 1
                     fig["lost"] += lost

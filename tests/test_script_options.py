@@ -101,51 +101,45 @@ sum(i for i in range(300000))
 """
 
 
-@pytest.fixture(scope="module")
-def switch_file(tmp_path_factory):
+def _recorded(tmp_path_factory, name, opts, workload, needs, why_not):
+    """A file recorded once per module with these perf options, holding
+    records of every type in `needs`; the test skips (with `why_not`) when
+    perf cannot record it here or the kernel wrote none of them."""
     if not _can_record():
         pytest.skip("perf cannot record here")
-    tmp = tmp_path_factory.mktemp("switch")
-    path, why = _record(tmp, "switch", ["--switch-events", "--namespaces", "--all-cgroups",
-                                        "-e", "cpu-clock", "-F", "1000", "-g"], SHELL_LOAD)
+    tmp = tmp_path_factory.mktemp(name)
+    path, why = _record(tmp, name, opts, workload)
     if path is None:
-        pytest.skip("perf record --switch-events --namespaces --all-cgroups: %s" % why)
+        pytest.skip("perf record %s: %s" % (" ".join(opts), why))
     counts = _counts(path)
-    if not counts.get(RT.SWITCH) or not counts.get(RT.NAMESPACES):
-        pytest.skip("the kernel wrote no SWITCH/NAMESPACES records")
+    if not all(counts.get(rtype) for rtype in needs):
+        pytest.skip(why_not)
     return path, tmp
+
+
+@pytest.fixture(scope="module")
+def switch_file(tmp_path_factory):
+    return _recorded(tmp_path_factory, "switch",
+                     ["--switch-events", "--namespaces", "--all-cgroups",
+                      "-e", "cpu-clock", "-F", "1000", "-g"], SHELL_LOAD,
+                     (RT.SWITCH, RT.NAMESPACES), "the kernel wrote no SWITCH/NAMESPACES records")
 
 
 @pytest.fixture(scope="module")
 def bpf_file(tmp_path_factory):
-    if not _can_record():
-        pytest.skip("perf cannot record here")
-    tmp = tmp_path_factory.mktemp("bpf")
-    path, why = _record(tmp, "bpf", ["-e", "cpu-clock", "-F", "1000"],
-                        [sys.executable, "-c", BPF_LOADER])
-    if path is None:
-        pytest.skip("perf record: %s" % why)
-    counts = _counts(path)
-    if not counts.get(RT.KSYMBOL) or not counts.get(RT.BPF_EVENT):
-        pytest.skip("no KSYMBOL/BPF_EVENT records: loading a BPF program is not allowed here")
-    return path, tmp
+    return _recorded(tmp_path_factory, "bpf", ["-e", "cpu-clock", "-F", "1000"],
+                     [sys.executable, "-c", BPF_LOADER], (RT.KSYMBOL, RT.BPF_EVENT),
+                     "no KSYMBOL/BPF_EVENT records: loading a BPF program is not allowed here")
 
 
 @pytest.fixture(scope="module")
 def lost_file(tmp_path_factory):
     """Samples of 16 KiB of stack into a 1-page ring buffer: none fits, and
     the kernel writes LOST records instead."""
-    if not _can_record():
-        pytest.skip("perf cannot record here")
-    tmp = tmp_path_factory.mktemp("lost")
-    path, why = _record(tmp, "lost", ["-m", "1", "--call-graph", "dwarf,16384", "-e",
-                                      "cpu-clock", "-F", "5000"],
-                        [sys.executable, "-c", "sum(i for i in range(300000))"])
-    if path is None:
-        pytest.skip("perf record -m 1: %s" % why)
-    if not _counts(path).get(RT.LOST):
-        pytest.skip("the kernel lost no records")
-    return path, tmp
+    return _recorded(tmp_path_factory, "lost",
+                     ["-m", "1", "--call-graph", "dwarf,16384", "-e", "cpu-clock", "-F", "5000"],
+                     [sys.executable, "-c", "sum(i for i in range(300000))"], (RT.LOST,),
+                     "the kernel lost no records")
 
 
 _CAN = []
