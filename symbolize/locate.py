@@ -5,7 +5,9 @@ and checks it (build-id, or the .gnu_debuglink CRC) before trusting it, as
 wholesym does. Orders follow perf and gdb:
 
 binary:  --debug-dir dirs (.build-id/xx/rest, DIR/<path>), the symfs root,
-         perf's build-id cache (~/.debug), then the original path.
+         perf's build-id cache (~/.debug), then the original path, or, for a
+         path under a --path-map prefix, the path rewritten to the new root
+         instead of it.
 debug:   --debug-dir dirs (.build-id/xx/rest.debug, DIR/<path>.debug, ...),
          the symfs root's /usr/lib/debug, /usr/lib/debug (.build-id and path
          layouts), perf's build-id cache, then .gnu_debuglink's file next to
@@ -51,12 +53,51 @@ def valid_debuglink_name(name) -> bool:
             and name not in (".", "..") and ".." not in name)
 
 
+def parse_path_map(text: str) -> tuple[str, str]:
+    """'OLD=NEW' -> (OLD, NEW): OLD an absolute recorded path (a directory or
+    one file), NEW where it is on this machine.  ValueError when malformed."""
+    old, sep, new = text.partition("=")
+    if not sep or not old or not new:
+        raise ValueError("expected OLD=NEW, got %r" % text)
+    if not os.path.isabs(old) or "\0" in old or "\0" in new:
+        raise ValueError("OLD must be an absolute path: %r" % old)
+    old = os.path.normpath(old)
+    return ("/" if old == "//" else old), os.path.abspath(os.path.expanduser(new))
+
+
+def map_path(path: str, path_map) -> str | None:
+    """The recorded path rewritten by the longest matching OLD prefix of
+    path_map ((OLD, NEW) pairs; a prefix matches whole path components),
+    or None when no prefix matches."""
+    if not path_map or not os.path.isabs(path) or "\0" in path:
+        return None
+    norm = os.path.normpath(path)
+    best = None
+    for old, new in path_map:
+        if norm == old:
+            rest = ""
+        elif norm.startswith(old.rstrip("/") + "/"):
+            rest = norm[len(old.rstrip("/")) + 1:]
+        else:
+            continue
+        if best is None or len(old) > len(best[0]):
+            best = (old, os.path.join(new, rest) if rest else new)
+    return best[1] if best else None
+
+
 class DebugInfoLocator:
+    """path_map: (OLD, NEW) pairs (see parse_path_map) for profiles recorded
+    in a container, on another host or in another checkout: a binary recorded
+    under OLD is looked for under NEW, and never at its recorded path, which
+    on this machine may hold another file."""
+
     def __init__(self, debug_dirs=(), symfs: str | None = None,
                  buildid_dir: str | None = "~/.debug",
-                 system_debug: str | None = "/usr/lib/debug"):
+                 system_debug: str | None = "/usr/lib/debug", path_map=()):
         self.debug_dirs = [os.path.expanduser(d) for d in (debug_dirs or ())]
         self.symfs = os.path.expanduser(symfs) if symfs else None
+        self.path_map = [parse_path_map(m) if isinstance(m, str) else tuple(m)
+                         for m in (path_map or ())]
         self.buildid_dir = os.path.expanduser(buildid_dir) if buildid_dir else None
         self.system_debug = system_debug
         self.warnings: list[str] = []
@@ -102,6 +143,9 @@ class DebugInfoLocator:
                 p = _rooted(d, path)
                 if p:
                     out.append(Candidate(p, "debug-dir"))
+        mapped = None if pseudo else map_path(path, self.path_map)
+        if mapped is not None:
+            out.append(Candidate(mapped, "path-map"))
         if self.symfs and not pseudo:
             p = _rooted(self.symfs, path)
             if p:
@@ -114,7 +158,7 @@ class DebugInfoLocator:
             # Old cache layout: the .build-id entry links to the file itself.
             out.append(Candidate(os.path.join(self.buildid_dir, ".build-id", bid[:2], bid[2:]),
                                  "buildid-cache"))
-        if not pseudo and not self.symfs:
+        if not pseudo and not self.symfs and mapped is None:
             out.append(Candidate(os.path.normpath(path), "original"))
         return _dedup(out)
 
@@ -175,7 +219,9 @@ class DebugInfoLocator:
             return []
         out = []
         dirs = []
-        for p in (binary_path, path if not self.symfs else _rooted(self.symfs, path)):
+        recorded = map_path(path, self.path_map) or (
+            path if not self.symfs else _rooted(self.symfs, path))
+        for p in (binary_path, recorded):
             if p and os.path.isabs(p):
                 d = os.path.dirname(os.path.normpath(p))
                 if d not in dirs:
@@ -199,13 +245,19 @@ class DebugInfoLocator:
         return out
 
     def candidates_for_kallsyms(self, build_id=None) -> list[Candidate]:
-        """perf's saved copy of /proc/kallsyms for this kernel build, then the
-        running kernel's (right only if the build-ids agree: the caller checks)."""
+        """perf's saved copy of /proc/kallsyms for this kernel build (in a
+        debug dir or perf's build-id cache), then the running kernel's (right only if the build-ids agree: the caller checks)."""
         out = []
         bid = normalize_build_id(build_id)
-        if bid is not None and self.buildid_dir:
-            out.append(Candidate(os.path.join(self.buildid_dir, "[kernel.kallsyms]", bid, "kallsyms"),
-                                 "buildid-cache"))
+        if bid is not None:
+            # A --debug-dir laid out like perf's cache (an unpacked archive,
+            # a project's bundled symbols) holds kallsyms the same way.
+            for d in self.debug_dirs:
+                out.append(Candidate(os.path.join(d, "[kernel.kallsyms]", bid, "kallsyms"),
+                                     "debug-dir"))
+            if self.buildid_dir:
+                out.append(Candidate(os.path.join(self.buildid_dir, "[kernel.kallsyms]", bid,
+                                                  "kallsyms"), "buildid-cache"))
         if self.symfs:
             out.append(Candidate(os.path.join(self.symfs, "proc", "kallsyms"), "symfs"))
         else:

@@ -219,7 +219,7 @@ class Symbolizer:
                 b.close()
                 return None, "crc-mismatch"
             return b, "found"
-        if cand.origin in ("original", "symfs", "debug-dir") and not debug:
+        if cand.origin in ("original", "path-map", "symfs", "debug-dir") and not debug:
             return b, "found"
         if debug and cand.origin in ("debug-dir", "symfs", "system") and have is None:
             return b, "found"

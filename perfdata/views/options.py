@@ -25,12 +25,27 @@ def _free(p, *names):
     return [n for n in names if n not in p._option_string_actions]
 
 
+def path_map_entry(text):
+    """argparse type of --path-map: (OLD, NEW)."""
+    import argparse
+    from symbolize.locate import parse_path_map
+    try:
+        return parse_path_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
 def add_symbolize_options(p):
     """Options every command that symbolizes shares (one definition)."""
     g = p.add_argument_group("symbols")
     g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
                    help="directory of debug files (.build-id layout or path layout); repeatable")
     g.add_argument("--symfs", metavar="ROOT", help="look for binaries under ROOT")
+    g.add_argument("--path-map", action="append", default=[], type=path_map_entry,
+                   metavar="OLD=NEW",
+                   help="binaries recorded under the path OLD (a directory or a file) are "
+                        "at NEW on this machine: for profiles recorded in a container, on "
+                        "another host or in another checkout; repeatable, longest OLD wins")
     g.add_argument("--archive", metavar="FILE.tar.zst",
                    help="binaries and debug files packed by `perfdata archive`")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
@@ -281,6 +296,7 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time"):
     # A DebuginfodLocator when --debuginfod or $DEBUGINFOD_URLS names a server.
     locator = make_locator(getattr(args, "debuginfod", None),
                            debug_dirs=debug_dirs, symfs=args.symfs,
+                           path_map=getattr(args, "path_map", ()),
                            **({"buildid_dir": buildid_dir} if buildid_dir else {}))
     wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
     cache = None
