@@ -7,6 +7,9 @@
 #                                       # committed recordings and buildids
 #     bash samples/record.sh derive     # redo cpp_inline.fp.pipe.data + goldens
 #     bash samples/record.sh extra      # redo buildid_mmap.data + goldens
+#     bash samples/record.sh kernel     # redo the recordings with kernel samples
+#                                       # (two_events, tracepoint) on this kernel,
+#                                       # with its kallsyms, + goldens
 #
 # Needs: gcc, g++, objcopy, strip, readelf, perf (goldens made with 6.1).
 # The truth files (samples/truth/*.json) are hand-written, not generated;
@@ -113,6 +116,57 @@ record() {
     cp "$WORK/record.log" "$EXP/record.stderr.txt" 2>/dev/null || true
     # The build-id cache perf filled while recording ($HOME/.debug) is read
     # by collect_buildids: the vdso image only exists there.
+}
+
+kernel() {
+    # The recordings with kernel samples, made again on the running kernel;
+    # the copy of /proc/kallsyms perf keeps in its build-id cache travels
+    # with them (samples/buildids/[kernel.kallsyms]/<build-id>/kallsyms, perf's
+    # layout), so their kernel frames are named the same on any machine.
+    cd "$S"
+    # two_events' kernel frames come from interrupts that land while
+    # vdso_clock runs (it makes no syscall): some runs get none, so record
+    # until one holds a few.
+    local try
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        rec "$S/two_events.data" -e cpu-clock,task-clock -F $FREQ -g -- "$BIN/vdso_clock" 0.3
+        [ "$(perf script -i "$S/two_events.data" 2>/dev/null | grep -c 'kernel.kallsyms')" -ge 10 ] && break
+    done
+    rec "$S/tracepoint.data" -e syscalls:sys_enter_write,sched:sched_switch -g -- "$BIN/writer"
+    add_buildids "$S/two_events.data" "$S/tracepoint.data"
+    collect_kallsyms
+}
+
+add_buildids() {  # add_buildids FILE...: the ELF files these recordings need that buildids/ lacks
+    local f bid path dest
+    for f in "$@"; do perf buildid-list -i "$f" 2>/dev/null; done | sort -u | while read -r bid path; do
+        [ ${#bid} -ge 16 ] && [ -n "$path" ] || continue
+        case $path in "[kernel.kallsyms]"|/usr/lib/debug/*|*.ko|*.ko.*) continue ;; esac
+        dest="$BIDS/.build-id/${bid:0:2}/${bid:2}"
+        [ -f "$dest" ] && continue
+        mkdir -p "$(dirname "$dest")"
+        if [ "$path" = "[vdso]" ]; then cp "$HOME/.debug/[vdso]/$bid/vdso" "$dest"
+        else cp "$(readlink -f "$path")" "$dest"; fi
+        chmod 644 "$dest"
+        echo "$bid $path" >> "$BIDS/INDEX.txt"
+    done
+    sort -u -o "$BIDS/INDEX.txt" "$BIDS/INDEX.txt"
+}
+
+collect_kallsyms() {
+    # Only the kernels the committed recordings name (older copies go).
+    rm -rf "$BIDS/[kernel.kallsyms]"
+    local bid
+    for bid in $(for f in "$S"/*.data; do perf buildid-list -i "$f" 2>/dev/null; done |
+                 awk '$2 == "[kernel.kallsyms]" {print $1}' | sort -u); do
+        if [ -f "$HOME/.debug/[kernel.kallsyms]/$bid/kallsyms" ]; then
+            mkdir -p "$BIDS/[kernel.kallsyms]/$bid"
+            cp "$HOME/.debug/[kernel.kallsyms]/$bid/kallsyms" "$BIDS/[kernel.kallsyms]/$bid/kallsyms"
+            chmod 644 "$BIDS/[kernel.kallsyms]/$bid/kallsyms"
+        else
+            echo "warning: no kallsyms of kernel $bid (recorded elsewhere?)" >&2
+        fi
+    done
 }
 
 extra() {
@@ -231,6 +285,11 @@ case ${1:-all} in
         extra
         derive
         collect_buildids
+        collect_kallsyms
+        goldens
+        ;;
+    kernel)
+        kernel
         goldens
         ;;
     goldens)
@@ -245,6 +304,6 @@ case ${1:-all} in
         goldens
         ;;
     *)
-        echo "usage: $0 [all|goldens|derive]" >&2; exit 2 ;;
+        echo "usage: $0 [all|goldens|derive|extra|kernel]" >&2; exit 2 ;;
 esac
 du -sh "$S"

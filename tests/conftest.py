@@ -28,6 +28,37 @@ if str(TESTS_DIR) not in sys.path:
 os.environ["PERFDATA_CACHE_DIR"] = tempfile.mkdtemp(prefix="perfdata-test-cache.")
 atexit.register(shutil.rmtree, os.environ["PERFDATA_CACHE_DIR"], True)
 
+SAMPLES = REPO / "samples"
+SAMPLE_BUILDIDS = SAMPLES / "buildids"
+
+
+def _sample_path_map():
+    """(OLD, NEW) pairs that find every binary of the bundled recordings in
+    the repository, wherever the clone is: samples/record.sh recorded them
+    in its own checkout (an absolute path inside the recordings, which need
+    not exist here), and the pipe-mode and some -z recordings carry no
+    build-id to find libc by.  Read off samples/buildids/INDEX.txt."""
+    entries = []
+    for line in (SAMPLE_BUILDIDS / "INDEX.txt").read_text().splitlines():
+        bid, _, path = line.partition(" ")
+        if path.startswith("/"):
+            entries.append((bid, path))
+    programs = [p for _, p in entries if os.path.basename(os.path.dirname(p)) == "bin"
+                and not p.startswith("/usr/")]
+    root = os.path.dirname(os.path.dirname(programs[0]))
+    out = [(root, str(SAMPLES))]
+    for bid, path in entries:
+        if not path.startswith(root + "/"):
+            out.append((path, str(SAMPLE_BUILDIDS / ".build-id" / bid[:2] / bid[2:])))
+    return out
+
+
+#: --path-map pairs for the bundled recordings (see _sample_path_map)
+SAMPLE_PATH_MAP = _sample_path_map()
+#: the options that make a bundled recording symbolize from the repository alone
+SAMPLE_SYMBOL_ARGS = ["--debug-dir", str(SAMPLE_BUILDIDS)] + [
+    a for old, new in SAMPLE_PATH_MAP for a in ("--path-map", "%s=%s" % (old, new))]
+
 PERF = shutil.which("perf")
 # A short CPU-bound workload that exists on any box running these tests.
 WORKLOAD = [sys.executable, "-c", "sum(i * i for i in range(400000))"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import SAMPLE_PATH_MAP, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -21,6 +21,7 @@ EXPECTED = REPO / "tests" / "expected" / "collapse"
 # Recordings where perf 6.1 differs from perfdata on purpose (README's table):
 # PLT stubs named _init, coroutine bottoms, DWARF snapshot-cut marker.
 DELIBERATE = {"plt_loop.fp", "plt_loop.fp.addrs", "plt_loop_ibt.fp", "plt_loop_ibt.dwarf",
+              "two_events", "two_events.kernel",
               "pipe", "coroutine.fp", "coroutine.dwarf", "deep_recursion.dwarf"}
 FLAGS = {"tid": ["--tid-root"], "pid": ["--pid-root"], "kernel": ["--kernel"],
          "addrs": ["--addrs"]}
@@ -50,6 +51,8 @@ def _ours(base, flags, debug_dirs):
     argv = ["collapse", str(data)]
     for d in debug_dirs:
         argv += ["--debug-dir", str(SAMPLES / d)]
+    for old, new in SAMPLE_PATH_MAP:
+        argv += ["--path-map", "%s=%s" % (old, new)]
     rc, out, err = run_cli(argv + list(flags))
     assert rc == 0, err
     return out

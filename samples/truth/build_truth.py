@@ -77,6 +77,9 @@ PROGRAMS = {
             dict(what="in the vdso",
                  frames=[VDSO_CLOCK_GETTIME, LIBC_CLOCK_GETTIME, skip("hot_clock_loop"),
                          "main"] + MAIN_OUTER),
+            # each call goes through the program's .plt stub first (a jmp)
+            dict(what="in the PLT stub",
+                 frames=[r"clock_gettime@plt", skip("hot_clock_loop"), "main"] + MAIN_OUTER),
         ],
     ),
     "exit_atexit": dict(
