@@ -59,6 +59,19 @@ SAMPLE_PATH_MAP = _sample_path_map()
 SAMPLE_SYMBOL_ARGS = ["--debug-dir", str(SAMPLE_BUILDIDS)] + [
     a for old, new in SAMPLE_PATH_MAP for a in ("--path-map", "%s=%s" % (old, new))]
 
+# The bundled recordings' goldens name libc's local functions from the debug
+# file of the recording machine's libc (libc6-dbg of Debian 12's glibc 2.36),
+# found by libc's build-id; tests that compare with them need that file.
+SAMPLE_LIBC_BUILD_ID = "93ac61ec5a8eb1396f9fbd350e3169a558528a40"
+SAMPLE_LIBC_DEBUG = Path("/usr/lib/debug/.build-id") / SAMPLE_LIBC_BUILD_ID[:2] / (
+    SAMPLE_LIBC_BUILD_ID[2:] + ".debug")
+requires_sample_libc_debug = pytest.mark.skipif(
+    not SAMPLE_LIBC_DEBUG.exists(),
+    reason="needs the recording machine's exact libc debug file, %s (libc6-dbg of glibc "
+           "2.36, Debian 12), which the goldens' libc names come from; "
+           "test_script_live.py runs the same checks on recordings made here"
+           % SAMPLE_LIBC_DEBUG)
+
 PERF = shutil.which("perf")
 # A short CPU-bound workload that exists on any box running these tests.
 WORKLOAD = [sys.executable, "-c", "sum(i * i for i in range(400000))"]

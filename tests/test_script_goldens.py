@@ -12,20 +12,15 @@ from perfdata.symbolized import SampleSymbolizer
 from perfdata.views.script import ScriptFormatter
 from symbolize import DebugInfoLocator, Symbolizer
 
-from conftest import SAMPLE_PATH_MAP
+from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug
 from script_compare import agreement, compare
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 EXPECTED = SAMPLES / "expected"
 BUILDIDS = SAMPLES / "buildids"
-LIBC_BUILD_ID = "93ac61ec5a8eb1396f9fbd350e3169a558528a40"
-LIBC_DEBUG = Path("/usr/lib/debug/.build-id") / LIBC_BUILD_ID[:2] / (LIBC_BUILD_ID[2:] + ".debug")
-
 # Recordings whose goldens name libc's local functions: those names come from
-# this machine's libc6-dbg, found by libc's build-id.
-needs_libc_debug = pytest.mark.skipif(
-    not LIBC_DEBUG.exists(),
-    reason="the goldens use libc6-dbg %s for libc's local symbols" % LIBC_BUILD_ID)
+# the recording machine's libc6-dbg, found by libc's build-id.
+needs_libc_debug = requires_sample_libc_debug
 
 
 def run_script(data, debug_dirs=(BUILDIDS,), no_inline=False, fields=None):

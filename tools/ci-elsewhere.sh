@@ -9,16 +9,19 @@
 #                                         # (/proc/kallsyms empty, another build-id in
 #                                         # /sys/kernel/notes): nothing may need them
 #   tools/ci-elsewhere.sh --no-corpus     # without ../shared (its tests skip)
+#   tools/ci-elsewhere.sh --no-debuginfo  # /usr/lib/debug empty (no libc6-dbg): the
+#                                         # goldens that need it must skip, saying so
 #
 # Needs root (mount namespaces).  Prints .ci/run's output; exits with its status.
 set -euo pipefail
 top=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
-other_kernel=no corpus=yes
+other_kernel=no corpus=yes debuginfo=yes
 for arg in "$@"; do
     case $arg in
         --other-kernel) other_kernel=yes ;;
         --no-corpus) corpus=no ;;
-        *) echo "usage: $0 [--other-kernel] [--no-corpus]" >&2; exit 2 ;;
+        --no-debuginfo) debuginfo=no ;;
+        *) echo "usage: $0 [--other-kernel] [--no-corpus] [--no-debuginfo]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (unshare -m)" >&2; exit 2; }
@@ -39,7 +42,8 @@ printf '\004\000\000\000\024\000\000\000\003\000\000\000GNU\000' > "$work/notes"
 head -c 20 /dev/zero | tr '\0' '\132' >> "$work/notes"
 : > "$work/kallsyms"
 
-echo "ci-elsewhere: clone in $work/p, $top hidden, other kernel: $other_kernel" >&2
+echo "ci-elsewhere: clone in $work/p, $top hidden, other kernel: $other_kernel," \
+     "debuginfo: $debuginfo" >&2
 unshare -m bash -c '
     set -e
     mount -t tmpfs none "$1"
@@ -47,9 +51,10 @@ unshare -m bash -c '
         mount --bind "$3/kallsyms" /proc/kallsyms
         mount --bind "$3/notes" /sys/kernel/notes
     fi
+    [ "$4" = yes ] || mount -t tmpfs none /usr/lib/debug
     . "$3/venv/bin/activate"
     export HOME="$3/home"         # no ~/.debug, no ~/.cache/perfdata of the developer
     mkdir -p "$HOME"
     cd "$3/p"
     bash .ci/run
-' ci-elsewhere "$top" "$other_kernel" "$work"
+' ci-elsewhere "$top" "$other_kernel" "$work" "$debuginfo"
