@@ -20,9 +20,10 @@ from perfdata.format import features as F
 from perfdata.format.constants import Feature
 from perfdata.format.errors import CorruptError
 from perfdata.format.tracing import parse_tracing_data
+from conftest import corpus_dir
 
 PERF = shutil.which("perf")
-CORPUS = "/work/shared/corpus/perfdata"
+CORPUS = str(corpus_dir() / "perfdata")      # conftest: ../shared/corpus or $PERFDATA_CORPUS
 needs_perf = pytest.mark.skipif(PERF is None, reason="perf is not installed")
 
 

@@ -20,9 +20,10 @@ import pytest
 import perfdata
 from perfdata.format.constants import Feature
 from perfdata.views.header import describe_header, describe_attr, format_ranges, unit_number
+from conftest import corpus_dir
 
 PERF = shutil.which("perf")
-CORPUS = "/work/shared/corpus/perfdata"
+CORPUS = str(corpus_dir() / "perfdata")      # conftest: ../shared/corpus or $PERFDATA_CORPUS
 needs_perf = pytest.mark.skipif(PERF is None, reason="perf is not installed")
 
 #: Lines that depend on the time of reading.

@@ -3,7 +3,7 @@
 A small program runs through alias groups, a size-0 assembler label and libc
 (strlen, memset, qsort); `perf record` samples it and `perf script` names each
 sample. The Symbolizer must give the same symbol and offset for every sample
-perf named (PLT stubs excluded: perf 6.1 misnames them, see NOTES.md). The
+perf named (PLT stubs excluded: perf 6.1 misnames them, see docs/perf-facts.md). The
 binary is non-PIE so its sample ips are svmas; libc's are translated with the
 MMAP2 records `perf script --show-mmap-events` prints, through Binary.
 """

@@ -1,6 +1,6 @@
 """Decoders derived from the construct schemas, for the hot records.
 
-Interpreted construct costs ~20-30 us a record (NOTES.md).  `derive_decoder`
+Interpreted construct costs ~20-30 us a record (docs/perf-facts.md).  `derive_decoder`
 walks a schema once and turns it into a short list of steps: runs of fixed
 fields become one `struct.Struct.unpack_from`, arrays of numbers one unpack,
 byte fields a memoryview slice.  The schema stays the only description of the
