@@ -428,8 +428,8 @@ def test_tracepoint_sample_golden():
         ours = our_trace_lines(pf)
     assert len(ours) == len(theirs) == 40
     assert ours == theirs
-    assert ("sched:sched_switch", "prev_comm=writer prev_pid=19847 prev_prio=120 "
-            "prev_state=S ==> next_comm=perf next_pid=19842 next_prio=120") in ours
+    assert ("sched:sched_switch", "prev_comm=writer prev_pid=16482 prev_prio=120 "
+            "prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120") in ours
 
 
 LIVE_EVENTS = ["sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
