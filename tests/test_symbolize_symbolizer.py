@@ -197,6 +197,45 @@ def test_symfs(built, tmp_path):
     assert s.binary_for("/../../" + built["full"].lstrip("/")).status == "missing"
 
 
+def test_path_map(built, tmp_path):
+    """--path-map: a binary recorded under OLD is read under NEW (longest OLD
+    first, whole path components), never at the recorded path."""
+    from symbolize.locate import map_path, parse_path_map
+    new = tmp_path / "new" / "bin"
+    new.mkdir(parents=True)
+    shutil.copy(built["full"], new / "prog")
+    addr = truth(built["full"])["main"]
+    recorded = "/srv/app/bin/prog"
+    s = Symbolizer(DebugInfoLocator(buildid_dir=None, system_debug=None,
+                                    path_map=["/srv/app=%s" % (tmp_path / "new")]), inline=False)
+    assert s.lookup(recorded, None, addr)[-1].name == "main"
+    assert s.binary_for(recorded).binary.path == str(new / "prog")
+    # A path under OLD that NEW lacks is missing, though the recorded path
+    # exists on this machine: it could be another file.
+    here = built["full"]
+    s2 = Symbolizer(DebugInfoLocator(buildid_dir=None, system_debug=None,
+                                     path_map=[(os.path.dirname(here), str(tmp_path / "none"))]),
+                    inline=False)
+    assert s2.binary_for(here).status == "missing"
+    # Longest prefix wins; a file can be mapped alone; components, not characters.
+    pm = [parse_path_map("/srv=/a"), parse_path_map("/srv/app/=/b"),
+          parse_path_map("/lib/libc.so.6=/c/libc-copy")]
+    assert map_path("/srv/app/bin/prog", pm) == "/b/bin/prog"
+    assert map_path("/srv/other", pm) == "/a/other"
+    assert map_path("/srv/application/x", pm) == "/a/application/x"
+    assert map_path("/lib/libc.so.6", pm) == "/c/libc-copy"
+    assert map_path("/lib/libc.so.6.1", pm) is None and map_path("[vdso]", pm) is None
+    for bad in ("noequals", "=/x", "/x=", "relative=/x"):
+        with pytest.raises(ValueError):
+            parse_path_map(bad)
+
+
+def test_cli_refuses_a_malformed_path_map(tmp_path):
+    from conftest import SAMPLES, run_cli
+    rc, out, err = run_cli(["script", str(SAMPLES / "pipe.data"), "--path-map", "relative=/x"])
+    assert rc == 2 and out == "" and "--path-map" in err and "Traceback" not in err
+
+
 def test_statuses(built, tmp_path):
     s = Symbolizer(only(), inline=False)
     assert s.binary_for(str(tmp_path / "absent")).status == "missing"
