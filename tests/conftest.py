@@ -72,6 +72,38 @@ requires_sample_libc_debug = pytest.mark.skipif(
            "test_script_live.py runs the same checks on recordings made here"
            % SAMPLE_LIBC_DEBUG)
 
+
+
+def _libc_debug_here():
+    """The debug file (libc6-dbg) of the libc this interpreter runs on, by
+    build-id under /usr/lib/debug, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            libc = next((line.split()[-1] for line in f if "/libc.so" in line), None)
+        if libc is None:
+            return None
+        from symbolize import Binary
+        b = Binary(libc)
+        try:
+            bid = b.build_id
+        finally:
+            b.close()
+    except (OSError, ImportError):
+        return None
+    if not bid:
+        return None
+    path = Path("/usr/lib/debug/.build-id") / bid[:2] / (bid[2:] + ".debug")
+    return path if path.exists() else None
+
+
+#: tests on recordings made here whose checks name libc's local functions
+#: (__libc_start_call_main, __strlen_evex, __restore_rt, clone3): those names
+#: exist only in libc's debug file, for perfdata, perf and gdb alike.
+requires_libc_debug_here = pytest.mark.skipif(
+    _libc_debug_here() is None,
+    reason="libc's local functions are named only from its debug file (Debian: "
+           "apt-get install libc6-dbg), not installed here")
+
 PERF = shutil.which("perf")
 # A short CPU-bound workload that exists on any box running these tests.
 WORKLOAD = [sys.executable, "-c", "sum(i * i for i in range(400000))"]

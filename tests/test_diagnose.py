@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from conftest import REPO, requires_perf, run_cli
+from conftest import (REPO, requires_libc_debug_here, requires_perf,
+                      requires_sample_libc_debug, run_cli)
 from script_compare import parse_samples
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
@@ -43,6 +44,7 @@ def _frames_in(text, binary, unknown_only=False, own_chain_only=False):
 
 
 # ------------------------------------------------------------ planted causes
+@requires_libc_debug_here
 @requires_perf
 @needs_tools
 def test_no_debuginfo_named_then_fixed_by_debug_dir(tmp_path):
@@ -165,6 +167,7 @@ def _golden(name):
     return path.read_text()
 
 
+@requires_sample_libc_debug
 def test_coroutine_bottom_garbage_counts_match_perf():
     text = _golden("coroutine.fp")
     past, hit = 0, 0
@@ -192,6 +195,7 @@ def test_plt_and_vdso_resolutions_match_perf():
     assert util.cls(res, "resolved-vdso")["frames"] == vdso > 0
 
 
+@requires_sample_libc_debug
 def test_stripped_sample_then_debug_dir():
     res, _ = util.diagnose(SAMPLES / "stripped.dwarf.data", *BUILDIDS)
     assert util.cls(res, "no-debuginfo")["frames"] > 0
@@ -200,6 +204,7 @@ def test_stripped_sample_then_debug_dir():
     assert util.cls(res, "no-debuginfo") is None
 
 
+@requires_sample_libc_debug
 def test_clean_file_says_so():
     rc, out, err = run_cli(["diagnose", str(SAMPLES / "cpp_inline.dwarf.data"), *BUILDIDS])
     assert rc == 0 and "no problem found" in out, out + err

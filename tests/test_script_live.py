@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from conftest import PERF, SAMPLES, requires_perf, run_cli
+from conftest import PERF, SAMPLES, requires_libc_debug_here, requires_perf, run_cli
 from script_compare import agreement, compare
 
 # samples/record.sh's flags (build()): one failure mode each.
@@ -110,6 +110,7 @@ def test_frames_agree_with_perf_now(live, program, mode):
 
 
 @requires_perf
+@requires_libc_debug_here
 @pytest.mark.parametrize("program,mode", CASES, ids=["%s.%s" % c for c in CASES])
 def test_stacks_match_ground_truth_now(live, program, mode):
     """As test_stacks_match_ground_truth: our stacks against the programs'

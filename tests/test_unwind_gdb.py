@@ -18,6 +18,8 @@ from unwind_progs import capture  # noqa: E402
 
 from symbolize.cfi import CfiTable  # noqa: E402
 
+from conftest import requires_libc_debug_here  # noqa: E402
+
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None or shutil.which("gdb") is None,
     reason="needs gcc and gdb")
@@ -161,6 +163,7 @@ def test_debug_frame_in_binary_and_in_separate_file(workdir):
     assert cap.unwind().frames == result.frames
 
 
+@requires_libc_debug_here
 def test_signal_handler_through_restore_rt(workdir):
     _, (cap,) = run(workdir, "signal_vdso.c", [{"break": "in_handler"}])
     result = cap.unwind()
@@ -179,6 +182,7 @@ def test_vdso_cfi_from_process_memory(workdir):
     assert result.stop_reason == "outermost"
 
 
+@requires_libc_debug_here
 def test_thread_stack_ends_at_clone3(workdir):
     _, (cap,) = run(workdir, "thread.c", [{"break": "thread_leaf"}], ("-O2", "-pthread"))
     result = cap.unwind()

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_PATH_MAP, run_cli
+from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, run_cli
+
+# The oracle files were made from perf's goldens, which name libc's local
+# functions from the recording machine's libc debug file.
+pytestmark = requires_sample_libc_debug
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"

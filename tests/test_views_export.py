@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import requires_sample_libc_debug, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -91,6 +91,7 @@ def test_profiles_per_thread_match_perf(tmp_path, name):
         assert p["unit"] == "nanoseconds"        # cpu-clock/task-clock periods are ns
 
 
+@requires_sample_libc_debug
 def test_stacks_equal_stackcollapse(tmp_path):
     doc = export(tmp_path, "threads.fp")
     frames = doc["shared"]["frames"]
@@ -125,6 +126,7 @@ def test_weight_samples_and_empty(tmp_path):
 
 
 # ------------------------------------------------------------------- pprof
+@requires_sample_libc_debug
 def test_pprof_profile_matches_stackcollapse(tmp_path):
     """The profile, read back with the protobuf library, holds the same stacks
     and periods as stackcollapse-perf.pl's folded output of perf's golden."""

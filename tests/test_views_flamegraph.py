@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import requires_sample_libc_debug, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -234,6 +234,7 @@ _PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>%s
     # clock_gettime (276 of 279 samples) has __vdso_clock_gettime (270) above it.
     ("vdso_clock.fp", "clock_gettime@@GLIBC_2.17", 1),
 ])
+@requires_sample_libc_debug
 def test_click_zooms_to_full_width(tmp_path, recording, target, descendants):
     import html
     svg, _ = make_svg(tmp_path, recording)
@@ -299,6 +300,7 @@ def test_standalone_svg_script_runs(tmp_path):
     assert 'data-ready="1"' in res.stdout, res.stderr[-2000:]
 
 
+@requires_sample_libc_debug
 def test_minwidth_leaves_out_narrow_frames(tmp_path):
     svg, _ = make_svg(tmp_path, "vdso_clock.fp", "--minwidth", "500")
     _, frames = frames_of(svg)
