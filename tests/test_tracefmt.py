@@ -1,4 +1,4 @@
-"""views.tracefmt against perf 6.1 (its built-in libtraceevent, no plugins).
+"""perfdata.tracefmt against perf 6.1 (its built-in libtraceevent, no plugins).
 
 Three oracles:
 
@@ -26,8 +26,8 @@ from synth import Attr, Builder, attr_value
 import perfdata
 from perfdata.format.constants import Feature, SampleType as ST
 from perfdata.format.tracing import EventFormat, parse_tracing_data
-from perfdata.views.tracefmt import (TracePrinter, format_trace_fields, parse_print_fmt,
-                                     trace_long_size)
+from perfdata.tracefmt import (TracePrinter, format_trace_fields, parse_print_fmt,
+                               trace_long_size)
 
 # ------------------------------------------------------------------ the layout
 COMMON = (

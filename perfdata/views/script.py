@@ -15,7 +15,7 @@ from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
 from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
 from .names import perf_short_name
-from .tracefmt import TracePrinter
+from ..tracefmt import TracePrinter
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
