@@ -83,6 +83,7 @@ class Symbolizer:
         self._names: dict[str, str] = {}
         self._kallsyms = kallsyms
         self._kernel_tables: dict = {}
+        self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
 
     # ---------------------------------------------------------- warnings
@@ -365,6 +366,7 @@ class Symbolizer:
         if bid in self._kernel_tables:
             return self._kernel_tables[bid]
         src = self._kallsyms
+        source = src if isinstance(src, str) else None
         if isinstance(src, KernelSymbols):
             table = src
         elif isinstance(src, str):
@@ -374,21 +376,31 @@ class Symbolizer:
             for cand in self.locator.candidates_for_kallsyms(bid):
                 if not os.path.isfile(cand.path):
                     continue
-                if cand.origin == "original" and bid is not None and not _running_kernel_is(bid):
+                if cand.origin == "original" and bid is not None and not running_kernel_is(bid):
                     self._warn(cand.path, "bid", f"{cand.path}: the running kernel is not build-id {bid}; not used")
                     continue
                 table = KernelSymbols.from_file(cand.path)
                 if len(table):
+                    source = cand.path
                     break
         self._drain(table)
         if len(table) == 0:
             self._warn("[kernel.kallsyms]", "missing", "[kernel.kallsyms]: no kernel symbols")
         self._kernel_tables[bid] = table
+        self._kernel_files[bid] = source if len(table) else None
         return table
 
     def kernel_symbols(self, build_id=None) -> KernelSymbols:
         """The kernel's symbol table (kallsyms) for a kernel build-id."""
         return self._kernel_table(normalize_build_id(build_id))
+
+    def kernel_symbols_file(self, build_id=None) -> str | None:
+        """The kallsyms file kernel_symbols() read for this build-id (perf's
+        saved copy, a --kallsyms file, or /proc/kallsyms of the same kernel);
+        None when the symbols came from elsewhere (a vmlinux) or nowhere."""
+        bid = normalize_build_id(build_id)
+        self._kernel_table(bid)
+        return self._kernel_files.get(bid)
 
     def _lookup_kernel(self, path, bid, address, is_ret) -> list[Frame]:
         if address is None:
@@ -426,7 +438,7 @@ def _file_crc32(path: str) -> int | None:
         return None
 
 
-def _running_kernel_is(bid: str) -> bool:
+def running_kernel_is(bid: str) -> bool:
     """Whether /sys/kernel/notes names this build-id (unknown counts as yes:
     there is nothing better to use)."""
     from .buildid import parse_build_id_notes

@@ -301,6 +301,15 @@ class PerfFile:
                        key=lambda n: int(n[5:]))
         self.data_files = [os.path.join(self._dir_path, n) for n in names]
 
+    @property
+    def input_paths(self):
+        """The files the profile is read from: the file (for the directory
+        format of `perf record --threads`, its `data` file with the header)
+        and the directory's data.N files; empty for a stream."""
+        if not self._seekable and not self.is_directory:
+            return []
+        return [self.path] + list(self.data_files)
+
     # -------------------------------------------------------------- features
     @property
     def feature_ids(self):

@@ -37,7 +37,7 @@ def plan(ss):
 
     for (path, bid), ref in sorted(refs.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         if path.startswith(KERNEL_DSO):
-            ks = _kallsyms_file(sym, bid)
+            ks = sym.kernel_symbols_file(bid)
             if bid and ks:
                 add("[kernel.kallsyms]/%s/kallsyms" % bid, ks, "kallsyms", path)
             else:
@@ -71,28 +71,6 @@ def plan(ss):
         if choice.debug is not None:
             add(base + ".debug", choice.debug.path, "debug", path)
     return items, absent
-
-
-def _kallsyms_file(sym, bid):
-    """A kallsyms file of this kernel build: perf's saved copy, or
-    /proc/kallsyms when the running kernel is the recorded one and its
-    addresses are not hidden."""
-    for cand in sym.locator.candidates_for_kallsyms(bid):
-        if not os.path.isfile(cand.path):
-            continue
-        if cand.origin == "original":
-            from symbolize.symbolizer import _running_kernel_is
-            if bid is not None and not _running_kernel_is(bid):
-                continue
-            try:
-                with open(cand.path) as f:
-                    first = f.readline()
-            except OSError:
-                continue
-            if not first or first.startswith("0000000000000000 "):
-                continue
-        return cand.path
-    return None
 
 
 def register(subparsers):

@@ -71,7 +71,7 @@ def describe_binary(symbolizer, ref):
     if ref.path.startswith(KERNEL_DSO) or ref.path.startswith("[guest.kernel"):
         table = None
         try:
-            table = symbolizer._kernel_table(ref.build_id)
+            table = symbolizer.kernel_symbols(ref.build_id)
         except Exception:
             table = None
         n = len(table) if table is not None else 0

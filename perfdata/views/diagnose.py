@@ -260,7 +260,7 @@ class Diagnosis:
             state = "kernel-no-symbol"
             table = None
             try:
-                table = self.symbolizer._kernel_table(f.build_id)
+                table = self.symbolizer.kernel_symbols(f.build_id)
             except Exception:
                 table = None
             if table is None or len(table) == 0:

@@ -554,10 +554,7 @@ def _error_line(fid, exc):
 
 def _captured_on(pf):
     try:
-        path = pf.path
-        if pf.is_directory and getattr(pf, "_dir_path", None):
-            path = os.path.join(pf._dir_path, "data")
-        mtime = os.stat(path).st_mtime
+        mtime = os.stat(pf.path).st_mtime      # a directory's `data` file
     except (OSError, TypeError):
         mtime = time.time()
     return "# captured on    : %s" % time.ctime(mtime)

@@ -90,7 +90,7 @@ def input_size(pf):
     `perf record --threads` directory; None for a pipe."""
     if getattr(pf, "is_directory", False):
         total = 0
-        for path in list(getattr(pf, "data_files", ())) + [os.path.join(pf._dir_path, "data")]:
+        for path in pf.input_paths:
             try:
                 total += os.path.getsize(path)
             except OSError:
