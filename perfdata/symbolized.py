@@ -11,7 +11,8 @@ import os
 
 from symbolize import DebugInfoLocator, Symbolizer
 
-from .format.constants import (CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
+from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
+                               MISC_CPUMODE_MASK,
                                MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
@@ -34,11 +35,12 @@ DEFAULT_MAX_STACK = 127
 class StackFrame:
     """One printed line of a stack."""
     __slots__ = ("avma", "address", "symbol", "offset", "dso", "dso_path", "build_id",
-                 "source", "inlined", "srcline", "kernel", "is_return_address", "note")
+                 "source", "inlined", "srcline", "kernel", "is_return_address", "note",
+                 "stitched")
 
     def __init__(self, avma, address, symbol, offset, dso, dso_path=None, build_id=None,
                  source=None, inlined=False, srcline=None, kernel=False,
-                 is_return_address=False, note=None):
+                 is_return_address=False, note=None, stitched=False):
         self.avma = avma
         self.address = address          # what perf prints: map-relative for user maps
         self.symbol = symbol            # None: [unknown]
@@ -52,6 +54,8 @@ class StackFrame:
         self.kernel = kernel
         self.is_return_address = is_return_address
         self.note = note                # why a frame is unknown, for diagnosis
+        # taken from the thread's other samples to complete a cut stack (--stitch)
+        self.stitched = stitched
 
     def __repr__(self):
         return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
@@ -59,7 +63,7 @@ class StackFrame:
 
 class SymbolizedSample:
     __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
-                 "period", "ip", "frames", "stop_reason", "cpumode")
+                 "period", "ip", "frames", "stop_reason", "cpumode", "unwind")
 
     def __init__(self, record, fields, event, thread):
         get = fields.get
@@ -79,6 +83,7 @@ class SymbolizedSample:
         self.cpumode = record.misc & MISC_CPUMODE_MASK
         self.frames = []
         self.stop_reason = None
+        self.unwind = None              # the UnwindResult of a DWARF sample
 
 
 class SideEvent:
@@ -99,7 +104,7 @@ class SampleSymbolizer:
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
                  side_events=(), strict=False, leaf_filter=None, side_cpus=None,
-                 order="time"):
+                 order="time", stitch=False, stitch_lookahead=None):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
@@ -139,6 +144,13 @@ class SampleSymbolizer:
                 self.unwinder = SampleUnwinder(self.symbolizer, arch, max_stack)
             except (KeyError, ValueError):
                 pf.warnings.append("no unwinder for architecture %s" % arch)
+        # --stitch: DWARF stacks cut by the snapshot completed from the
+        # thread's other samples (a no-op without DWARF samples).
+        self.stitcher = None
+        if stitch and self.unwinder is not None:
+            from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
+            self.stitcher = StackStitcher(self._finish_stitched,
+                                          stitch_lookahead or DEFAULT_LOOKAHEAD)
 
     def _load_build_ids(self):
         """The build-ids the recording lists (BUILD_ID feature or pipe-mode
@@ -151,7 +163,10 @@ class SampleSymbolizer:
     # ------------------------------------------------------------ iteration
     def __iter__(self):
         try:
-            yield from self._samples()
+            if self.stitcher is not None:
+                yield from self._stitched(self._samples())
+            else:
+                yield from self._samples()
         finally:
             # What the symbolizer learnt that outlives the run (inline names).
             flush = getattr(self.symbolizer, "flush", None)
@@ -220,6 +235,12 @@ class SampleSymbolizer:
                     # perf prints an EXIT before processing it.
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 machine.apply(rtype, fields, rec.misc, rec.time or 0)
+                if self.stitcher is not None and (
+                        rtype in (RT.EXIT, RT.FORK) or
+                        (rtype == RT.COMM and rec.misc & MISC_COMM_EXEC)):
+                    # A stack is never stitched across an exit or an exec (a
+                    # FORK's tid may be a reused one: start it afresh too).
+                    self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))
                 if shown and rtype != RT.EXIT:
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 continue
@@ -354,7 +375,42 @@ class SampleSymbolizer:
             self._stack_cache[key] = (maps, frames, kernel_frames)
             sample.frames = frames
         sample.stop_reason = result.stop_reason
+        sample.unwind = result
         return True
+
+    # ------------------------------------------------------------ stitching
+    def _stitched(self, items):
+        """The items with cut stacks completed, in the same order (a cut
+        sample is held back, with what follows it, until a later sample of
+        its thread completes it or the look-ahead is full)."""
+        from .stitch import BOTTOM_REASONS, UserStack
+        stitcher = self.stitcher
+        for item in items:
+            if type(item) is SymbolizedSample:
+                result = item.unwind
+                stack = None
+                if result is not None and result.sp is not None:
+                    user = result.frames[:self.max_stack]
+                    stack = UserStack(user, result.cfas, result.sp, result.exact_ip_frames,
+                                      result.stop_reason in BOTTOM_REASONS)
+                stitcher.add_sample(item, (item.pid, item.tid), stack, item.stop_reason)
+            else:
+                stitcher.add_other(item)
+            yield from stitcher.ready()
+        stitcher.close()
+        yield from stitcher.ready()
+
+    def _finish_stitched(self, sample, stack):
+        """A cut sample completed: its frames, then the stitched ones (each
+        marked), up to --max-stack user frames."""
+        extra = stack.pcs[stack.own:self.max_stack]
+        frames = list(sample.frames)
+        for index, avma in enumerate(extra, stack.own):
+            for f in self._dwarf_frames(sample, avma, index not in stack.exact):
+                f = _with_avma(f, f.avma)
+                f.stitched = True
+                frames.append(f)
+        sample.frames = frames
 
     def kernel_symbols(self):
         """The kallsyms table of the profiled kernel, or None."""

@@ -54,6 +54,7 @@ class UnwindResult:
     # physical frame on its stack.  One shorter than `frames` when the walk
     # stopped before computing the last frame's CFA.
     cfas: List[int] = field(default_factory=list)
+    sp: Optional[int] = None            # the innermost frame's sp (where the walk started)
 
 
 @dataclass
@@ -153,6 +154,7 @@ def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
         result.stop_reason = "bad-cfi"
         result.stop_detail = "no %s or %s register" % (arch.ip, arch.sp)
         return
+    result.sp = cur[sp_col]
 
     def get_reg(num):
         # (sees the current frame's ip and cur: closures read the latest binding)

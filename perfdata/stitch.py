@@ -1,0 +1,260 @@
+"""Completing the DWARF stacks that perf's stack snapshot cut, from the same
+thread's other samples.
+
+`perf record --call-graph=dwarf` copies a fixed amount of user stack (8 KiB
+by default) per sample; a deeper stack's unwind stops at the end of the copy
+(`stack-exhausted`).  The outer frames are usually still there in the
+thread's other samples: a frame is the same physical frame in two samples
+when it lies at the same stack address (its CFA) with the same return
+address, as long as the thread did not return past it in between.  Then the
+callers above it are the same too, and they can be taken from the other
+sample, which may itself have been completed that way (the chain is followed
+outward from sample to sample until a stack bottom).
+
+What counts as "did not return past it": every sample of the thread taken
+between the two either does not reach that far up the stack (it is deeper
+and cut below it), or shows the same frame there.  A sample whose stack
+pointer lies above the frame (the thread was shallower), or whose stack
+spans that address without that frame (another call chain, another stack),
+breaks the link.  Returns and re-entries that no sample saw cannot be seen;
+the link then holds only if the re-entered chain is the same.  Never
+stitched: across an exec or a thread's exit (its state is dropped), or at a
+frame whose return address or CFA differs.
+
+Streaming, with bounded memory: per thread, the latest stack as far as it is
+known (`UserStack`, at most a few hundred words), and a bounded look-ahead,
+a queue of at most `lookahead` items (samples and side events, in their
+order) held back while a cut sample at its head waits for a later sample of
+its thread that shows its outer frames.
+
+Knows nothing of symbols: a `finish(sample, stack)` callback turns the
+frames found into printed ones.
+"""
+from collections import deque
+
+#: stop reasons of an unwind that reached the real end of its stack
+BOTTOM_REASONS = frozenset(("outermost",))
+#: the stop reason of a stack cut by the snapshot
+CUT_REASON = "stack-exhausted"
+#: items held back at most, waiting for later samples that complete a cut one
+DEFAULT_LOOKAHEAD = 4096
+#: why a cut stack was not completed
+NOT_COMPLETED_REASONS = (
+    "too-short",        # the unwind found no return address to match
+    "contradicted",     # the thread returned past the frame, or its stack changed there
+    "unmatched",        # no other sample of the thread showed the frame before it ended
+    "lookahead",        # the matching sample, if any, came after the look-ahead window
+    "thread-end",       # the thread exited or exec'd with the stack still open
+)
+
+# What a comparison of a cut stack with another sample's stack concludes.
+_EXTENDED, _CONTRADICTS, _NO_INFO = "extended", "contradicts", "no-info"
+
+
+class UserStack:
+    """A user stack as the stitcher sees it: the raw frame addresses, leaf
+    first (the ip, then return addresses), and their CFAs.
+
+    pcs[i] is frame i's address; cfas[i] its CFA (the caller's sp after the
+    return); cfas may be one shorter than pcs (the last frame's CFA was not
+    computed).  The slot just below cfas[i] holds pcs[i + 1]: (cfas[i],
+    pcs[i + 1]) names the physical frame i + 1 is called from.  exact: the
+    indices of pcs that are interrupted pcs (after a signal frame), not
+    return addresses.  bottom: the stack reaches its real end.  own: how many
+    of pcs the sample's own unwind found (the others are stitched)."""
+    __slots__ = ("pcs", "cfas", "exact", "sp", "bottom", "own")
+
+    def __init__(self, pcs, cfas, sp, exact=frozenset(), bottom=False):
+        self.pcs = list(pcs)
+        self.cfas = list(cfas[:len(self.pcs)])
+        self.sp = sp
+        self.exact = frozenset(exact)
+        self.bottom = bottom
+        self.own = len(self.pcs)
+
+    def linkable(self):
+        """Has a return address whose slot's address is known: can be matched."""
+        return len(self.pcs) >= 2 and len(self.cfas) >= len(self.pcs) - 1
+
+    def top(self):
+        """The highest stack address the known frames reach."""
+        return max(self.cfas, default=self.sp)
+
+    def copy(self):
+        c = UserStack.__new__(UserStack)
+        c.pcs, c.cfas, c.sp = list(self.pcs), list(self.cfas), self.sp
+        c.exact, c.bottom, c.own = self.exact, self.bottom, self.own
+        return c
+
+
+def extend_from(cut, other):
+    """Compare the cut stack `cut` with `other`, another sample's stack of the
+    same thread (taken just before or just after it, with no sample between
+    that was not compared): extend `cut` in place with the frames `other`
+    knows beyond the outermost return address of `cut`, when `other` shows
+    that frame at the same place; say whether `other` contradicts it.
+
+    The link: frame n-1 of `cut` (n = len(cut.pcs)) was called from the
+    frame whose CFA is cut.cfas[n-2], with return address cut.pcs[n-1]."""
+    n = len(cut.pcs)
+    link_cfa = cut.cfas[n - 2]
+    link_ra = cut.pcs[n - 1]
+    if other.sp >= link_cfa:
+        # The other sample's thread was shallower: the frame at link_cfa did
+        # not exist then (it was returned from, or not yet made).
+        return _CONTRADICTS
+    m = len(other.pcs)
+    at = None
+    for i in range(min(m, len(other.cfas))):
+        if other.cfas[i] == link_cfa:
+            at = i
+            break
+    if at is None:
+        if other.bottom or other.top() > link_cfa:
+            # Its frames span that address without a frame boundary there.
+            return _CONTRADICTS
+        return _NO_INFO             # deeper and cut below it: says nothing
+    if at == m - 1:
+        return _NO_INFO             # cut at the same frame: its return address unknown too
+    if other.pcs[at + 1] != link_ra:
+        return _CONTRADICTS         # another caller at that place
+    if len(cut.cfas) >= n and len(other.cfas) > at + 1 and cut.cfas[n - 1] != other.cfas[at + 1]:
+        return _CONTRADICTS         # the caller's frame is not the same size
+    # other's frame at+1 is cut's frame n-1: take what lies beyond it.
+    shift = (n - 1) - (at + 1)
+    cut.cfas = cut.cfas[:n - 1] + other.cfas[at + 1:]
+    cut.pcs.extend(other.pcs[at + 2:])
+    if other.exact:
+        cut.exact = cut.exact | {j + shift for j in other.exact if j >= at + 2}
+    cut.bottom = other.bottom
+    return _EXTENDED
+
+
+class _Held:
+    """An item in the look-ahead queue: a sample (with its working stack
+    while it is cut and open) or a side event."""
+    __slots__ = ("item", "thread", "stack", "open")
+
+    def __init__(self, item, thread=None, stack=None, open_=False):
+        self.item = item
+        self.thread = thread
+        self.stack = stack
+        self.open = open_
+
+
+class _ThreadState:
+    __slots__ = ("latest", "open")
+
+    def __init__(self):
+        self.latest = None      # the latest sample's UserStack, as far as known
+        self.open = []          # _Held cut samples of this thread still open
+
+
+class StackStitcher:
+    """Feed it every item of a run in order (`add_sample`, `add_other`,
+    `end_thread`), take back the items ready to go out (`ready`), and at the
+    end `close()` then `ready()` for the rest.  finish(sample, stack) is
+    called for each cut sample completed (stack.pcs beyond stack.own are the
+    stitched frames)."""
+
+    def __init__(self, finish, lookahead=DEFAULT_LOOKAHEAD):
+        self.finish = finish
+        self.lookahead = max(1, lookahead)
+        self._queue = deque()
+        self._threads = {}
+        self.counts = {"cut": 0, "completed": 0}
+        for reason in NOT_COMPLETED_REASONS:
+            self.counts["not-completed:" + reason] = 0
+
+    def not_completed(self):
+        return sum(v for k, v in self.counts.items() if k.startswith("not-completed:"))
+
+    # ------------------------------------------------------------ input
+    def add_other(self, item):
+        self._queue.append(_Held(item))
+        self._bound()
+
+    def add_sample(self, sample, thread, stack, stop_reason):
+        """thread: a key naming the thread (pid, tid); stack: the sample's
+        UserStack, or None when it has no unwound user stack."""
+        held = _Held(sample, thread)
+        self._queue.append(held)
+        if stack is None:
+            self._bound()
+            return
+        state = self._threads.get(thread)
+        if state is None:
+            state = self._threads[thread] = _ThreadState()
+        if stop_reason == CUT_REASON:
+            self.counts["cut"] += 1
+            if not stack.linkable():
+                self._close(held, "too-short")
+            else:
+                stack = stack.copy()
+                if state.latest is not None:
+                    extend_from(stack, state.latest)
+                held.stack = stack
+                if stack.bottom:
+                    self._complete(held)
+                else:
+                    held.open = True
+        # This sample is the "just after" of the thread's open cut samples.
+        still = []
+        for other in state.open:
+            verdict = extend_from(other.stack, stack)
+            if verdict == _CONTRADICTS:
+                self._close(other, "contradicted")
+            elif other.stack.bottom:
+                self._complete(other)
+            else:
+                still.append(other)
+        if held.open:
+            still.append(held)
+        state.open = still
+        state.latest = held.stack if held.stack is not None else stack
+        self._bound()
+
+    def end_thread(self, thread):
+        """The thread exited or exec'd: its open stacks stay cut, its state
+        goes (a new thread or image with the same tid starts afresh)."""
+        state = self._threads.pop(thread, None)
+        if state is not None:
+            for held in state.open:
+                self._close(held, "thread-end")
+
+    def close(self):
+        """The end of the input: what is still open stays cut."""
+        for state in self._threads.values():
+            for held in state.open:
+                self._close(held, "unmatched")
+            state.open = []
+
+    # ----------------------------------------------------------- output
+    def ready(self):
+        """The items at the head of the queue no longer waited for, in order."""
+        queue = self._queue
+        out = []
+        while queue and not queue[0].open:
+            out.append(queue.popleft().item)
+        return out
+
+    # ---------------------------------------------------------- helpers
+    def _bound(self):
+        # The look-ahead is full: the oldest open sample stays cut.
+        while len(self._queue) > self.lookahead:
+            head = self._queue[0]
+            if not head.open:
+                return      # ready() takes it
+            self._close(head, "lookahead")
+            state = self._threads.get(head.thread)
+            if state is not None:
+                state.open = [h for h in state.open if h is not head]
+
+    def _complete(self, held):
+        held.open = False
+        self.counts["completed"] += 1
+        self.finish(held.item, held.stack)
+
+    def _close(self, held, reason):
+        held.open = False
+        self.counts["not-completed:" + reason] += 1
