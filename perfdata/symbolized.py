@@ -22,7 +22,7 @@ SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
 # Side events whose thread is the one the record names; the others' is the
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
-_KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
+KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # Outermost frames: nothing calls them, so what a frame-pointer walk finds
 # past them is garbage (a makecontext coroutine's stack ends at
 # __start_context, and perf walks on into unrelated memory).
@@ -287,7 +287,7 @@ class SampleSymbolizer:
         what -S, --dsos look at."""
         if sample.ip is None:
             return ()
-        return self.frames_for_address(sample, sample.ip, sample.cpumode in _KERNEL_MODES,
+        return self.frames_for_address(sample, sample.ip, sample.cpumode in KERNEL_MODES,
                                        False)
 
     def _expand_group(self, rec, fields, thread):
@@ -318,7 +318,7 @@ class SampleSymbolizer:
                 return
         if self.unwind == "none":
             if sample.ip is not None:
-                kernel = sample.cpumode in _KERNEL_MODES
+                kernel = sample.cpumode in KERNEL_MODES
                 sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
             return
         ips = chain["ips"] if chain is not None else None
@@ -330,7 +330,7 @@ class SampleSymbolizer:
                     return
             sample.frames = self.frames_for_callchain(sample, ips)
         elif sample.ip is not None:
-            kernel = sample.cpumode in _KERNEL_MODES
+            kernel = sample.cpumode in KERNEL_MODES
             sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
 
     def _symbolize_dwarf(self, sample, chain):
@@ -351,7 +351,7 @@ class SampleSymbolizer:
             if any(ip < CC.MAX for ip in kernel_part):
                 kernel_frames = self.frames_for_callchain(sample, kernel_part)
         user = result.frames[:self.max_stack]
-        kernel_sample = sample.cpumode in _KERNEL_MODES
+        kernel_sample = sample.cpumode in KERNEL_MODES
         if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
             # precise_ip skid: the hardware's ip is the leaf we print, the
             # unwind itself started from the consistent REGS_USER pair.
@@ -537,7 +537,7 @@ class SampleSymbolizer:
 
     def _frames_for_callchain(self, sample, ips):
         frames = []
-        kernel = sample.cpumode in _KERNEL_MODES
+        kernel = sample.cpumode in KERNEL_MODES
         first = True
         depth = 0
         for index, ip in enumerate(ips):

@@ -267,9 +267,10 @@ def check_cpu_filter(pf, args):
                             % (max(cpus), nr))
 
 
-def make_sample_symbolizer(pf, args, side_events=(), order="time"):
+def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
     """The SampleSymbolizer the options describe (order='file' for perf
-    script's --show-round-events, which turns perf's time ordering off)."""
+    script's --show-round-events, which turns perf's time ordering off;
+    stitch: True or False whatever --stitch says)."""
     from symbolize import Symbolizer
     from ..symbolized import SampleSymbolizer
     from symbolize.debuginfod import make_locator
@@ -315,7 +316,7 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time"):
                             dwarf_inline=not args.no_inline,
                             side_events=side_events, side_cpus=cpus, order=order,
                             strict=getattr(args, "strict", False),
-                            stitch=getattr(args, "stitch", False))
+                            stitch=getattr(args, "stitch", False) if stitch is None else stitch)
 
 
 def shown_kernel_path(samples, args):
