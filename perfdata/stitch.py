@@ -22,7 +22,9 @@ stitched: across an exec or a thread's exit (its state is dropped), or at a
 frame whose return address or CFA differs.
 
 Streaming, with bounded memory: per thread, the latest stack as far as it is
-known (`UserStack`, at most a few hundred words), and a bounded look-ahead,
+known (`UserStack`, at most a few hundred words; and up to three older ones
+that the samples since lay entirely below: the thread's own stack while it
+ran a coroutine on a lower one), and a bounded look-ahead,
 a queue of at most `lookahead` items (samples and side events, in their
 order) held back while a cut sample at its head waits for a later sample of
 its thread that shows its outer frames.
@@ -110,10 +112,12 @@ def extend_from(cut, other):
             at = i
             break
     if at is None:
-        if other.bottom or other.top() > link_cfa:
+        if other.top() > link_cfa:
             # Its frames span that address without a frame boundary there.
             return _CONTRADICTS
-        return _NO_INFO             # deeper and cut below it: says nothing
+        # Deeper and cut below it, or another stack (a coroutine's) whose
+        # frames all lie below it: says nothing about it.
+        return _NO_INFO
     if at == m - 1:
         return _NO_INFO             # cut at the same frame: its return address unknown too
     if other.pcs[at + 1] != link_ra:
@@ -130,6 +134,36 @@ def extend_from(cut, other):
     return _EXTENDED
 
 
+def _elsewhere(later, earlier):
+    """Does `later` lie on another stack than `earlier`, certainly: entirely
+    below it, or entirely above the end of a stack known to its bottom?"""
+    return later.top() < earlier.sp or (earlier.bottom and later.sp > earlier.top())
+
+
+def _extend_from_recent(cut, recent):
+    """Extend a cut stack from the thread's recent stacks, latest first.  One
+    that lies on another stack says nothing: entirely below the link, or
+    above the end of an older complete stack that holds the link (the
+    thread's other stack ran in between; a coroutine's and the main one)."""
+    for i, earlier in enumerate(recent):
+        verdict = extend_from(cut, earlier)
+        if verdict == _NO_INFO:
+            continue
+        if verdict == _CONTRADICTS and _above_its_stack(cut, earlier, recent[i + 1:]):
+            continue
+        return verdict
+    return _NO_INFO
+
+
+def _above_its_stack(cut, other, known):
+    """Does `other` lie above the end of the stack holding the link of
+    `cut`, as one of the `known` complete stacks shows that stack's end?
+    (A stack's end does not move: the main stack's, a thread's, a
+    coroutine's.)"""
+    link_cfa = cut.cfas[len(cut.pcs) - 2]
+    return any(r.bottom and r.sp < link_cfa <= r.top() < other.sp for r in known)
+
+
 class _Held:
     """An item in the look-ahead queue: a sample (with its working stack
     while it is cut and open) or a side event."""
@@ -142,11 +176,18 @@ class _Held:
         self.open = open_
 
 
+#: stacks of one thread remembered at once (its own, a coroutine's ...)
+RECENT_STACKS = 4
+
+
 class _ThreadState:
-    __slots__ = ("latest", "open")
+    __slots__ = ("recent", "open")
 
     def __init__(self):
-        self.latest = None      # the latest sample's UserStack, as far as known
+        # The latest sample's UserStack (as far as known) first, then older
+        # ones that every later sample lay entirely below: another stack
+        # (a coroutine's) ran in between, and said nothing about them.
+        self.recent = []
         self.open = []          # _Held cut samples of this thread still open
 
 
@@ -191,8 +232,7 @@ class StackStitcher:
                 self._close(held, "too-short")
             else:
                 stack = stack.copy()
-                if state.latest is not None:
-                    extend_from(stack, state.latest)
+                _extend_from_recent(stack, state.recent)
                 held.stack = stack
                 if stack.bottom:
                     self._complete(held)
@@ -211,7 +251,9 @@ class StackStitcher:
         if held.open:
             still.append(held)
         state.open = still
-        state.latest = held.stack if held.stack is not None else stack
+        latest = held.stack if held.stack is not None else stack
+        state.recent = [latest] + [r for r in state.recent
+                                   if _elsewhere(latest, r)][:RECENT_STACKS - 1]
         self._bound()
 
     def end_thread(self, thread):
