@@ -203,7 +203,8 @@ class StackStitcher:
         self.lookahead = max(1, lookahead)
         self._queue = deque()
         self._threads = {}
-        self.counts = {"cut": 0, "completed": 0}
+        # completed-from-later: of the completed, those a later sample completed
+        self.counts = {"cut": 0, "completed": 0, "completed-from-later": 0}
         for reason in NOT_COMPLETED_REASONS:
             self.counts["not-completed:" + reason] = 0
 
@@ -215,18 +216,26 @@ class StackStitcher:
         self._queue.append(_Held(item))
         self._bound()
 
-    def add_sample(self, sample, thread, stack, stop_reason):
+    def add_sample(self, sample, thread, stack, stop_reason, shown=True):
         """thread: a key naming the thread (pid, tid); stack: the sample's
-        UserStack, or None when it has no unwound user stack."""
+        UserStack, or None when it has no unwound user stack.  shown=False:
+        a sample the filters (--time, --cpu, -S ...) leave out, which still
+        says what the thread's stack was then (it is not handed back)."""
         held = _Held(sample, thread)
-        self._queue.append(held)
+        if shown:
+            self._queue.append(held)
         if stack is None:
             self._bound()
             return
         state = self._threads.get(thread)
         if state is None:
             state = self._threads[thread] = _ThreadState()
-        if stop_reason == CUT_REASON:
+        if stop_reason == CUT_REASON and not shown:
+            if stack.linkable():
+                stack = stack.copy()
+                _extend_from_recent(stack, state.recent)
+                held.stack = stack
+        elif stop_reason == CUT_REASON:
             self.counts["cut"] += 1
             if not stack.linkable():
                 self._close(held, "too-short")
@@ -245,6 +254,7 @@ class StackStitcher:
             if verdict == _CONTRADICTS:
                 self._close(other, "contradicted")
             elif other.stack.bottom:
+                self.counts["completed-from-later"] += 1
                 self._complete(other)
             else:
                 still.append(other)

@@ -205,9 +205,11 @@ class SampleSymbolizer:
                 if ea.reads_group:
                     for sample in self._expand_group(rec, fields, thread):
                         if filters is not None and not filters(sample):
+                            self._left_out(sample)
                             continue
                         if leaf_filter is not None and not leaf_filter(sample,
                                                                        leaf_frames(sample)):
+                            self._left_out(sample)
                             continue
                         symbolize(sample)
                         counts["samples"] += 1
@@ -215,8 +217,10 @@ class SampleSymbolizer:
                     continue
                 sample = SymbolizedSample(rec, fields, ea, thread)
                 if filters is not None and not filters(sample):
+                    self._left_out(sample)
                     continue
                 if leaf_filter is not None and not leaf_filter(sample, leaf_frames(sample)):
+                    self._left_out(sample)
                     continue
                 symbolize(sample)
                 counts["samples"] += 1
@@ -383,22 +387,33 @@ class SampleSymbolizer:
         """The items with cut stacks completed, in the same order (a cut
         sample is held back, with what follows it, until a later sample of
         its thread completes it or the look-ahead is full)."""
-        from .stitch import BOTTOM_REASONS, UserStack
         stitcher = self.stitcher
         for item in items:
             if type(item) is SymbolizedSample:
-                result = item.unwind
-                stack = None
-                if result is not None and result.sp is not None:
-                    user = result.frames[:self.max_stack]
-                    stack = UserStack(user, result.cfas, result.sp, result.exact_ip_frames,
-                                      result.stop_reason in BOTTOM_REASONS)
-                stitcher.add_sample(item, (item.pid, item.tid), stack, item.stop_reason)
+                stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item.unwind),
+                                    item.stop_reason)
             else:
                 stitcher.add_other(item)
             yield from stitcher.ready()
         stitcher.close()
         yield from stitcher.ready()
+
+    def _user_stack(self, result):
+        from .stitch import BOTTOM_REASONS, UserStack
+        if result is None or result.sp is None:
+            return None
+        return UserStack(result.frames[:self.max_stack], result.cfas, result.sp,
+                         result.exact_ip_frames, result.stop_reason in BOTTOM_REASONS)
+
+    def _left_out(self, sample):
+        """A sample the filters leave out still tells the stitcher where its
+        thread's stack was (a return past a frame, in particular)."""
+        if self.stitcher is None or "regs_user" not in sample.fields:
+            return
+        result = self.unwinder.unwind(sample, self.dso_of)
+        if result is not None and result.frames:
+            self.stitcher.add_sample(sample, (sample.pid, sample.tid), self._user_stack(result),
+                                     result.stop_reason, shown=False)
 
     def _finish_stitched(self, sample, stack):
         """A cut sample completed: its frames, then the stitched ones (each

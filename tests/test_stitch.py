@@ -140,6 +140,17 @@ def test_stitcher_a_shallower_sample_between_breaks_the_link():
     assert s.counts["not-completed:contradicted"] == 1
 
 
+def test_stitcher_samples_left_out_by_filters_still_count_as_evidence():
+    s, done = _stitcher()
+    s.add_sample("full", 1, full(), "outermost")
+    s.add_sample("hidden-shallow", 1, cut(6, 9), "outermost", shown=False)
+    s.add_sample("cut", 1, cut(0, 4), "stack-exhausted")
+    s.add_sample("hidden-full", 1, full(), "outermost", shown=False)
+    assert _out(s) == ["full", "cut"]
+    assert [d[0] for d in done] == ["cut"]
+    assert s.counts["completed-from-later"] == 1 and s.counts["cut"] == 1
+
+
 def _below(stack, by=0x100000):
     """The same frames on another stack, `by` bytes lower (a coroutine's)."""
     return UserStack(stack.pcs, [c - by for c in stack.cfas], stack.sp - by,
@@ -288,8 +299,30 @@ def test_every_cut_stack_completed_and_equal_to_the_truth(recordings, mode):
     assert wrong == []
     assert completed == cut == counts["cut"] == counts["completed"]
     assert _total(stats, "equal") == completed
+    # (straight down, then up: only later samples know the outer frames)
+    assert counts["completed-from-later"] > 0
     if mode == "threads":
         assert set(stats) >= {"a", "b", "c"}
+
+
+@requires_perf
+def test_filters_leave_the_stitched_stacks_as_they_are(recordings):
+    """-S keeps the samples of the deep leaves only (levels 8 and more): the
+    shallow samples it leaves out, which show each phase's end, are still
+    seen by the stitcher, so each kept sample's stack is what it is without
+    the filter (else a phase's deep stack would take the previous phase's
+    outer frames)."""
+    path = str(recordings["phases"])
+    rc, out, err = run_cli(["script", "--stitch", "--json", path])
+    assert rc == 0, err
+    everything = {(s["time"], s["tid"]): s["frames"]
+                  for s in map(json.loads, out.splitlines())}
+    deep = ",".join("leaf_%s_%d" % (p, n) for p in "ab" for n in range(8, 24))
+    rc, out, err = run_cli(["script", "--stitch", "--json", "-S", deep, path])
+    assert rc == 0, err
+    kept = [json.loads(line) for line in out.splitlines()]
+    assert len(kept) > 100 and all(any(f.get("stitched") for f in s["frames"]) for s in kept)
+    assert all(s["frames"] == everything[(s["time"], s["tid"])] for s in kept)
 
 
 @requires_perf

@@ -502,6 +502,7 @@ class Diagnosis:
         if stitcher is not None and stitcher.counts["cut"]:
             out["stitch"] = {"cut": stitcher.counts["cut"],
                              "completed": stitcher.counts["completed"],
+                             "completed_from_later": stitcher.counts["completed-from-later"],
                              "not_completed": stitcher.not_completed(),
                              "why_not": {k.split(":", 1)[1]: v
                                          for k, v in stitcher.counts.items()
