@@ -188,7 +188,29 @@ class _ThreadState:
         # ones that every later sample lay entirely below: another stack
         # (a coroutine's) ran in between, and said nothing about them.
         self.recent = []
-        self.open = []          # _Held cut samples of this thread still open
+        # The thread's cut samples still open, by their link (_link_key):
+        # those with the same link fare alike, compared once per sample (a
+        # thread that stays deep has thousands).  Closed ones leave lazily.
+        self.open = {}
+
+
+def _link_key(stack):
+    """What extend_from() looks at in a cut stack: its outermost return
+    address, the CFA below which it lies, the caller's CFA if known."""
+    n = len(stack.pcs)
+    return (stack.cfas[n - 2], stack.pcs[n - 1],
+            stack.cfas[n - 1] if len(stack.cfas) >= n else None)
+
+
+def _extend_like(stack, extended, before):
+    """Give `stack` (same link as `extended` had) what extend_from() added to
+    `extended`, which had `before` frames."""
+    n = len(stack.pcs)
+    stack.cfas = stack.cfas[:n - 1] + extended.cfas[before - 1:]
+    stack.pcs.extend(extended.pcs[before:])
+    if extended.exact:
+        stack.exact = stack.exact | {j - before + n for j in extended.exact if j >= before}
+    stack.bottom = extended.bottom
 
 
 class StackStitcher:
@@ -248,19 +270,34 @@ class StackStitcher:
                 else:
                     held.open = True
         # This sample is the "just after" of the thread's open cut samples.
-        still = []
-        for other in state.open:
-            verdict = extend_from(other.stack, stack)
-            if verdict == _CONTRADICTS:
-                self._close(other, "contradicted")
-            elif other.stack.bottom:
-                self.counts["completed-from-later"] += 1
-                self._complete(other)
-            else:
-                still.append(other)
+        groups, state.open = state.open, {}
+        for key, members in groups.items():
+            while members and not members[0].open:
+                members.popleft()
+            if not members:
+                continue
+            first = members[0].stack
+            before = len(first.pcs)
+            verdict = extend_from(first, stack)
+            if verdict == _NO_INFO or (verdict == _EXTENDED and len(first.pcs) == before
+                                       and not first.bottom):
+                self._add_open(state, members)      # unchanged
+                continue
+            for other in members:
+                if not other.open:
+                    continue
+                if verdict == _CONTRADICTS:
+                    self._close(other, "contradicted")
+                    continue
+                if other.stack is not first:
+                    _extend_like(other.stack, first, before)
+                if first.bottom:
+                    self.counts["completed-from-later"] += 1
+                    self._complete(other)
+            if verdict == _EXTENDED and not first.bottom:
+                self._add_open(state, members)
         if held.open:
-            still.append(held)
-        state.open = still
+            self._add_open(state, deque((held,)))
         latest = held.stack if held.stack is not None else stack
         state.recent = [latest] + [r for r in state.recent
                                    if _elsewhere(latest, r)][:RECENT_STACKS - 1]
@@ -271,15 +308,19 @@ class StackStitcher:
         goes (a new thread or image with the same tid starts afresh)."""
         state = self._threads.pop(thread, None)
         if state is not None:
-            for held in state.open:
-                self._close(held, "thread-end")
+            for members in state.open.values():
+                for held in members:
+                    if held.open:
+                        self._close(held, "thread-end")
 
     def close(self):
         """The end of the input: what is still open stays cut."""
         for state in self._threads.values():
-            for held in state.open:
-                self._close(held, "unmatched")
-            state.open = []
+            for members in state.open.values():
+                for held in members:
+                    if held.open:
+                        self._close(held, "unmatched")
+            state.open = {}
 
     # ----------------------------------------------------------- output
     def ready(self):
@@ -297,10 +338,17 @@ class StackStitcher:
             head = self._queue[0]
             if not head.open:
                 return      # ready() takes it
-            self._close(head, "lookahead")
-            state = self._threads.get(head.thread)
-            if state is not None:
-                state.open = [h for h in state.open if h is not head]
+            self._close(head, "lookahead")      # (its group drops it lazily)
+
+    @staticmethod
+    def _add_open(state, members):
+        """File open cut samples (a deque, the same link) under their link."""
+        key = _link_key(members[0].stack)
+        group = state.open.get(key)
+        if group is None:
+            state.open[key] = members
+        else:
+            group.extend(m for m in members if m.open)
 
     def _complete(self, held):
         held.open = False
