@@ -131,6 +131,18 @@ def test_stitcher_never_links_across_an_exit_or_exec_or_another_thread():
     assert s.counts["not-completed:thread-end"] == 1
 
 
+def test_stitcher_open_stacks_with_the_same_link_fare_alike():
+    s, done = _stitcher()
+    s.add_sample("cut-deep", 1, cut(0, 4), "stack-exhausted")
+    s.add_sample("cut-less-deep", 1, cut(2, 4), "stack-exhausted")    # same link
+    s.add_sample("mid", 1, cut(3, 7), "stack-exhausted")               # both grow
+    assert done == []
+    s.add_sample("full", 1, full(), "outermost")
+    assert _out(s) == ["cut-deep", "cut-less-deep", "mid", "full"]
+    assert sorted(done) == [("cut-deep", PCS), ("cut-less-deep", PCS[2:]), ("mid", PCS[3:])]
+    assert s.counts["completed-from-later"] == 3
+
+
 def test_stitcher_a_shallower_sample_between_breaks_the_link():
     s, done = _stitcher()
     s.add_sample("cut", 1, cut(0, 4), "stack-exhausted")
@@ -377,6 +389,25 @@ def test_collapse_stitched_stacks_reach_main(recordings):
     assert count(plain, lambda line: True) == count(stitched, lambda line: True)
     assert count(plain, lambda line: ";main;" not in line and ";leaf_" in line) > 0
     assert count(stitched, lambda line: ";main;" not in line and ";leaf_" in line) == 0
+
+
+@requires_perf
+def test_export_stitched_stacks_reach_main(recordings):
+    path = str(recordings["threads"])
+    roots = {}
+    for opt in ([], ["--stitch"]):
+        out_path = str(recordings["threads"]) + ".%d.speedscope.json" % len(opt)
+        rc, _, err = run_cli(["export", "--format", "speedscope", *opt, path, "-o", out_path])
+        assert rc == 0, err
+        with open(out_path) as f:
+            doc = json.load(f)
+        names = [fr["name"] for fr in doc["shared"]["frames"]]
+        leaf_stacks = [[names[i] for i in stack] for prof in doc["profiles"]
+                       for stack in prof["samples"]
+                       if any(names[i].startswith("leaf_") for i in stack)]
+        roots[len(opt)] = sum(1 for st in leaf_stacks if "start_thread" in st), len(leaf_stacks)
+    assert roots[0][0] < roots[0][1]          # cut stacks miss their root
+    assert roots[1][0] == roots[1][1] == roots[0][1]
 
 
 @requires_perf
