@@ -390,7 +390,7 @@ class SampleSymbolizer:
         stitcher = self.stitcher
         for item in items:
             if type(item) is SymbolizedSample:
-                stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item.unwind),
+                stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item),
                                     item.stop_reason)
             else:
                 stitcher.add_other(item)
@@ -398,9 +398,12 @@ class SampleSymbolizer:
         stitcher.close()
         yield from stitcher.ready()
 
-    def _user_stack(self, result):
+    def _user_stack(self, sample, result=None):
+        """The stitcher's view of a sample's unwound user stack (None: no
+        view; also without a tid, as the thread would not be known)."""
         from .stitch import BOTTOM_REASONS, UserStack
-        if result is None or result.sp is None:
+        result = result or sample.unwind
+        if result is None or result.sp is None or sample.tid in (-1, None):
             return None
         return UserStack(result.frames[:self.max_stack], result.cfas, result.sp,
                          result.exact_ip_frames, result.stop_reason in BOTTOM_REASONS)
@@ -412,8 +415,9 @@ class SampleSymbolizer:
             return
         result = self.unwinder.unwind(sample, self.dso_of)
         if result is not None and result.frames:
-            self.stitcher.add_sample(sample, (sample.pid, sample.tid), self._user_stack(result),
-                                     result.stop_reason, shown=False)
+            self.stitcher.add_sample(sample, (sample.pid, sample.tid),
+                                     self._user_stack(sample, result), result.stop_reason,
+                                     shown=False)
 
     def _finish_stitched(self, sample, stack):
         """A cut sample completed: its frames, then the stitched ones (each
