@@ -392,6 +392,23 @@ def test_collapse_stitched_stacks_reach_main(recordings):
 
 
 @requires_perf
+def test_report_children_of_main_count_the_stitched_stacks(recordings):
+    """report --children --stitch: main's share is that of the folded stacks
+    (collapse --stitch) that hold main; without --stitch it is smaller."""
+    path = str(recordings["recursive"])
+    shares = {}
+    for opt in ([], ["--stitch"]):
+        rc, out, err = run_cli(["report", "--children", *opt, path])
+        assert rc == 0, err
+        line = next(line for line in out.splitlines() if line.endswith("[.] main"))
+        shares[len(opt)] = float(line.split()[0].rstrip("%"))
+    rc, folded, err = run_cli(["collapse", "--stitch", path])
+    counts = [(int(line.rsplit(" ", 1)[1]), ";main;" in line) for line in folded.splitlines()]
+    expected = 100.0 * sum(n for n, has in counts if has) / sum(n for n, _ in counts)
+    assert shares[1] == round(expected, 2) and shares[0] < shares[1]
+
+
+@requires_perf
 def test_export_stitched_stacks_reach_main(recordings):
     path = str(recordings["threads"])
     roots = {}
