@@ -13,6 +13,7 @@ those equal the truth, and how many are wrong (must be none).
 import collections
 import json
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -207,6 +208,8 @@ LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
     tmp = tmp_path_factory.mktemp("stitch")
     exe = tmp / "stitch_stacks"
     subprocess.run(["gcc", "-O2", "-g", "-fno-optimize-sibling-calls", "-o", str(exe),
