@@ -11,7 +11,8 @@ import os
 
 from symbolize import DebugInfoLocator, Symbolizer
 
-from .format.constants import (CallchainContext as CC, Feature, MISC_CPUMODE_MASK,
+from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
+                               MISC_CPUMODE_MASK,
                                MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
@@ -21,7 +22,7 @@ SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
 # Side events whose thread is the one the record names; the others' is the
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
-_KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
+KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # Outermost frames: nothing calls them, so what a frame-pointer walk finds
 # past them is garbage (a makecontext coroutine's stack ends at
 # __start_context, and perf walks on into unrelated memory).
@@ -34,11 +35,12 @@ DEFAULT_MAX_STACK = 127
 class StackFrame:
     """One printed line of a stack."""
     __slots__ = ("avma", "address", "symbol", "offset", "dso", "dso_path", "build_id",
-                 "source", "inlined", "srcline", "kernel", "is_return_address", "note")
+                 "source", "inlined", "srcline", "kernel", "is_return_address", "note",
+                 "stitched")
 
     def __init__(self, avma, address, symbol, offset, dso, dso_path=None, build_id=None,
                  source=None, inlined=False, srcline=None, kernel=False,
-                 is_return_address=False, note=None):
+                 is_return_address=False, note=None, stitched=False):
         self.avma = avma
         self.address = address          # what perf prints: map-relative for user maps
         self.symbol = symbol            # None: [unknown]
@@ -52,6 +54,8 @@ class StackFrame:
         self.kernel = kernel
         self.is_return_address = is_return_address
         self.note = note                # why a frame is unknown, for diagnosis
+        # taken from the thread's other samples to complete a cut stack (--stitch)
+        self.stitched = stitched
 
     def __repr__(self):
         return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
@@ -59,7 +63,7 @@ class StackFrame:
 
 class SymbolizedSample:
     __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
-                 "period", "ip", "frames", "stop_reason", "cpumode")
+                 "period", "ip", "frames", "stop_reason", "cpumode", "unwind")
 
     def __init__(self, record, fields, event, thread):
         get = fields.get
@@ -79,6 +83,7 @@ class SymbolizedSample:
         self.cpumode = record.misc & MISC_CPUMODE_MASK
         self.frames = []
         self.stop_reason = None
+        self.unwind = None              # the UnwindResult of a DWARF sample
 
 
 class SideEvent:
@@ -99,7 +104,7 @@ class SampleSymbolizer:
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
                  side_events=(), strict=False, leaf_filter=None, side_cpus=None,
-                 order="time"):
+                 order="time", stitch=False, stitch_lookahead=None):
         self.pf = pf
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
@@ -139,6 +144,13 @@ class SampleSymbolizer:
                 self.unwinder = SampleUnwinder(self.symbolizer, arch, max_stack)
             except (KeyError, ValueError):
                 pf.warnings.append("no unwinder for architecture %s" % arch)
+        # --stitch: DWARF stacks cut by the snapshot completed from the
+        # thread's other samples (a no-op without DWARF samples).
+        self.stitcher = None
+        if stitch and self.unwinder is not None:
+            from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
+            self.stitcher = StackStitcher(self._finish_stitched,
+                                          stitch_lookahead or DEFAULT_LOOKAHEAD)
 
     def _load_build_ids(self):
         """The build-ids the recording lists (BUILD_ID feature or pipe-mode
@@ -151,7 +163,10 @@ class SampleSymbolizer:
     # ------------------------------------------------------------ iteration
     def __iter__(self):
         try:
-            yield from self._samples()
+            if self.stitcher is not None:
+                yield from self._stitched(self._samples())
+            else:
+                yield from self._samples()
         finally:
             # What the symbolizer learnt that outlives the run (inline names).
             flush = getattr(self.symbolizer, "flush", None)
@@ -190,9 +205,11 @@ class SampleSymbolizer:
                 if ea.reads_group:
                     for sample in self._expand_group(rec, fields, thread):
                         if filters is not None and not filters(sample):
+                            self._left_out(sample)
                             continue
                         if leaf_filter is not None and not leaf_filter(sample,
                                                                        leaf_frames(sample)):
+                            self._left_out(sample)
                             continue
                         symbolize(sample)
                         counts["samples"] += 1
@@ -200,8 +217,10 @@ class SampleSymbolizer:
                     continue
                 sample = SymbolizedSample(rec, fields, ea, thread)
                 if filters is not None and not filters(sample):
+                    self._left_out(sample)
                     continue
                 if leaf_filter is not None and not leaf_filter(sample, leaf_frames(sample)):
+                    self._left_out(sample)
                     continue
                 symbolize(sample)
                 counts["samples"] += 1
@@ -220,6 +239,12 @@ class SampleSymbolizer:
                     # perf prints an EXIT before processing it.
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 machine.apply(rtype, fields, rec.misc, rec.time or 0)
+                if self.stitcher is not None and (
+                        rtype in (RT.EXIT, RT.FORK) or
+                        (rtype == RT.COMM and rec.misc & MISC_COMM_EXEC)):
+                    # A stack is never stitched across an exit or an exec (a
+                    # FORK's tid may be a reused one: start it afresh too).
+                    self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))
                 if shown and rtype != RT.EXIT:
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 continue
@@ -266,7 +291,7 @@ class SampleSymbolizer:
         what -S, --dsos look at."""
         if sample.ip is None:
             return ()
-        return self.frames_for_address(sample, sample.ip, sample.cpumode in _KERNEL_MODES,
+        return self.frames_for_address(sample, sample.ip, sample.cpumode in KERNEL_MODES,
                                        False)
 
     def _expand_group(self, rec, fields, thread):
@@ -297,7 +322,7 @@ class SampleSymbolizer:
                 return
         if self.unwind == "none":
             if sample.ip is not None:
-                kernel = sample.cpumode in _KERNEL_MODES
+                kernel = sample.cpumode in KERNEL_MODES
                 sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
             return
         ips = chain["ips"] if chain is not None else None
@@ -309,7 +334,7 @@ class SampleSymbolizer:
                     return
             sample.frames = self.frames_for_callchain(sample, ips)
         elif sample.ip is not None:
-            kernel = sample.cpumode in _KERNEL_MODES
+            kernel = sample.cpumode in KERNEL_MODES
             sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
 
     def _symbolize_dwarf(self, sample, chain):
@@ -330,7 +355,7 @@ class SampleSymbolizer:
             if any(ip < CC.MAX for ip in kernel_part):
                 kernel_frames = self.frames_for_callchain(sample, kernel_part)
         user = result.frames[:self.max_stack]
-        kernel_sample = sample.cpumode in _KERNEL_MODES
+        kernel_sample = sample.cpumode in KERNEL_MODES
         if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
             # precise_ip skid: the hardware's ip is the leaf we print, the
             # unwind itself started from the consistent REGS_USER pair.
@@ -354,7 +379,57 @@ class SampleSymbolizer:
             self._stack_cache[key] = (maps, frames, kernel_frames)
             sample.frames = frames
         sample.stop_reason = result.stop_reason
+        sample.unwind = result
         return True
+
+    # ------------------------------------------------------------ stitching
+    def _stitched(self, items):
+        """The items with cut stacks completed, in the same order (a cut
+        sample is held back, with what follows it, until a later sample of
+        its thread completes it or the look-ahead is full)."""
+        stitcher = self.stitcher
+        for item in items:
+            if type(item) is SymbolizedSample:
+                stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item),
+                                    item.stop_reason)
+            else:
+                stitcher.add_other(item)
+            yield from stitcher.ready()
+        stitcher.close()
+        yield from stitcher.ready()
+
+    def _user_stack(self, sample, result=None):
+        """The stitcher's view of a sample's unwound user stack (None: no
+        view; also without a tid, as the thread would not be known)."""
+        from .stitch import BOTTOM_REASONS, UserStack
+        result = result or sample.unwind
+        if result is None or result.sp is None or sample.tid in (-1, None):
+            return None
+        return UserStack(result.frames[:self.max_stack], result.cfas, result.sp,
+                         result.exact_ip_frames, result.stop_reason in BOTTOM_REASONS)
+
+    def _left_out(self, sample):
+        """A sample the filters leave out still tells the stitcher where its
+        thread's stack was (a return past a frame, in particular)."""
+        if self.stitcher is None or "regs_user" not in sample.fields:
+            return
+        result = self.unwinder.unwind(sample, self.dso_of)
+        if result is not None and result.frames:
+            self.stitcher.add_sample(sample, (sample.pid, sample.tid),
+                                     self._user_stack(sample, result), result.stop_reason,
+                                     shown=False)
+
+    def _finish_stitched(self, sample, stack):
+        """A cut sample completed: its frames, then the stitched ones (each
+        marked), up to --max-stack user frames."""
+        extra = stack.pcs[stack.own:self.max_stack]
+        frames = list(sample.frames)
+        for index, avma in enumerate(extra, stack.own):
+            for f in self._dwarf_frames(sample, avma, index not in stack.exact):
+                f = _with_avma(f, f.avma)
+                f.stitched = True
+                frames.append(f)
+        sample.frames = frames
 
     def kernel_symbols(self):
         """The kallsyms table of the profiled kernel, or None."""
@@ -481,7 +556,7 @@ class SampleSymbolizer:
 
     def _frames_for_callchain(self, sample, ips):
         frames = []
-        kernel = sample.cpumode in _KERNEL_MODES
+        kernel = sample.cpumode in KERNEL_MODES
         first = True
         depth = 0
         for index, ip in enumerate(ips):

@@ -49,6 +49,12 @@ class UnwindResult:
     exact_ip_frames: List[int] = field(default_factory=list)
     stop_address: Optional[int] = None  # the avma/stack address behind the stop
     stop_detail: str = ""
+    # cfas[i]: the canonical frame address of frames[i] (the caller's sp
+    # after the return): with the return address, what identifies a
+    # physical frame on its stack.  One shorter than `frames` when the walk
+    # stopped before computing the last frame's CFA.
+    cfas: List[int] = field(default_factory=list)
+    sp: Optional[int] = None            # the innermost frame's sp (where the walk started)
 
 
 @dataclass
@@ -132,6 +138,7 @@ def unwind_columns(arch, ip: Optional[int], columns: dict,
 
 def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
     frames = result.frames
+    cfas = result.cfas
     ptr_mask = (1 << (8 * arch.pointer_size)) - 1
     psize = arch.pointer_size
     sp_col = arch.sp_column
@@ -147,6 +154,7 @@ def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
         result.stop_reason = "bad-cfi"
         result.stop_detail = "no %s or %s register" % (arch.ip, arch.sp)
         return
+    result.sp = cur[sp_col]
 
     def get_reg(num):
         # (sees the current frame's ip and cur: closures read the latest binding)
@@ -201,6 +209,7 @@ def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
                 result.stop_address = ip
                 return
             new_sp = fp + arch.fp_caller_sp
+            cfas.append(new_sp)
             ra &= arch.ra_mask
             if ra == 0:
                 result.stop_reason = "zero-ra"
@@ -228,6 +237,7 @@ def _walk(arch: Arch, ip, cur, read_stack, find_module, max_depth, result):
             else:
                 cfa = evaluate_expression(row.cfa_expression, get_reg, read_stack, (),
                                           psize)
+            cfas.append(cfa)
 
             # the caller's registers
             new = {}

@@ -13,7 +13,7 @@ import os
 from collections import Counter
 
 from perfdata.format.constants import CallchainContext as CC
-from perfdata.symbolized import STACK_BOTTOMS
+from perfdata.symbolized import KERNEL_MODES, STACK_BOTTOMS
 
 # class -> (kind, title, fix); kind: "resolved", "problem" or "note"
 CLASSES = {
@@ -129,19 +129,6 @@ class Diagnosis:
         self._ra_cache = {}
         self._kernel_state = None
         self._stack_need = {}          # class detail for dwarf-stack-exhausted
-        self._ip_mismatch = 0
-        self._last_unwind = None
-        unwinder = samples.unwinder
-        if unwinder is not None:
-            # Keep each sample's UnwindResult: it says which frames were found
-            # by a frame-pointer step where CFI was missing, and where.
-            inner = unwinder.unwind
-
-            def unwind(sample, dso_of):
-                result = inner(sample, dso_of)
-                self._last_unwind = (sample, result)
-                return result
-            unwinder.unwind = unwind
 
     # ------------------------------------------------------------ counting
     def _hit(self, cls, sample, frames=1, binary=None):
@@ -171,6 +158,10 @@ class Diagnosis:
     def add(self, sample):
         self.total_samples += 1
         frames = sample.frames
+        if frames and frames[-1].stitched:
+            # What the recording holds is diagnosed; the frames stitched from
+            # other samples are counted apart (result()).
+            frames = [f for f in frames if not f.stitched]
         self.total_frames += len(frames)
         exclude_kernel = _excludes_kernel(sample.event)
         broken_after = None
@@ -353,12 +344,11 @@ class Diagnosis:
 
     # --------------------------------------------------------------- DWARF
     def _dwarf(self, sample, frames):
-        unwinder = self.ss.unwinder
-        if unwinder is not None:
-            now = unwinder.counts.get("ip_mismatch", 0)
-            if now > self._ip_mismatch:
-                self._hit("ip-mismatch", sample, 0)
-            self._ip_mismatch = now
+        unwound = sample.unwind
+        if unwound is not None and unwound.frames and sample.ip is not None and \
+                unwound.frames[0] != sample.ip and sample.cpumode not in KERNEL_MODES:
+            # (the symbolizer printed the sample ip as the leaf instead)
+            self._hit("ip-mismatch", sample, 0)
         fallback = self._unwind_of(sample, "fp_fallback_frames") or ()
         raw = self._unwind_of(sample, "frames") or ()
         self._dwarf_ra_adjusted(sample, frames, raw)
@@ -444,10 +434,7 @@ class Diagnosis:
         return hit
 
     def _unwind_of(self, sample, attr):
-        last = self._last_unwind
-        if last is None or last[0] is not sample or last[1] is None:
-            return None
-        return getattr(last[1], attr, None)
+        return getattr(sample.unwind, attr, None)
 
     def _binary_at(self, sample, avma):
         """(path, build-id) of the mapping holding avma, or None."""
@@ -509,8 +496,18 @@ class Diagnosis:
                             "share": st.samples / self.total_samples if self.total_samples else 0,
                             "binaries": binaries, "example": st.example, "fix": fix,
                             **({"detail": st.detail} if st.detail else {})})
-        return {"samples": self.total_samples, "frames": self.total_frames,
-                "problems": problems, "classes": classes}
+        out = {"samples": self.total_samples, "frames": self.total_frames,
+               "problems": problems, "classes": classes}
+        stitcher = self.ss.stitcher
+        if stitcher is not None and stitcher.counts["cut"]:
+            out["stitch"] = {"cut": stitcher.counts["cut"],
+                             "completed": stitcher.counts["completed"],
+                             "completed_from_later": stitcher.counts["completed-from-later"],
+                             "not_completed": stitcher.not_completed(),
+                             "why_not": {k.split(":", 1)[1]: v
+                                         for k, v in stitcher.counts.items()
+                                         if k.startswith("not-completed:") and v}}
+        return out
 
     def _class_fix(self, name, st):
         if name == "dwarf-stack-exhausted":
@@ -642,6 +639,14 @@ def describe(result, path):
                 "%s (%d)" % (name, n) for name, n in Counter(fns).most_common(5)))
         if c["fix"]:
             lines.append("  fix: %s" % c["fix"])
+    st = result.get("stitch")
+    if st:
+        lines.append("")
+        lines.append("stack stitching: %d of %d cut DWARF stacks completed from their thread's "
+                     "other samples (perfdata ... --stitch), %d not%s" % (
+                         st["completed"], st["cut"], st["not_completed"],
+                         " (%s)" % ", ".join("%s %d" % kv for kv in st["why_not"].items())
+                         if st["why_not"] else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -660,7 +665,8 @@ def run(args, out):
     import perfdata
     from .options import make_sample_symbolizer
     pf = perfdata.open(args.file)
-    samples = make_sample_symbolizer(pf, args)
+    # Stitching always: the report says how many cut stacks --stitch completes.
+    samples = make_sample_symbolizer(pf, args, stitch=True)
     diag = Diagnosis(samples)
     try:
         diag.run()

@@ -68,6 +68,10 @@ def add_symbolize_options(p):
     g.add_argument("--max-stack", type=int, default=127, help="frames per stack (perf's 127)")
     g.add_argument("--unwind", choices=("auto", "dwarf", "fp", "none"), default="auto",
                    help="user stack unwinding (auto: dwarf when samples carry regs and stack)")
+    g.add_argument("--stitch", action="store_true",
+                   help="complete DWARF stacks cut by the stack snapshot with the outer frames "
+                        "of the thread's other samples (same CFA and return address); "
+                        "stitched frames are marked")
     f = p.add_argument_group("filters")
     f.add_argument("--pid", type=int_list, help="only these pids (comma separated)")
     f.add_argument("--tid", type=int_list, help="only these tids (comma separated)")
@@ -278,9 +282,10 @@ def check_cpu_filter(pf, args):
                             % (max(cpus), nr))
 
 
-def make_sample_symbolizer(pf, args, side_events=(), order="time"):
+def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
     """The SampleSymbolizer the options describe (order='file' for perf
-    script's --show-round-events, which turns perf's time ordering off)."""
+    script's --show-round-events, which turns perf's time ordering off;
+    stitch: True or False whatever --stitch says)."""
     from symbolize import Symbolizer
     from ..symbolized import SampleSymbolizer
     from symbolize.debuginfod import make_locator
@@ -326,7 +331,8 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time"):
                             leaf_filter=make_leaf_filter(args),
                             dwarf_inline=not args.no_inline,
                             side_events=side_events, side_cpus=cpus, order=order,
-                            strict=getattr(args, "strict", False))
+                            strict=getattr(args, "strict", False),
+                            stitch=getattr(args, "stitch", False) if stitch is None else stitch)
 
 
 def shown_kernel_path(samples, args):

@@ -425,6 +425,9 @@ class ScriptFormatter:
                 parts.append(" (%s)" % self.kernel_path)
             else:
                 parts.append(" (%s)" % fr.dso)
+        if fr.stitched:
+            # --stitch: not in this sample's own stack copy
+            parts.append(" [stitched]")
         if has("srcline") and fr.srcline:
             # perf prints the file's base name, the whole path with
             # --full-source-path.
@@ -602,12 +605,18 @@ def sample_to_json(sample):
         "comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
         "cpu": sample.cpu, "period": sample.period, "event": sample.event.name,
         "ip": sample.ip, "stop_reason": sample.stop_reason,
-        "frames": [{
-            "address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
-            "offset": fr.offset, "dso": fr.dso, "dso_path": fr.dso_path,
-            "build_id": fr.build_id, "source": fr.source, "inlined": fr.inlined,
-            "srcline": fr.srcline, "kernel": fr.kernel} for fr in sample.frames],
+        "frames": [_frame_json(fr) for fr in sample.frames],
     })
+
+
+def _frame_json(fr):
+    out = {"address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
+           "offset": fr.offset, "dso": fr.dso, "dso_path": fr.dso_path,
+           "build_id": fr.build_id, "source": fr.source, "inlined": fr.inlined,
+           "srcline": fr.srcline, "kernel": fr.kernel}
+    if fr.stitched:
+        out["stitched"] = True      # (only then: the default output is unchanged)
+    return out
 
 
 def register(subparsers):

@@ -1,0 +1,360 @@
+"""Completing the DWARF stacks that perf's stack snapshot cut, from the same
+thread's other samples.
+
+`perf record --call-graph=dwarf` copies a fixed amount of user stack (8 KiB
+by default) per sample; a deeper stack's unwind stops at the end of the copy
+(`stack-exhausted`).  The outer frames are usually still there in the
+thread's other samples: a frame is the same physical frame in two samples
+when it lies at the same stack address (its CFA) with the same return
+address, as long as the thread did not return past it in between.  Then the
+callers above it are the same too, and they can be taken from the other
+sample, which may itself have been completed that way (the chain is followed
+outward from sample to sample until a stack bottom).
+
+What counts as "did not return past it": every sample of the thread taken
+between the two either does not reach that far up the stack (it is deeper
+and cut below it), or shows the same frame there.  A sample whose stack
+pointer lies above the frame (the thread was shallower), or whose stack
+spans that address without that frame (another call chain, another stack),
+breaks the link.  Returns and re-entries that no sample saw cannot be seen;
+the link then holds only if the re-entered chain is the same.  Never
+stitched: across an exec or a thread's exit (its state is dropped), or at a
+frame whose return address or CFA differs.
+
+Streaming, with bounded memory: per thread, the latest stack as far as it is
+known (`UserStack`, at most a few hundred words; and up to three older ones
+that the samples since lay entirely below: the thread's own stack while it
+ran a coroutine on a lower one), and a bounded look-ahead,
+a queue of at most `lookahead` items (samples and side events, in their
+order) held back while a cut sample at its head waits for a later sample of
+its thread that shows its outer frames.
+
+Knows nothing of symbols: a `finish(sample, stack)` callback turns the
+frames found into printed ones.
+"""
+from collections import deque
+
+#: stop reasons of an unwind that reached the real end of its stack
+BOTTOM_REASONS = frozenset(("outermost",))
+#: the stop reason of a stack cut by the snapshot
+CUT_REASON = "stack-exhausted"
+#: items held back at most, waiting for later samples that complete a cut one
+DEFAULT_LOOKAHEAD = 4096
+#: why a cut stack was not completed
+NOT_COMPLETED_REASONS = (
+    "too-short",        # the unwind found no return address to match
+    "contradicted",     # the thread returned past the frame, or its stack changed there
+    "unmatched",        # no other sample of the thread showed the frame before it ended
+    "lookahead",        # the matching sample, if any, came after the look-ahead window
+    "thread-end",       # the thread exited or exec'd with the stack still open
+)
+
+# What a comparison of a cut stack with another sample's stack concludes.
+_EXTENDED, _CONTRADICTS, _NO_INFO = "extended", "contradicts", "no-info"
+
+
+class UserStack:
+    """A user stack as the stitcher sees it: the raw frame addresses, leaf
+    first (the ip, then return addresses), and their CFAs.
+
+    pcs[i] is frame i's address; cfas[i] its CFA (the caller's sp after the
+    return); cfas may be one shorter than pcs (the last frame's CFA was not
+    computed).  The slot just below cfas[i] holds pcs[i + 1]: (cfas[i],
+    pcs[i + 1]) names the physical frame i + 1 is called from.  exact: the
+    indices of pcs that are interrupted pcs (after a signal frame), not
+    return addresses.  bottom: the stack reaches its real end.  own: how many
+    of pcs the sample's own unwind found (the others are stitched)."""
+    __slots__ = ("pcs", "cfas", "exact", "sp", "bottom", "own")
+
+    def __init__(self, pcs, cfas, sp, exact=frozenset(), bottom=False):
+        self.pcs = list(pcs)
+        self.cfas = list(cfas[:len(self.pcs)])
+        self.sp = sp
+        self.exact = frozenset(exact)
+        self.bottom = bottom
+        self.own = len(self.pcs)
+
+    def linkable(self):
+        """Has a return address whose slot's address is known: can be matched."""
+        return len(self.pcs) >= 2 and len(self.cfas) >= len(self.pcs) - 1
+
+    def top(self):
+        """The highest stack address the known frames reach."""
+        return max(self.cfas, default=self.sp)
+
+    def copy(self):
+        c = UserStack.__new__(UserStack)
+        c.pcs, c.cfas, c.sp = list(self.pcs), list(self.cfas), self.sp
+        c.exact, c.bottom, c.own = self.exact, self.bottom, self.own
+        return c
+
+
+def extend_from(cut, other):
+    """Compare the cut stack `cut` with `other`, another sample's stack of the
+    same thread (taken just before or just after it, with no sample between
+    that was not compared): extend `cut` in place with the frames `other`
+    knows beyond the outermost return address of `cut`, when `other` shows
+    that frame at the same place; say whether `other` contradicts it.
+
+    The link: frame n-1 of `cut` (n = len(cut.pcs)) was called from the
+    frame whose CFA is cut.cfas[n-2], with return address cut.pcs[n-1]."""
+    n = len(cut.pcs)
+    link_cfa = cut.cfas[n - 2]
+    link_ra = cut.pcs[n - 1]
+    if other.sp >= link_cfa:
+        # The other sample's thread was shallower: the frame at link_cfa did
+        # not exist then (it was returned from, or not yet made).
+        return _CONTRADICTS
+    m = len(other.pcs)
+    at = None
+    for i in range(min(m, len(other.cfas))):
+        if other.cfas[i] == link_cfa:
+            at = i
+            break
+    if at is None:
+        if other.top() > link_cfa:
+            # Its frames span that address without a frame boundary there.
+            return _CONTRADICTS
+        # Deeper and cut below it, or another stack (a coroutine's) whose
+        # frames all lie below it: says nothing about it.
+        return _NO_INFO
+    if at == m - 1:
+        return _NO_INFO             # cut at the same frame: its return address unknown too
+    if other.pcs[at + 1] != link_ra:
+        return _CONTRADICTS         # another caller at that place
+    if len(cut.cfas) >= n and len(other.cfas) > at + 1 and cut.cfas[n - 1] != other.cfas[at + 1]:
+        return _CONTRADICTS         # the caller's frame is not the same size
+    # other's frame at+1 is cut's frame n-1: take what lies beyond it.
+    shift = (n - 1) - (at + 1)
+    cut.cfas = cut.cfas[:n - 1] + other.cfas[at + 1:]
+    cut.pcs.extend(other.pcs[at + 2:])
+    if other.exact:
+        cut.exact = cut.exact | {j + shift for j in other.exact if j >= at + 2}
+    cut.bottom = other.bottom
+    return _EXTENDED
+
+
+def _elsewhere(later, earlier):
+    """Does `later` lie on another stack than `earlier`, certainly: entirely
+    below it, or entirely above the end of a stack known to its bottom?"""
+    return later.top() < earlier.sp or (earlier.bottom and later.sp > earlier.top())
+
+
+def _extend_from_recent(cut, recent):
+    """Extend a cut stack from the thread's recent stacks, latest first.  One
+    that lies on another stack says nothing: entirely below the link, or
+    above the end of an older complete stack that holds the link (the
+    thread's other stack ran in between; a coroutine's and the main one)."""
+    for i, earlier in enumerate(recent):
+        verdict = extend_from(cut, earlier)
+        if verdict == _NO_INFO:
+            continue
+        if verdict == _CONTRADICTS and _above_its_stack(cut, earlier, recent[i + 1:]):
+            continue
+        return verdict
+    return _NO_INFO
+
+
+def _above_its_stack(cut, other, known):
+    """Does `other` lie above the end of the stack holding the link of
+    `cut`, as one of the `known` complete stacks shows that stack's end?
+    (A stack's end does not move: the main stack's, a thread's, a
+    coroutine's.)"""
+    link_cfa = cut.cfas[len(cut.pcs) - 2]
+    return any(r.bottom and r.sp < link_cfa <= r.top() < other.sp for r in known)
+
+
+class _Held:
+    """An item in the look-ahead queue: a sample (with its working stack
+    while it is cut and open) or a side event."""
+    __slots__ = ("item", "thread", "stack", "open")
+
+    def __init__(self, item, thread=None, stack=None, open_=False):
+        self.item = item
+        self.thread = thread
+        self.stack = stack
+        self.open = open_
+
+
+#: stacks of one thread remembered at once (its own, a coroutine's ...)
+RECENT_STACKS = 4
+
+
+class _ThreadState:
+    __slots__ = ("recent", "open")
+
+    def __init__(self):
+        # The latest sample's UserStack (as far as known) first, then older
+        # ones that every later sample lay entirely below: another stack
+        # (a coroutine's) ran in between, and said nothing about them.
+        self.recent = []
+        # The thread's cut samples still open, by their link (_link_key):
+        # those with the same link fare alike, compared once per sample (a
+        # thread that stays deep has thousands).  Closed ones leave lazily.
+        self.open = {}
+
+
+def _link_key(stack):
+    """What extend_from() looks at in a cut stack: its outermost return
+    address, the CFA below which it lies, the caller's CFA if known."""
+    n = len(stack.pcs)
+    return (stack.cfas[n - 2], stack.pcs[n - 1],
+            stack.cfas[n - 1] if len(stack.cfas) >= n else None)
+
+
+def _extend_like(stack, extended, before):
+    """Give `stack` (same link as `extended` had) what extend_from() added to
+    `extended`, which had `before` frames."""
+    n = len(stack.pcs)
+    stack.cfas = stack.cfas[:n - 1] + extended.cfas[before - 1:]
+    stack.pcs.extend(extended.pcs[before:])
+    if extended.exact:
+        stack.exact = stack.exact | {j - before + n for j in extended.exact if j >= before}
+    stack.bottom = extended.bottom
+
+
+class StackStitcher:
+    """Feed it every item of a run in order (`add_sample`, `add_other`,
+    `end_thread`), take back the items ready to go out (`ready`), and at the
+    end `close()` then `ready()` for the rest.  finish(sample, stack) is
+    called for each cut sample completed (stack.pcs beyond stack.own are the
+    stitched frames)."""
+
+    def __init__(self, finish, lookahead=DEFAULT_LOOKAHEAD):
+        self.finish = finish
+        self.lookahead = max(1, lookahead)
+        self._queue = deque()
+        self._threads = {}
+        # completed-from-later: of the completed, those a later sample completed
+        self.counts = {"cut": 0, "completed": 0, "completed-from-later": 0}
+        for reason in NOT_COMPLETED_REASONS:
+            self.counts["not-completed:" + reason] = 0
+
+    def not_completed(self):
+        return sum(v for k, v in self.counts.items() if k.startswith("not-completed:"))
+
+    # ------------------------------------------------------------ input
+    def add_other(self, item):
+        self._queue.append(_Held(item))
+        self._bound()
+
+    def add_sample(self, sample, thread, stack, stop_reason, shown=True):
+        """thread: a key naming the thread (pid, tid); stack: the sample's
+        UserStack, or None when it has no unwound user stack.  shown=False:
+        a sample the filters (--time, --cpu, -S ...) leave out, which still
+        says what the thread's stack was then (it is not handed back)."""
+        held = _Held(sample, thread)
+        if shown:
+            self._queue.append(held)
+        if stack is None:
+            self._bound()
+            return
+        state = self._threads.get(thread)
+        if state is None:
+            state = self._threads[thread] = _ThreadState()
+        if stop_reason == CUT_REASON and not shown:
+            if stack.linkable():
+                stack = stack.copy()
+                _extend_from_recent(stack, state.recent)
+                held.stack = stack
+        elif stop_reason == CUT_REASON:
+            self.counts["cut"] += 1
+            if not stack.linkable():
+                self._close(held, "too-short")
+            else:
+                stack = stack.copy()
+                _extend_from_recent(stack, state.recent)
+                held.stack = stack
+                if stack.bottom:
+                    self._complete(held)
+                else:
+                    held.open = True
+        # This sample is the "just after" of the thread's open cut samples.
+        groups, state.open = state.open, {}
+        for key, members in groups.items():
+            while members and not members[0].open:
+                members.popleft()
+            if not members:
+                continue
+            first = members[0].stack
+            before = len(first.pcs)
+            verdict = extend_from(first, stack)
+            if verdict == _NO_INFO or (verdict == _EXTENDED and len(first.pcs) == before
+                                       and not first.bottom):
+                self._add_open(state, members)      # unchanged
+                continue
+            for other in members:
+                if not other.open:
+                    continue
+                if verdict == _CONTRADICTS:
+                    self._close(other, "contradicted")
+                    continue
+                if other.stack is not first:
+                    _extend_like(other.stack, first, before)
+                if first.bottom:
+                    self.counts["completed-from-later"] += 1
+                    self._complete(other)
+            if verdict == _EXTENDED and not first.bottom:
+                self._add_open(state, members)
+        if held.open:
+            self._add_open(state, deque((held,)))
+        latest = held.stack if held.stack is not None else stack
+        state.recent = [latest] + [r for r in state.recent
+                                   if _elsewhere(latest, r)][:RECENT_STACKS - 1]
+        self._bound()
+
+    def end_thread(self, thread):
+        """The thread exited or exec'd: its open stacks stay cut, its state
+        goes (a new thread or image with the same tid starts afresh)."""
+        state = self._threads.pop(thread, None)
+        if state is not None:
+            for members in state.open.values():
+                for held in members:
+                    if held.open:
+                        self._close(held, "thread-end")
+
+    def close(self):
+        """The end of the input: what is still open stays cut."""
+        for state in self._threads.values():
+            for members in state.open.values():
+                for held in members:
+                    if held.open:
+                        self._close(held, "unmatched")
+            state.open = {}
+
+    # ----------------------------------------------------------- output
+    def ready(self):
+        """The items at the head of the queue no longer waited for, in order."""
+        queue = self._queue
+        out = []
+        while queue and not queue[0].open:
+            out.append(queue.popleft().item)
+        return out
+
+    # ---------------------------------------------------------- helpers
+    def _bound(self):
+        # The look-ahead is full: the oldest open sample stays cut.
+        while len(self._queue) > self.lookahead:
+            head = self._queue[0]
+            if not head.open:
+                return      # ready() takes it
+            self._close(head, "lookahead")      # (its group drops it lazily)
+
+    @staticmethod
+    def _add_open(state, members):
+        """File open cut samples (a deque, the same link) under their link."""
+        key = _link_key(members[0].stack)
+        group = state.open.get(key)
+        if group is None:
+            state.open[key] = members
+        else:
+            group.extend(m for m in members if m.open)
+
+    def _complete(self, held):
+        held.open = False
+        self.counts["completed"] += 1
+        self.finish(held.item, held.stack)
+
+    def _close(self, held, reason):
+        held.open = False
+        self.counts["not-completed:" + reason] += 1
