@@ -44,9 +44,9 @@ class SampleUnwinder:
             table = None
             choice = self.symbolizer.binary_for(path, build_id)
             if choice.binary is not None:
-                debug = choice.debug.path if choice.debug is not None else None
                 try:
-                    table = CfiTable.from_elf(choice.binary.path, debug_frame_path=debug)
+                    # the Binaries the symbolizer opened: one ELF door
+                    table = CfiTable.from_elf(choice.binary, debug_frame_path=choice.debug)
                 except Exception:    # malformed CFI: unwinding stops there
                     table = None
             self._cfi[key] = (table, choice.binary)

@@ -15,9 +15,37 @@ Addresses are svma (as stated in the ELF file).
 """
 
 import bisect
-import io
 import struct
 
+from elftools.dwarf.constants import (
+    DW_CFA_AARCH64_negate_ra_state,
+    DW_CFA_GNU_args_size,
+    DW_CFA_advance_loc,
+    DW_CFA_advance_loc1,
+    DW_CFA_advance_loc2,
+    DW_CFA_advance_loc4,
+    DW_CFA_def_cfa,
+    DW_CFA_def_cfa_expression,
+    DW_CFA_def_cfa_offset,
+    DW_CFA_def_cfa_offset_sf,
+    DW_CFA_def_cfa_register,
+    DW_CFA_def_cfa_sf,
+    DW_CFA_expression,
+    DW_CFA_nop,
+    DW_CFA_offset,
+    DW_CFA_offset_extended,
+    DW_CFA_offset_extended_sf,
+    DW_CFA_register,
+    DW_CFA_remember_state,
+    DW_CFA_restore,
+    DW_CFA_restore_extended,
+    DW_CFA_restore_state,
+    DW_CFA_same_value,
+    DW_CFA_set_loc,
+    DW_CFA_undefined,
+    DW_CFA_val_expression,
+    DW_CFA_val_offset,
+    DW_CFA_val_offset_sf)
 from construct import Struct, Int8ul, Enum, BitStruct, Flag, BitsInteger, ConstructError
 
 __all__ = [
@@ -29,6 +57,10 @@ __all__ = [
 ]
 
 MASK64 = (1 << 64) - 1
+
+
+# Not among pyelftools' DW_CFA constants (GCC's, obsolete, still decoded).
+DW_CFA_GNU_negative_offset_extended = 0x2f
 
 
 class CfiError(Exception):
@@ -417,27 +449,27 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
         op = data[pos]
         pos += 1
         high = op & 0xC0
-        if high == 0x40:                        # advance_loc
+        if high == DW_CFA_advance_loc:
             delta = (op & 0x3F) * code_align
-        elif high == 0x80:                      # offset
+        elif high == DW_CFA_offset:
             off, pos = _uleb(data, pos)
             rules[op & 0x3F] = (RULE_OFFSET, off * data_align)
             continue
-        elif high == 0xC0:                      # restore
+        elif high == DW_CFA_restore:
             _restore(rules, init_rules, op & 0x3F)
             continue
-        elif op == 0x00:                        # nop
+        elif op == DW_CFA_nop:
             continue
-        elif op == 0x02:                        # advance_loc1
+        elif op == DW_CFA_advance_loc1:
             delta = data[pos] * code_align
             pos += 1
-        elif op == 0x03:                        # advance_loc2
+        elif op == DW_CFA_advance_loc2:
             delta = struct.unpack_from(sec.endian + "H", data, pos)[0] * code_align
             pos += 2
-        elif op == 0x04:                        # advance_loc4
+        elif op == DW_CFA_advance_loc4:
             delta = struct.unpack_from(sec.endian + "I", data, pos)[0] * code_align
             pos += 4
-        elif op == 0x01:                        # set_loc
+        elif op == DW_CFA_set_loc:
             if sec.is_eh:
                 # encoded like the FDE's initial location
                 new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)
@@ -448,29 +480,29 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
             if new_loc < loc:
                 raise CfiError("DW_CFA_set_loc goes backwards")
             delta = new_loc - loc
-        elif op == 0x05:                        # offset_extended
+        elif op == DW_CFA_offset_extended:
             reg, pos = _uleb(data, pos)
             off, pos = _uleb(data, pos)
             rules[reg] = (RULE_OFFSET, off * data_align)
             continue
-        elif op == 0x06:                        # restore_extended
+        elif op == DW_CFA_restore_extended:
             reg, pos = _uleb(data, pos)
             _restore(rules, init_rules, reg)
             continue
-        elif op == 0x07:                        # undefined
+        elif op == DW_CFA_undefined:
             reg, pos = _uleb(data, pos)
             rules[reg] = (RULE_UNDEFINED, None)
             continue
-        elif op == 0x08:                        # same_value
+        elif op == DW_CFA_same_value:
             reg, pos = _uleb(data, pos)
             rules[reg] = (RULE_SAME_VALUE, None)
             continue
-        elif op == 0x09:                        # register
+        elif op == DW_CFA_register:
             reg, pos = _uleb(data, pos)
             reg2, pos = _uleb(data, pos)
             rules[reg] = (RULE_REGISTER, reg2)
             continue
-        elif op == 0x0A:                        # remember_state
+        elif op == DW_CFA_remember_state:
             # Each level copies the rules: unbounded nesting would make a
             # hostile FDE cost memory quadratic in its length.
             if len(stack) >= MAX_REMEMBER_DEPTH:
@@ -478,74 +510,74 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
                                % MAX_REMEMBER_DEPTH)
             stack.append((cfa, dict(rules)))
             continue
-        elif op == 0x0B:                        # restore_state
+        elif op == DW_CFA_restore_state:
             if not stack:
                 raise CfiError("DW_CFA_restore_state with an empty stack")
             # The CFA is part of the remembered state (DWARF 5 6.4.2.4).
             cfa, rules = stack.pop()
             continue
-        elif op == 0x0C:                        # def_cfa
+        elif op == DW_CFA_def_cfa:
             reg, pos = _uleb(data, pos)
             off, pos = _uleb(data, pos)
             cfa = (reg, off)
             continue
-        elif op == 0x0D:                        # def_cfa_register
+        elif op == DW_CFA_def_cfa_register:
             reg, pos = _uleb(data, pos)
             cfa = (reg, cfa[1] if cfa[0] != "expr" else 0)
             continue
-        elif op == 0x0E:                        # def_cfa_offset
+        elif op == DW_CFA_def_cfa_offset:
             off, pos = _uleb(data, pos)
             if cfa[0] == "expr":
                 raise CfiError("def_cfa_offset after a CFA expression")
             cfa = (cfa[0], off)
             continue
-        elif op == 0x0F:                        # def_cfa_expression
+        elif op == DW_CFA_def_cfa_expression:
             size, pos = _uleb(data, pos)
             cfa = ("expr", bytes(data[pos:pos + size]))
             pos += size
             continue
-        elif op == 0x10 or op == 0x16:          # expression / val_expression
+        elif op == DW_CFA_expression or op == DW_CFA_val_expression:
             reg, pos = _uleb(data, pos)
             size, pos = _uleb(data, pos)
-            kind = RULE_EXPRESSION if op == 0x10 else RULE_VAL_EXPRESSION
+            kind = RULE_EXPRESSION if op == DW_CFA_expression else RULE_VAL_EXPRESSION
             rules[reg] = (kind, bytes(data[pos:pos + size]))
             pos += size
             continue
-        elif op == 0x11:                        # offset_extended_sf
+        elif op == DW_CFA_offset_extended_sf:
             reg, pos = _uleb(data, pos)
             off, pos = _sleb(data, pos)
             rules[reg] = (RULE_OFFSET, off * data_align)
             continue
-        elif op == 0x12:                        # def_cfa_sf
+        elif op == DW_CFA_def_cfa_sf:
             reg, pos = _uleb(data, pos)
             off, pos = _sleb(data, pos)
             cfa = (reg, off * data_align)
             continue
-        elif op == 0x13:                        # def_cfa_offset_sf
+        elif op == DW_CFA_def_cfa_offset_sf:
             off, pos = _sleb(data, pos)
             if cfa[0] == "expr":
                 raise CfiError("def_cfa_offset_sf after a CFA expression")
             cfa = (cfa[0], off * data_align)
             continue
-        elif op == 0x14 or op == 0x15:          # val_offset / val_offset_sf
+        elif op == DW_CFA_val_offset or op == DW_CFA_val_offset_sf:
             reg, pos = _uleb(data, pos)
-            if op == 0x14:
+            if op == DW_CFA_val_offset:
                 off, pos = _uleb(data, pos)
             else:
                 off, pos = _sleb(data, pos)
             rules[reg] = (RULE_VAL_OFFSET, off * data_align)
             continue
-        elif op == 0x2E:                        # GNU_args_size: only for landing pads
+        elif op == DW_CFA_GNU_args_size:       # only for landing pads
             _, pos = _uleb(data, pos)
             continue
-        elif op == 0x2F:                        # GNU_negative_offset_extended
+        elif op == DW_CFA_GNU_negative_offset_extended:
             reg, pos = _uleb(data, pos)
             off, pos = _uleb(data, pos)
             rules[reg] = (RULE_OFFSET, -off * data_align)
             continue
-        elif op == 0x2D:
-            # DW_CFA_AARCH64_negate_ra_state (DW_CFA_GNU_window_save on SPARC):
-            # the return address gets signed; Arch.ra_mask strips the code.
+        elif op == DW_CFA_AARCH64_negate_ra_state:
+            # (DW_CFA_GNU_window_save on SPARC): the return address gets
+            # signed; Arch.ra_mask strips the code.
             continue
         else:
             raise CfiError("unknown CFA opcode 0x%x" % op)
@@ -826,9 +858,10 @@ class CfiTable:
 
     @classmethod
     def from_elf(cls, path_or_file, debug_frame_path=None):
-        """Table for an ELF file given as a path, a binary file object or
-        bytes.  `debug_frame_path` names a separate debug file whose
-        .debug_frame is used where .eh_frame has no FDE.  Returns an empty
+        """Table for an ELF file given as an open Binary, a path, a binary
+        file object or bytes.  `debug_frame_path` names a separate debug
+        file (or is its Binary) whose .debug_frame is used where .eh_frame
+        has no FDE.  Returns an empty
         table (every lookup None) when the file is not a readable ELF."""
         eh = hdr = dbg = None
         try:
@@ -933,47 +966,47 @@ class CfiTable:
         return None
 
 
-def _read_elf_sections(path_or_file):
-    """(eh_frame, eh_frame_hdr, debug_frame) _Sections of an ELF file."""
-    from elftools.elf.elffile import ELFFile
+def _read_elf_sections(source):
+    """(eh_frame, eh_frame_hdr, debug_frame) _Sections of an ELF file: an
+    open Binary (the one the symbolizer already holds), a path, a binary
+    file object or bytes."""
+    from .elffile import Binary
 
-    if isinstance(path_or_file, (bytes, bytearray, memoryview)):
-        stream = io.BytesIO(bytes(path_or_file))
-        close = False
-    elif hasattr(path_or_file, "read"):
-        stream = path_or_file
-        close = False
+    if isinstance(source, Binary):
+        return _sections_of(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        binary = Binary("<memory>", data=bytes(source))
+    elif hasattr(source, "read"):
+        binary = Binary(getattr(source, "name", "<stream>"), data=source.read())
     else:
-        stream = open(path_or_file, "rb")
-        close = True
+        binary = Binary(source)
     try:
-        elf = ELFFile(stream)
-        endian = "<" if elf.little_endian else ">"
-        asize = elf.elfclass // 8
-        got = None
-        found = {}
-        for section in elf.iter_sections():
-            name = section.name
-            if name in (".eh_frame", ".eh_frame_hdr", ".debug_frame"):
-                if section["sh_type"] == "SHT_NOBITS":
-                    continue        # stripped-out section in a debug file
-                found[name] = section
-            elif name == ".got":
-                got = section["sh_addr"]
-        eh = hdr = dbg = None
-        if ".eh_frame_hdr" in found:
-            s = found[".eh_frame_hdr"]
-            hdr = _Section(s.data(), s["sh_addr"], True, endian, asize,
-                           datarel_base=s["sh_addr"])
-        if ".eh_frame" in found:
-            s = found[".eh_frame"]
-            # datarel in .eh_frame itself is relative to the GOT (i386 ABI);
-            # x86_64 and aarch64 compilers use pcrel there
-            eh = _Section(s.data(), s["sh_addr"], True, endian, asize, datarel_base=got)
-        if ".debug_frame" in found:
-            s = found[".debug_frame"]
-            dbg = _Section(s.data(), 0, False, endian, asize)
-        return eh, hdr, dbg
+        return _sections_of(binary)
     finally:
-        if close:
-            stream.close()
+        binary.close()
+
+
+def _sections_of(binary):
+    if not binary.ok:
+        raise CfiError(binary.error or "not an ELF file")
+    endian = "<" if binary.little_endian else ">"
+    asize = 8 if binary.is_64 else 4
+    got = binary.get_section(".got")
+    eh = hdr = dbg = None
+    # section_data: None for a SHT_NOBITS section (stripped out of a debug
+    # file); SHF_COMPRESSED contents decompressed.
+    s = binary.get_section(".eh_frame_hdr")
+    data = binary.section_data(s)
+    if data is not None:
+        hdr = _Section(data, s.addr, True, endian, asize, datarel_base=s.addr)
+    s = binary.get_section(".eh_frame")
+    data = binary.section_data(s)
+    if data is not None:
+        # datarel in .eh_frame itself is relative to the GOT (i386 ABI);
+        # x86_64 and aarch64 compilers use pcrel there
+        eh = _Section(data, s.addr, True, endian, asize,
+                      datarel_base=got.addr if got is not None else None)
+    data = binary.section_data(".debug_frame")
+    if data is not None:
+        dbg = _Section(data, 0, False, endian, asize)
+    return eh, hdr, dbg
