@@ -8,18 +8,7 @@ stays the printed leaf and the mismatch is counted.
 """
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot, unwind_columns
-
-
-class Module:
-    """What the unwinder needs of a mapping: its CFI, avma - svma, and
-    whether a frame-pointer step may stand in where there is no CFI."""
-    __slots__ = ("cfi", "bias", "frame_pointer_step")
-
-    def __init__(self, cfi, bias, frame_pointer_step=True):
-        self.cfi = cfi
-        self.bias = bias
-        self.frame_pointer_step = frame_pointer_step
+from symbolize.unwind import StackSnapshot, UnwindModule, unwind_columns
 
 
 class SampleUnwinder:
@@ -69,11 +58,11 @@ class SampleUnwinder:
         if binary is not None:
             svma = binary.file_offset_to_svma(m.pgoff)
             if svma is not None:
-                mod = Module(table, m.start - svma)
+                mod = UnwindModule(table, m.start - svma)
         if mod is None:
             # JIT code and anonymous maps may keep frame pointers; a binary
             # that is not here has CFI we cannot read (perf stops there too).
-            mod = Module(None, m.start - m.pgoff, frame_pointer_step=not file_backed)
+            mod = UnwindModule(None, m.start - m.pgoff, frame_pointer_step=not file_backed)
         self._modules[key] = mod
         return mod
 

@@ -57,7 +57,7 @@ class UnwindResult:
     sp: Optional[int] = None            # the innermost frame's sp (where the walk started)
 
 
-@dataclass
+@dataclass(slots=True)        # read for every frame: slots, not a dict
 class UnwindModule:
     """What `find_module` returns for a mapping: its CFI (a CfiTable, or
     None for a binary without any) and its bias, avma - svma.  Any object
