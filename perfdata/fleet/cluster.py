@@ -35,12 +35,8 @@ def dask_client(scheduler=None, workers=None, timeout=10.0):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     cluster = None
     if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout=timeout, set_as_default=False)
-        except Exception as exc:    # OSError, TimeoutError, ValueError (bad address)
-            raise FleetError("cannot reach the Dask scheduler at %s: %s"
-                             % (scheduler, str(exc).splitlines()[0] if str(exc)
-                                else type(exc).__name__))
+        probe(scheduler, timeout)
+        client = _connect(distributed, scheduler, timeout)
     else:
         n = workers or os.cpu_count() or 1
         try:
@@ -58,6 +54,54 @@ def dask_client(scheduler=None, workers=None, timeout=10.0):
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _connect(distributed, address, timeout):
+    """A Client of the scheduler at `address`, or FleetError.  A Client that
+    fails to connect complains from its finalizer (a traceback on stderr):
+    that is silenced while it is collected."""
+    import gc
+    import sys
+    failure = None
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        try:
+            return distributed.Client(address, timeout=timeout, set_as_default=False)
+        except Exception as exc:    # OSError, TimeoutError, a peer that is no scheduler
+            text = str(exc).strip()
+            failure = text.splitlines()[0] if text else type(exc).__name__
+            del exc
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    raise FleetError("cannot reach the Dask scheduler at %s: %s" % (address, failure))
+
+
+_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+
+
+def probe(address, timeout):
+    """Refuse an address that is not a scheduler's, or a tcp:// one nothing
+    listens at, before a Client is made (a Client that fails to connect
+    prints a traceback from its finalizer)."""
+    import socket
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme not in _SCHEMES or not rest:
+        raise FleetError("--scheduler %s: not a Dask address (tcp://HOST:PORT)" % address)
+    if scheme != "tcp":
+        return
+    host, colon, port = rest.rpartition(":")
+    host = host.strip("[]")
+    try:
+        port = int(port.rstrip("/"))
+    except ValueError:
+        raise FleetError("--scheduler %s: not a Dask address (tcp://HOST:PORT)" % address)
+    try:
+        socket.create_connection((host or "127.0.0.1", port), timeout=timeout).close()
+    except OSError as exc:
+        raise FleetError("cannot reach the Dask scheduler at %s: %s"
+                         % (address, exc.strerror or exc))
 
 
 def tree_reduce(client, paths, kind, options, fan_in=FAN_IN):
