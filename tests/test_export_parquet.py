@@ -152,6 +152,16 @@ def test_duckdb_reads_the_dataset(tmp_path):
     assert len([1 for _, sym in rows if sym in shares]) >= 3
 
 
+def test_readme_query_runs(tmp_path):
+    """The README's DuckDB query, as written, on an exported file."""
+    duckdb = pytest.importorskip("duckdb", reason="pip install duckdb")
+    query = re.search(r"```sql\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
+    export(SAMPLES / "plt_loop.fp.data", tmp_path, *DEBUG)
+    rows = duckdb.connect().execute(query.replace("DIR/", str(tmp_path) + "/")).fetchall()
+    assert rows[0][:2] == ("__strlen_evex", "/usr/lib/x86_64-linux-gnu/libc.so.6")
+    assert sum(r[3] for r in rows) <= 2387 and rows[0][3] > 1000
+
+
 def test_batches_are_bounded_and_complete(tmp_path):
     """record_batches() never yields more than batch_size rows, and the
     batches add up to the whole table."""
