@@ -345,3 +345,29 @@ def test_partials_merge_is_a_sum():
     assert left.data == right.data == summed_collapse([SAMPLES / f for f in FILES[:3]], *DEBUG)
     assert left.files == 3 and not left.errors
     assert parts[0].data == summed_collapse([SAMPLES / FILES[0]], *DEBUG)   # inputs unchanged
+
+
+def test_tree_reduction_runs_on_the_workers(scheduler):
+    """N files: N file tasks and N-1 pairwise merge tasks in ceil(log2 N)
+    levels, all run by the cluster's workers; the client gets one result."""
+    import math
+    from distributed import Client, get_task_stream
+    from perfdata.fleet.cluster import tree_reduce
+    from perfdata.views.fleet import file_options
+    import cli
+    args = cli.build_parser("fleet").parse_args(["fleet", "collapse", "x"] + DEBUG)
+    paths = [str(SAMPLES / f) for f in FILES]
+    with Client(scheduler, timeout=30, set_as_default=False) as client:
+        workers = set(client.scheduler_info()["workers"])
+        with get_task_stream(client) as ts:
+            result = tree_reduce(client, paths, "collapse", file_options(args))
+        tasks = [(t["key"] if isinstance(t["key"], str) else t["key"][0], t["worker"])
+                 for t in ts.data]
+    assert result.files == len(paths)
+    merges = [k for k, _ in tasks if "-merge-" in k]
+    files = [k for k, _ in tasks if "-file-" in k]
+    assert len(files) == len(paths) and len(merges) == len(paths) - 1
+    assert max(int(k.split("-merge-")[1].split("-")[0]) for k in merges) == \
+        math.ceil(math.log2(len(paths)))
+    assert {w for _, w in tasks} <= workers
+    assert dict(result.data) == summed_collapse(paths, *DEBUG)

@@ -124,4 +124,9 @@ def tree_reduce(client, paths, kind, options, fan_in=FAN_IN):
                 nxt.append(client.submit(merge_partials, *group, pure=False,
                                          key="perfdata-%s-%s-merge-%d-%d" % (kind, run, level, i)))
         futures = nxt
-    return futures[0].result()
+    try:
+        return futures[0].result()
+    except Exception as exc:    # a worker lost, or one that cannot import perfdata
+        text = str(exc).strip()
+        raise FleetError("the Dask cluster failed: %s: %s" % (
+            type(exc).__name__, text.splitlines()[0] if text else "(no message)"))
