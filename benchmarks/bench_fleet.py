@@ -9,7 +9,9 @@ of a large file.
 Records --files perf.data files with perf into a tmp dir (a Python loop for
 0.5 to 1.5 s under `perf record -g -F 4999`, every third file
 `--call-graph=dwarf -F 999`, so the files differ), then
-measures, with perfdata's symbol cache warm (one collapse run before):
+measures twice, with perfdata's symbol cache cold (an empty one for each
+run: the symbol tables, kallsyms and DWARF inline names are built afresh)
+and warm (filled by a loop over the files before):
   loop        `perfdata collapse FILE -o OUT` once per file, a process each
               (wall and CPU summed, the largest peak RSS)
   loop, 1 process  the same files collapsed one after the other in one
@@ -107,6 +109,72 @@ def worker_rss_run(files, workers, options):
     return seconds, sorted(before.values()), sorted(after.values()), result
 
 
+def measure(tmp, files, workers, state, options):
+    """Print the table of the three runs and the per-worker figures, with
+    the symbol cache `state`: cold (an empty cache for each run) or warm (a
+    cache filled by one loop over the files before)."""
+    def cache(name):
+        path = os.path.join(tmp, "cache-%s-%s" % (state, name if state == "cold" else "all"))
+        if state == "cold":
+            shutil.rmtree(path, ignore_errors=True)
+        os.environ["PERFDATA_CACHE_DIR"] = path
+        return path
+
+    if state == "warm":
+        cache("warm-up")
+        for f in files:
+            run_measured(PERFDATA + ["collapse", f, "-o", os.devnull])
+    outs = os.path.join(tmp, "loop")
+    os.makedirs(outs, exist_ok=True)
+    cache("loop")
+    wall = cpu = rss = 0.0
+    for i, f in enumerate(files):
+        w, r, rc, c = run_measured(PERFDATA + ["collapse", f, "-o",
+                                               os.path.join(outs, "%d.folded" % i)])
+        assert rc == 0, f
+        wall += w
+        cpu += c
+        rss = max(rss, r)
+    expected = collections.Counter()
+    for i in range(len(files)):
+        expected.update(folded(os.path.join(outs, "%d.folded" % i)))
+    rows = [("loop of `collapse` (a process per file)", wall, cpu, rss / 1024.0)]
+
+    cache("loop1")
+    w, r, rc, c = run_measured([sys.executable, "-c", IN_PROCESS, outs] + files)
+    assert rc == 0
+    rows.append(("loop of `collapse`, one process", w, c, r / 1024.0))
+
+    out = os.path.join(tmp, "fleet.folded")
+    cache("fleet")
+    w, r, rc, c = run_measured(PERFDATA + ["fleet", "collapse", "--workers", str(workers),
+                                           "-o", out] + files)
+    assert rc == 0
+    same = folded(out) == expected
+    rows.append(("`fleet collapse --workers %d` (cluster start included)" % workers,
+                 w, c, r / 1024.0))
+
+    cache("cluster")
+    seconds, before, after, result = worker_rss_run(files, workers, options)
+    same_lib = dict(result.data) == dict(expected)
+
+    print()
+    print("%s symbol cache, load average %.2f:" % (state, os.getloadavg()[0]))
+    print()
+    print("| run | wall s | CPU s | peak RSS MiB |")
+    print("|---|---|---|---|")
+    for name, w, c, r in rows:
+        print("| %s | %.2f | %.2f | %.0f |" % (name, w, c, r))
+    print("| fleet on a running local cluster (reduction only) | %.2f | | %s per worker "
+          "(%s before) |" % (seconds, ", ".join("%.0f" % x for x in after),
+                             ", ".join("%.0f" % x for x in before)))
+    print()
+    print("fleet folded stacks == sum of the loop's: %s (CLI), %s (cluster kept here); "
+          "%d distinct stacks, %d samples" % (same, same_lib, len(expected), result.samples))
+    sys.stdout.flush()
+    return same and same_lib
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=24)
@@ -131,58 +199,13 @@ def main(argv=None):
         print("%d recordings, %.1f MiB in all; %s, %d cores, load average %.2f"
               % (len(files), sum(os.path.getsize(f) for f in files) / 2**20,
                  platform.python_version(), os.cpu_count(), os.getloadavg()[0]))
-        run_measured(PERFDATA + ["collapse", files[0], "-o", os.devnull])   # warm cache
-
-        outs = os.path.join(tmp, "loop")
-        os.makedirs(outs, exist_ok=True)
-        wall = cpu = rss = 0.0
-        for i, f in enumerate(files):
-            w, r, rc, c = run_measured(PERFDATA + ["collapse", f, "-o",
-                                                   os.path.join(outs, "%d.folded" % i)])
-            assert rc == 0, f
-            wall += w
-            cpu += c
-            rss = max(rss, r)
-        expected = collections.Counter()
-        for i in range(len(files)):
-            expected.update(folded(os.path.join(outs, "%d.folded" % i)))
-        rows = [("loop of `collapse` (a process per file)", wall, cpu, rss / 1024.0)]
-
-        outs1 = os.path.join(tmp, "loop1")
-        os.makedirs(outs1, exist_ok=True)
-        w, r, rc, c = run_measured([sys.executable, "-c", IN_PROCESS, outs1] + files)
-        assert rc == 0
-        rows.append(("loop of `collapse`, one process", w, c, r / 1024.0))
-
-        out = os.path.join(tmp, "fleet.folded")
-        w, r, rc, c = run_measured(PERFDATA + ["fleet", "collapse", "--workers",
-                                               str(args.workers), "-o", out] + files)
-        assert rc == 0
-        same = folded(out) == expected
-        rows.append(("`fleet collapse --workers %d` (cluster start included)" % args.workers,
-                     w, c, r / 1024.0))
-
         import cli
         from perfdata.views.fleet import file_options
         options = file_options(cli.build_parser("fleet").parse_args(
             ["fleet", "collapse", "x"]))
-        seconds, before, after, result = worker_rss_run(files, args.workers, options)
-        same_lib = dict(result.data) == dict(expected)
-
-        print()
-        print("| run | wall s | CPU s | peak RSS MiB |")
-        print("|---|---|---|---|")
-        for name, w, c, r in rows:
-            print("| %s | %.2f | %.2f | %.0f |" % (name, w, c, r))
-        print()
-        print("fleet on a running cluster of %d workers: %.2f s for %d files; peak RSS per "
-              "worker %s MiB (%s MiB before the run)"
-              % (args.workers, seconds, len(files), ", ".join("%.0f" % x for x in after),
-                 ", ".join("%.0f" % x for x in before)))
-        print("fleet folded stacks == sum of the loop's: %s (CLI), %s (cluster kept here); "
-              "%d distinct stacks, %d samples" % (same, same_lib, len(expected),
-                                                  result.samples))
-
+        ok = True
+        for state in ("cold", "warm"):
+            ok &= measure(tmp, files, args.workers, state, options)
         if args.parquet_mib:
             src = os.path.join(tmp, "big-src.data")
             if not os.path.isfile(src):
@@ -207,7 +230,7 @@ def main(argv=None):
                      sum(os.path.getsize(os.path.join(pq_dir, f))
                          for f in os.listdir(pq_dir)) / 2**20))
             os.unlink(big)
-        return 0 if same and same_lib else 1
+        return 0 if ok else 1
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
