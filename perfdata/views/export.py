@@ -1,4 +1,5 @@
-"""`perfdata export`: the profile in speedscope's JSON format or as pprof.
+"""`perfdata export`: the profile in speedscope's JSON format or as pprof
+(or, `--format parquet`, as a Parquet dataset: views/parquet.py).
 
 `--format pprof`: pprof's profile.proto (github.com/google/pprof,
 proto/profile.proto), gzip-compressed, encoded with the stdlib (no protobuf
