@@ -259,15 +259,16 @@ def _report_rows(text):
     return rows, counts
 
 
-def test_report_of_copies_equals_single_report(scheduler, tmp_path):
+@pytest.mark.parametrize("flags", [(), ("--children", "--sort", "pid,dso,sym")])
+def test_report_of_copies_equals_single_report(scheduler, tmp_path, flags):
     """The same profile twice: the same table, twice the samples."""
     src = SAMPLES / "two_events.data"
-    one = single("report", src, *DEBUG)
+    one = single("report", src, *DEBUG, *flags)
     copies = []
     for i in range(2):
         copies.append(tmp_path / ("copy%d.data" % i))
         shutil.copy(src, copies[-1])
-    rc, out, err = fleet("report", *copies, *DEBUG, "--scheduler", scheduler)
+    rc, out, err = fleet("report", *copies, *DEBUG, *flags, "--scheduler", scheduler)
     assert rc == 0, err
     rows1, counts1 = _report_rows(one)
     rows2, counts2 = _report_rows(out)
