@@ -10,7 +10,7 @@ from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
 from .format.reader import PerfFile, Record
 
-__all__ = ["open", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
+__all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]
 
 
@@ -18,3 +18,12 @@ def open(path, **options):
     """Open a perf.data file, a `perf record --threads` directory, a binary
     stream, or '-' for standard input (pipe mode)."""
     return PerfFile(path, **options)
+
+
+def to_arrow(path, **options):
+    """The symbolized samples of a file as two pyarrow Tables, (samples,
+    stacks) (needs pyarrow; options: debug_dirs, symfs, archive).  Tables
+    and columns, and the record-batch iterator for large files:
+    perfdata.arrow."""
+    from .arrow import to_arrow as tables
+    return tables(path, **options)

@@ -15,7 +15,10 @@ SAMPLES = REPO / "samples"
 
 NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.views.export",
               "perfdata.views.diagnose", "perfdata.views.pprof", "urllib.request",
-              "http.client", "cxxfilt", "elftools.elf.elffile", "elftools.dwarf.dwarfinfo")
+              "http.client", "cxxfilt", "elftools.elf.elffile", "elftools.dwarf.dwarfinfo",
+              # issue 15: the fleet and Parquet dependencies, and their modules
+              "dask", "distributed", "pyarrow", "perfdata.views.fleet", "perfdata.fleet",
+              "perfdata.arrow", "perfdata.views.parquet")
 
 PROBE = r"""
 import io, json, sys
@@ -52,6 +55,8 @@ def test_other_commands_still_load_their_modules():
     assert "cxxfilt" in got["modules"]
     got = run_probe("flamegraph", str(SAMPLES / "plt_loop.fp.data"), "-o", "/dev/null")
     assert "perfdata.views.flamegraph" in got["modules"]
+    loaded = set(got["modules"])
+    assert not loaded & {"dask", "distributed", "pyarrow"}, sorted(loaded)
 
 
 def test_stats_imports_no_symbolizing_layer():

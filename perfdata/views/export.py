@@ -1,4 +1,5 @@
-"""`perfdata export`: the profile in speedscope's JSON format or as pprof.
+"""`perfdata export`: the profile in speedscope's JSON format or as pprof
+(or, `--format parquet`, as a Parquet dataset: views/parquet.py).
 
 `--format pprof`: pprof's profile.proto (github.com/google/pprof,
 proto/profile.proto), gzip-compressed, encoded with the stdlib (no protobuf
@@ -135,6 +136,8 @@ def run(args, out):
     import os
     if args.format == "pprof":
         return run_pprof(args, out)
+    if args.format == "parquet":
+        return run_parquet(args, out)
     stream, close = open_output(args.output, out)
     if stream is None:
         sys.exit(2)
@@ -157,8 +160,9 @@ def register(subparsers):
     p = subparsers.add_parser("export", help="the profile in another tool's format (speedscope)")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
-    p.add_argument("--format", default="speedscope", choices=("speedscope", "pprof"),
-                   help="output format: speedscope (JSON) or pprof (gzipped profile.proto)")
+    p.add_argument("--format", default="speedscope", choices=("speedscope", "pprof", "parquet"),
+                   help="output format: speedscope (JSON), pprof (gzipped profile.proto) "
+                        "or parquet (-o DIR: samples.parquet and stacks.parquet)")
     p.add_argument("--weight", choices=("period", "samples"), default="period",
                    help="sample weight: its period (default) or 1")
     add_symbolize_options(p)
@@ -201,3 +205,12 @@ def run_pprof(args, out):
     finally:
         if close:
             stream.close()
+
+
+def run_parquet(args, out):
+    from .parquet import output_dir, require_pyarrow, write_dataset
+    require_pyarrow()
+    directory = output_dir(args.output)
+    rows = write_dataset(SampleRun(args, "export"), directory)
+    if not rows["samples"]:
+        sys.stderr.write("perfdata: note: no samples; the tables are empty\n")

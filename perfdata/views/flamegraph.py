@@ -426,11 +426,15 @@ _SCRIPT = r"""
 """
 
 
-def run(args, out):
-    import os
+def check_width(args):
     if args.width < 100 or args.width > 100000:
         sys.stderr.write("perfdata: error: --width must be between 100 and 100000\n")
         sys.exit(2)
+
+
+def run(args, out):
+    import os
+    check_width(args)
     from .collapse import open_output
     stream, close = open_output(args.output, out)
     if stream is None:
@@ -458,6 +462,13 @@ def register(subparsers):
     p = subparsers.add_parser("flamegraph", help="an interactive SVG flame graph")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write the SVG here (default: standard output)")
+    add_flamegraph_options(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def add_flamegraph_options(p):
+    """The drawing options (also those of `perfdata fleet flamegraph`)."""
     p.add_argument("--title", help="title (default: Flame Graph, or Icicle Graph)")
     p.add_argument("--colors", choices=("kind", "dso"), default="kind",
                    help="colour by kind (user, kernel, jit, inlined, unknown) or by dso")
@@ -473,5 +484,3 @@ def register(subparsers):
                    help="root stacks at comm-pid/tid")
     p.add_argument("--event-filter", metavar="EVENT",
                    help="draw this event (default: the first one seen)")
-    add_symbolize_options(p)
-    p.set_defaults(func=run)

@@ -386,6 +386,13 @@ def register(subparsers):
     p = subparsers.add_parser("report", help="overhead table, as perf report --stdio")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
+    add_report_options(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def add_report_options(p):
+    """The table's options (also those of `perfdata fleet report`)."""
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
                    help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
     g = p.add_mutually_exclusive_group()
@@ -396,8 +403,6 @@ def register(subparsers):
     p.add_argument("--stdio", action="store_true", help=argparse_suppress())
     # perf's -g: only the flat table is printed, so only `-g none` is meaningful.
     p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
-    add_symbolize_options(p)
-    p.set_defaults(func=run)
 
 
 def argparse_suppress():

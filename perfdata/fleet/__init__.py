@@ -1,0 +1,15 @@
+"""Many profiles at once: `perfdata fleet collapse|report|flamegraph`.
+
+paths.py     the command line's paths, globs and directories -> files
+partials.py  one file -> a mergeable partial result (run on a Dask worker),
+             and the merge of two partials; no Dask here
+cluster.py   the Dask client (a local cluster, or --scheduler ADDRESS) and
+             the tree reduction of the partials on the workers
+
+Dask is imported only by cluster.py, and only when a fleet command runs.
+"""
+from ..format.errors import PerfDataError
+
+
+class FleetError(PerfDataError):
+    """A fleet run cannot go on (no file, no Dask, no scheduler)."""

@@ -1,0 +1,196 @@
+"""One profile -> a partial result, two partials -> one: the work a fleet
+command gives its Dask workers (plain functions and picklable data; no Dask
+here, so they can be tested and timed alone).
+
+Each file is read exactly as the single-file command reads it (the same
+options, the same view code); its result is kept in a form that adds up:
+collapse  {folded stack: count}
+flamegraph {(frame, ...): self weight} with each frame's kind and dso, and
+           the event drawn
+report    per event: samples, event count and the histogram entries with
+           their self/children periods and sample counts, and lost samples
+so `fleet collapse` over files is the sum of `collapse` over each.
+"""
+import argparse
+import io
+import os
+import shutil
+import tempfile
+
+
+class Partial:
+    """What some files added up to, and what went wrong with the others."""
+    __slots__ = ("kind", "data", "files", "samples", "errors", "warnings")
+
+    def __init__(self, kind, data=None, files=0, samples=0, errors=(), warnings=()):
+        self.kind = kind
+        self.data = data
+        self.files = files                  # files read
+        self.samples = samples              # samples symbolized in them
+        self.errors = list(errors)          # [(path, message)] of the files skipped
+        self.warnings = list(warnings)      # [(path, message)]
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+# ------------------------------------------------------------------ per file
+
+def _collapse(pf, samples, args, notes):
+    from ..views.collapse import collapse_samples, options_from_args
+    return collapse_samples(samples, options_from_args(args), note_stream=notes)
+
+
+def flame_options(args):
+    from ..views.collapse import CollapseOptions
+    return CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
+                           event_filter=args.event_filter)
+
+
+def _flamegraph(pf, samples, args, notes):
+    from ..views.flamegraph import FlameGraphBuilder
+    builder = FlameGraphBuilder(args.weight, flame_options(args), note_stream=notes)
+    for sample in samples:
+        builder.add(sample)
+    paths = {}
+    todo = [(child, ()) for child in builder.root.children.values()]
+    while todo:
+        node, above = todo.pop()
+        path = above + ((node.name, node.kind, node.dso),)
+        if node.self_value:
+            paths[path] = node.self_value
+        todo.extend((child, path) for child in node.children.values())
+    return {"paths": paths, "events": [builder.event_name] if builder.event_name else []}
+
+
+def _report(pf, samples, args, notes):
+    from ..views.report import build_report, count_lost, parse_sort
+    report = build_report(pf, samples, parse_sort(args.sort), children=args.children,
+                          progress=False)
+    events = {}
+    for ea in pf.attrs:
+        hist = report.hists.get(ea.index)
+        if hist is None or hist.event.name in events:
+            continue
+        entries = {}
+        for key, e in hist.entries.items():
+            comm = e.thread.comm if e.thread is not None else ""
+            entries[key] = [e.self_period, e.children, e.samples, e.unresolved, e.level,
+                            e.key, comm]
+        events[hist.event.name] = [hist.samples, hist.total_period, entries]
+    return {"events": events, "lost": count_lost(args.file)}
+
+
+COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}
+
+
+def _describe(exc):
+    from ..format.errors import PerfDataError
+    if isinstance(exc, PerfDataError):
+        return exc.describe()
+    if isinstance(exc, OSError):
+        return "%s%s" % (exc.strerror or exc, ": " + exc.filename if exc.filename else "")
+    return "internal error: %s: %s" % (type(exc).__name__, exc)
+
+
+def file_partial(path, kind, options):
+    """The Partial of one profile: `options` are the command's parsed
+    arguments (a dict).  The archive given by --archive, else FILE.tar.zst
+    beside the file, is unpacked for this file and removed after."""
+    import perfdata
+    from ..buildid_archive import extract_archive
+    from ..views.options import make_sample_symbolizer
+    from .paths import archive_beside
+    args = argparse.Namespace(**options)
+    args.file = path
+    archive = args.archive or archive_beside(path)
+    args.archive = None
+    unpacked = None
+    try:
+        if archive:
+            unpacked = tempfile.mkdtemp(prefix="perfdata-fleet-")
+            top = extract_archive(archive, unpacked)
+            args.debug_dir = [top] + list(args.debug_dir)
+            args.buildid_dir = args.buildid_dir or top
+        notes = io.StringIO()
+        with perfdata.open(path, strict=args.strict) as pf:
+            samples = make_sample_symbolizer(pf, args)
+            data = COMPUTE[kind](pf, samples, args, notes)
+            messages = list(pf.warnings) + list(samples.symbolizer.warnings)
+            count = samples.counts.get("samples", 0)
+    except Exception as exc:        # one bad file is reported, the others go on
+        return Partial(kind, errors=[(path, _describe(exc))])
+    finally:
+        if unpacked:
+            shutil.rmtree(unpacked, ignore_errors=True)
+    messages += [line[len("perfdata: note: "):] if line.startswith("perfdata: note: ")
+                 else line for line in notes.getvalue().splitlines()]
+    seen = set()
+    warnings = [(path, m) for m in messages if not (m in seen or seen.add(m))]
+    return Partial(kind, data, files=1, samples=count, warnings=warnings)
+
+
+# ------------------------------------------------------------------ merging
+
+def _add_counts(a, b):
+    if len(a) < len(b):
+        a, b = b, a
+    out = dict(a)
+    for key, n in b.items():
+        out[key] = out.get(key, 0) + n
+    return out
+
+
+def _merge_collapse(a, b):
+    return _add_counts(a, b)
+
+
+def _merge_flamegraph(a, b):
+    events = list(a["events"]) + [e for e in b["events"] if e not in a["events"]]
+    return {"paths": _add_counts(a["paths"], b["paths"]), "events": events}
+
+
+def _merge_report(a, b):
+    events = {name: [v[0], v[1], dict(v[2])] for name, v in a["events"].items()}
+    for name, (nsamples, total, entries) in b["events"].items():
+        mine = events.get(name)
+        if mine is None:
+            events[name] = [nsamples, total, dict(entries)]
+            continue
+        mine[0] += nsamples
+        mine[1] += total
+        table = mine[2]
+        for key, e in entries.items():
+            have = table.get(key)
+            if have is None:
+                table[key] = e
+            else:
+                table[key] = [have[0] + e[0], have[1] + e[1], have[2] + e[2]] + have[3:]
+    return {"events": events, "lost": a["lost"] + b["lost"]}
+
+
+MERGE = {"collapse": _merge_collapse, "flamegraph": _merge_flamegraph, "report": _merge_report}
+
+
+def merge_partials(*parts):
+    """One Partial of several (their files' results added; errors and
+    warnings kept in order).  A new object: the inputs are not changed."""
+    out = Partial(parts[0].kind)
+    for part in parts:
+        if part.data is not None:
+            out.data = part.data if out.data is None else MERGE[part.kind](out.data, part.data)
+        out.files += part.files
+        out.samples += part.samples
+        out.errors.extend(part.errors)
+        out.warnings.extend(part.warnings)
+    return out
+
+
+def local_partial(paths, kind, options):
+    """The merged Partial of `paths` computed in this process (no Dask): the
+    reference the fleet's result equals, and a fallback for tools."""
+    return merge_partials(*[file_partial(os.path.abspath(p), kind, options) for p in paths])

@@ -1,0 +1,186 @@
+"""`perfdata fleet collapse|report|flamegraph PATHS...`: one view of many
+profiles, computed on a Dask cluster (perfdata/fleet/).
+
+The output is the single-file command's, over all the files: `fleet
+collapse` prints the sum of each file's `collapse` (line by line), `fleet
+report` the table of all their samples (per event name, percentages of the
+summed event count), `fleet flamegraph` one graph of all their stacks.  Each
+file is read with the same options as the single-file command, and its
+`perfdata archive` (FILE.tar.zst beside it) is used when present.  A file
+that cannot be read is named on stderr and left out; the run fails (exit 2)
+only when no file can be read, or the cluster cannot be reached.
+"""
+import sys
+import types
+
+from ..fleet import FleetError
+from .collapse import add_collapse_options, folded_lines, open_output
+from .options import add_symbolize_options
+
+# Arguments of the run itself, not of each file's reading.
+_RUN_ONLY = ("func", "paths", "scheduler", "workers", "connect_timeout", "command",
+             "fleet_command", "output", "traceback")
+
+
+def file_options(args):
+    """The parsed arguments each file is read with (a picklable dict)."""
+    return {k: v for k, v in vars(args).items() if k not in _RUN_ONLY}
+
+
+def compute(args, kind):
+    """The merged Partial of the files args.paths names, from the cluster;
+    errors and warnings printed on stderr."""
+    from ..fleet.cluster import dask_client, tree_reduce
+    from ..fleet.paths import expand_paths
+    paths = expand_paths(args.paths)
+    if args.workers is not None and args.workers < 1:
+        raise FleetError("--workers must be at least 1")
+    with dask_client(args.scheduler, args.workers, args.connect_timeout) as client:
+        result = tree_reduce(client, paths, kind, file_options(args))
+    report_problems(result)
+    if not result.files:
+        raise FleetError("no file could be read (%d skipped)" % len(result.errors))
+    return result
+
+
+def report_problems(result, stream=None):
+    stream = stream or sys.stderr
+
+    def _own(path, message):        # the reader's messages name the file already
+        return message[len(path) + 2:] if message.startswith(path + ": ") else message
+    for path, message in result.errors:
+        message = _own(path, message)
+        stream.write("perfdata: warning: %s: skipped: %s\n" % (path, message))
+    by_message = {}
+    for path, message in result.warnings:
+        message = _own(path, message)
+        by_message.setdefault(message, []).append(path)
+    for message, paths in by_message.items():
+        where = paths[0] if len(paths) == 1 else "%d files" % len(paths)
+        stream.write("perfdata: warning: %s: %s\n" % (where, message))
+    stream.write("perfdata: fleet: %d file%s read, %d samples%s\n"
+                 % (result.files, "" if result.files == 1 else "s", result.samples,
+                    "; %d skipped" % len(result.errors) if result.errors else ""))
+
+
+def _write(args, out, text_or_lines):
+    stream, close = open_output(args.output, out)
+    if stream is None:
+        sys.exit(2)
+    try:
+        if isinstance(text_or_lines, str):
+            stream.write(text_or_lines)
+        else:
+            stream.writelines(text_or_lines)
+    finally:
+        if close:
+            stream.close()
+
+
+def run_collapse(args, out):
+    result = compute(args, "collapse")
+    _write(args, out, folded_lines(result.data or {}))
+
+
+def report_text(data, sort_keys, children):
+    """perf report's table of a merged report Partial's data."""
+    from .report import Entry, EventHistogram, Report
+    report = Report(sort_keys, children)
+    attrs = []
+    for index, (name, (nsamples, total, entries)) in enumerate(data["events"].items()):
+        hist = EventHistogram(types.SimpleNamespace(name=name, index=index))
+        hist.samples = nsamples
+        hist.total_period = total
+        for key, (self_period, kids, count, unresolved, level, values, comm) in \
+                entries.items():
+            entry = Entry(values, level, unresolved, types.SimpleNamespace(comm=comm))
+            entry.self_period = self_period
+            entry.children = kids
+            entry.samples = count
+            hist.entries[key] = entry
+        report.hists[index] = hist
+        attrs.append(types.SimpleNamespace(index=index))
+    return report.describe(attrs, lost=data["lost"])
+
+
+def run_report(args, out):
+    from .report import ReportError, parse_sort
+    try:
+        keys = parse_sort(args.sort)
+    except ReportError as exc:
+        raise FleetError(str(exc))
+    result = compute(args, "report")
+    _write(args, out, report_text(result.data, keys, args.children))
+
+
+def flame_builder(data, args):
+    """A FlameGraphBuilder holding a merged flamegraph Partial's stacks."""
+    from ..fleet.partials import flame_options
+    from .flamegraph import FlameGraphBuilder, Node
+    builder = FlameGraphBuilder(args.weight, flame_options(args))
+    root = builder.root
+    for path, weight in sorted(data["paths"].items()):
+        node = root
+        node.value += weight
+        for name, kind, dso in path:
+            child = node.children.get(name)
+            if child is None:
+                child = node.children[name] = Node(name, kind, dso)
+            node = child
+            node.value += weight
+        node.self_value += weight
+    builder.event_name = ", ".join(data["events"]) or None
+    return builder
+
+
+def run_flamegraph(args, out):
+    from .flamegraph import check_width, render_svg
+    check_width(args)
+    result = compute(args, "flamegraph")
+    builder = flame_builder(result.data, args)
+    subtitle = "%d profiles%s" % (result.files, " - %s" % builder.event_name
+                                  if builder.event_name else "")
+    _write(args, out, render_svg(builder, title=args.title, subtitle=subtitle,
+                                 width=args.width, reverse=args.reverse, colors=args.colors,
+                                 min_width=args.minwidth))
+
+
+def _add_run_options(p):
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="perf.data files, globs (quoted) or directories (their *.data "
+                        "and perf.data* files)")
+    p.add_argument("-o", "--output", help="write here (default: standard output)")
+    g = p.add_argument_group("cluster")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="an existing Dask cluster's scheduler (tcp://HOST:PORT); default: "
+                        "a local cluster, one worker process per core")
+    g.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the local cluster (default: the cores)")
+    g.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up reaching --scheduler after this long (default 10)")
+
+
+def register(subparsers):
+    p = subparsers.add_parser("fleet", help="collapse, report or flamegraph over many "
+                              "files, on Dask (pip install 'perfdata[fleet]')")
+    sub = p.add_subparsers(dest="fleet_command", required=True)
+
+    c = sub.add_parser("collapse", help="folded stacks of all the files (the sum of collapse)")
+    _add_run_options(c)
+    add_collapse_options(c)
+    add_symbolize_options(c)
+    c.set_defaults(func=run_collapse)
+
+    from .report import add_report_options
+    r = sub.add_parser("report", help="one overhead table of all the files' samples")
+    _add_run_options(r)
+    add_report_options(r)
+    add_symbolize_options(r)
+    r.set_defaults(func=run_report)
+
+    from .flamegraph import add_flamegraph_options
+    f = sub.add_parser("flamegraph", help="one SVG flame graph of all the files")
+    _add_run_options(f)
+    add_flamegraph_options(f)
+    add_symbolize_options(f)
+    f.set_defaults(func=run_flamegraph)
