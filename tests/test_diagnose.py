@@ -155,8 +155,15 @@ def test_dwarf_stack_exhausted_and_suggested_size_suffices(tmp_path):
                         opts=("--call-graph=dwarf,%d" % size,), freq="200")
     res2, _ = util.diagnose(data2)
     assert util.cls(res2, "dwarf-stack-exhausted") is None, res2
+    # Every stack now reaches main in perfdata; perf too, but for the odd
+    # sample where its libdw unwinder gives up early (seen once in ~20 runs),
+    # so of perf: fewer cut stacks than with the 8 KiB snapshot.
+    rc, ours2, err = run_cli(["script", str(data2)])
+    assert rc == 0, err
+    assert all(any(s.startswith("main") for _, s, _ in fr) for _, fr in parse_samples(ours2))
     samples2 = parse_samples(util.perf_script(tmp_path, data2))
-    assert all(any(s.startswith("main") for _, s, _ in fr) for _, fr in samples2)
+    cut2 = sum(1 for _, fr in samples2 if not any(s.startswith("main") for _, s, _ in fr))
+    assert cut2 < cut and cut2 <= len(samples2) // 20
 
 
 # ----------------------------------------- committed recordings, perf goldens
