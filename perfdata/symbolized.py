@@ -455,12 +455,7 @@ class SampleSymbolizer:
         return out or [head]
 
     def _symbol_name(self, name):
-        if name is None:
-            return None
-        if self.symbolizer.demangle:
-            from symbolize import demangle
-            return demangle(name)
-        return name
+        return self.symbolizer.demangle_name(name)
 
     def frames_for_callchain(self, sample, ips):
         """Frames of a kernel-recorded callchain (-g): context markers switch

@@ -62,16 +62,19 @@ class _Dso:
 
 class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
-                 inline: bool = True, *, srcline: bool = False,
+                 inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None, cache_dir: str | None = None):
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
         through the locator (perf's build-id cache, then /proc/kallsyms).
-        cache_dir: keep symbol tables there, by build-id, across runs."""
+        cache_dir: keep symbol tables there, by build-id, across runs.
+        signatures: C++ names with their parameter lists, return types and
+        clone suffixes (perf -v's form); by default perf's (`ns::f<int>`)."""
         self.cache_dir = os.path.expanduser(cache_dir) if cache_dir else None
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
+        self.signatures = signatures
         self.inline = inline
         self.srcline = srcline or inline
         self.warnings: list[str] = []
@@ -269,14 +272,18 @@ class Symbolizer:
         return self._dso(path, build_id).lines
 
     # ---------------------------------------------------------- lookups
-    def _name(self, name: str) -> str:
-        if not self.demangle:
+    def demangle_name(self, name: str | None) -> str | None:
+        """A symbol name as this symbolizer prints it (demangled or not, with
+        or without signatures)."""
+        if not self.demangle or not name:
             return name
         out = self._names.get(name)
         if out is None:
-            out = _demangle(name)
+            out = _demangle(name, params=self.signatures)
             self._names[name] = out
         return out
+
+    _name = demangle_name
 
     def lookup(self, path: str, build_id=None, svma: int | None = None, *,
                file_offset: int | None = None, is_return_address: bool = False) -> list[Frame]:

@@ -16,7 +16,6 @@ import sys
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
 from .collapse import open_output
-from .names import perf_short_name
 from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
@@ -117,8 +116,14 @@ class Report:
                 values.append(sample.tid)
             else:
                 if frame.symbol is not None:
-                    name = perf_short_name(frame.symbol) + suffix
-                    values.append(("s", name))
+                    # perf's sort__sym_cmp: a symbol is its dso and start
+                    # (map-relative; two overloads printed alike stay two rows);
+                    # an inlined function, its name.
+                    ident = None
+                    if not frame.inlined and frame.offset is not None and \
+                            frame.address is not None:
+                        ident = (frame.dso_path or frame.dso, frame.address - frame.offset)
+                    values.append(("s", frame.symbol + suffix, ident))
                 elif in_chain and frame.avma is not None:
                     # perf's callchain entries without a symbol carry the
                     # absolute address, its sample entries the map-relative one.
@@ -202,7 +207,7 @@ class Report:
     # ---------------------------------------------------------------- text
     def _cell(self, key, value, level, thread=None):
         if key == "sym":
-            kind, v = value
+            kind, v = value[:2]
             return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
         if key == "pid":
             return "%7d:%s" % (value, _thread_comm(thread))
@@ -212,7 +217,7 @@ class Report:
         parts = []
         for key, value in zip(self.sort_keys, entry.key):
             if key == "sym":
-                kind, v = value
+                kind, v = value[:2]
                 parts.append((1, "", v) if kind == "a" else (0, v, 0))
             elif key == "dso":
                 # perf: an entry without a map ([unknown]) after those with one.
@@ -308,7 +313,10 @@ class Report:
             for e in hist.entries.values():
                 cells = tuple(self._cell(k, v, e.level, e.thread)
                               for k, v in zip(self.sort_keys, e.key))
-                table[cells] = (100.0 * e.self_period / total, 100.0 * e.children / total)
+                # Two symbols printed alike (overloads) add up under one key.
+                was = table.get(cells, (0.0, 0.0))
+                table[cells] = (was[0] + 100.0 * e.self_period / total,
+                                was[1] + 100.0 * e.children / total)
         return result
 
 

@@ -14,7 +14,6 @@ from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
                                 SampleType as ST)
 from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
-from .names import perf_short_name
 from .tracefmt import TracePrinter
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
@@ -412,7 +411,7 @@ class ScriptFormatter:
         parts = [lead]
         parts.append("%16x" % (fr.address if address is None else address))
         if has("sym"):
-            name = perf_short_name(fr.symbol) if fr.symbol is not None else "[unknown]"
+            name = fr.symbol if fr.symbol is not None else "[unknown]"
             if has("symoff") and fr.symbol is not None and fr.offset is not None:
                 parts.append(" %s+0x%x" % (name, fr.offset))
             else:
