@@ -145,3 +145,50 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     assert only_ours == [] and only_perf == []
     assert sum((a - b).values()) == sum((b - a).values())
     assert sum(b.values()) > 100
+
+
+# ------------------------------------------------------------ 7. PLT names
+def _libs():
+    import ctypes.util
+    found = []
+    for name in ("m", "c", "stdc++"):
+        lib = ctypes.util.find_library(name)
+        for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64",
+                  "/usr/lib/aarch64-linux-gnu"):
+            if lib and os.path.isfile(os.path.join(d, lib)):
+                found.append(os.path.realpath(os.path.join(d, lib)))
+                break
+    return found
+
+
+@requires_perf_tool
+def test_plt_names_carry_no_version():
+    """Every PLT stub perf names is named alike (`memcpy@plt`), the IFUNC
+    slots perf leaves as a bare `@plt` included, with no symbol version."""
+    from symbolize import DebugInfoLocator, Symbolizer
+    libs = _libs() + ([_cc1plus()] if _cc1plus() else [])
+    if not libs:
+        pytest.skip("no libc/libm/libstdc++ found")
+    sz = Symbolizer(DebugInfoLocator(), cache_dir=None)
+    checked = 0
+    for path in libs:
+        out = _perf(["probe", "-x", path, "-F", "--filter", "*"])
+        assert out.returncode == 0, out.stderr
+        theirs = collections.Counter(n for n in out.stdout.splitlines() if n.endswith("@plt"))
+        table = sz.symbol_table(path)
+        ours = collections.Counter(sz.demangle_name(s.name) for s in table
+                                   if s.name.endswith("@plt"))
+        unnamed = theirs.pop("@plt", 0)
+        assert theirs - ours == collections.Counter(), path
+        # perfdata names the slots perf leaves `@plt`, and the .plt.got ones
+        # perf does not list
+        binary = sz.binary_for(path).binary
+        got = binary.get_section(".plt.got")
+        in_got = collections.Counter(
+            sz.demangle_name(s.name) for s in table if s.name.endswith("@plt") and
+            got is not None and got.addr <= s.start < got.addr + got.size)
+        extra = ours - theirs - in_got
+        assert sum(extra.values()) == unnamed, (path, extra)
+        assert not [n for n in ours if "@" in n[:-4]], path
+        checked += sum(ours.values())
+    assert checked > 50
