@@ -12,7 +12,7 @@ import os
 import zlib
 from typing import NamedTuple
 
-from .addresses import address_for_lookup
+from .addresses import address_for_lookup, ends_call
 from .buildid import normalize_build_id
 from .demangle import demangle as _demangle
 from .elffile import Binary
@@ -329,7 +329,30 @@ class Symbolizer:
                 return [Frame(None, None, None, path, bid, None)]
         return self._resolve(dso, path, bid, svma, is_return_address)
 
+    def _call_precedes(self, dso: _Dso, svma: int) -> bool:
+        """Whether the instruction before svma in the binary is a call (the
+        return-address rule applies); True where the bytes cannot be read."""
+        b = dso.choice.binary
+        if b is None or svma < 1:
+            return True
+        end = b.svma_to_file_offset(svma - 1)
+        if end is None:
+            return True
+        n = 15
+        while n > 1 and b.svma_to_file_offset(svma - n) != end + 1 - n:
+            n -= 1                      # not past the start of the segment
+        code = b.read(end + 1 - n, n)
+        if code is None:
+            return True
+        got = ends_call(bytes(code), b.machine)
+        return True if got is None else got
+
     def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
+        # A return address is looked up at address - 1 (the call) only where
+        # a call ends there: a frame-pointer walk also yields addresses that
+        # no call pushed (a function's first byte after a jmp), named as is.
+        if is_ret and not self._call_precedes(dso, svma):
+            is_ret = False
         addr = address_for_lookup(svma, is_ret)
         sym = dso.table.lookup(addr) if dso.table is not None else None
         if sym is None and addr != svma and dso.table is not None:

@@ -192,3 +192,54 @@ def test_plt_names_carry_no_version():
         assert not [n for n in ours if "@" in n[:-4]], path
         checked += sum(ours.values())
     assert checked > 50
+
+
+# ------------------------------------------------- 2. the return-address rule
+def _instruction_before(path, start, address):
+    """objdump's mnemonic of the instruction that ends at `address` (svma),
+    disassembling from `start` (a function's first byte), or None."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump is not installed (the oracle for instructions)")
+    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--start-address=%#x" % start,
+                          "--stop-address=%#x" % address, path],
+                         capture_output=True, text=True, timeout=60).stdout
+    last = None
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0].strip().endswith(":"):
+            last = parts[1].split()[0] if parts[1].split() else None
+    return last
+
+
+@requires_perf
+@needs_gxx
+def test_return_address_rule_only_after_a_call(cc1plus_recording):
+    """perf names a return address as is; perfdata looks it up at address-1
+    only where a call ends there (a frame-pointer walk also yields
+    addresses no call pushed). Every frame named differently from perf that
+    way must follow a call, per objdump; those perf names `f+0x0` without a
+    call before are named as perf names them."""
+    from symbolize import Binary
+    data, perf_script, env = cc1plus_recording
+    ours = parse_samples(_ours(["script", str(data)]))
+    theirs = parse_samples(perf_script)
+    differ = same_at_entry = 0
+    checked = {}
+    for (_, f1), (_, f2) in zip(ours, theirs):
+        for (a1, s1, d1), (a2, s2, d2) in zip(f1, f2):
+            if d1 != d2 or a1 != a2 or not s2.endswith("+0x0") or not d1.startswith("/"):
+                continue
+            if s1 == s2:
+                same_at_entry += 1
+                continue
+            differ += 1
+            key = (d1, a1)
+            if key not in checked:
+                b = Binary(d1)
+                svma = b.file_offset_to_svma(a1)
+                offset = int(s1.rsplit("+", 1)[1], 16)
+                checked[key] = _instruction_before(d1, svma - offset, svma)
+    assert same_at_entry + differ > 0, "no frame at a function's first byte recorded"
+    not_calls = {k: v for k, v in checked.items() if not (v or "").startswith("call")}
+    assert not_calls == {}
