@@ -27,6 +27,10 @@ _KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # __start_context, and perf walks on into unrelated memory).
 STACK_BOTTOMS = frozenset(("_start", "__start_context", "clone", "clone3", "__clone",
                            "__clone3", "__GI___clone", "__GI___clone3"))
+# Kernel entry points of interrupts and exceptions (x86): the frame after one
+# is the interrupted address (pt_regs->ip), not a return address.
+INTERRUPT_ENTRIES = ("asm_sysvec_", "asm_common_interrupt", "asm_exc_",
+                     "asm_spurious_interrupt", "asm_fred_entry")
 # perf's sysctl_perf_event_max_stack default.
 DEFAULT_MAX_STACK = 127
 
@@ -493,6 +497,9 @@ class SampleSymbolizer:
             frames.extend(found)
             first = False
             depth += 1
+            if kernel and found and found[-1].symbol is not None and \
+                    found[-1].symbol.startswith(INTERRUPT_ENTRIES):
+                first = True
             if not kernel and found and found[-1].symbol in STACK_BOTTOMS:
                 rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
                 if rest:

@@ -425,6 +425,13 @@ class Symbolizer:
             return [Frame(None, None, None, path, bid, None)]
         table = self._kernel_table(bid)
         s = table.lookup(address_for_lookup(address, is_ret))
+        if is_ret and (s is None or s.name.startswith("__pfx_")):
+            # address - 1 is in the padding before a function (__pfx_*, or
+            # none): the address is that function's first byte, not the end
+            # of a call; a __pfx_ symbol is never the answer there.
+            at = table.lookup(address)
+            if at is not None and not at.name.startswith("__pfx_"):
+                s = at
         if s is None:
             return [Frame(None, None, address, path, bid, None)]
         return [Frame(self._name(s.name), address - s.start, address, path, bid, "kallsyms")]

@@ -243,3 +243,75 @@ def test_return_address_rule_only_after_a_call(cc1plus_recording):
     assert same_at_entry + differ > 0, "no frame at a function's first byte recorded"
     not_calls = {k: v for k, v in checked.items() if not (v or "").startswith("call")}
     assert not_calls == {}
+
+
+# --------------------------------------------------- 3, 4. kernel frames
+@pytest.fixture(scope="module")
+def system_wide(tmp_path_factory):
+    """(perf.data of `perf record -a -g` over a busy moment, perf script's
+    text): kernel stacks through interrupt entries, and idle stacks down to
+    start_kernel where a cpu was idle."""
+    tmp = tmp_path_factory.mktemp("system_wide")
+    data = tmp / "system.data"
+    busy = "import os\nfor i in range(30000): os.stat('/')\nsum(i * i for i in range(300000))"
+    rec = _perf(["record", "-q", "-a", "-g", "-F", "997", "-e", "cpu-clock",
+                 "-e", "sched:sched_switch", "-o", str(data), "--",
+                 sys.executable, "-c", busy], cwd=tmp)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record system-wide: %s" % rec.stderr.strip()[-200:])
+    env = dict(os.environ, HOME=str(tmp))
+    script = _perf(["script", "-i", str(data)], cwd=tmp, env=env)
+    assert script.returncode == 0, script.stderr
+    return data, script.stdout
+
+
+def _kernel_frames(ours_text, perf_text):
+    """[(ours, perf, perf's previous frame)] of the kernel frames perf names."""
+    out = []
+    for (_, f1), (_, f2) in zip(parse_samples(ours_text), parse_samples(perf_text)):
+        for i, (x, y) in enumerate(zip(f1, f2)):
+            if y[2] == "[kernel.kallsyms]" and y[1] != "[unknown]":
+                out.append((x, y, f2[i - 1][1] if i else ""))
+    return out
+
+
+def _sampler(data):
+    import perfdata
+    from perfdata.symbolized import SampleSymbolizer
+    from symbolize import DebugInfoLocator, Symbolizer
+    pf = perfdata.open(str(data))
+    sampler = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), cache_dir=None))
+    sample = next(s for s in sampler if s.cpumode == 1)     # a kernel sample
+    return pf, sampler, sample
+
+
+@requires_perf
+def test_kernel_frames_after_interrupt_entry(system_wide):
+    """The frame after asm_sysvec_*/asm_common_interrupt/asm_exc_* is the
+    interrupted address, named as perf names it; a __pfx_ padding symbol
+    never names an address that is a real function's first byte."""
+    data, perf_script = system_wide
+    ours = _ours(["script", str(data)])
+    frames = _kernel_frames(ours, perf_script)
+    assert len(frames) > 100
+    after_entry = [(x, y) for x, y, prev in frames
+                   if prev.startswith(("asm_sysvec_", "asm_common_interrupt", "asm_exc_"))]
+    assert [(x, y) for x, y in after_entry if x != y] == []
+    assert [(x, y) for x, y, _ in frames if x[1].startswith("__pfx_") and
+            not y[1].startswith("__pfx_")] == []
+    # A return address at a function's first byte (address-1 in its __pfx_
+    # padding), for every such function kallsyms lists: the function itself.
+    pf, sampler, sample = _sampler(data)
+    with pf:
+        table = sampler.symbolizer.kernel_symbols(sampler.build_ids.get("[kernel.kallsyms]"))
+        by_start = {s.start: s for s in table if s.module is None}
+        pfx = [s for s in table if s.name.startswith("__pfx_") and s.module is None and
+               s.end in by_start][:2000]
+        if not pfx:
+            pytest.skip("this kernel has no __pfx_ padding symbols")
+        wrong = []
+        for s in pfx:
+            got = sampler.frames_for_address(sample, s.end, True, True)
+            if got[-1].symbol != by_start[s.end].name:
+                wrong.append((hex(s.end), got[-1].symbol, by_start[s.end].name))
+        assert wrong == []
