@@ -519,6 +519,8 @@ class SampleSymbolizer:
             km = machine.kernel_maps.find(avma)
             if km is not None and avma >= (1 << 63):
                 m, kernel = km, True
+        if m is None and kernel:
+            m = self._kernel_text_map(avma)
         if m is None:
             if kernel:
                 ks = machine.find_ksymbol(avma)
@@ -565,6 +567,22 @@ class SampleSymbolizer:
                 path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
                 avma)
         return hit
+
+    def _kernel_text_map(self, avma):
+        """The kernel's map for an address past its MMAP's end (_etext) that
+        a kernel symbol covers (.init.text: start_kernel): perf's kernel map
+        reaches the last kallsyms symbol."""
+        if avma < (1 << 63) or not self._kernel_symbols_usable():
+            return None
+        main = next((x for x in self.machine.kernel_maps if x.path == KERNEL_DSO), None)
+        if main is None or avma < main.start:
+            return None
+        try:
+            table = self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
+            s = table.lookup(avma)
+        except Exception:           # a symbolizer bug must not stop the listing
+            return None
+        return main if s is not None and s.module is None else None
 
     def _cache_frames(self, key, frames, avma):
         for f in frames:

@@ -315,3 +315,34 @@ def test_kernel_frames_after_interrupt_entry(system_wide):
             if got[-1].symbol != by_start[s.end].name:
                 wrong.append((hex(s.end), got[-1].symbol, by_start[s.end].name))
         assert wrong == []
+
+
+@requires_perf
+def test_kernel_text_past_etext(system_wide):
+    """.init.text (start_kernel, x86_64_start_kernel: the bottom of the idle
+    stacks of cpu 0) lies past the kernel MMAP's end (_etext); perf's kernel
+    map reaches the last kallsyms symbol, and so does perfdata's."""
+    data, perf_script = system_wide
+    ours = _ours(["script", str(data)])
+    frames = _kernel_frames(ours, perf_script)
+    # but the README's return address at a function's end (a noreturn call
+    # ends x86_64_start_reservations: perf names the next symbol, +0x0)
+    assert [(x, y) for x, y, _ in frames if x != y and not
+            (x[0] == y[0] and y[1].endswith("+0x0") and not x[1].endswith("+0x0"))] == []
+    pf, sampler, sample = _sampler(data)
+    with pf:
+        main = next(m for m in sampler.machine.kernel_maps if m.path == "[kernel.kallsyms]")
+        table = sampler.symbolizer.kernel_symbols(sampler.build_ids.get("[kernel.kallsyms]"))
+        past = [s for s in table if s.module is None and s.start >= main.end and s.size > 1
+                and not s.name.startswith("__pfx_")]
+        if not past:
+            pytest.skip("no kernel text past the kernel map's end here")
+        assert any(s.name == "start_kernel" for s in past) or len(past) > 10
+        wrong = []
+        for s in past[:3000]:
+            got = sampler.frames_for_address(sample, s.start + 1, True, True)
+            if (got[-1].symbol, got[-1].dso) != (s.name, "[kernel.kallsyms]"):
+                wrong.append((hex(s.start), s.name, got[-1].symbol, got[-1].dso))
+        assert wrong == []
+    idle = sum(1 for x, y, _ in frames if y[1].startswith("start_kernel"))
+    print("idle stacks through start_kernel: %d" % idle)
