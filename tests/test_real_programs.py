@@ -346,3 +346,41 @@ def test_kernel_text_past_etext(system_wide):
         assert wrong == []
     idle = sum(1 for x, y, _ in frames if y[1].startswith("start_kernel"))
     print("idle stacks through start_kernel: %d" % idle)
+
+
+# ------------------------------------------------ 8. command lines refused
+_PERF_REFUSALS = ("Invalid field requested", "Invalid event type", "Cannot mix",
+                  "Invalid time string", "Unknown --sort key")
+COMMAND_LINES = [
+    ("script", ["-F", "comm,bogus"]), ("script", ["-F", "comm,cgroup"]),
+    ("script", ["-F", "xx:comm"]),
+    ("script", ["-F", "+ip,comm"]), ("script", ["-F", "comm,-sym"]),
+    ("script", ["-F", "comm,flags,insnlen"]),
+    ("script", ["-F", "sw:comm,tid"]),
+    ("script", ["--time", "5,1"]),
+    ("script", ["--time", "abc"]), ("script", ["--time", "1,2,3"]),
+    ("script", ["--time", "1.x,2"]), ("script", ["--time", "1,1"]),
+    ("script", ["--time", ",2"]),
+    ("report", ["--sort", "bogus"]), ("report", ["--sort", "comm,bogus"]),
+]
+
+
+@requires_perf
+@pytest.mark.parametrize("command,args", COMMAND_LINES,
+                         ids=[" ".join([c] + a) for c, a in COMMAND_LINES])
+def test_command_lines_perf_refuses(recorded, command, args, tmp_path):
+    """A command line perf refuses (its error, no output) is refused in one
+    line with exit 2; one perf takes is taken."""
+    from conftest import need
+    data = need(recorded, "fp")
+    extra = ["--stdio"] if command == "report" else []
+    res = _perf([command, "-i", str(data)] + extra + args,
+                env=dict(os.environ, HOME=str(tmp_path)))
+    perf_refused = res.stdout.strip() == "" and any(r in res.stderr for r in _PERF_REFUSALS)
+    assert perf_refused or res.returncode == 0, res.stderr
+    rc, out, err = run_cli([command, str(data)] + args)
+    if perf_refused:
+        assert (rc, out) == (2, "") and len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err
+    else:
+        assert rc == 0 and "error" not in err, err

@@ -137,6 +137,10 @@ def time_ranges(text):
                            int(float(hi) * 1e9) if hi.strip() else None))
     except ValueError:
         raise _arg_error("invalid time range %r (start,stop in seconds)" % text)
+    for lo, hi in ranges:
+        # perf_time__parse_str: a stop before its start is no time string
+        if lo is not None and hi is not None and hi < lo:
+            raise _arg_error("invalid time range %r: it stops before it starts" % text)
     return ranges
 
 
