@@ -495,12 +495,16 @@ class SampleSymbolizer:
                 break
             found = self.frames_for_address(sample, ip, kernel, not first)
             frames.extend(found)
+            at_ip = first
             first = False
             depth += 1
             if kernel and found and found[-1].symbol is not None and \
                     found[-1].symbol.startswith(INTERRUPT_ENTRIES):
                 first = True
-            if not kernel and found and found[-1].symbol in STACK_BOTTOMS:
+            # A bottom ends the stack where it is a caller (the outermost
+            # frame of a new thread or process), not where it is the ip the
+            # user stack starts at (clone3 in the parent, mid-syscall).
+            if not kernel and found and not at_ip and found[-1].symbol in STACK_BOTTOMS:
                 rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
                 if rest:
                     self.counts["bottom_garbage_dropped"] = \

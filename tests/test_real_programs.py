@@ -384,3 +384,27 @@ def test_command_lines_perf_refuses(recorded, command, args, tmp_path):
         assert "Traceback" not in err
     else:
         assert rc == 0 and "error" not in err, err
+
+
+# ------------------------------------------------------- 5. stack bottoms
+@requires_perf
+def test_clone3_at_the_ip_is_no_bottom(tmp_path):
+    """clone3 ends a stack where it is the outermost frame of a new thread
+    (a caller); where it is the ip the user stack starts at (the parent in
+    the clone3 syscall) the stack goes on, as perf prints it."""
+    data = tmp_path / "threads.data"
+    work = "import threading\nfor _ in range(200):\n t = threading.Thread(target=int)\n" \
+           " t.start(); t.join()"
+    rec = _perf(["record", "-q", "-g", "-e", "syscalls:sys_enter_clone3", "-o", str(data),
+                 "--", sys.executable, "-c", work], cwd=tmp_path)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record the clone3 tracepoint: %s"
+                    % rec.stderr.strip()[-200:])
+    theirs = parse_samples(_perf(["script", "-i", str(data)], cwd=tmp_path,
+                                 env=dict(os.environ, HOME=str(tmp_path))).stdout)
+    ours = parse_samples(_ours(["script", str(data)]))
+    at_ip = [(f1, f2) for (_, f1), (_, f2) in zip(ours, theirs)
+             if f2 and f2[0][1].startswith("clone3+")]
+    assert len(at_ip) >= 100 and len(ours) == len(theirs)
+    assert any(len(f2) > 1 for _, f2 in at_ip)
+    assert [(f1, f2) for f1, f2 in at_ip if f1 != f2] == []
