@@ -108,6 +108,7 @@ class SampleSymbolizer:
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
         self.machine = Machine()
+        self._perfmap_seen = {}
         self.max_stack = max_stack
         self.unwind = unwind
         # filters(sample) before symbolizing; leaf_filter(sample, frames of
@@ -553,8 +554,13 @@ class SampleSymbolizer:
             return hit
         path, bid = self.dso_of(m)
         file_offset = m.file_offset(avma)
-        if path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]":
-            perfmap = "/tmp/perf-%d.map" % sample.pid
+        # perf 6.1 looks a JIT's symbols up in /tmp/perf-PID.map for anonymous
+        # memory only; a memfd mapping is a file it cannot open (map-relative
+        # addresses, [unknown]): so here too, unless the process wrote a map
+        # (a JIT that double-maps its code through a memfd).
+        perfmap = "/tmp/perf-%d.map" % sample.pid
+        if path.startswith("//anon") or path == "[anon]" or (
+                path.startswith("/memfd:") and self._perfmap_exists(perfmap)):
             key = (perfmap, avma, is_return_address)
             hit = self._frame_cache.get(key)
             if hit is None:
@@ -571,6 +577,12 @@ class SampleSymbolizer:
                 path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
                 avma)
         return hit
+
+    def _perfmap_exists(self, path):
+        got = self._perfmap_seen.get(path)
+        if got is None:
+            got = self._perfmap_seen[path] = os.path.isfile(path)
+        return got
 
     def _kernel_text_map(self, avma):
         """The kernel's map for an address past its MMAP's end (_etext) that

@@ -165,7 +165,9 @@ class Symbolizer:
             reason = {"missing": "no candidate file exists",
                       "buildid-mismatch": "every candidate has another build-id",
                       "not-elf": "candidates exist but are not usable ELF files"}[status]
-            if status == "missing":      # other outcomes were named per file already
+            # (other outcomes were named per file already; a memfd never was
+            # a file to find: nothing to say without a build-id to look for)
+            if status == "missing" and (bid or not path.startswith("/memfd:")):
                 self._warn(path, "missing", f"{path}: {reason}" + (f" (build-id {bid})" if bid else ""))
             return _Dso(BinaryChoice(status, None, None, reason, tuple(tried)), None, None, None)
         table = self._table_for(binary, debug, minidebug, want)
@@ -441,7 +443,9 @@ class Symbolizer:
             return [Frame(None, None, None, path, None, None)]
         pm = self._perfmaps.get(path)
         if pm is None:
-            pm = PerfMap.from_file(path)
+            # No map file is no fault: anonymous executable memory promises
+            # none (perf is silent too); a map that is there but unreadable is.
+            pm = PerfMap.from_file(path) if os.path.lexists(path) else PerfMap()
             self._drain(pm)
             self._perfmaps[path] = pm
         s = pm.lookup(address_for_lookup(address, is_ret))

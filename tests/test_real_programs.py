@@ -408,3 +408,43 @@ def test_clone3_at_the_ip_is_no_bottom(tmp_path):
     assert len(at_ip) >= 100 and len(ours) == len(theirs)
     assert any(len(f2) > 1 for _, f2 in at_ip)
     assert [(f1, f2) for f1, f2 in at_ip if f1 != f2] == []
+
+
+# ------------------------------------------------------ 6. memfd mappings
+MEMFD_PROGRAM = r"""
+import ctypes, mmap, os
+code = bytes.fromhex("b900000400" "ffc9" "75fc" "c3")   # mov ecx,0x40000; dec; jnz; ret
+fd = os.memfd_create("perfdata-jit")
+os.write(fd, code.ljust(4096, b"\xcc"))
+m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+fn = ctypes.CFUNCTYPE(None)(addr)
+for _ in range(1500):
+    fn()
+"""
+
+
+@requires_perf
+def test_memfd_frames_map_relative_without_perfmap_warning(tmp_path):
+    """Code run from a memfd (/memfd:NAME (deleted)): perf prints the
+    map-relative address and [unknown]; perfdata the same, and no warning
+    about a /tmp/perf-PID.map the program never promised."""
+    import platform
+    if platform.machine() != "x86_64":
+        pytest.skip("the memfd program is x86_64 machine code")
+    data = tmp_path / "memfd.data"
+    rec = _perf(["record", "-q", "-g", "-F", "2000", "-o", str(data), "--",
+                 sys.executable, "-c", MEMFD_PROGRAM], cwd=tmp_path)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    theirs = parse_samples(_perf(["script", "-i", str(data)], cwd=tmp_path,
+                                 env=dict(os.environ, HOME=str(tmp_path))).stdout)
+    rc, out, err = run_cli(["script", str(data)])
+    assert rc == 0, err
+    ours = parse_samples(out)
+    pairs = [(x, y) for (_, f1), (_, f2) in zip(ours, theirs) for x, y in zip(f1, f2)
+             if "(/memfd:" in y[1]]         # ("(deleted)" splits the dso)
+    assert len(pairs) >= 20, "too few samples in the memfd code"
+    assert [(x, y) for x, y in pairs if x != y] == []
+    assert all(y[0] < 4096 for _, y in pairs)            # map-relative
+    assert "perf-" not in err and "memfd" not in err, err
