@@ -85,6 +85,16 @@ def _ours(args):
     return out
 
 
+_SCRIPTS = {}
+
+
+def _ours_script(data):
+    """perfdata script's text of a recording, made once per test session."""
+    if data not in _SCRIPTS:
+        _SCRIPTS[data] = _ours(["script", str(data)])
+    return _SCRIPTS[data]
+
+
 # ------------------------------------------------------------ 1. C++ names
 @requires_perf_tool
 def test_cxx_names_as_perf_on_every_cc1plus_symbol():
@@ -118,7 +128,7 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     but for the README's deliberate differences; report keys rows by symbol
     (two symbols printed alike stay two rows, as in perf)."""
     data, perf_script, env = cc1plus_recording
-    ours = _ours(["script", str(data)])
+    ours = _ours_script(data)
     stats = compare(ours, perf_script)
     assert stats["samples_perf"] == stats["samples_ours"] > 100
     assert stats["header_diff"] == 0
@@ -222,7 +232,7 @@ def test_return_address_rule_only_after_a_call(cc1plus_recording):
     call before are named as perf names them."""
     from symbolize import Binary
     data, perf_script, env = cc1plus_recording
-    ours = parse_samples(_ours(["script", str(data)]))
+    ours = parse_samples(_ours_script(data))
     theirs = parse_samples(perf_script)
     differ = same_at_entry = 0
     checked = {}
@@ -291,7 +301,7 @@ def test_kernel_frames_after_interrupt_entry(system_wide):
     interrupted address, named as perf names it; a __pfx_ padding symbol
     never names an address that is a real function's first byte."""
     data, perf_script = system_wide
-    ours = _ours(["script", str(data)])
+    ours = _ours_script(data)
     frames = _kernel_frames(ours, perf_script)
     assert len(frames) > 100
     after_entry = [(x, y) for x, y, prev in frames
@@ -323,7 +333,7 @@ def test_kernel_text_past_etext(system_wide):
     stacks of cpu 0) lies past the kernel MMAP's end (_etext); perf's kernel
     map reaches the last kallsyms symbol, and so does perfdata's."""
     data, perf_script = system_wide
-    ours = _ours(["script", str(data)])
+    ours = _ours_script(data)
     frames = _kernel_frames(ours, perf_script)
     # but the README's return address at a function's end (a noreturn call
     # ends x86_64_start_reservations: perf names the next symbol, +0x0)
@@ -448,3 +458,88 @@ def test_memfd_frames_map_relative_without_perfmap_warning(tmp_path):
     assert [(x, y) for x, y in pairs if x != y] == []
     assert all(y[0] < 4096 for _, y in pairs)            # map-relative
     assert "perf-" not in err and "memfd" not in err, err
+
+
+# ----------------------------------------------------------- 9. diagnose
+def _diagnose(data):
+    import json
+    return json.loads(_ours(["diagnose", str(data), "--json"]))
+
+
+@requires_perf
+@needs_gxx
+def test_diagnose_suggests_what_apt_can_install(cc1plus_recording):
+    """Each package diagnose says to install is one the package manager has
+    (`apt-cache policy`: a candidate); where it has none (Debian's dbgsym
+    packages live in a separate archive) the fix names that archive. The
+    static-functions warning only where frames lie past their .dynsym
+    symbol's size (per nm -D -S), and the frame total is script's."""
+    import re
+    data, perf_script, env = cc1plus_recording
+    res = _diagnose(data)
+    fixes = [b["fix"] for c in res["classes"] for b in c["binaries"] if b.get("fix")]
+    if shutil.which("apt-cache") and shutil.which("dpkg"):
+        from symbolize.packages import apt_candidate
+        named = 0
+        for fix in fixes:
+            m = re.match(r"`apt-get install ([^`:]+)(:\w+)?`", fix)
+            if m:
+                named += 1
+                out = subprocess.run(["apt-cache", "policy", m.group(1)], capture_output=True,
+                                     text=True).stdout
+                assert re.search(r"Candidate: (?!\(none\))", out), fix
+            m = re.search(r"debug archive.*`apt-get install ([^`:]+)", fix)
+            if m:
+                named += 1
+                assert apt_candidate(m.group(1)) is False, fix
+        assert named > 0, fixes
+    # the static-functions warning, against nm's sizes of cc1plus's symbols
+    cc1plus = _cc1plus()
+    nm = shutil.which("nm")
+    ours = _ours_script(data)
+    if nm and cc1plus:
+        sizes = {}
+        for line in subprocess.run([nm, "-D", "-S", "--defined-only", cc1plus],
+                                   capture_output=True, text=True).stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 4:
+                sizes.setdefault(parts[3], int(parts[1], 16))
+        past = 0
+        for _, frames in parse_samples(ours):
+            for addr, sym, dso in frames:
+                name, _, off = sym.rpartition("+0x")
+                if dso == cc1plus and name in sizes and int(off, 16) >= sizes[name]:
+                    past += 1
+        dyn = next((c for c in res["classes"] if c["class"] == "resolved-dynsym"), None)
+        warned = dyn is not None and "static functions" in (dyn["fix"] or "")
+        assert warned == (past > 0) or (dyn is not None and dyn.get("detail", {}).get(
+            "past-symbol-size", 0) >= past > 0)
+    # frames counted as script prints them
+    frames = sum(len(f) for _, f in parse_samples(ours))
+    assert res["frames"] == frames
+    assert res["inlined_frames"] == ours.count(" (inlined)\n")
+
+
+@requires_perf
+def test_diagnose_no_cfi_alarm_at_stack_ends(tmp_path):
+    """A DWARF stack that ends at _start or __libc_start_main (no CFI there
+    by design) raises no "no CFI" alarm."""
+    data = tmp_path / "dwarf.data"
+    # a shell starting ls again and again: ld.so's stacks end at its _start
+    loop = "i=0; while [ $i -lt 150 ]; do ls / >/dev/null; i=$((i+1)); done"
+    rec = _perf(["record", "-q", "--call-graph=dwarf,8192", "-F", "1999", "-o", str(data),
+                 "--", "sh", "-c", loop], cwd=tmp_path)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    res = _diagnose(data)
+    samples = parse_samples(_ours(["script", str(data)]))
+    ends = 0
+    for _, frames in samples:
+        user = [f for f in frames if f[2] not in ("[kernel.kallsyms]", "inlined")]
+        if user and user[-1][1].split("+")[0].split("@")[0] in (
+                "_start", "__libc_start_main", "__libc_start_call_main", "_dl_start_user"):
+            ends += 1
+    assert ends > len(samples) // 2
+    nocfi = next((c for c in res["classes"] if c["class"] == "dwarf-no-cfi"), None)
+    stopped = (nocfi or {}).get("detail", {}).get("stopped", 0)
+    assert stopped <= len(samples) - ends
