@@ -19,9 +19,7 @@ does not decode is returned unchanged.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
-import glob
 import os
 import re
 
@@ -73,6 +71,8 @@ def cxx_demangler() -> str:
 def _libiberty():
     global _iberty
     if _iberty is None:
+        import ctypes           # (at the first C++ name: start-up time)
+        import glob
         _iberty = False
         cands = [os.environ.get("PERFDATA_LIBIBERTY", "")]
         for d in _LIB_DIRS:
@@ -91,7 +91,7 @@ def _libiberty():
             fn.argtypes = [ctypes.c_char_p, ctypes.c_int]
             free.argtypes = [ctypes.c_void_p]
             free.restype = None
-            _iberty = (fn, free, path)
+            _iberty = (fn, free, path, ctypes.string_at)
             break
     return _iberty
 
@@ -109,7 +109,7 @@ def _cxx(name: str, params: bool) -> str | None:
         if not ptr:
             return None
         try:
-            out = ctypes.string_at(ptr).decode("utf-8", "replace")
+            out = lib[3](ptr).decode("utf-8", "replace")
         finally:
             lib[1](ptr)
         return out if out and out != name else None

@@ -151,7 +151,8 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     a, b = rows(mine), rows(theirs)
     # perf prints a PLT stub it cannot name as an address; perfdata names it
     only_ours = [k for k in a - b if not k[1].endswith("@plt")]
-    only_perf = [k for k in b - a if "[.] 0x" not in k[1]]
+    only_perf = [k for k in b - a if "[.] 0x" not in k[1] and
+                 not k[1].endswith(("[.] @plt", "[.] _init"))]
     assert only_ours == [] and only_perf == []
     assert sum((a - b).values()) == sum((b - a).values())
     assert sum(b.values()) > 100
@@ -243,6 +244,8 @@ def test_return_address_rule_only_after_a_call(cc1plus_recording):
             if s1 == s2:
                 same_at_entry += 1
                 continue
+            if s1.endswith("+0x0") or s2.split("+")[0] in ("@plt", "_init"):
+                continue            # named at the address; perf's unnamed PLT slot
             differ += 1
             key = (d1, a1)
             if key not in checked:
