@@ -135,6 +135,13 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     assert stats["other"] == [], stats["other"][:5]
     cxx = sum(1 for _, frames in parse_samples(perf_script) for f in frames if "::" in f[1])
     assert cxx > 0, "no C++ frame recorded"
+    # full signatures: --signatures as perf -v (libiberty with DMGL_PARAMS)
+    verbose = _perf(["script", "-v", "-i", str(data)], env=env).stdout
+    full = compare(_ours(["script", "--signatures", str(data)]), verbose)
+    assert full["other"] == [] and full["equal"] == stats["equal"]
+    assert any(x != y for (_, f1), (_, f2) in zip(parse_samples(verbose),
+                                                  parse_samples(perf_script))
+               for x, y in zip(f1, f2)), "no name with a signature recorded"
 
     theirs = _perf(["report", "-i", str(data), "--stdio", "--no-children", "-g", "none",
                     "--sort", "dso,sym"], env=env).stdout
