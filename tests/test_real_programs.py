@@ -165,6 +165,75 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     assert sum(b.values()) > 100
 
 
+CXX_PROGRAM = r"""
+#include <vector>
+#include <map>
+#include <cstdio>
+namespace {
+__attribute__((noinline)) unsigned parse_round(std::vector<int>& v, unsigned k) {
+    unsigned s = 0;
+    for (unsigned r = 0; r < 200; ++r)
+        for (auto x : v) { s += (x * k) ^ r; asm volatile("" : "+r"(s)); }
+    return s;
+}
+}
+namespace ns {
+template <typename F>
+__attribute__((noinline)) unsigned apply(F f, int n) {
+    unsigned s = 0;
+    for (int i = 0; i < n; ++i) { s += f(i); asm volatile("" : "+r"(s)); }
+    return s;
+}
+}
+int main(int argc, char**) {
+    std::vector<int> v(20000, argc);
+    std::map<int, int> m;
+    for (int i = 0; i < 50000; ++i) m[i * 7 % 1000] += i;
+    unsigned t = 0;
+    for (int j = 0; j < 30; ++j) {
+        t += parse_round(v, 3);
+        t += ns::apply([](auto x) { return x * 3 + 1; }, 200000);
+        for (int p = 0; p < 300; ++p)
+            for (auto it = m.begin(); it != m.end(); ++it) t += it->second;
+    }
+    std::printf("%u\n", t);
+}
+"""
+
+
+@requires_perf
+@needs_gxx
+def test_cxx_program_names_as_perf(tmp_path):
+    """A C++ program built here (anonymous namespace, a template called with
+    a lambda, both cloned by IPA-CP: `[clone .constprop.0]`; std::map
+    iteration through libstdc++'s PLT): every frame named as perf names it,
+    and report's rows."""
+    src = tmp_path / "prog.cc"
+    src.write_text(CXX_PROGRAM)
+    exe = tmp_path / "prog"
+    built = subprocess.run([GXX, "-O2", "-fno-omit-frame-pointer", "-o", str(exe), str(src)],
+                           capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    data = tmp_path / "prog.data"
+    rec = _perf(["record", "-q", "-g", "-F", "2000", "-o", str(data), "--", str(exe)],
+                cwd=tmp_path)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    env = dict(os.environ, HOME=str(tmp_path))
+    perf_script = _perf(["script", "-i", str(data)], env=env).stdout
+    stats = compare(_ours(["script", str(data)]), perf_script)
+    assert stats["other"] == [], stats["other"][:5]
+    names = {f[1].rsplit("+", 1)[0] for _, fr in parse_samples(perf_script) for f in fr}
+    assert {"(anonymous namespace)::parse_round", "std::_Rb_tree_increment"} <= names, names
+    theirs = _perf(["report", "-i", str(data), "--stdio", "--no-children", "-g", "none",
+                    "--sort", "sym"], env=env).stdout
+    mine = _ours(["report", str(data), "--sort", "sym"])
+    rows = lambda text: sorted(" ".join(l.split()) for l in text.splitlines()
+                               if l.strip() and not l.startswith("#"))
+    assert [r for r in rows(mine) if "@plt" not in r] == \
+        [r for r in rows(theirs) if "[.] 0x" not in r and "@plt" not in r]
+
+
 # ------------------------------------------------------------ 7. PLT names
 def _libs():
     import ctypes.util
