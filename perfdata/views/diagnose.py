@@ -544,9 +544,8 @@ class Diagnosis:
                 if bfix:
                     entry["fix"] = bfix
                 binaries.append(entry)
-            fix = self._class_fix(name, st) or fix
-            if fix == "-":
-                fix = ""
+            custom = self._class_fix(name, st)
+            fix = fix if custom is None else custom
             classes.append({"class": name, "kind": kind, "title": title,
                             "frames": st.frames, "samples": st.samples,
                             "share": st.samples / self.total_samples if self.total_samples else 0,
@@ -561,7 +560,7 @@ class Diagnosis:
             # said only where measured: frames named by a .dynsym symbol of
             # size 0 stretched over the code after it
             if not self._stretched_frames:
-                return "-"
+                return ""
             st.detail["past-symbol-size"] = self._stretched_frames
             return ("%d frames lie past their .dynsym symbol's size: static functions "
                     "there are named after the nearest exported one; install the "
