@@ -634,3 +634,30 @@ def test_diagnose_no_cfi_alarm_at_stack_ends(tmp_path):
     nocfi = next((c for c in res["classes"] if c["class"] == "dwarf-no-cfi"), None)
     stopped = (nocfi or {}).get("detail", {}).get("stopped", 0)
     assert stopped <= len(samples) - ends
+
+
+@requires_perf_tool
+def test_sort_keys_perf_knows_are_told_apart(tmp_path, recorded):
+    """A --sort key perf takes and perfdata does not is refused as
+    unsupported, not as unknown: perfdata's list of perf's keys is perf's
+    help text (printed with its refusal of an unknown key)."""
+    from conftest import need
+    from perfdata.views.report import ReportError, parse_sort
+    data = need(recorded, "fp")
+    res = _perf(["report", "-i", str(data), "--stdio", "--sort", "bogus"],
+                env=dict(os.environ, HOME=str(tmp_path)))
+    text = res.stderr + res.stdout
+    assert "sort by key(s):" in text
+    lines = text.split("sort by key(s):", 1)[1].split("\n")
+    block = [lines[0]] + [ln for ln in lines[1:1 + len(lines)]]
+    help_keys = []
+    for i, line in enumerate(block):
+        if i and (not line.strip() or not line[:1].isspace() or line.lstrip().startswith("-")):
+            break                       # the end of the key list
+        help_keys += line.split()
+    assert {"pid", "comm", "dso", "symbol", "cpu"} <= set(help_keys)
+    for key in help_keys:
+        try:
+            parse_sort(key)
+        except ReportError as exc:
+            assert "perf's, not supported" in str(exc), key

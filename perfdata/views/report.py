@@ -31,6 +31,17 @@ _LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
           MISC_HYPERVISOR: "H"}
 
 
+# The other keys perf 6.1's --sort takes (perf report -s help text).
+_PERF_SORT_KEYS = frozenset("""
+    overhead overhead_sys overhead_us overhead_guest_sys overhead_guest_us
+    overhead_children sample period parent cpu socket srcline srcfile local_weight
+    weight transaction trace symbol_size dso_size cgroup cgroup_id ipc_null time
+    code_page_size local_ins_lat ins_lat local_p_stage_cyc p_stage_cyc addr dso_from
+    dso_to symbol_from symbol_to mispredict abort in_tx cycles srcline_from srcline_to
+    ipc_lbr addr_from addr_to symbol_daddr dso_daddr locked tlb mem snoop dcacheline
+    symbol_iaddr phys_daddr data_page_size blocked""".split())
+
+
 class ReportError(Exception):
     pass
 
@@ -42,6 +53,9 @@ def parse_sort(text):
         if not key:
             continue
         if key not in SORT_KEYS:
+            if key in _PERF_SORT_KEYS:
+                raise ReportError("sort key %r is perf's, not supported here (supported: "
+                                  "comm, dso, sym, pid)" % key)
             raise ReportError("unknown sort key %r (known: comm, dso, sym, pid)" % key)
         key = "sym" if key == "symbol" else key
         if key not in keys:
