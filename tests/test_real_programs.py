@@ -649,9 +649,8 @@ def test_sort_keys_perf_knows_are_told_apart(tmp_path, recorded):
     text = res.stderr + res.stdout
     assert "sort by key(s):" in text
     lines = text.split("sort by key(s):", 1)[1].split("\n")
-    block = [lines[0]] + [ln for ln in lines[1:1 + len(lines)]]
     help_keys = []
-    for i, line in enumerate(block):
+    for i, line in enumerate(lines):
         if i and (not line.strip() or not line[:1].isspace() or line.lstrip().startswith("-")):
             break                       # the end of the key list
         help_keys += line.split()
