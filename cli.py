@@ -46,12 +46,19 @@ def cmd_header(args, out):
     print_warnings(pf)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command line refused in one line (perf's usage text aside), exit 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
+
+
 def build_parser(wanted=None):
     """The parser; `wanted` is the sub-command on the command line, if known.
 
     Only that command's module is imported (start-up time); the others are
     listed by name for the help text."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="perfdata", description="Read Linux perf.data files; print their samples "
         "with stacks symbolized from binaries and debug info found by build-id.")
     parser.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)

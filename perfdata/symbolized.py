@@ -28,6 +28,10 @@ KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # __start_context, and perf walks on into unrelated memory).
 STACK_BOTTOMS = frozenset(("_start", "__start_context", "clone", "clone3", "__clone",
                            "__clone3", "__GI___clone", "__GI___clone3"))
+# Kernel entry points of interrupts and exceptions (x86): the frame after one
+# is the interrupted address (pt_regs->ip), not a return address.
+INTERRUPT_ENTRIES = ("asm_sysvec_", "asm_common_interrupt", "asm_exc_",
+                     "asm_spurious_interrupt", "asm_fred_entry")
 # perf's sysctl_perf_event_max_stack default.
 DEFAULT_MAX_STACK = 127
 
@@ -109,6 +113,7 @@ class SampleSymbolizer:
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
         self.machine = Machine()
+        self._perfmap_seen = {}
         self.max_stack = max_stack
         self.unwind = unwind
         # filters(sample) before symbolizing; leaf_filter(sample, frames of
@@ -530,12 +535,7 @@ class SampleSymbolizer:
         return out or [head]
 
     def _symbol_name(self, name):
-        if name is None:
-            return None
-        if self.symbolizer.demangle:
-            from symbolize import demangle
-            return demangle(name)
-        return name
+        return self.symbolizer.demangle_name(name)
 
     def frames_for_callchain(self, sample, ips):
         """Frames of a kernel-recorded callchain (-g): context markers switch
@@ -571,9 +571,16 @@ class SampleSymbolizer:
                 break
             found = self.frames_for_address(sample, ip, kernel, not first)
             frames.extend(found)
+            at_ip = first
             first = False
             depth += 1
-            if not kernel and found and found[-1].symbol in STACK_BOTTOMS:
+            if kernel and found and found[-1].symbol is not None and \
+                    found[-1].symbol.startswith(INTERRUPT_ENTRIES):
+                first = True
+            # A bottom ends the stack where it is a caller (the outermost
+            # frame of a new thread or process), not where it is the ip the
+            # user stack starts at (clone3 in the parent, mid-syscall).
+            if not kernel and found and not at_ip and found[-1].symbol in STACK_BOTTOMS:
                 rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
                 if rest:
                     self.counts["bottom_garbage_dropped"] = \
@@ -592,6 +599,8 @@ class SampleSymbolizer:
             km = machine.kernel_maps.find(avma)
             if km is not None and avma >= (1 << 63):
                 m, kernel = km, True
+        if m is None and kernel:
+            m = self._kernel_text_map(avma)
         if m is None:
             if kernel:
                 ks = machine.find_ksymbol(avma)
@@ -620,8 +629,13 @@ class SampleSymbolizer:
             return hit
         path, bid = self.dso_of(m)
         file_offset = m.file_offset(avma)
-        if path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]":
-            perfmap = "/tmp/perf-%d.map" % sample.pid
+        # perf 6.1 looks a JIT's symbols up in /tmp/perf-PID.map for anonymous
+        # memory only; a memfd mapping is a file it cannot open (map-relative
+        # addresses, [unknown]): so here too, unless the process wrote a map
+        # (a JIT that double-maps its code through a memfd).
+        perfmap = "/tmp/perf-%d.map" % sample.pid
+        if path.startswith("//anon") or path == "[anon]" or (
+                path.startswith("/memfd:") and self._perfmap_exists(perfmap)):
             key = (perfmap, avma, is_return_address)
             hit = self._frame_cache.get(key)
             if hit is None:
@@ -638,6 +652,28 @@ class SampleSymbolizer:
                 path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
                 avma)
         return hit
+
+    def _perfmap_exists(self, path):
+        got = self._perfmap_seen.get(path)
+        if got is None:
+            got = self._perfmap_seen[path] = os.path.isfile(path)
+        return got
+
+    def _kernel_text_map(self, avma):
+        """The kernel's map for an address past its MMAP's end (_etext) that
+        a kernel symbol covers (.init.text: start_kernel): perf's kernel map
+        reaches the last kallsyms symbol."""
+        if avma < (1 << 63) or not self._kernel_symbols_usable():
+            return None
+        main = next((x for x in self.machine.kernel_maps if x.path == KERNEL_DSO), None)
+        if main is None or avma < main.start:
+            return None
+        try:
+            table = self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
+            s = table.lookup(avma)
+        except Exception:           # a symbolizer bug must not stop the listing
+            return None
+        return main if s is not None and s.module is None else None
 
     def _cache_frames(self, key, frames, avma):
         for f in frames:

@@ -197,7 +197,7 @@ def _synthesize(binary, name_for_address):
                 name = ordered[index].sym_name or None
             index += 1
             if name:
-                out.append(PltSymbol(name + "@plt", addr, slot))
+                out.append(PltSymbol(_unversioned(name) + "@plt", addr, slot))
 
     if plt_sec is not None:
         # IBT: .plt holds only the lazy-binding trampolines; callers go through
@@ -211,6 +211,14 @@ def _synthesize(binary, name_for_address):
             16 if bytes(data[:4]) in (ENDBR64, ENDBR32) else 8)
         stubs(plt_got, 0, slot, None)
     return out
+
+
+def _unversioned(name: str) -> str:
+    """A PLT stub is named after its symbol without the version a .symtab
+    name carries (an IFUNC resolver's `memcpy@@GLIBC_2.14`): `memcpy@plt`,
+    as perf names the stubs from the dynamic relocations' names."""
+    at = name.find("@", 1)
+    return name[:at] if at > 0 else name
 
 
 def _slot_size(sec: SectionHeader, default: int) -> int:

@@ -12,7 +12,7 @@ import os
 import zlib
 from typing import NamedTuple
 
-from .addresses import address_for_lookup
+from .addresses import address_for_lookup, ends_call
 from .buildid import normalize_build_id
 from .demangle import demangle as _demangle
 from .elffile import Binary
@@ -62,16 +62,19 @@ class _Dso:
 
 class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
-                 inline: bool = True, *, srcline: bool = False,
+                 inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None, cache_dir: str | None = None):
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
         through the locator (perf's build-id cache, then /proc/kallsyms).
-        cache_dir: keep symbol tables there, by build-id, across runs."""
+        cache_dir: keep symbol tables there, by build-id, across runs.
+        signatures: C++ names with their parameter lists, return types and
+        clone suffixes (perf -v's form); by default perf's (`ns::f<int>`)."""
         self.cache_dir = os.path.expanduser(cache_dir) if cache_dir else None
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
+        self.signatures = signatures
         self.inline = inline
         self.srcline = srcline or inline
         self.warnings: list[str] = []
@@ -163,7 +166,9 @@ class Symbolizer:
             reason = {"missing": "no candidate file exists",
                       "buildid-mismatch": "every candidate has another build-id",
                       "not-elf": "candidates exist but are not usable ELF files"}[status]
-            if status == "missing":      # other outcomes were named per file already
+            # (other outcomes were named per file already; a memfd never was
+            # a file to find: nothing to say without a build-id to look for)
+            if status == "missing" and (bid or not path.startswith("/memfd:")):
                 self._warn(path, "missing", f"{path}: {reason}" + (f" (build-id {bid})" if bid else ""))
             return _Dso(BinaryChoice(status, None, None, reason, tuple(tried)), None, None, None)
         table = self._table_for(binary, debug, minidebug, want)
@@ -270,14 +275,18 @@ class Symbolizer:
         return self._dso(path, build_id).lines
 
     # ---------------------------------------------------------- lookups
-    def _name(self, name: str) -> str:
-        if not self.demangle:
+    def demangle_name(self, name: str | None) -> str | None:
+        """A symbol name as this symbolizer prints it (demangled or not, with
+        or without signatures)."""
+        if not self.demangle or not name:
             return name
         out = self._names.get(name)
         if out is None:
-            out = _demangle(name)
+            out = _demangle(name, params=self.signatures)
             self._names[name] = out
         return out
+
+    _name = demangle_name
 
     def lookup(self, path: str, build_id=None, svma: int | None = None, *,
                file_offset: int | None = None, is_return_address: bool = False) -> list[Frame]:
@@ -323,7 +332,30 @@ class Symbolizer:
                 return [Frame(None, None, None, path, bid, None)]
         return self._resolve(dso, path, bid, svma, is_return_address)
 
+    def _call_precedes(self, dso: _Dso, svma: int) -> bool:
+        """Whether the instruction before svma in the binary is a call (the
+        return-address rule applies); True where the bytes cannot be read."""
+        b = dso.choice.binary
+        if b is None or svma < 1:
+            return True
+        end = b.svma_to_file_offset(svma - 1)
+        if end is None:
+            return True
+        n = 15
+        while n > 1 and b.svma_to_file_offset(svma - n) != end + 1 - n:
+            n -= 1                      # not past the start of the segment
+        code = b.read(end + 1 - n, n)
+        if code is None:
+            return True
+        got = ends_call(bytes(code), b.machine)
+        return True if got is None else got
+
     def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
+        # A return address is looked up at address - 1 (the call) only where
+        # a call ends there: a frame-pointer walk also yields addresses that
+        # no call pushed (a function's first byte after a jmp), named as is.
+        if is_ret and not self._call_precedes(dso, svma):
+            is_ret = False
         addr = address_for_lookup(svma, is_ret)
         sym = dso.table.lookup(addr) if dso.table is not None else None
         if sym is None and addr != svma and dso.table is not None:
@@ -407,6 +439,13 @@ class Symbolizer:
             return [Frame(None, None, None, path, bid, None)]
         table = self._kernel_table(bid)
         s = table.lookup(address_for_lookup(address, is_ret))
+        if is_ret and (s is None or s.name.startswith("__pfx_")):
+            # address - 1 is in the padding before a function (__pfx_*, or
+            # none): the address is that function's first byte, not the end
+            # of a call; a __pfx_ symbol is never the answer there.
+            at = table.lookup(address)
+            if at is not None and not at.name.startswith("__pfx_"):
+                s = at
         if s is None:
             return [Frame(None, None, address, path, bid, None)]
         return [Frame(self._name(s.name), address - s.start, address, path, bid, "kallsyms")]
@@ -416,7 +455,9 @@ class Symbolizer:
             return [Frame(None, None, None, path, None, None)]
         pm = self._perfmaps.get(path)
         if pm is None:
-            pm = PerfMap.from_file(path)
+            # No map file is no fault: anonymous executable memory promises
+            # none (perf is silent too); a map that is there but unreadable is.
+            pm = PerfMap.from_file(path) if os.path.lexists(path) else PerfMap()
             self._drain(pm)
             self._perfmaps[path] = pm
         s = pm.lookup(address_for_lookup(address, is_ret))

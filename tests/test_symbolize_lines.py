@@ -130,7 +130,8 @@ def test_symbolizer_inline_frames_demangled(prog):
     truth = addr2line(prog, addrs, "-f", "-i", "-C")
     nm = {n: int(a, 16) for a, t, n in (l.split(None, 2) for l in run("nm", "-C", "--defined-only", prog).splitlines()
                                        if len(l.split(None, 2)) == 3)}
-    s = Symbolizer(DebugInfoLocator(buildid_dir=None))
+    # (full signatures, as addr2line -C and nm -C print them)
+    s = Symbolizer(DebugInfoLocator(buildid_dir=None), signatures=True)
     seen_inline = 0
     for a in addrs:
         t = truth[a]

@@ -75,7 +75,9 @@ def test_libc_plt_with_irelative_slots():
         if label.startswith("*ABS*+"):
             target = int(label[len("*ABS*+"):-len("@plt")], 16)
             s = table.lookup(target)
-            assert s is not None and s.start == target and plt[addr] == s.name + "@plt"
+            # named without the version of the .symtab name (memcpy@@GLIBC_2.14)
+            assert s is not None and s.start == target and \
+                plt[addr] == s.name.split("@")[0] + "@plt"
         else:
             assert plt[addr] == label
 

@@ -27,7 +27,6 @@ import re
 import sys
 
 from ..format.constants import AttrType, SampleType as ST
-from .names import perf_short_name
 from .options import SampleRun, add_input_argument, add_symbolize_options
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
@@ -62,7 +61,7 @@ def root_name(sample, opts):
 def frame_names(frame, opts, java=False):
     """The folded names of one printed frame (one name, except for perf's
     old `a->b` inline notation), as stackcollapse-perf.pl makes them."""
-    raw = perf_short_name(frame.symbol) if frame.symbol is not None else "[unknown]"
+    raw = frame.symbol if frame.symbol is not None else "[unknown]"
     if raw.startswith("("):
         return ()       # the script skips "process name" lines
     mod = "inlined" if frame.inlined else (frame.dso or "[unknown]")

@@ -125,8 +125,11 @@ class Diagnosis:
         self.classes = {}
         self.total_samples = 0
         self.total_frames = 0
+        self.inlined_frames = 0        # frames of inlined functions, of total_frames
         self._fp_cache = {}
         self._ra_cache = {}
+        self._dynsym_sizes = {}
+        self._stretched_frames = 0     # resolved-dynsym frames past their symbol's size
         self._kernel_state = None
         self._stack_need = {}          # class detail for dwarf-stack-exhausted
 
@@ -163,6 +166,7 @@ class Diagnosis:
             # other samples are counted apart (result()).
             frames = [f for f in frames if not f.stitched]
         self.total_frames += len(frames)
+        self.inlined_frames += sum(1 for f in frames if f.inlined)
         exclude_kernel = _excludes_kernel(sample.event)
         broken_after = None
         if sample.stop_reason is None:
@@ -202,6 +206,8 @@ class Diagnosis:
             if src == "minidebuginfo":
                 return "resolved-minidebuginfo", binary
             if src == "dynsym":
+                if self._stretched(f):
+                    self._stretched_frames += 1
                 return "resolved-dynsym", binary
             if src in ("debuginfo", "dwarf-inline"):
                 choice = self.symbolizer.binary_for(*binary)
@@ -229,6 +235,33 @@ class Diagnosis:
         if choice.debug is None and (b is None or not b.has_section(".symtab")):
             return "no-debuginfo", binary
         return "no-symbol", binary
+
+    def _stretched(self, f):
+        """Is a .dynsym-named frame past its symbol's own size (a symbol of
+        size 0 stretched to the next one, as perf does): then the address may
+        be in a static function .dynsym does not list."""
+        if f.offset is None or f.address is None:
+            return False
+        key = (f.dso_path, f.build_id)
+        sizes = self._dynsym_sizes.get(key)
+        if sizes is None:
+            sizes = {}
+            try:
+                from symbolize import read_elf_symbols
+                b = self.symbolizer.binary_for(f.dso_path or f.dso, f.build_id).binary
+                if b is not None and b.ok:
+                    for r in read_elf_symbols(b, ".dynsym", "dynsym"):
+                        sizes[r.start] = max(sizes.get(r.start, 0), r.size)
+                    sizes["binary"] = b
+            except Exception:     # a reader bug must not stop the diagnosis
+                sizes = {}
+            self._dynsym_sizes[key] = sizes
+        b = sizes.get("binary")
+        if b is None:
+            return False
+        start = b.file_offset_to_svma(f.address - f.offset)
+        size = sizes.get(start)
+        return size is not None and f.offset >= size
 
     def _ra_adjusted(self, f):
         """Does the raw return address name another function than address - 1?"""
@@ -377,6 +410,10 @@ class Diagnosis:
             else:
                 d["needed"] = max(d.get("needed", 0), need)
         elif reason == "no-cfi":
+            if last is not None and last.symbol in NATURAL_ENDS:
+                # _start, __libc_start_main, ...: the stack's own end, where
+                # glibc marks the return address undefined (no CFI to want)
+                return
             st = self._hit("dwarf-no-cfi", sample, 0,
                            self._binary_at(sample, self._unwind_of(sample, "stop_address"))
                            or lastbin)
@@ -475,6 +512,10 @@ class Diagnosis:
 
     # -------------------------------------------------------------- report
     def result(self):
+        from symbolize.packages import prefetch
+        # the package manager asked once about every binary a fix may name
+        prefetch(path for st in self.classes.values() for (path, _) in st.binaries
+                 if path and path.startswith("/"))
         classes = []
         problems = 0
         for name in sorted(self.classes, key=lambda n: (ORDER.index(n) if n in ORDER else 99)):
@@ -490,13 +531,15 @@ class Diagnosis:
                 if bfix:
                     entry["fix"] = bfix
                 binaries.append(entry)
-            fix = self._class_fix(name, st) or fix
+            custom = self._class_fix(name, st)
+            fix = fix if custom is None else custom
             classes.append({"class": name, "kind": kind, "title": title,
                             "frames": st.frames, "samples": st.samples,
                             "share": st.samples / self.total_samples if self.total_samples else 0,
                             "binaries": binaries, "example": st.example, "fix": fix,
                             **({"detail": st.detail} if st.detail else {})})
         out = {"samples": self.total_samples, "frames": self.total_frames,
+               "inlined_frames": self.inlined_frames,
                "problems": problems, "classes": classes}
         stitcher = self.ss.stitcher
         if stitcher is not None and stitcher.counts["cut"]:
@@ -510,6 +553,15 @@ class Diagnosis:
         return out
 
     def _class_fix(self, name, st):
+        if name == "resolved-dynsym":
+            # said only where measured: frames named by a .dynsym symbol of
+            # size 0 stretched over the code after it
+            if not self._stretched_frames:
+                return ""
+            st.detail["past-symbol-size"] = self._stretched_frames
+            return ("%d frames lie past their .dynsym symbol's size: static functions "
+                    "there are named after the nearest exported one; install the "
+                    "binary's debug info for exact names" % self._stretched_frames)
         if name == "dwarf-stack-exhausted":
             d = st.detail
             need = d.get("needed")
@@ -541,7 +593,9 @@ class Diagnosis:
         parts = []
         pkg = package_of(path) if path and path.startswith("/") else None
         if pkg is not None:
-            parts.append("`%s`" % pkg.install)
+            # (a command where the package manager has the package; else
+            # where to find it, with its commands quoted)
+            parts.append(pkg.install if pkg.installable is False else "`%s`" % pkg.install)
         parts.append("--debuginfod URL (or DEBUGINFOD_URLS)" if bid else None)
         if bid:
             parts.append("--debug-dir DIR holding .build-id/%s/%s.debug" % (bid[:2], bid[2:]))
@@ -604,7 +658,13 @@ def describe_sample(sample):
 def describe(result, path):
     lines = []
     n = result["samples"]
-    lines.append("%s: %d samples, %d frames" % (path, n, result["frames"]))
+    inl = result.get("inlined_frames") or 0
+    # (as script prints them: with the inlined functions, which script
+    # --no-inline leaves out, so its count is smaller)
+    lines.append("%s: %d samples, %d frames%s" % (
+        path, n, result["frames"],
+        " as script prints them, %d of them inlined functions (script "
+        "--no-inline prints fewer)" % inl if inl else ""))
     if n == 0:
         lines.append("no samples: nothing to diagnose")
         return "\n".join(lines) + "\n"

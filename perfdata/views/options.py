@@ -62,6 +62,9 @@ def add_symbolize_options(p):
     g.add_argument("--no-symbol-cache", action="store_true",
                    help="build every symbol table afresh, keep none")
     g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
+    g.add_argument("--signatures", action="store_true",
+                   help="C++ names with their parameter lists, return types and clone "
+                        "suffixes (perf -v's form; by default perf's: ns::f<int>)")
     g.add_argument("--inline", action="store_true",
                    help="show inlined frames (perf script's --inline)")
     g.add_argument("--no-inline", action="store_true", help="never look up inlined frames")
@@ -153,6 +156,10 @@ def time_ranges(text):
                            int(float(hi) * 1e9) if hi.strip() else None))
     except ValueError:
         raise _arg_error("invalid time range %r (start,stop in seconds)" % text)
+    for lo, hi in ranges:
+        # perf_time__parse_str: a stop before its start is no time string
+        if lo is not None and hi is not None and hi < lo:
+            raise _arg_error("invalid time range %r: it stops before it starts" % text)
     return ranges
 
 
@@ -204,7 +211,6 @@ def make_leaf_filter(args):
         return None
     names, addrs = syms if syms is not None else (None, None)
     import os
-    from .names import perf_short_name
 
     def keep(sample, leaf):
         frame = next((f for f in leaf if not f.inlined), None)
@@ -218,7 +224,7 @@ def make_leaf_filter(args):
                 return False
         if names is not None:
             if frame is not None and frame.symbol is not None and \
-                    perf_short_name(frame.symbol) in names:
+                    frame.symbol in names:
                 return True
             return mapped and sample.ip in addrs
         return True
@@ -309,6 +315,7 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
         from symbolize.cachedir import perfdata_cache_dir
         cache = getattr(args, "symbol_cache", None) or perfdata_cache_dir()
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache,
+                            signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))

@@ -16,7 +16,6 @@ import sys
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
 from .collapse import open_output
-from .names import perf_short_name
 from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
 from .progress import sample_progress
 
@@ -32,6 +31,17 @@ _LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
           MISC_HYPERVISOR: "H"}
 
 
+# The other keys perf 6.1's --sort takes (perf report -s help text).
+_PERF_SORT_KEYS = frozenset("""
+    overhead overhead_sys overhead_us overhead_guest_sys overhead_guest_us
+    overhead_children sample period parent cpu socket srcline srcfile local_weight
+    weight transaction trace symbol_size dso_size cgroup cgroup_id ipc_null time
+    code_page_size local_ins_lat ins_lat local_p_stage_cyc p_stage_cyc addr dso_from
+    dso_to symbol_from symbol_to mispredict abort in_tx cycles srcline_from srcline_to
+    ipc_lbr addr_from addr_to symbol_daddr dso_daddr locked tlb mem snoop dcacheline
+    symbol_iaddr phys_daddr data_page_size blocked""".split())
+
+
 class ReportError(Exception):
     pass
 
@@ -43,6 +53,9 @@ def parse_sort(text):
         if not key:
             continue
         if key not in SORT_KEYS:
+            if key in _PERF_SORT_KEYS:
+                raise ReportError("sort key %r is perf's, not supported here (supported: "
+                                  "comm, dso, sym, pid)" % key)
             raise ReportError("unknown sort key %r (known: comm, dso, sym, pid)" % key)
         key = "sym" if key == "symbol" else key
         if key not in keys:
@@ -117,8 +130,14 @@ class Report:
                 values.append(sample.tid)
             else:
                 if frame.symbol is not None:
-                    name = perf_short_name(frame.symbol) + suffix
-                    values.append(("s", name))
+                    # perf's sort__sym_cmp: a symbol is its dso and start
+                    # (map-relative; two overloads printed alike stay two rows);
+                    # an inlined function, its name.
+                    ident = None
+                    if not frame.inlined and frame.offset is not None and \
+                            frame.address is not None:
+                        ident = (frame.dso_path or frame.dso, frame.address - frame.offset)
+                    values.append(("s", frame.symbol + suffix, ident))
                 elif in_chain and frame.avma is not None:
                     # perf's callchain entries without a symbol carry the
                     # absolute address, its sample entries the map-relative one.
@@ -202,7 +221,7 @@ class Report:
     # ---------------------------------------------------------------- text
     def _cell(self, key, value, level, thread=None):
         if key == "sym":
-            kind, v = value
+            kind, v = value[:2]
             return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
         if key == "pid":
             return "%7d:%s" % (value, _thread_comm(thread))
@@ -212,7 +231,7 @@ class Report:
         parts = []
         for key, value in zip(self.sort_keys, entry.key):
             if key == "sym":
-                kind, v = value
+                kind, v = value[:2]
                 parts.append((1, "", v) if kind == "a" else (0, v, 0))
             elif key == "dso":
                 # perf: an entry without a map ([unknown]) after those with one.
@@ -308,7 +327,10 @@ class Report:
             for e in hist.entries.values():
                 cells = tuple(self._cell(k, v, e.level, e.thread)
                               for k, v in zip(self.sort_keys, e.key))
-                table[cells] = (100.0 * e.self_period / total, 100.0 * e.children / total)
+                # Two symbols printed alike (overloads) add up under one key.
+                was = table.get(cells, (0.0, 0.0))
+                table[cells] = (was[0] + 100.0 * e.self_period / total,
+                                was[1] + 100.0 * e.children / total)
         return result
 
 

@@ -14,7 +14,6 @@ from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
                                 SampleType as ST)
 from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
-from .names import perf_short_name
 from ..tracefmt import TracePrinter
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
@@ -58,6 +57,39 @@ def default_fields(event, any_tracepoint_callchain=False):
 # none of a file's events here.
 _SPEC_TYPES = {"hw": AttrType.HARDWARE, "sw": AttrType.SOFTWARE, "trace": AttrType.TRACEPOINT,
                "raw": AttrType.RAW, "break": AttrType.BREAKPOINT, "synth": -1}
+
+
+# Every field perf 6.1's -F knows (builtin-script.c all_output_options);
+# perfdata prints those of ALL_FIELDS and takes the others without output.
+PERF_FIELDS = frozenset(ALL_FIELDS) | frozenset((
+    "trace", "brstacksym", "flags", "bpf-output", "insnlen", "brstackinsn", "brstackoff",
+    "synth", "metric", "srccode", "tod", "brstackinsnlen", "machine_pid", "vcpu"))
+
+
+def field_spec(text):
+    """-F as perf checks it (parse_output_fields): an unknown field or event
+    type, or +/-fields mixed with plain ones, is refused before anything is
+    read."""
+    import argparse
+    spec = text
+    if ":" in spec.split(",")[0]:
+        name, spec = spec.split(":", 1)
+        if name not in _SPEC_TYPES:
+            raise argparse.ArgumentTypeError("invalid event type %r in field string %r"
+                                             % (name, text))
+    kinds = set()
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        kinds.add(item[0] in "+-")
+        name = item[1:] if item[0] in "+-" else item
+        if name not in PERF_FIELDS:
+            raise argparse.ArgumentTypeError("invalid field requested: %r" % name)
+    if len(kinds) > 1:
+        raise argparse.ArgumentTypeError("cannot mix +-field with overridden fields: %r"
+                                         % text)
+    return text
 
 
 def parse_field_spec(spec):
@@ -412,7 +444,7 @@ class ScriptFormatter:
         parts = [lead]
         parts.append("%16x" % (fr.address if address is None else address))
         if has("sym"):
-            name = perf_short_name(fr.symbol) if fr.symbol is not None else "[unknown]"
+            name = fr.symbol if fr.symbol is not None else "[unknown]"
             if has("symoff") and fr.symbol is not None and fr.offset is not None:
                 parts.append(" %s+0x%x" % (name, fr.offset))
             else:
@@ -623,7 +655,7 @@ def register(subparsers):
     from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("script", help="samples with symbolized stacks, as perf script")
     add_input_argument(p)
-    p.add_argument("-F", "--fields", help="fields, with perf's syntax")
+    p.add_argument("-F", "--fields", type=field_spec, help="fields, with perf's syntax")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
     add_script_options(p)
     add_symbolize_options(p)
