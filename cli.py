@@ -11,8 +11,8 @@ from perfdata.views.options import add_input_argument, print_warnings
 
 
 def _open(path, strict=False):
-    import perfdata
-    return perfdata.open(path, strict=strict)
+    from perfdata.views.options import open_profile
+    return open_profile(path, strict)
 
 
 def cmd_stats(args, out):
@@ -126,6 +126,7 @@ def main(argv=None):
     if getattr(args, "file_opt", None):
         args.file = args.file_opt
     from perfdata.format.errors import PerfDataError
+    from perfdata.views.errors import CommandError
     out = sys.stdout
     try:
         args.func(args, out)
@@ -138,7 +139,7 @@ def main(argv=None):
         except OSError:
             pass
         return 0
-    except PerfDataError as exc:
+    except (PerfDataError, CommandError) as exc:
         if args.traceback:
             raise
         _flush_quietly(out)

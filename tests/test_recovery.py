@@ -311,3 +311,28 @@ if __name__ == "__main__":
         print("compressed" if flag else "uncompressed", f)
         for name, (n, most, mean) in worst:
             print("  %-58s %6d records, lost at most %d, mean %.1f" % (name, n, most, mean))
+
+
+# (command, its arguments after FILE): every command that reads a profile.
+STRICT_COMMANDS = [("stats", []), ("dump", []), ("script", []), ("report", []),
+                   ("collapse", []), ("diagnose", []), ("buildids", []),
+                   ("flamegraph", ["-o", "{tmp}/fg.svg"]), ("export", ["-o", "{tmp}/p.json"]),
+                   ("archive", ["-o", "{tmp}/a.tar.zst"])]
+
+
+@pytest.mark.parametrize("command,extra", STRICT_COMMANDS, ids=[c for c, _ in STRICT_COMMANDS])
+def test_strict_reaches_every_command(plt, command, extra, tmp_path):
+    """`perfdata --strict CMD` stops at the first corrupt record, exit 2 and
+    one line naming the offset; without it the record is skipped, exit 0."""
+    from conftest import run_cli
+    data, recs, little, end = plt
+    victim = recs[len(recs) // 2]
+    path = _copy(tmp_path, corrupt(data, little, victim, "size_below_header", end))
+    args = [a.format(tmp=tmp_path) for a in extra]
+    if command not in ("stats", "dump"):
+        args += ["--debug-dir", str(SAMPLES / "buildids")]
+    rc, _, err = run_cli([command, str(path)] + args)
+    assert rc == 0 and "offset %#x: skipped" % victim[0] in err, err
+    rc, _, err = run_cli(["--strict", command, str(path)] + args)
+    assert rc == 2 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1].startswith("perfdata: error: %s: offset %#x" % (path, victim[0]))

@@ -8,8 +8,8 @@ cluster.py   the Dask client (a local cluster, or --scheduler ADDRESS) and
 
 Dask is imported only by cluster.py, and only when a fleet command runs.
 """
-from ..format.errors import PerfDataError
+from ..views.errors import CommandError
 
 
-class FleetError(PerfDataError):
+class FleetError(CommandError):
     """A fleet run cannot go on (no file, no Dask, no scheduler)."""

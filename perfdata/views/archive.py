@@ -98,17 +98,19 @@ def run(args, out):
             args.extract, dest, dest,
             " --buildid-dir %s (kernel symbols)" % dest if kernel else ""))
         return
-    import perfdata
-    from .options import make_sample_symbolizer
-    pf = perfdata.open(args.file)
+    from .errors import CommandError
+    from .options import make_sample_symbolizer, open_profile, print_warnings
+    pf = open_profile(args.file, getattr(args, "strict", False))
     ss = make_sample_symbolizer(pf, args)
-    items, absent = plan(ss)
+    try:
+        items, absent = plan(ss)
+    finally:
+        print_warnings(pf, ss.symbolizer.warnings)
     output = args.output or (str(args.file) + ".tar.zst")
     try:
         write_archive(items, output)
     except OSError as exc:
-        sys.stderr.write("perfdata: error: %s: %s\n" % (output, exc))
-        raise SystemExit(2)
+        raise CommandError("%s: %s" % (output, exc))
     size = sum(os.path.getsize(p) for _, p, _, _ in items)
     out.write("%s: %d files (%d bytes before compression), %d bytes\n"
               % (output, len(items), size, os.path.getsize(output)))

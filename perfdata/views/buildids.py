@@ -135,9 +135,8 @@ def register(subparsers):
 
 
 def run(args, out):
-    import perfdata
-    from .options import make_sample_symbolizer
-    pf = perfdata.open(args.file)
+    from .options import make_sample_symbolizer, open_profile
+    pf = open_profile(args.file, getattr(args, "strict", False))
     ss = make_sample_symbolizer(pf, args)
     try:
         rows = buildid_rows(ss)

@@ -27,6 +27,7 @@ import re
 import sys
 
 from ..format.constants import AttrType, SampleType as ST
+from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
@@ -183,22 +184,19 @@ def options_from_args(args):
 
 
 def open_output(path, out):
-    """The stream to write: `out` for None or '-', else the file (or None and
-    an error message on stderr)."""
+    """(stream, whether to close it): `out` for None or '-', else the file;
+    CommandError when it cannot be written."""
     if path is None or path == "-":
         return out, False
     try:
         return open(path, "w", encoding="utf-8", errors="replace"), True
     except OSError as exc:
-        sys.stderr.write("perfdata: error: %s: %s\n" % (path, exc.strerror or exc))
-        return None, False
+        raise CommandError("%s: %s" % (path, exc.strerror or exc))
 
 
 def run(args, out):
     from .collapse import open_output
     stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     opts = options_from_args(args)
     counts = {}
     try:

@@ -722,9 +722,8 @@ def register(subparsers):
 
 def run(args, out):
     import sys
-    import perfdata
-    from .options import make_sample_symbolizer
-    pf = perfdata.open(args.file)
+    from .options import make_sample_symbolizer, open_profile
+    pf = open_profile(args.file, getattr(args, "strict", False))
     # Stitching always: the report says how many cut stacks --stitch completes.
     samples = make_sample_symbolizer(pf, args, stitch=True)
     diag = Diagnosis(samples)

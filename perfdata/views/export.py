@@ -25,6 +25,7 @@ import json
 import sys
 
 from .collapse import CollapseOptions, frame_names, open_output
+from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .pprof import NS_EVENTS, PprofBuilder, profile_classes
 
@@ -139,8 +140,6 @@ def run(args, out):
     if args.format == "parquet":
         return run_parquet(args, out)
     stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     builder = SpeedscopeBuilder(args.weight, name=os.path.basename(str(args.file)))
     for sample in SampleRun(args, "export"):
         builder.add(sample)
@@ -175,21 +174,18 @@ def run_pprof(args, out):
         stream = getattr(out, "buffer", None)
         close = False
         if stream is None:
-            sys.stderr.write("perfdata: error: pprof output is binary: give -o FILE\n")
-            sys.exit(2)
+            raise CommandError("pprof output is binary: give -o FILE")
     else:
         try:
             stream = open(args.output, "wb")
         except OSError as exc:
-            sys.stderr.write("perfdata: error: %s: %s\n" % (args.output, exc.strerror or exc))
-            sys.exit(2)
+            raise CommandError("%s: %s" % (args.output, exc.strerror or exc))
         close = True
     try:
         profile_classes()
     except ImportError:
-        sys.stderr.write("perfdata: error: pprof output needs the protobuf package "
-                         "(pip install 'perfdata[pprof]')\n")
-        sys.exit(2)
+        raise CommandError("pprof output needs the protobuf package "
+                           "(pip install 'perfdata[pprof]')")
     builder = PprofBuilder()
     skipped = 0
     for sample in SampleRun(args, "export"):

@@ -24,6 +24,7 @@ import zlib
 from xml.sax.saxutils import escape
 
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
+from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 
 FRAME_HEIGHT = 16
@@ -428,8 +429,7 @@ _SCRIPT = r"""
 
 def check_width(args):
     if args.width < 100 or args.width > 100000:
-        sys.stderr.write("perfdata: error: --width must be between 100 and 100000\n")
-        sys.exit(2)
+        raise CommandError("--width must be between 100 and 100000")
 
 
 def run(args, out):
@@ -437,8 +437,6 @@ def run(args, out):
     check_width(args)
     from .collapse import open_output
     stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     opts = CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
                            event_filter=args.event_filter)
     builder = FlameGraphBuilder(args.weight, opts, note_stream=sys.stderr)

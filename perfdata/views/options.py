@@ -288,6 +288,13 @@ def check_cpu_filter(pf, args):
                             % (max(cpus), nr))
 
 
+def open_profile(path, strict=False):
+    """The PerfFile every command reads: `perfdata --strict` (stop at the
+    first fault) reaches every command through here."""
+    import perfdata
+    return perfdata.open(path, strict=strict)
+
+
 def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
     """The SampleSymbolizer the options describe (order='file' for perf
     script's --show-round-events, which turns perf's time ordering off;
@@ -360,8 +367,7 @@ class SampleRun:
     once when the iteration ends, also after an error."""
 
     def __init__(self, args, label, side_events=()):
-        import perfdata
-        self.pf = perfdata.open(args.file, strict=getattr(args, "strict", False))
+        self.pf = open_profile(args.file, getattr(args, "strict", False))
         self.samples = make_sample_symbolizer(self.pf, args, side_events)
         self.label = label
 

@@ -6,12 +6,12 @@ Polars, DuckDB and Spark read them with no perfdata installed.
 """
 import os
 
-from ..format.errors import PerfDataError
+from .errors import CommandError
 
 TABLES = ("samples", "stacks")
 
 
-class ExportError(PerfDataError):
+class ExportError(CommandError):
     """The dataset cannot be written (no pyarrow, no -o, an unwritable DIR)."""
 
 

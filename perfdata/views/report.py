@@ -15,8 +15,10 @@ import sys
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
+from .errors import CommandError
 from .collapse import open_output
-from .options import add_input_argument, add_symbolize_options, make_sample_symbolizer, print_warnings
+from .options import (add_input_argument, add_symbolize_options, make_sample_symbolizer,
+                      open_profile, print_warnings)
 from .progress import sample_progress
 
 SORT_KEYS = {
@@ -42,7 +44,7 @@ _PERF_SORT_KEYS = frozenset("""
     symbol_iaddr phys_daddr data_page_size blocked""".split())
 
 
-class ReportError(Exception):
+class ReportError(CommandError):
     pass
 
 
@@ -377,19 +379,12 @@ def build_report(pf, samples, sort_keys, children=False, progress=True):
 
 
 def run(args, out):
-    import perfdata
-    try:
-        keys = parse_sort(args.sort)
-    except ReportError as exc:
-        sys.stderr.write("perfdata: error: %s\n" % exc)
-        sys.exit(2)
+    keys = parse_sort(args.sort)
     stream, close = open_output(args.output, out)
-    if stream is None:
-        sys.exit(2)
     if args.call_graph != "none":
         sys.stderr.write("perfdata: note: report prints the flat table only (as -g none); "
                          "see perfdata flamegraph for the call graph\n")
-    pf = perfdata.open(args.file)
+    pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args)
     try:
         report = build_report(pf, samples, keys, children=args.children)

@@ -664,11 +664,10 @@ def register(subparsers):
 
 def run(args, out):
     """`perfdata script`: every sample as perf script prints it."""
-    import perfdata
     from ..symbolized import SideEvent
-    from .options import make_sample_symbolizer, print_warnings, shown_kernel_path
+    from .options import make_sample_symbolizer, open_profile, print_warnings, shown_kernel_path
     from .progress import sample_progress
-    pf = perfdata.open(args.file, strict=args.strict)
+    pf = open_profile(args.file, args.strict)
     side = side_event_types(args)
     features = None
     if args.header or args.header_only:
