@@ -106,9 +106,10 @@ def test_kernel_symbols_travel_in_the_archive(tmp_path):
         listing
     unpacked = tmp_path / "x"
     rc, msg, _ = run_cli(["archive", "-x", str(out), "-C", str(unpacked)])
-    assert "--buildid-dir" in msg
+    assert "--debug-dir %s" % unpacked in msg and "kernel symbols included" in msg
     empty = tmp_path / "empty"
     empty.mkdir()
+    # The unpacked archive as a --debug-dir alone: its kallsyms is found there.
     rc, there, _ = run_cli(["script", data, "--debug-dir", str(unpacked), "--buildid-dir",
-                            str(unpacked), "--symfs", str(empty)])
+                            str(empty), "--symfs", str(empty)])
     assert there == here and "[kernel.kallsyms]" in there

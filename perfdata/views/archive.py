@@ -16,11 +16,11 @@ Unpacking accepts only regular files with relative names free of `..`, with
 sizes in bounds: an archive cannot write outside DIR, make links or devices.
 """
 import os
-import sys
 
 from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
+
 
 def plan(ss):
     """[(arcname, local path, kind, original path)] for the profile, after
@@ -88,15 +88,11 @@ def register(subparsers):
 def run(args, out):
     if args.extract:
         dest = args.directory or "."
-        try:
-            extract_archive(args.extract, dest)
-        except ArchiveError as exc:
-            sys.stderr.write("perfdata: error: %s\n" % exc)
-            raise SystemExit(2)
+        extract_archive(args.extract, dest)     # ArchiveError: cli.py's exit 2
         kernel = os.path.isdir(os.path.join(dest, "[kernel.kallsyms]"))
         out.write("unpacked %s into %s; use --debug-dir %s%s\n" % (
             args.extract, dest, dest,
-            " --buildid-dir %s (kernel symbols)" % dest if kernel else ""))
+            " (kernel symbols included)" if kernel else ""))
         return
     from .errors import CommandError
     from .options import make_sample_symbolizer, open_profile, print_warnings
