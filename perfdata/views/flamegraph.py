@@ -104,20 +104,26 @@ class FlameGraphBuilder:
         w = 1 if self.weight == "samples" else sample_weight(sample, "period")
         self.samples += 1
         root = root_name(sample, self.opts)
-        node = self.root
+        node = self.root.children.get(root)
+        if node is None:
+            node = self.root.children[root] = Node(root, "root")
+        self.root.value += w
         node.value += w
-        child = node.children.get(root)
-        if child is None:
-            child = node.children[root] = Node(root, "root")
-        node = child
-        node.value += w
-        for name, kind, dso in self._path(sample.frames, root.startswith("java")):
+        self.add_path(self._path(sample.frames, root.startswith("java")), w, node)
+
+    def add_path(self, path, weight, node=None):
+        """weight for one stack, path (name, kind, dso) from the outermost
+        frame, below node (by default the graph's root, which counts it too)."""
+        if node is None:
+            node = self.root
+            node.value += weight
+        for name, kind, dso in path:
             child = node.children.get(name)
             if child is None:
                 child = node.children[name] = Node(name, kind, dso)
             node = child
-            node.value += w
-        node.self_value += w
+            node.value += weight
+        node.self_value += weight
 
 
 def _hash_name(name):

@@ -111,19 +111,10 @@ def run_report(args, out):
 def flame_builder(data, args):
     """A FlameGraphBuilder holding a merged flamegraph Partial's stacks."""
     from ..fleet.partials import flame_options
-    from .flamegraph import FlameGraphBuilder, Node
+    from .flamegraph import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args))
-    root = builder.root
     for path, weight in sorted(data["paths"].items()):
-        node = root
-        node.value += weight
-        for name, kind, dso in path:
-            child = node.children.get(name)
-            if child is None:
-                child = node.children[name] = Node(name, kind, dso)
-            node = child
-            node.value += weight
-        node.self_value += weight
+        builder.add_path(path, weight)
     builder.event_name = ", ".join(data["events"]) or None
     return builder
 
