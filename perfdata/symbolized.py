@@ -19,6 +19,8 @@ from .format.errors import PerfDataError
 from .session.machine import KERNEL_DSO, Machine
 
 SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
+LOST_SAMPLES = RT.LOST_SAMPLES
+MISC_LOST_SAMPLES_BPF = 1 << 15     # samples a BPF filter dropped: perf does not count them
 # Side events whose thread is the one the record names; the others' is the
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
@@ -129,6 +131,10 @@ class SampleSymbolizer:
         self._stack_cache = {}
         self._read_values = {}
         self.counts = {"samples": 0, "frames": 0}
+        # perf's "Total Lost Samples": the LOST_SAMPLES records' counts seen
+        # so far (not LOST, which perf counts apart; not those a BPF filter
+        # dropped), so a report needs no second pass over the file.
+        self.lost_samples = 0
         self.dwarf_inline = dwarf_inline
         # Record types to hand out too, as SideEvent (--show-mmap-events ...).
         self.side_events = frozenset(side_events)
@@ -231,6 +237,11 @@ class SampleSymbolizer:
                 counts["samples"] += 1
                 yield sample
                 continue
+            if rtype == LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
+                try:
+                    self.lost_samples += rec.parse().get("lost", 0) or 0
+                except PerfDataError as exc:
+                    pf.warnings.append(str(exc))
             if rtype in SESSION_TYPES:
                 try:
                     fields = rec.parse()

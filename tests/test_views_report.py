@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ import pytest
 import perfdata
 from conftest import run_cli
 from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
-from perfdata.views.report import Report, count_lost, parse_sort
+from perfdata.views.report import Report, parse_sort
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -80,7 +81,7 @@ def our_reports(name):
             report = Report(parse_sort(sort), children, sampler=sampler)
             for s in samples:
                 report.add(s)
-            texts[(sort, children)] = report.describe(pf.attrs, count_lost(str(_data(name))))
+            texts[(sort, children)] = report.describe(pf.attrs, sampler.lost_samples)
     return texts
 
 
@@ -189,3 +190,29 @@ def test_corpus_kernel_modules_as_perf(name, home):
     assert rc == 0, err
     assert "[k] 0x" in mine and re.search(r"\[\w+\]\s+\[k\] 0x0000000000", mine)
     assert [ln for ln in theirs.splitlines() if "Tip:" not in ln] == mine.splitlines()
+
+
+@needs_perf
+@pytest.mark.parametrize("name", ["quipper__perf.data.lost_samples-4.4",
+                                  "quipper__perf.data.piped.lost_samples-4.4"])
+def test_total_lost_samples_as_perf(name, home):
+    """perf's "Total Lost Samples", counted from the LOST_SAMPLES records as
+    the samples stream by (one pass, pipe mode included)."""
+    from conftest import corpus_dir
+    path = corpus_dir() / "perfdata" / name
+    if not path.is_file():
+        pytest.skip("corpus file %s absent" % path)
+    out = subprocess.run([PERF, "report", "--stdio", "-i", str(path)], capture_output=True,
+                         text=True, env=dict(os.environ, HOME=home), timeout=60).stdout
+    theirs = re.findall(r"^# Total Lost Samples: (\d+)$", out, re.M)
+    rc, ours, err = run_cli(["report", str(path)])
+    assert rc == 0, err
+    assert theirs and re.findall(r"^# Total Lost Samples: (\d+)$", ours, re.M) == theirs
+    if "piped" not in name:
+        return
+    # a pipe-mode file through standard input, where a second pass is impossible
+    with open(path, "rb") as f:
+        res = subprocess.run([sys.executable, "-c", "import cli, sys; sys.exit(cli.main())",
+                              "report", "-"], stdin=f, capture_output=True, text=True,
+                             cwd=REPO, timeout=60)
+    assert re.findall(r"^# Total Lost Samples: (\d+)$", res.stdout, re.M) == theirs, res.stderr

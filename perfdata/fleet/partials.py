@@ -68,7 +68,7 @@ def _flamegraph(pf, samples, args, notes):
 
 
 def _report(pf, samples, args, notes):
-    from ..views.report import build_report, count_lost, parse_sort
+    from ..views.report import build_report, parse_sort
     report = build_report(pf, samples, parse_sort(args.sort), children=args.children,
                           progress=False)
     events = {}
@@ -82,7 +82,7 @@ def _report(pf, samples, args, notes):
             entries[key] = [e.self_period, e.children, e.samples, e.unresolved, e.level,
                             e.key, comm]
         events[hist.event.name] = [hist.samples, hist.total_period, entries]
-    return {"events": events, "lost": count_lost(args.file)}
+    return {"events": events, "lost": samples.lost_samples}
 
 
 COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}

@@ -14,7 +14,7 @@ gets the sample's period once, sorted by that, then by self.
 import sys
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
-                                MISC_HYPERVISOR, MISC_KERNEL, RecordType as RT)
+                                MISC_HYPERVISOR, MISC_KERNEL)
 from .errors import CommandError
 from .collapse import open_output
 from .options import (add_input_argument, add_symbolize_options, make_sample_symbolizer,
@@ -352,24 +352,6 @@ def _unit_number(n):
     return "%d%s" % (n, unit)
 
 
-def count_lost(path):
-    """perf's "Total Lost Samples": the LOST_SAMPLES records' counts (not
-    LOST, which perf counts apart; not those a BPF filter dropped)."""
-    import perfdata
-    from perfdata.format.errors import PerfDataError
-    if path == "-":
-        return 0
-    lost = 0
-    try:
-        with perfdata.open(path) as pf:
-            for rec in pf.records(order="file"):
-                if rec.type == RT.LOST_SAMPLES and not rec.misc & (1 << 15):
-                    lost += rec.parse().get("lost", 0) or 0
-    except PerfDataError:
-        pass
-    return lost
-
-
 def build_report(pf, samples, sort_keys, children=False, progress=True):
     report = Report(sort_keys, children, sampler=samples)
     it = sample_progress(samples, pf, "report") if progress else samples
@@ -390,7 +372,7 @@ def run(args, out):
         report = build_report(pf, samples, keys, children=args.children)
     finally:
         print_warnings(pf, samples.symbolizer.warnings)
-    text = report.describe(pf.attrs, lost=count_lost(args.file))
+    text = report.describe(pf.attrs, lost=samples.lost_samples)
     try:
         stream.write(text)
     finally:
