@@ -426,3 +426,25 @@ def test_reltime_time_needs_the_first_sample_time(corpus):
     assert rc == 2 and out == "" and "no first sample time" in err and "Traceback" not in err
     rc, out, _ = run_cli(["script", str(path), "--reltime", "-G"])
     assert rc == 0 and out.splitlines()[0].split()[2] == "0.000000:"
+
+
+PERCENT_TIMES = ["10%/2", "25%", "0%-10%,30%-40%", "50%-100%", "10%/1,10%/3", "33.3%/3"]
+
+
+@requires_perf
+@pytest.mark.parametrize("spec", PERCENT_TIMES)
+def test_time_in_percent_as_perf(recorded, spec, tmp_path):
+    """--time in percent of the profile's span (HEADER_SAMPLE_TIME's first and
+    last sample): the same samples as perf script."""
+    from conftest import need
+    path = need(recorded, "fp")
+    rc, theirs = perf_script(path, ["-F", "tid,time", "--time", spec], tmp_path)
+    assert rc == 0 and theirs.strip()
+    mine = ours(path, ["-F", "tid,time", "--time", spec], tmp_path / "none")
+    assert mine == theirs
+
+
+@pytest.mark.parametrize("spec", ["10%x", "0%/1", "110%", "5%-200%", "a%/2"])  # perf: "Invalid time string"
+def test_time_in_percent_malformed_is_refused(spec):
+    rc, out, err = run_cli(["script", str(SAMPLES / "plt_loop.fp.data"), "--time", spec])
+    assert rc == 2 and out == "" and "--time" in err and "Traceback" not in err

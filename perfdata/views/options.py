@@ -1,6 +1,7 @@
 """Options shared by every command that symbolizes samples (script, collapse,
 flamegraph, report, export, diagnose): one definition, so a command line
 written for one works for the others, with perf's spellings."""
+import math
 
 
 def print_warnings(pf, extra=()):
@@ -145,9 +146,70 @@ def symbol_list(text):
     return frozenset(names), frozenset(addrs)
 
 
+class PercentRanges(tuple):
+    """perf's --time in percent of the profile's span ('10%/2', '0%-10%,30%-40%',
+    '50%'): (start, end) fractions, made times once the file's first and last
+    sample times are known (resolve)."""
+
+    def resolve(self, first, last):
+        """[(start_ns, end_ns)] as perf's set_percent_time() computes them."""
+        total = last - first
+        out = []
+        for lo, hi in self:
+            start = first + math.floor(lo * total + 0.5)     # C's round()
+            end = first + math.floor(hi * total + 0.5)
+            if end > start and end != last:
+                end -= 1
+            out.append((start, end))
+        return out
+
+
+def _percent(text):
+    """perf's parse_percent(): a number, then '%' (what follows it is ignored)."""
+    number, sign, _ = text.partition("%")
+    if not sign or not number or number != number.lstrip() or number != number.rstrip():
+        raise ValueError(text)
+    return float(number) / 100.0
+
+
+def _percent_ranges(text):
+    """perf_time__percent_parse_str(): 'a%/n' slices, or 'a%-b%' ranges,
+    comma separated, or one 'a%' (the first slice of that size)."""
+    pairs = []
+    if "/" in text or "-" in text:
+        for piece in text.split(","):
+            if "/" in text:
+                size, _, index = piece.partition("/")
+                pcnt, i = _percent(size), int(index or "0")
+                if pcnt <= 0.0:
+                    raise ValueError(piece)
+                pairs.append((pcnt * (i - 1), pcnt * i))
+            else:
+                lo, _, hi = piece.partition("-")
+                pairs.append((_percent(lo), _percent(hi)))
+    else:
+        if not text.endswith("%"):
+            raise ValueError(text)
+        pcnt = _percent(text)
+        if pcnt <= 0.0:
+            raise ValueError(text)
+        pairs.append((0.0, pcnt))
+    for lo, hi in pairs:
+        if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
+            raise ValueError(text)
+    return PercentRanges(pairs)
+
+
 def time_ranges(text):
     """perf's --time: 'start,stop' in seconds (either may be empty), several
-    ranges separated by spaces: [(start_ns or None, stop_ns or None)]."""
+    ranges separated by spaces: [(start_ns or None, stop_ns or None)]; or in
+    percent of the profile's span (PercentRanges)."""
+    if "%" in text:
+        try:
+            return _percent_ranges(text)
+        except ValueError:
+            raise _arg_error("invalid time range %r (percent: 10%%/2, 0%%-10%%,30%%-40%% "
+                             "or 50%%)" % text)
     ranges = []
     try:
         for part in text.split():
@@ -167,10 +229,11 @@ def _parsed(value, parse):
     return parse(value) if isinstance(value, str) else value
 
 
-def make_sample_filter(args, first_sample_time=0):
+def make_sample_filter(args, first_sample_time=0, sample_span=None):
     """The filters a sample passes before it is symbolized (pid, tid, comm,
     cpu, time): None when none is given, so that they cost nothing.
-    first_sample_time: with --reltime perf reads --time relative to it."""
+    first_sample_time: with --reltime perf reads --time relative to it;
+    sample_span: (first, last) sample time, for --time in percent."""
     # (An empty list selects nothing, as perf's empty strlist.)
     pids = _parsed(args.pid, int_list) if args.pid is not None else None
     tids = _parsed(args.tid, int_list) if args.tid is not None else None
@@ -178,9 +241,13 @@ def make_sample_filter(args, first_sample_time=0):
     cpus = _parsed(getattr(args, "cpu", None), cpu_list)
     ranges = None
     if args.time:
+        parsed = _parsed(args.time, time_ranges)
+        if isinstance(parsed, PercentRanges):
+            # (with --reltime perf shifts these by the first sample time too)
+            parsed = parsed.resolve(*(sample_span or (0, 0)))
         ranges = [(first_sample_time + lo if lo is not None else 0,
                    first_sample_time + hi if hi is not None else 1 << 64)
-                  for lo, hi in _parsed(args.time, time_ranges)]
+                  for lo, hi in parsed]
     if pids is None and tids is None and comms is None and ranges is None and cpus is None:
         return None
 
@@ -252,15 +319,20 @@ def kernel_symbols_from_args(pf, args):
     return args.kallsyms
 
 
-def first_sample_time(pf):
-    """The file's first sample time (HEADER_SAMPLE_TIME), or 0."""
+def sample_span(pf):
+    """The file's (first, last) sample time (HEADER_SAMPLE_TIME), or (0, 0)."""
     from ..format.constants import Feature
     from ..format.errors import PerfDataError
     try:
-        got = pf.feature(Feature.SAMPLE_TIME)
+        got = pf.feature(Feature.SAMPLE_TIME) or {}
     except PerfDataError:
-        return 0
-    return (got or {}).get("first_sample_time", 0) or 0
+        return 0, 0
+    return got.get("first_sample_time", 0) or 0, got.get("last_sample_time", 0) or 0
+
+
+def first_sample_time(pf):
+    """The file's first sample time (HEADER_SAMPLE_TIME), or 0."""
+    return sample_span(pf)[0]
 
 
 def check_cpu_filter(pf, args):
@@ -331,17 +403,24 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
     # (perf_time__parse_for_ranges_reltime(), which refuses a file that does
     # not say when that was).
     base = 0
+    span = None
     if args.time and getattr(args, "reltime", False):
         base = first_sample_time(pf)
         if not base:
             from ..format.errors import PerfDataError
             raise PerfDataError("--reltime --time: the file has no first sample time "
                                 "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
+    if args.time and isinstance(_parsed(args.time, time_ranges), PercentRanges):
+        span = sample_span(pf)
+        if span == (0, 0):
+            from .errors import CommandError
+            raise CommandError("--time in percent: the file has no first/last sample time "
+                               "(HEADER_SAMPLE_TIME)")
     cpus = getattr(args, "cpu", None)
     # -G (perf script's --hide-call-graph): only the sample's own ip.
     unwind = "none" if getattr(args, "hide_call_graph", False) else args.unwind
     return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=unwind,
-                            filters=make_sample_filter(args, base),
+                            filters=make_sample_filter(args, base, span),
                             leaf_filter=make_leaf_filter(args),
                             dwarf_inline=not args.no_inline,
                             side_events=side_events, side_cpus=cpus, order=order,
