@@ -110,8 +110,15 @@ class SampleSymbolizer:
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
                  side_events=(), strict=False, leaf_filter=None, side_cpus=None,
-                 order="time", stitch=False, stitch_lookahead=None):
+                 order="time", stitch=False, stitch_lookahead=None, share=None):
         self.pf = pf
+        # share: (block, jobs, index) for one of `jobs` workers of a sharded
+        # run: only the samples of blocks index, index + jobs, ... (blocks of
+        # `block` SAMPLE records in delivery order) are decoded, symbolized
+        # and handed out, and the side events that fall in those blocks; the
+        # session (threads, maps) still follows every record.
+        self.share = share
+        self.ordinal = 0        # SAMPLE records seen so far (with share)
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
         self.machine = Machine()
@@ -196,9 +203,20 @@ class SampleSymbolizer:
         thread_of = machine.thread
         sample_type = RT.SAMPLE
         side_events = self.side_events
+        share = self.share
+        if share is not None:
+            block, jobs, index = share
+
+            def mine():         # does the current block belong to this worker?
+                return self.ordinal // block % jobs == index
         for rec in pf.records(self.order):
             rtype = rec.type
             if rtype == sample_type:
+                if share is not None:
+                    ours = mine()
+                    self.ordinal += 1
+                    if not ours:
+                        continue
                 ea = rec.attr
                 try:
                     fields = ea.decode_sample(rec.body)
@@ -251,6 +269,8 @@ class SampleSymbolizer:
                 if rtype == RT.MMAP2 and fields.get("build_id"):
                     self.build_ids.setdefault(fields["filename"], fields["build_id"])
                 shown = rtype in side_events and self._side_cpu_ok(rec, fields)
+                if shown and share is not None:
+                    shown = mine()
                 if shown and rtype == RT.EXIT:
                     # perf prints an EXIT before processing it.
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
@@ -269,6 +289,8 @@ class SampleSymbolizer:
                     fields = rec.parse()
                 except PerfDataError as exc:
                     pf.warnings.append(str(exc))
+                    continue
+                if share is not None and not mine():
                     continue
                 if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
                     yield SideEvent(rec, fields, None)

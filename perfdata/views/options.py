@@ -367,7 +367,7 @@ def open_profile(path, strict=False):
     return perfdata.open(path, strict=strict)
 
 
-def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
+def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None, share=None):
     """The SampleSymbolizer the options describe (order='file' for perf
     script's --show-round-events, which turns perf's time ordering off;
     stitch: True or False whatever --stitch says)."""
@@ -425,7 +425,8 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None):
                             dwarf_inline=not args.no_inline,
                             side_events=side_events, side_cpus=cpus, order=order,
                             strict=getattr(args, "strict", False),
-                            stitch=getattr(args, "stitch", False) if stitch is None else stitch)
+                            stitch=getattr(args, "stitch", False) if stitch is None else stitch,
+                            share=share)
 
 
 def shown_kernel_path(samples, args):

@@ -12,6 +12,7 @@ import os
 from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
                                 MISC_SWITCH_OUT_PREEMPT, AttrType, RecordType as RT,
                                 SampleType as ST)
+from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
 from ..tracefmt import TracePrinter
@@ -585,10 +586,24 @@ SHOW_EVENTS = (
 )
 
 
+def _jobs(text):
+    import argparse
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError("-j wants a number of processes, 1 or more: %r" % text)
+    return n
+
+
 def add_script_options(p):
     """perf script's own options (perf 6.1's spellings), besides -F, --json
     and the options every symbolizing command shares."""
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
+    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="worker processes (default: the machine's cores, for inputs of "
+                        "1 MiB and more); the output is the same as with -j 1")
     p.add_argument("-G", "--hide-call-graph", action="store_true",
                    help="samples on one line, with their own ip only (no stack)")
     when = p.add_mutually_exclusive_group()
@@ -662,10 +677,81 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
+# Samples per block of a sharded run (-j): big enough that a block's text is
+# one write and the workers seldom wait on each other.
+SHARD_BLOCK = 512
+# Below this much input one process is done before workers would start.
+SHARD_MIN_BYTES = 1 << 20
+
+
+def script_jobs(args, pf):
+    """How many worker processes print this run: -j (default: the machine's
+    cores), but one where the output needs every sample in one process
+    (--reltime and --deltatime carry the previous sample's time, --stitch
+    the thread's other samples), where the input cannot be read again (a
+    pipe) or is too small to gain."""
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs <= 1 or pf.is_pipe or args.reltime or args.deltatime or \
+            getattr(args, "stitch", False) or args.show_round_events:
+        return 1
+    size = sum(os.path.getsize(p) for p in pf.input_paths if os.path.isfile(p))
+    if size < SHARD_MIN_BYTES and args.jobs is None:
+        return 1
+    return jobs
+
+
+def _script_run(pf, args, side, features, share=None):
+    """The symbolized samples and their formatter for one process's run."""
+    from .options import make_sample_symbolizer, shown_kernel_path
+    # perf script --show-round-events turns its time ordering off.
+    samples = make_sample_symbolizer(pf, args, side_events=side,
+                                     order="file" if args.show_round_events else "time",
+                                     share=share)
+    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
+                          kernel_symbols=samples.kernel_symbols,
+                          hide_call_graph=args.hide_call_graph, reltime=args.reltime,
+                          deltatime=args.deltatime, full_source_path=args.full_source_path,
+                          kernel_path=shown_kernel_path(samples, args),
+                          feature_printer=features)
+    return samples, fmt
+
+
+def _script_blocks(args, side, features, share):
+    """One worker of a sharded run (sharded.run_sharded): (block, text) for
+    the blocks of share; returns (SAMPLE records seen, warnings, error)."""
+    from ..symbolized import SideEvent
+    from .options import open_profile
+    from .sharded import describe_error
+    block = share[0]
+    pf = open_profile(args.file, args.strict)
+    samples, fmt = _script_run(pf, args, side, features, share)
+    current, parts, error = None, [], None
+    try:
+        for item in samples:
+            if type(item) is SideEvent:
+                if args.json:
+                    continue
+                k, text = samples.ordinal // block, fmt.format_side_event(item)
+            else:
+                k = (samples.ordinal - 1) // block
+                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)
+            if k != current:
+                if parts:
+                    yield current, "".join(parts)
+                    parts = []
+                current = k
+            parts.append(text)
+    except PerfDataError as exc:
+        error = describe_error(exc)
+    if parts:
+        yield current, "".join(parts)
+    return samples.ordinal, list(pf.warnings) + list(samples.symbolizer.warnings), error
+
+
 def run(args, out):
     """`perfdata script`: every sample as perf script prints it."""
     from ..symbolized import SideEvent
-    from .options import make_sample_symbolizer, open_profile, print_warnings, shown_kernel_path
+    from .options import open_profile, print_warnings
     from .progress import sample_progress
     pf = open_profile(args.file, args.strict)
     side = side_event_types(args)
@@ -678,15 +764,19 @@ def run(args, out):
             return
         if features is not None:
             side.add(features.record_type)
-    # perf script --show-round-events turns its time ordering off.
-    samples = make_sample_symbolizer(pf, args, side_events=side,
-                                     order="file" if args.show_round_events else "time")
-    fmt = ScriptFormatter(pf, args.fields, nanosecs=args.ns,
-                          kernel_symbols=samples.kernel_symbols,
-                          hide_call_graph=args.hide_call_graph, reltime=args.reltime,
-                          deltatime=args.deltatime, full_source_path=args.full_source_path,
-                          kernel_path=shown_kernel_path(samples, args),
-                          feature_printer=features)
+    jobs = script_jobs(args, pf)
+    if jobs > 1:
+        from .sharded import run_sharded
+        try:
+            warnings = run_sharded(jobs, SHARD_BLOCK,
+                                   lambda share: _script_blocks(args, side, features, share),
+                                   out.write)
+        except PerfDataError as exc:
+            print_warnings(pf, getattr(exc, "warnings", ()))
+            raise
+        print_warnings(pf, warnings)
+        return
+    samples, fmt = _script_run(pf, args, side, features)
     # Text goes out in batches: one write per sample costs a twentieth of
     # the run (the text layer's per-call work), a batch of 256 next to nothing.
     pending = []
@@ -701,6 +791,7 @@ def run(args, out):
             if len(pending) >= 256:
                 out.write("".join(pending))
                 pending.clear()
-        out.write("".join(pending))
     finally:
+        # (also before an error: what was decoded before the fault is printed)
+        out.write("".join(pending))
         print_warnings(pf, samples.symbolizer.warnings)

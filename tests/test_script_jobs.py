@@ -1,0 +1,79 @@
+"""`perfdata script -j N`: the samples dealt out to N worker processes in
+blocks, printed in order: the same bytes as one process, on every bundled
+recording and option set, and the same error after the same text on a
+damaged file."""
+import sys
+
+import pytest
+
+import perfdata.views.script as script_view
+from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli
+
+RECORDINGS = sorted(p.name for p in SAMPLES.glob("*.data") if p.is_file())
+OPTION_SETS = [
+    [],
+    ["-F", "comm,pid,tid,time,cpu,period,event,ip,sym,symoff,dso"],
+    ["--show-mmap-events", "--show-task-events", "--show-lost-events"],
+    ["--json"],
+    ["-G", "--ns"],
+]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    # Blocks of 7 samples: every recording is cut into many blocks, each
+    # worker prints several, side events fall inside and between them.
+    monkeypatch.setattr(script_view, "SHARD_BLOCK", 7)
+
+
+def _script(path, jobs, options):
+    rc, out, err = run_cli(["script", str(path), "-j", str(jobs)] + SAMPLE_SYMBOL_ARGS
+                           + options)
+    return rc, out, err
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_same_bytes_as_one_process(name, small_blocks):
+    path = SAMPLES / name
+    for options in OPTION_SETS:
+        rc1, one, err1 = _script(path, 1, options)
+        for jobs in (2, 3):
+            rc, out, err = _script(path, jobs, options)
+            assert (rc, out) == (rc1, one), (name, options, jobs, err)
+            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
+
+
+@requires_perf
+def test_damaged_file_same_text_then_the_same_error(small_blocks, tmp_path):
+    """--strict on a record damaged late in a recording: -j 3 prints what
+    -j 1 prints (the rounds released before the fault), then the same
+    one-line error, exit 2."""
+    import subprocess
+    import perfdata
+    from conftest import PERF
+    from perfdata.format.constants import RecordType as RT
+    from test_recovery import corrupt, top_records
+    # DWARF samples fill perf's buffers fast: many rounds in a short run
+    src = tmp_path / "dwarf.data"
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
+    subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
+                    str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
+    recs, little = top_records(src)
+    end = perfdata.open(str(src))._data_end
+    rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
+    if len(rounds) < 4:
+        pytest.skip("the recording has %d rounds" % len(rounds))
+    victim = next(r for r in recs[rounds[-2] + 1:] if r[1] == RT.SAMPLE)
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
+    one = run_cli(["--strict", "script", str(bad), "-j", "1"])
+    three = run_cli(["--strict", "script", str(bad), "-j", "3"])
+    assert one[0] == three[0] == 2
+    assert one[1] == three[1] and one[1].count("\n\n") > 10
+    assert one[2].strip().splitlines()[-1] == three[2].strip().splitlines()[-1]
+    assert "offset %#x" % victim[0] in three[2]
+
+
+def test_jobs_refused_as_a_bad_number():
+    rc, out, err = run_cli(["script", str(SAMPLES / "pipe.data"), "-j", "0"])
+    assert rc == 2 and out == "" and "-j" in err
