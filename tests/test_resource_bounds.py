@@ -317,3 +317,27 @@ def test_cfi_rows_times_rules_is_bounded():
             _cfi_run(program)
     peak = _peak(run)
     assert peak < 64 * MiB, peak
+
+
+def test_stack_cache_bound_keeps_output(monkeypatch):
+    """The stack caches are bounded by entries (cleared when full): with a
+    bound of 2, far below the recording's distinct stacks, every sample is
+    printed as with the default bound, and the cache never holds more."""
+    from conftest import run_cli
+    import perfdata.symbolized as symbolized
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "samples", "threads.fp.data")
+    rc, want, _ = run_cli(["script", path])
+    assert rc == 0
+    sizes = []
+    orig = symbolized.SampleSymbolizer.frames_for_callchain
+
+    def spy(self, sample, ips):
+        out = orig(self, sample, ips)
+        sizes.append(len(self._stack_cache))
+        return out
+    monkeypatch.setattr(symbolized, "STACK_CACHE_SIZE", 2)
+    monkeypatch.setattr(symbolized.SampleSymbolizer, "frames_for_callchain", spy)
+    rc, got, _ = run_cli(["script", path])
+    assert rc == 0 and got == want
+    assert len(sizes) > 100 and max(sizes) <= 3
