@@ -171,9 +171,14 @@ class NativeIndex:
     def _build(self, sym, arch):
         import tempfile
         where = os.path.dirname(self.cache_file) if self.cache_file else None
-        try:
-            if where:
+        if where:
+            try:
                 os.makedirs(where, exist_ok=True)
+            except OSError:
+                where = None              # a read-only cache: the copy goes to $TMPDIR
+            if where and not os.access(where, os.W_OK):
+                where = None
+        try:
             with tempfile.NamedTemporaryFile(prefix=".tmp-elf-", dir=where) as copy:
                 if not _copy_without_symbols(self.binary, copy):
                     return None

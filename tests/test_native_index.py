@@ -177,3 +177,18 @@ def test_dwarf_recording_against_perf(tmp_path, monkeypatch):
     stats = compare_text(ours, theirs, include_kernel=False)
     assert stats["other"] == [], stats["other"][:5]
     assert stats["equal"] > 100
+
+
+def test_unwritable_cache_dir_still_answers(tmp_path):
+    """A cache directory that cannot be made (a file is in the way, which
+    stops root too): the index is built (its copy of the file made in
+    $TMPDIR), answers, and warns nothing."""
+    prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
+    (tmp_path / "a-file").write_text("not a directory")
+    b = Binary(prog)
+    idx = native.NativeIndex(b, str(tmp_path / "a-file" / "sub" / "x.symc"))
+    lo, hi = text_range(prog)
+    slow = LineInfo(Binary(prog), native=False)
+    assert [idx.names(a) for a in range(lo, hi, 7)] == \
+        [slow.function_names(a) for a in range(lo, hi, 7)]
+    assert idx.built and not b.warnings
