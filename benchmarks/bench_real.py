@@ -12,6 +12,8 @@ there), whatever of these the machine has:
   python   a CPython whose libpython carries full DWARF (pyenv's 3.12, else
            --python) running a json/regex workload; perf record --call-graph=dwarf
   sqlite   sqlite3 running an insert/join/group-by script; perf record --call-graph=dwarf
+and, only when named in --only, python-big: the python workload ten times
+longer (~300 MiB; memory must not grow with the file).
 then prints for each: perf script's wall and CPU time, perfdata script's
 "first" run (every run with an empty $PERFDATA_CACHE_DIR: what a user's first
 `perfdata script` after recording costs) and "warm" run (the cache filled by
@@ -163,6 +165,11 @@ def record_python(perf, d, py):
                [py, "-c", PY_WORK % 60])
 
 
+def record_python_big(perf, d, py):
+    return rec(perf, os.path.join(d, "python-big.data"), ["--call-graph=dwarf"],
+               [py, "-c", PY_WORK % 600])
+
+
 def record_sqlite(perf, d):
     script = os.path.join(d, "q.sql")
     with open(script, "w") as f:
@@ -210,7 +217,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="directory for the recordings (reused if present)")
-    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite")
+    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,python-big")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
     args = ap.parse_args(argv)
@@ -228,12 +235,12 @@ def main(argv=None):
                 record_make(perf, d)
             elif name == "cc1plus" and shutil.which("g++"):
                 record_cc1plus(perf, d)
-            elif name == "python":
+            elif name in ("python", "python-big"):
                 py = dwarf_python(args.python)
                 if py is None:
-                    print("python: no CPython with a full-DWARF libpython; skipped")
+                    print("%s: no CPython with a full-DWARF libpython; skipped" % name)
                     continue
-                record_python(perf, d, py)
+                (record_python if name == "python" else record_python_big)(perf, d, py)
             elif name == "sqlite" and shutil.which("sqlite3"):
                 record_sqlite(perf, d)
             else:
