@@ -154,7 +154,8 @@ class LineInfo:
         """names_cache: a file where function_names() keeps its answers
         across runs (the binary's build-id in its name).  native: answer
         function_names() from symbolic's index (native.py) where it is
-        installed; a string is the file its index is kept in across runs."""
+        installed; a string is where its index is kept across runs
+        (native.cache_path's answer)."""
         self.binary = binary
         self.names_cache = names_cache
         self._native_arg = native

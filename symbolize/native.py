@@ -78,10 +78,11 @@ def cache_tag() -> str:
 
 
 def cache_path(cache_dir: str, build_id: str, which: str) -> str:
-    """Where the symcache of the file with this build-id is kept; `which`
-    tells a binary's own DWARF ("b") from its debug file's ("d")."""
-    return os.path.join(cache_dir, "symcache", build_id[:2],
-                        "%s-%s-%s.symc" % (build_id[2:], which, cache_tag()))
+    """Where the symcache of the file with this build-id is kept, without the
+    tag cache_tag() adds (which imports symbolic: a caller that never looks
+    an inline chain up does not pay for it); `which` tells a binary's own
+    DWARF ("b") from its debug file's ("d")."""
+    return os.path.join(cache_dir, "symcache", build_id[:2], "%s-%s" % (build_id[2:], which))
 
 
 def _copy_without_symbols(binary: Binary, dst) -> bool:
@@ -130,9 +131,11 @@ class NativeIndex:
     """The symcache of one ELF file: names of the inline chain at an address.
     `names()` answers None wherever lines.py must answer instead."""
 
-    def __init__(self, binary: Binary, cache_file: str | None = None):
+    def __init__(self, binary: Binary, cache_prefix: str | None = None):
+        """cache_prefix: cache_path()'s answer; the file is that plus the tag."""
         self.binary = binary
-        self.cache_file = cache_file
+        self.cache_prefix = cache_prefix
+        self.cache_file = None
         self._cache = None
         self._failed = False
         segs = binary.load_segments if binary.ok else []
@@ -147,6 +150,8 @@ class NativeIndex:
             arch = _ARCHES.get(self.binary.machine or "")
             if sym is None or arch is None:
                 return None
+            if self.cache_prefix:
+                self.cache_file = "%s-%s.symc" % (self.cache_prefix, cache_tag())
             self._cache = self._load(sym) or self._build(sym, arch)
             self._failed = self._cache is None
         return self._cache
@@ -197,6 +202,14 @@ class NativeIndex:
                 blob = sc.open_stream().read()
                 from .cachedir import write_atomic
                 if write_atomic(self.cache_file, blob):
+                    # The same file's index under an older tag is stale.
+                    import glob
+                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):
+                        if old != self.cache_file:
+                            try:
+                                os.unlink(old)
+                            except OSError:
+                                pass
                     prune(os.path.dirname(os.path.dirname(self.cache_file)))
             except Exception:
                 pass

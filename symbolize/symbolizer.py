@@ -181,9 +181,8 @@ class Symbolizer:
                         which = "d" if f is debug else "b"
                         cache = os.path.join(self.cache_dir, "inline", want[:2], "%s-%s.json" % (
                             want[2:], which))
-                        from .native import available, cache_path
-                        if available():
-                            native = cache_path(self.cache_dir, want, which)
+                        from .native import cache_path
+                        native = cache_path(self.cache_dir, want, which)
                     lines = LineInfo(f, names_cache=cache, native=native)
                     if want:
                         self._lineinfos[want] = lines

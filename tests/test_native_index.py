@@ -112,22 +112,27 @@ def test_cpp_program(tmp_path, flags):
 def test_cache_file_reused_and_damage_rebuilt(tmp_path):
     prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
     lo, hi = text_range(prog)
-    cache = str(tmp_path / "cache" / "x.symc")
-    first = native.NativeIndex(Binary(prog), cache)
+    prefix = native.cache_path(str(tmp_path / "cache"), "ab" * 20, "b")
+    os.makedirs(os.path.dirname(prefix))
+    with open(prefix + "-perfdata-symcache1-0123456789abcdef.symc", "wb") as f:
+        f.write(b"an index of an older tag")
+    first = native.NativeIndex(Binary(prog), prefix)
     answers = [first.names(a) for a in range(lo, hi, 3)]
-    assert first.built and os.path.getsize(cache) > 0
-    again = native.NativeIndex(Binary(prog), cache)
+    cache = first.cache_file
+    assert cache.startswith(prefix) and first.built and os.path.getsize(cache) > 0
+    assert os.listdir(os.path.dirname(prefix)) == [os.path.basename(cache)]   # stale one gone
+    again = native.NativeIndex(Binary(prog), prefix)
     assert [again.names(a) for a in range(lo, hi, 3)] == answers
     assert not again.built                      # read from the file
     with open(cache, "r+b") as f:               # damaged: built again, same answers
         f.seek(0)
         f.write(b"garbage!" * 8)
-    third = native.NativeIndex(Binary(prog), cache)
+    third = native.NativeIndex(Binary(prog), prefix)
     assert [third.names(a) for a in range(lo, hi, 3)] == answers
     assert third.built
     with open(cache, "wb"):                     # truncated to nothing
         pass
-    fourth = native.NativeIndex(Binary(prog), cache)
+    fourth = native.NativeIndex(Binary(prog), prefix)
     assert [fourth.names(a) for a in range(lo, hi, 3)] == answers
 
 
@@ -186,9 +191,24 @@ def test_unwritable_cache_dir_still_answers(tmp_path):
     prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
     (tmp_path / "a-file").write_text("not a directory")
     b = Binary(prog)
-    idx = native.NativeIndex(b, str(tmp_path / "a-file" / "sub" / "x.symc"))
+    idx = native.NativeIndex(b, str(tmp_path / "a-file" / "sub" / "x"))
     lo, hi = text_range(prog)
     slow = LineInfo(Binary(prog), native=False)
     assert [idx.names(a) for a in range(lo, hi, 7)] == \
         [slow.function_names(a) for a in range(lo, hi, 7)]
     assert idx.built and not b.warnings
+
+
+def test_frame_pointer_recording_does_not_load_symbolic(tmp_path):
+    """symbolic is imported only when an inline chain is looked up: a -g
+    recording (no DWARF unwinding) does not load its 74 MiB library."""
+    import sys
+    from conftest import REPO
+    code = ("import sys, cli; sys.argv = ['cli', 'script', %r]; cli.main(); "
+            "sys.stdout.flush(); print('symbolic' in sys.modules, file=sys.stderr)"
+            % str(REPO / "samples" / "cpp_inline.fp.data"))
+    env = dict(os.environ, PERFDATA_CACHE_DIR=str(tmp_path / "c"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=str(REPO), env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "False"
