@@ -142,6 +142,7 @@ class NativeIndex:
         # symcache addresses are relative to the first PT_LOAD's address.
         self._base = segs[0].vaddr if segs else 0
         self.built = False                # built here (not read from the cache)
+        self.error: str | None = None     # why symbolic could not build it
 
     def _symcache(self):
         if self._cache is None and not self._failed:
@@ -195,7 +196,9 @@ class NativeIndex:
                 del archive, obj
             self.built = True
         except Exception as e:
-            self.binary.warn("native DWARF index: %s: %s" % (type(e).__name__, str(e).split("\n")[0]))
+            # Not a warning on the file: lines.py answers instead, and warns
+            # itself where the DWARF is at fault.
+            self.error = "%s: %s" % (type(e).__name__, str(e).split("\n")[0])
             return None
         if self.cache_file:
             try:

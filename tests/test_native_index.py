@@ -212,3 +212,18 @@ def test_frame_pointer_recording_does_not_load_symbolic(tmp_path):
                        cwd=str(REPO), env=env)
     assert p.returncode == 0, p.stderr
     assert p.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_malformed_dwarf_falls_back_quietly(tmp_path):
+    """DWARF symbolic cannot index (here .debug_info overwritten): the index
+    answers None, so lines.py answers (and warns, if it finds the fault)."""
+    prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
+    sec = Binary(prog).get_section(".debug_info")
+    with open(prog, "r+b") as f:
+        f.seek(sec.offset)
+        f.write(b"\xff" * min(sec.size, 4096))
+    b = Binary(prog)
+    idx = native.NativeIndex(b)
+    lo, hi = text_range(prog)
+    assert all(idx.names(a) is None for a in range(lo, hi, 5))
+    assert idx.error and not b.warnings
