@@ -149,11 +149,17 @@ class LineInfo:
     its separate debug file). Methods never raise; failures become warnings on
     the binary and None / [] answers."""
 
-    def __init__(self, binary: Binary, names_cache: str | None = None):
+    def __init__(self, binary: Binary, names_cache: str | None = None,
+                 native: bool | str = True):
         """names_cache: a file where function_names() keeps its answers
-        across runs (the binary's build-id in its name)."""
+        across runs (the binary's build-id in its name).  native: answer
+        function_names() from symbolic's index (native.py) where it is
+        installed; a string is where its index is kept across runs
+        (native.cache_path's answer)."""
         self.binary = binary
         self.names_cache = names_cache
+        self._native_arg = native
+        self._native = None
         self._names: dict[int, tuple] | None = None
         self._names_added = False
         self._sections: dict | None = None
@@ -195,10 +201,24 @@ class LineInfo:
             names = self._names = self._load_names()
         got = names.get(svma)
         if got is None:
-            got = tuple(f.function for f in self.frames(svma, lines=False))
+            native = self._native_index()
+            got = native.names(svma) if native is not None else None
+            if got is None:
+                got = tuple(f.function for f in self.frames(svma, lines=False))
             names[svma] = got
             self._names_added = True
         return got
+
+    def _native_index(self):
+        """native.NativeIndex of the file, or None (off, or no wheel)."""
+        if self._native is None:
+            self._native = False
+            if self._native_arg and self.has_dwarf:
+                from . import native
+                if native.available():
+                    self._native = native.NativeIndex(
+                        self.binary, self._native_arg if isinstance(self._native_arg, str) else None)
+        return self._native or None
 
     def _load_names(self) -> dict:
         from .cachedir import read_json
@@ -698,7 +718,7 @@ def _names_format() -> str:
     global _NAMES_FORMAT
     if _NAMES_FORMAT is None:
         from .cachedir import code_tag
-        _NAMES_FORMAT = code_tag("inline-names-1", ("lines.py", "elffile.py"))
+        _NAMES_FORMAT = code_tag("inline-names-1", ("lines.py", "elffile.py", "native.py"))
     return _NAMES_FORMAT
 
 

@@ -181,11 +181,15 @@ class Symbolizer:
                 lines = self._lineinfos.get(want) if want else None
                 if lines is None:
                     cache = None
+                    native = True
                     if self.cache_dir and want:
                         # (which file the DWARF came from is in the name)
+                        which = "d" if f is debug else "b"
                         cache = os.path.join(self.cache_dir, "inline", want[:2], "%s-%s.json" % (
-                            want[2:], "d" if f is debug else "b"))
-                    lines = LineInfo(f, names_cache=cache)
+                            want[2:], which))
+                        from .native import cache_path
+                        native = cache_path(self.cache_dir, want, which)
+                    lines = LineInfo(f, names_cache=cache, native=native)
                     if want:
                         self._lineinfos[want] = lines
                 break

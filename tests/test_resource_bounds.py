@@ -317,3 +317,50 @@ def test_cfi_rows_times_rules_is_bounded():
             _cfi_run(program)
     peak = _peak(run)
     assert peak < 64 * MiB, peak
+
+
+def test_stack_cache_bound_keeps_output(monkeypatch):
+    """The stack caches are bounded by entries (cleared when full): with a
+    bound of 2, far below the recording's distinct stacks, every sample is
+    printed as with the default bound, and the cache never holds more."""
+    from conftest import run_cli
+    import perfdata.symbolized as symbolized
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "samples", "threads.fp.data")
+    rc, want, _ = run_cli(["script", path])
+    assert rc == 0
+    sizes = []
+    orig = symbolized.SampleSymbolizer.frames_for_callchain
+
+    def spy(self, sample, ips):
+        out = orig(self, sample, ips)
+        sizes.append(len(self._stack_cache))
+        return out
+    monkeypatch.setattr(symbolized, "STACK_CACHE_SIZE", 2)
+    monkeypatch.setattr(symbolized.SampleSymbolizer, "frames_for_callchain", spy)
+    rc, got, _ = run_cli(["script", path])
+    assert rc == 0 and got == want
+    assert len(sizes) > 100 and max(sizes) <= 3
+
+
+def test_dwarf_stacks_share_frame_objects():
+    """Different DWARF stacks through one return address hold the same frame
+    objects for it, not a copy per stack (the copies were most of the memory
+    of a large DWARF recording)."""
+    from perfdata.symbolized import SampleSymbolizer
+    from symbolize import DebugInfoLocator, Symbolizer
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pf = perfdata.open(os.path.join(repo, "samples", "threads.dwarf.data"))
+    samples = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False))
+    objects, in_stacks, keep = {}, {}, []
+    for s in samples:
+        keep.append(s.frames)             # (ids stay unique while kept)
+        for f in s.frames:
+            if f.is_return_address and not f.kernel:
+                key = (f.dso, f.address, f.symbol, f.inlined)
+                objects.setdefault(key, set()).add(id(f))
+                in_stacks.setdefault(key, set()).add(id(s.frames))
+    # the case arises: return addresses on several distinct stacks
+    assert sum(1 for st in in_stacks.values() if len(st) > 1) >= 3
+    assert all(len(ids) == 1 for ids in objects.values()), \
+        [k for k, ids in objects.items() if len(ids) > 1][:5]

@@ -436,7 +436,7 @@ class ScriptFormatter:
         if hit is not None and hit[0] is frames and hit[1] is fields:
             return hit[2]
         text = "".join(self._frame_line(fr, has, "\t", "\n") for fr in frames)
-        if len(self._stacks) > 100000:
+        if len(self._stacks) > 16384:
             self._stacks.clear()
         self._stacks[id(frames)] = (frames, fields, text)
         return text

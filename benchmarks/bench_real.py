@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""`perfdata script` against `perf script` on recordings of real programs.
+
+    python3 benchmarks/bench_real.py [--repeat 3] [--keep DIR] [--only NAME,...]
+                                     [--python PYTHON]
+
+Records, with perf, into a tmp dir (or --keep DIR, reused when the files are
+there), whatever of these the machine has:
+  make     make -j2 compiling 12 generated C files with gcc -O2; perf record -g -F 20000
+           (many short processes: cc1, as, collect2 per file)
+  cc1plus  g++ -O2 -c on a generated template-heavy C++ file; perf record -g
+  python   a CPython whose libpython carries full DWARF (pyenv's 3.12, else
+           --python) running a json/regex workload; perf record --call-graph=dwarf
+  sqlite   sqlite3 running an insert/join/group-by script; perf record --call-graph=dwarf
+and, only when named in --only, python-big: the python workload ten times
+longer (~300 MiB; memory must not grow with the file).
+then prints for each: perf script's wall and CPU time, perfdata script's
+"first" run (every run with an empty $PERFDATA_CACHE_DIR: what a user's first
+`perfdata script` after recording costs) and "warm" run (the cache filled by
+an earlier run), their ratios to perf, and the peak RSS of each.  Times are
+the median of --repeat runs (the machine is shared: compare CPU times).
+Output of both goes to /dev/null.  Peak RSS comes from GNU time (or wait4);
+CPU time from `perf stat -e task-clock`, which counts every process of the
+tree: perf script forks addr2line for inline frames on DWARF recordings, and
+rusage misses that CPU (perf does not wait for those children: on the python
+recording GNU time says 0.3 s where task-clock says 1.1 s).  Without perf stat
+the CPU column falls back to rusage.
+"""
+import argparse
+import glob
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from bench_reader import PERFDATA, run_measured  # noqa: E402
+
+C_FUNC = """
+static int f%(i)d_%(j)d(int *a, int n) {
+    int s = 0;
+    for (int k = 0; k < n; k++) { s += a[k] * %(j)d; if (s > 1000) s -= a[(k * 7) %% n]; }
+    switch (n %% 5) { case 0: s++; break; case 1: s *= 3; break; case 2: s ^= 5; break;
+                     default: s -= 2; }
+    return s;
+}
+"""
+
+CXX = r"""#include <map>
+#include <vector>
+#include <string>
+#include <unordered_map>
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <memory>
+#include <tuple>
+#include <set>
+#include <regex>
+template <int N> struct Unroll {
+    template <class F> static void run(F&& f) { f(N); Unroll<N - 1>::run(f); }
+};
+template <> struct Unroll<0> { template <class F> static void run(F&&) {} };
+template <class K, class V, int N>
+std::map<K, std::vector<V>> build(const std::vector<std::tuple<K, V, std::string>>& in) {
+    std::map<K, std::vector<V>> out;
+    for (auto& [k, v, s] : in) { out[k].push_back(v); std::ostringstream os; os << s << N; }
+    std::unordered_map<std::string, std::set<K>> idx;
+    for (auto& [k, v, s] : in) idx[s].insert(k);
+    Unroll<N>::run([&](int i) { std::sort(out[K{}].begin(), out[K{}].end()); (void)i; });
+    std::regex re("[a-z]+" + std::to_string(N));
+    return out;
+}
+%s
+int main() { return 0; }
+"""
+
+PY_WORK = r"""
+import json, re
+doc = {"items": [{"id": i, "name": "item%%d" %% i, "tags": ["a", "b", str(i)],
+                  "price": i * 1.5, "nested": {"x": [i, i + 1], "y": None}}
+                 for i in range(2000)]}
+pat = re.compile(r"(\w+)@(\w+)\.com|item(\d+)")
+n = 0
+for round in range(%d):
+    text = json.dumps(doc)
+    back = json.loads(text)
+    n += len(pat.findall(text))
+    n += sum(1 for m in re.finditer(r'"price": (\d+\.\d+)', text))
+print(n)
+"""
+
+SQL = """
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+CREATE TABLE u(a INTEGER, d TEXT);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+INSERT INTO t SELECT i, printf('row%%d', i %% 977), i * 0.5 FROM n;
+INSERT INTO u SELECT a, upper(b) FROM t WHERE a %% 3 = 0;
+CREATE INDEX ub ON u(d);
+SELECT b, count(*), sum(c) FROM t JOIN u USING (a) GROUP BY b ORDER BY 3 DESC LIMIT 5;
+SELECT count(*) FROM t WHERE b LIKE '%%7%%' AND c > 100;
+SELECT d, max(a) FROM u GROUP BY d HAVING count(*) > 2 ORDER BY d LIMIT 3;
+"""
+
+
+def sh(cmd, **kw):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+
+
+def rec(perf, out, opts, cmd, **kw):
+    sh([perf, "record", "-q", "-o", out] + opts + ["--"] + cmd, **kw)
+    return out
+
+
+def record_make(perf, d):
+    src = os.path.join(d, "make-src")
+    os.makedirs(src, exist_ok=True)
+    names = []
+    for i in range(12):
+        body = "".join(C_FUNC % {"i": i, "j": j} for j in range(30))
+        calls = " + ".join("f%d_%d(a, n)" % (i, j) for j in range(30))
+        with open(os.path.join(src, "m%d.c" % i), "w") as f:
+            f.write(body + "int m%d(int *a, int n) { return %s; }\n" % (i, calls))
+        names.append("m%d.o" % i)
+    with open(os.path.join(src, "Makefile"), "w") as f:
+        f.write("all: %s\n%%.o: %%.c\n\tgcc -O2 -g -c $< -o $@\nclean:\n\trm -f *.o\n"
+                % " ".join(names))
+    sh(["make", "clean"], cwd=src)
+    return rec(perf, os.path.join(d, "make.data"), ["-g", "-F", "20000"],
+               ["make", "-j2"], cwd=src)
+
+
+def record_cc1plus(perf, d):
+    inst = "\n".join("template std::map<int, std::vector<double>> build<int, double, %d>("
+                     "const std::vector<std::tuple<int, double, std::string>>&);" % n
+                     for n in range(1, 9))
+    src = os.path.join(d, "tmpl.cpp")
+    with open(src, "w") as f:
+        f.write(CXX % inst)
+    return rec(perf, os.path.join(d, "cc1plus.data"), ["-g"],
+               ["g++", "-O2", "-std=c++17", "-c", src, "-o", os.path.join(d, "tmpl.o")])
+
+
+def dwarf_python(explicit=None):
+    """A python whose libpython has .debug_info (pyenv's builds do)."""
+    cands = [explicit] if explicit else sorted(
+        glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")), reverse=True)
+    for py in cands:
+        if not py or not os.path.exists(py):
+            continue
+        libs = glob.glob(os.path.join(os.path.dirname(os.path.dirname(py)), "lib", "libpython3*.so.1.0"))
+        if libs and b".debug_info" in subprocess.run(["readelf", "-S", libs[0]],
+                                                      capture_output=True).stdout:
+            return py
+    return None
+
+
+def record_python(perf, d, py):
+    return rec(perf, os.path.join(d, "python.data"), ["--call-graph=dwarf"],
+               [py, "-c", PY_WORK % 60])
+
+
+def record_python_big(perf, d, py):
+    return rec(perf, os.path.join(d, "python-big.data"), ["--call-graph=dwarf"],
+               [py, "-c", PY_WORK % 600])
+
+
+def record_sqlite(perf, d):
+    script = os.path.join(d, "q.sql")
+    with open(script, "w") as f:
+        f.write(SQL % 500000)
+    with open(script) as f:
+        return rec(perf, os.path.join(d, "sqlite.data"), ["--call-graph=dwarf"],
+                   ["sqlite3", ":memory:"], stdin=f)
+
+
+def run_tree(cmd):
+    """run_measured, with the CPU time of the whole process tree (task-clock
+    of perf stat, inherited by every child) when perf stat works here."""
+    perf = shutil.which("perf")
+    with tempfile.NamedTemporaryFile("r", suffix=".stat") as stat:
+        wall, rss, rc, cpu = run_measured(
+            [perf, "stat", "-x,", "-e", "task-clock", "-o", stat.name, "--"] + cmd
+            if perf else cmd)
+        for line in stat.read().splitlines():
+            f = line.split(",")
+            if len(f) > 2 and f[2].startswith("task-clock"):
+                try:
+                    cpu = float(f[0]) / 1000
+                except ValueError:
+                    pass
+    return wall, rss, rc, cpu
+
+
+def measure(cmd, repeat, fresh_cache):
+    """Medians of (wall, cpu) and the max peak RSS (KiB) over `repeat` runs."""
+    runs = []
+    for _ in range(repeat):
+        if fresh_cache:
+            with tempfile.TemporaryDirectory(prefix="bench-real-cache.") as cache:
+                os.environ["PERFDATA_CACHE_DIR"] = cache
+                runs.append(run_tree(cmd))
+        else:
+            runs.append(run_tree(cmd))
+        if runs[-1][2] != 0:
+            raise SystemExit("failed (rc %d): %s" % (runs[-1][2], " ".join(cmd)))
+    return (statistics.median(r[0] for r in runs), statistics.median(r[3] for r in runs),
+            max(r[1] for r in runs))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", help="directory for the recordings (reused if present)")
+    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,python-big")
+    ap.add_argument("--python", help="a python with a full-DWARF libpython")
+    ap.add_argument("--record-only", action="store_true")
+    args = ap.parse_args(argv)
+    perf = shutil.which("perf")
+    if perf is None:
+        raise SystemExit("perf is not installed")
+    d = args.keep or tempfile.mkdtemp(prefix="bench_real.")
+    os.makedirs(d, exist_ok=True)
+    want = args.only.split(",") if args.only else ["make", "cc1plus", "python", "sqlite"]
+    files = []
+    for name in want:
+        path = os.path.join(d, name + ".data")
+        if not os.path.exists(path):
+            if name == "make" and shutil.which("make") and shutil.which("gcc"):
+                record_make(perf, d)
+            elif name == "cc1plus" and shutil.which("g++"):
+                record_cc1plus(perf, d)
+            elif name in ("python", "python-big"):
+                py = dwarf_python(args.python)
+                if py is None:
+                    print("%s: no CPython with a full-DWARF libpython; skipped" % name)
+                    continue
+                (record_python if name == "python" else record_python_big)(perf, d, py)
+            elif name == "sqlite" and shutil.which("sqlite3"):
+                record_sqlite(perf, d)
+            else:
+                print("%s: not recordable here; skipped" % name)
+                continue
+        files.append((name, path))
+    if args.record_only:
+        print(d)
+        return
+    keep_env = os.environ.get("PERFDATA_CACHE_DIR")
+    warm_cache = tempfile.mkdtemp(prefix="bench-real-warm.")
+    print("| recording | MiB | perf wall / CPU | perfdata first wall / CPU | warm wall / CPU "
+          "| first/perf wall, CPU | warm/perf wall, CPU | peak RSS perf / first / warm |")
+    print("|---|---|---|---|---|---|---|---|")
+    try:
+        for name, path in files:
+            pw, pc, pr = measure([perf, "script", "-i", path], args.repeat, False)
+            cmd = PERFDATA + ["script", path]
+            fw, fc, fr = measure(cmd, args.repeat, True)
+            os.environ["PERFDATA_CACHE_DIR"] = warm_cache
+            run_measured(cmd)                         # fills the cache
+            ww, wc, wr = measure(cmd, args.repeat, False)
+            print("| %s | %.1f | %.2f / %.2f s | %.2f / %.2f s | %.2f / %.2f s | %.1fx, %.1fx "
+                  "| %.1fx, %.1fx | %d / %d / %d MiB |" % (
+                      name, os.path.getsize(path) / 2 ** 20, pw, pc, fw, fc, ww, wc,
+                      fw / pw, fc / max(pc, 1e-3), ww / pw, wc / max(pc, 1e-3),
+                      pr // 1024, fr // 1024, wr // 1024), flush=True)
+    finally:
+        shutil.rmtree(warm_cache, ignore_errors=True)
+        if keep_env is None:
+            os.environ.pop("PERFDATA_CACHE_DIR", None)
+        else:
+            os.environ["PERFDATA_CACHE_DIR"] = keep_env
+        if not args.keep:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""Inline chains (function names) from a native DWARF index: Sentry's
+`symbolic` (Rust: gimli under it), when its wheel is installed.
+
+`symbolic` builds a "symcache" of a whole ELF file, every function with its
+inlined calls and line rows, in native code (0.25 s for the 30 MB DWARF of
+libpython 3.12, where pyelftools decodes one unit in about as long), and
+answers a lookup in microseconds.  The symcache is kept on disk by build-id,
+so the index is built once per binary, not once per address or per run.
+
+Used for names only (LineInfo.function_names), where it gives what the
+pyelftools walk of lines.py gives and addr2line prints; what is left to
+pyelftools, and why:
+- File names: symbolic normalizes paths ("./Include/object.h" becomes
+  "Include/object.h"); addr2line, so perf, prints them joined, not
+  normalized.  Source lines (srcline, --inline) stay with lines.py.
+- A function's own name: symbolic prefers the ELF symbol at the function's
+  entry over DWARF's name (`foo.constprop.0`, `foo.cold`, an alias) where
+  perf prints DWARF's.  The symcache is therefore built from a copy of the
+  file whose symbol tables are hidden (.symtab/.dynsym section types and
+  the PT_DYNAMIC header set to null): it then holds DWARF's names only.
+- Units of no known language (assembler: gas describes each alias of a
+  function as a subprogram of the same range, and symbolic names the first
+  where addr2line names the last): answered None, so lines.py decides.
+Every failure (no wheel, an unsupported file, malformed DWARF, a damaged
+cache file) makes the lookup answer None: lines.py then answers as before.
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from .elffile import Binary
+
+# ELF machines symbolic names, by pyelftools' e_machine names.
+_ARCHES = {"EM_X86_64": "x86_64", "EM_AARCH64": "arm64"}
+_SHT_SYMTAB, _SHT_DYNSYM, _SHT_PROGBITS = 2, 11, 1
+_PT_LOAD, _PT_DYNAMIC, _PT_NULL = 1, 2, 0
+
+#: Total size the symcache files may take in the cache directory; the least
+#: recently used go first.
+CACHE_LIMIT = 512 << 20
+
+_TAG = None
+_MISSING = object()
+_symbolic = _MISSING
+
+
+def _module():
+    """The `symbolic` package, or None where it is not installed (or
+    disabled by PERFDATA_NATIVE=0)."""
+    global _symbolic
+    if _symbolic is _MISSING:
+        _symbolic = None
+        if os.environ.get("PERFDATA_NATIVE", "1") != "0":
+            try:
+                import symbolic.debuginfo
+                import symbolic.symcache
+                _symbolic = symbolic
+            except Exception:          # ImportError, or a wheel that fails to load
+                _symbolic = None
+    return _symbolic
+
+
+def available() -> bool:
+    return _module() is not None
+
+
+def cache_tag() -> str:
+    """What a symcache file's name carries: the symcache format version and a
+    digest of this module (which decides what is hidden from symbolic)."""
+    global _TAG
+    if _TAG is None:
+        from .cachedir import code_tag
+        sym = _module()
+        version = sym.symcache.SYMCACHE_LATEST_VERSION if sym is not None else 0
+        _TAG = code_tag("symcache%d" % version, ("native.py",))
+    return _TAG
+
+
+def cache_path(cache_dir: str, build_id: str, which: str) -> str:
+    """Where the symcache of the file with this build-id is kept, without the
+    tag cache_tag() adds (which imports symbolic: a caller that never looks
+    an inline chain up does not pay for it); `which` tells a binary's own
+    DWARF ("b") from its debug file's ("d")."""
+    return os.path.join(cache_dir, "symcache", build_id[:2], "%s-%s" % (build_id[2:], which))
+
+
+def _copy_without_symbols(binary: Binary, dst) -> bool:
+    """Write to the open file `dst` a copy of the ELF file with its symbol
+    tables hidden from symbolic; False for a file this does not handle (not
+    64-bit little-endian ELF).  The copy goes through the kernel (or, for a
+    file held in memory, one write), never through a second buffer here:
+    symbolic maps it, so building costs no more memory than its own index."""
+    if not (binary.ok and binary.is_64 and binary.little_endian) or binary.size < 64:
+        return False
+    import shutil
+    try:
+        if os.path.isfile(binary.path) and os.path.getsize(binary.path) == binary.size:
+            with open(binary.path, "rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        else:
+            data = binary.read(0, binary.size)
+            if data is None:
+                return False
+            dst.write(data)
+        dst.flush()
+        head = binary.read(0, 64)
+        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
+        patches = []
+        if phnum and phentsize >= 56 and phoff + phnum * phentsize <= binary.size:
+            for i in range(phnum):
+                at = phoff + i * phentsize
+                if struct.unpack("<I", binary.read(at, 4))[0] == _PT_DYNAMIC:
+                    patches.append((at, _PT_NULL))
+        if shnum and shentsize >= 64 and shoff + shnum * shentsize <= binary.size:
+            for i in range(shnum):
+                at = shoff + i * shentsize + 4
+                if struct.unpack("<I", binary.read(at, 4))[0] in (_SHT_SYMTAB, _SHT_DYNSYM):
+                    patches.append((at, _SHT_PROGBITS))
+        for at, value in patches:
+            dst.seek(at)
+            dst.write(struct.pack("<I", value))
+        dst.flush()
+        return True
+    except (OSError, struct.error, TypeError):
+        return False
+
+
+class NativeIndex:
+    """The symcache of one ELF file: names of the inline chain at an address.
+    `names()` answers None wherever lines.py must answer instead."""
+
+    def __init__(self, binary: Binary, cache_prefix: str | None = None):
+        """cache_prefix: cache_path()'s answer; the file is that plus the tag."""
+        self.binary = binary
+        self.cache_prefix = cache_prefix
+        self.cache_file = None
+        self._cache = None
+        self._failed = False
+        segs = binary.load_segments if binary.ok else []
+        # symcache addresses are relative to the first PT_LOAD's address.
+        self._base = segs[0].vaddr if segs else 0
+        self.built = False                # built here (not read from the cache)
+        self.error: str | None = None     # why symbolic could not build it
+
+    def _symcache(self):
+        if self._cache is None and not self._failed:
+            self._failed = True
+            sym = _module()
+            arch = _ARCHES.get(self.binary.machine or "")
+            if sym is None or arch is None:
+                return None
+            if self.cache_prefix:
+                self.cache_file = "%s-%s.symc" % (self.cache_prefix, cache_tag())
+            self._cache = self._load(sym) or self._build(sym, arch)
+            self._failed = self._cache is None
+        return self._cache
+
+    def _load(self, sym):
+        path = self.cache_file
+        if not path or not os.path.isfile(path):
+            return None
+        try:
+            sc = sym.symcache.SymCache.open(path)
+            if sc.is_latest_version:
+                try:
+                    os.utime(path)         # recently used: pruned last
+                except OSError:
+                    pass
+                return sc
+        except Exception:
+            pass
+        # Damaged or stale: built again (and the file replaced).
+        return None
+
+    def _build(self, sym, arch):
+        import tempfile
+        where = os.path.dirname(self.cache_file) if self.cache_file else None
+        if where:
+            try:
+                os.makedirs(where, exist_ok=True)
+            except OSError:
+                where = None              # a read-only cache: the copy goes to $TMPDIR
+            if where and not os.access(where, os.W_OK):
+                where = None
+        try:
+            with tempfile.NamedTemporaryFile(prefix=".tmp-elf-", dir=where) as copy:
+                if not _copy_without_symbols(self.binary, copy):
+                    return None
+                archive = sym.debuginfo.Archive.open(copy.name)
+                obj = archive.get_object(arch=arch)
+                if obj is None:
+                    return None
+                sc = obj.make_symcache()  # owns its bytes: the copy may go
+                del archive, obj
+            self.built = True
+        except Exception as e:
+            # Not a warning on the file: lines.py answers instead, and warns
+            # itself where the DWARF is at fault.
+            self.error = "%s: %s" % (type(e).__name__, str(e).split("\n")[0])
+            return None
+        if self.cache_file:
+            try:
+                blob = sc.open_stream().read()
+                from .cachedir import write_atomic
+                if write_atomic(self.cache_file, blob):
+                    # The same file's index under an older tag is stale.
+                    import glob
+                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):
+                        if old != self.cache_file:
+                            try:
+                                os.unlink(old)
+                            except OSError:
+                                pass
+                    prune(os.path.dirname(os.path.dirname(self.cache_file)))
+            except Exception:
+                pass
+        return sc
+
+    def names(self, svma: int) -> tuple | None:
+        """Names of the inline chain at svma, innermost first (() when DWARF
+        has no function there), or None when lines.py must answer."""
+        sc = self._symcache()
+        if sc is None or svma < self._base:
+            return None
+        try:
+            found = sc.lookup(svma - self._base)
+        except Exception:
+            return None
+        out = []
+        for loc in found:
+            if loc.lang == "unknown":
+                return None
+            out.append(loc.symbol or None)
+        return tuple(out)
+
+
+def prune(root: str, limit: int = CACHE_LIMIT) -> None:
+    """Keep the symcache files under root within `limit` bytes, removing the
+    least recently used first."""
+    files = []
+    total = 0
+    try:
+        for d in os.scandir(root):
+            if not d.is_dir(follow_symlinks=False):
+                continue
+            for f in os.scandir(d.path):
+                if f.is_file(follow_symlinks=False):
+                    st = f.stat(follow_symlinks=False)
+                    files.append((st.st_mtime, st.st_size, f.path))
+                    total += st.st_size
+    except OSError:
+        return
+    files.sort()
+    for _, size, path in files:
+        if total <= limit:
+            break
+        try:
+            os.unlink(path)
+            total -= size
+        except OSError:
+            pass
