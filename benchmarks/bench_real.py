@@ -2,7 +2,7 @@
 """`perfdata script` against `perf script` on recordings of real programs.
 
     python3 benchmarks/bench_real.py [--repeat 3] [--keep DIR] [--only NAME,...]
-                                     [--python PYTHON]
+                                     [--python PYTHON] [--jobs N]
 
 Records, with perf, into a tmp dir (or --keep DIR, reused when the files are
 there), whatever of these the machine has:
@@ -220,6 +220,8 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,python-big")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
+    ap.add_argument("--jobs", type=int,
+                    help="perfdata script -j N (default: perfdata's own, the machine's cores)")
     args = ap.parse_args(argv)
     perf = shutil.which("perf")
     if perf is None:
@@ -258,7 +260,7 @@ def main(argv=None):
     try:
         for name, path in files:
             pw, pc, pr = measure([perf, "script", "-i", path], args.repeat, False)
-            cmd = PERFDATA + ["script", path]
+            cmd = PERFDATA + ["script", path] + (["-j", str(args.jobs)] if args.jobs else [])
             fw, fc, fr = measure(cmd, args.repeat, True)
             os.environ["PERFDATA_CACHE_DIR"] = warm_cache
             run_measured(cmd)                         # fills the cache
