@@ -7,15 +7,12 @@ date and turns each SAMPLE into a `SymbolizedSample` whose frames carry the
 address, the symbol, the offset, the dso, the build-id, inlined frames and
 source lines.  Views (script, folded stacks, reports) format these.
 """
-import os
-
 from symbolize import DebugInfoLocator, Symbolizer
 
 from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
-                               MISC_CPUMODE_MASK,
-                               MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL,
-                               RecordType as RT, SampleType as ST)
+                               MISC_CPUMODE_MASK, RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
+from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
 from .session.machine import KERNEL_DSO, Machine
 
 SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
@@ -24,52 +21,6 @@ MISC_LOST_SAMPLES_BPF = 1 << 15     # samples a BPF filter dropped: perf does no
 # Side events whose thread is the one the record names; the others' is the
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
-KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
-# Outermost frames: nothing calls them, so what a frame-pointer walk finds
-# past them is garbage (a makecontext coroutine's stack ends at
-# __start_context, and perf walks on into unrelated memory).
-STACK_BOTTOMS = frozenset(("_start", "__start_context", "clone", "clone3", "__clone",
-                           "__clone3", "__GI___clone", "__GI___clone3"))
-# Kernel entry points of interrupts and exceptions (x86): the frame after one
-# is the interrupted address (pt_regs->ip), not a return address.
-INTERRUPT_ENTRIES = ("asm_sysvec_", "asm_common_interrupt", "asm_exc_",
-                     "asm_spurious_interrupt", "asm_fred_entry")
-# perf's sysctl_perf_event_max_stack default.
-DEFAULT_MAX_STACK = 127
-# Stacks kept (with their frames) for samples that repeat them; cleared when
-# full.  A many-process recording (make) repeats few: each process has its
-# own address space, so a larger bound only holds dead stacks (52k of them,
-# 38 MiB, for 60k samples of make -j2).
-STACK_CACHE_SIZE = 16384
-
-
-class StackFrame:
-    """One printed line of a stack."""
-    __slots__ = ("avma", "address", "symbol", "offset", "dso", "dso_path", "build_id",
-                 "source", "inlined", "srcline", "kernel", "is_return_address", "note",
-                 "stitched")
-
-    def __init__(self, avma, address, symbol, offset, dso, dso_path=None, build_id=None,
-                 source=None, inlined=False, srcline=None, kernel=False,
-                 is_return_address=False, note=None, stitched=False):
-        self.avma = avma
-        self.address = address          # what perf prints: map-relative for user maps
-        self.symbol = symbol            # None: [unknown]
-        self.offset = offset
-        self.dso = dso                  # display name, as perf prints it
-        self.dso_path = dso_path
-        self.build_id = build_id
-        self.source = source            # symtab dynsym plt minidebuginfo debuginfo kallsyms ...
-        self.inlined = inlined
-        self.srcline = srcline
-        self.kernel = kernel
-        self.is_return_address = is_return_address
-        self.note = note                # why a frame is unknown, for diagnosis
-        # taken from the thread's other samples to complete a cut stack (--stitch)
-        self.stitched = stitched
-
-    def __repr__(self):
-        return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
 
 
 class SymbolizedSample:
@@ -127,7 +78,6 @@ class SampleSymbolizer:
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
         self.machine = Machine()
-        self._perfmap_seen = {}
         self.max_stack = max_stack
         self.unwind = unwind
         # filters(sample) before symbolizing; leaf_filter(sample, frames of
@@ -139,9 +89,6 @@ class SampleSymbolizer:
         self.side_cpus = side_cpus
         self.order = order
         self.build_ids = {}
-        self._frame_cache = {}
-        self._stack_cache = {}
-        self._dwarf_cache = {}            # (id(frames of an address), is_return): (frames, with inlines)
         self._read_values = {}
         self.counts = {"samples": 0, "frames": 0}
         # perf's "Total Lost Samples": the LOST_SAMPLES records' counts seen
@@ -154,6 +101,9 @@ class SampleSymbolizer:
         # strict: a sample that does not decode ends the run instead of being skipped.
         self.strict = strict
         self._load_build_ids()
+        self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
+                                      pf.warnings, lambda: _recorded_release(pf), max_stack,
+                                      dwarf_inline, self.counts)
         self.unwinder = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
@@ -204,7 +154,7 @@ class SampleSymbolizer:
         counts = self.counts
         filters = self.filters
         leaf_filter = self.leaf_filter
-        leaf_frames = self.leaf_frames
+        leaf_frames = self.resolver.leaf_frames
         symbolize = self._symbolize_sample
         thread_of = machine.thread
         sample_type = RT.SAMPLE
@@ -330,13 +280,24 @@ class SampleSymbolizer:
             cpu = (fields.get("sample_id") or {}).get("cpu")
         return cpu is None or cpu in cpus
 
+    # ------------------------------------------------ frames (the resolver's)
     def leaf_frames(self, sample):
-        """The frames of the sample's own ip (perf's machine__resolve()):
-        what -S, --dsos look at."""
-        if sample.ip is None:
-            return ()
-        return self.frames_for_address(sample, sample.ip, sample.cpumode in KERNEL_MODES,
-                                       False)
+        """The frames of the sample's own ip (what -S, --dsos look at)."""
+        return self.resolver.leaf_frames(sample)
+
+    def frames_for_address(self, sample, avma, kernel, is_return_address):
+        return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
+
+    def frames_for_callchain(self, sample, ips):
+        return self.resolver.frames_for_callchain(sample, ips)
+
+    def dso_of(self, m):
+        """(path to look the binary up by, build-id) for a map."""
+        return self.resolver.dso_of(m)
+
+    def kernel_symbols(self):
+        """The kallsyms table of the profiled kernel, or None."""
+        return self.resolver.kernel_symbols()
 
     def _expand_group(self, rec, fields, thread):
         """A sample that reads a whole group stands for one sample per member
@@ -359,6 +320,7 @@ class SampleSymbolizer:
 
     # -------------------------------------------------------- symbolization
     def _symbolize_sample(self, sample):
+        resolver = self.resolver
         fields = sample.fields
         chain = fields.get("callchain")
         if self.unwinder is not None and "regs_user" in fields:
@@ -367,25 +329,26 @@ class SampleSymbolizer:
         if self.unwind == "none":
             if sample.ip is not None:
                 kernel = sample.cpumode in KERNEL_MODES
-                sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
+                sample.frames = resolver.frames_for_address(sample, sample.ip, kernel, False)
             return
         ips = chain["ips"] if chain is not None else None
         if ips:
             if sample.event.lbr_call_stack and fields.get("branch_stack"):
-                lbr = self._lbr_frames(sample, ips, fields["branch_stack"]["entries"])
+                lbr = resolver.lbr_frames(sample, ips, fields["branch_stack"]["entries"])
                 if lbr is not None:
                     sample.frames = lbr
                     return
-            sample.frames = self.frames_for_callchain(sample, ips)
+            sample.frames = resolver.frames_for_callchain(sample, ips)
         elif sample.ip is not None:
             kernel = sample.cpumode in KERNEL_MODES
-            sample.frames = self.frames_for_address(sample, sample.ip, kernel, False)
+            sample.frames = resolver.frames_for_address(sample, sample.ip, kernel, False)
 
     def _symbolize_dwarf(self, sample, chain):
         """Kernel part of the recorded callchain, then the user stack unwound
         from REGS_USER and STACK_USER, printed as perf does: callers at their
         return address - 1, with DWARF inline chains."""
-        result = self.unwinder.unwind(sample, self.dso_of)
+        resolver = self.resolver
+        result = self.unwinder.unwind(sample, resolver.dso_of)
         if result is None or not result.frames:
             return False
         kernel_frames = ()
@@ -397,7 +360,7 @@ class SampleSymbolizer:
                     break
                 kernel_part.append(ip)
             if any(ip < CC.MAX for ip in kernel_part):
-                kernel_frames = self.frames_for_callchain(sample, kernel_part)
+                kernel_frames = resolver.frames_for_callchain(sample, kernel_part)
         user = result.frames[:self.max_stack]
         kernel_sample = sample.cpumode in KERNEL_MODES
         if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
@@ -406,22 +369,7 @@ class SampleSymbolizer:
             self.unwinder.counts["ip_mismatch"] += 1
             user[0] = sample.ip
         exact = tuple(result.exact_ip_frames)
-        # Samples with the same unwound stack in the same address space share
-        # one frame list (and the views their text of it).
-        maps = sample.thread.maps if sample.thread is not None else None
-        key = ("dwarf", id(maps), maps.generation if maps is not None else 0,
-               id(kernel_frames), tuple(user), exact)
-        hit = self._stack_cache.get(key)
-        if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
-            sample.frames = hit[1]
-        else:
-            frames = list(kernel_frames)
-            for i, avma in enumerate(user):
-                frames.extend(self._dwarf_frames(sample, avma, i > 0 and i not in exact))
-            if len(self._stack_cache) > STACK_CACHE_SIZE:
-                self._stack_cache.clear()
-            self._stack_cache[key] = (maps, frames, kernel_frames)
-            sample.frames = frames
+        sample.frames = resolver.dwarf_stack(sample, kernel_frames, user, exact)
         sample.stop_reason = result.stop_reason
         sample.unwind = result
         return True
@@ -457,7 +405,7 @@ class SampleSymbolizer:
         thread's stack was (a return past a frame, in particular)."""
         if self.stitcher is None or "regs_user" not in sample.fields:
             return
-        result = self.unwinder.unwind(sample, self.dso_of)
+        result = self.unwinder.unwind(sample, self.resolver.dso_of)
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,
@@ -469,339 +417,16 @@ class SampleSymbolizer:
         extra = stack.pcs[stack.own:self.max_stack]
         frames = list(sample.frames)
         for index, avma in enumerate(extra, stack.own):
-            for f in self._dwarf_frames(sample, avma, index not in stack.exact):
-                f = _with_avma(f, f.avma)
+            for f in self.resolver.dwarf_frames(sample, avma, index not in stack.exact):
+                f = with_avma(f, f.avma)
                 f.stitched = True
                 frames.append(f)
         sample.frames = frames
 
-    def kernel_symbols(self):
-        """The kallsyms table of the profiled kernel, or None."""
-        if not self._kernel_symbols_usable():
-            return None
-        return self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
 
-    def _lbr_frames(self, sample, ips, entries):
-        """perf's resolve_lbr_callchain_sample(): with LBR call-stack mode the
-        user part of the stack comes from the branch records: where the last
-        call went (the current function), then every call site, innermost
-        first.  The kernel part stays the recorded callchain."""
-        if CC.USER not in ips or not entries:
-            return None
-        cut = ips.index(CC.USER)
-        frames = self.frames_for_callchain(sample, ips[:cut]) if cut else []
-        user = [entries[0]["to_ip"]] + [e["from_ip"] for e in entries]
-        for avma in user[:self.max_stack]:
-            # Branch sources are the call instructions themselves: no -1.
-            frames.extend(self.frames_for_address(sample, avma, False, False))
-        return frames
-
-    def _build_id_of(self, m):
-        return self.dso_of(m)[1]
-
-    _dso_cache = None
-
-    def dso_of(self, m):
-        """(path to look the binary up by, build-id) for a map.  The vdso has
-        no file: perf's build-id cache may hold its image; else, as perf does,
-        this machine's own vdso stands in, used silently only when its
-        build-id is the recorded one."""
-        if self._dso_cache is None:
-            self._dso_cache = {}
-        key = (m.path, m.build_id)
-        hit = self._dso_cache.get(key)
-        if hit is None:
-            bid = m.build_id or self.build_ids.get(m.path)
-            hit = (m.path, bid)
-            if m.path == "[vdso]":
-                found = self.symbolizer.binary_for(m.path, bid).status == "found"
-                if not found:
-                    from symbolize.vdso import running_vdso
-                    own = running_vdso()
-                    if own is not None and (bid is None or bid == own[1]):
-                        if bid is None:
-                            self.pf.warnings.append(
-                                "[vdso]: the profile has no build-id for it; assuming this "
-                                "machine's vdso (build-id %s), as perf does" % own[1])
-                        hit = own
-            self._dso_cache[key] = hit
-        return hit
-
-    def _dwarf_frames(self, sample, avma, is_return):
-        """perf's unwind_entry(): the frame at `avma` plus, from DWARF, the
-        chain of functions inlined there, each printed with the containing
-        symbol's offset.  perf prints an unwound caller at its return address
-        - 1 (the call), with the offset of that address.
-
-        The answer is kept for the (cached, so shared) frames of the address:
-        every stack through it shares the same frame objects, rather than a
-        copy per stack (on a 300 MB DWARF recording those copies were 49 MiB,
-        the largest part of the stack caches)."""
-        base = self.frames_for_address(sample, avma, False, is_return)
-        if type(base) is not tuple:       # not from the frame cache: not shared
-            return self._dwarf_frames_of(sample, avma, is_return, base)
-        key = (id(base), is_return)
-        hit = self._dwarf_cache.get(key)
-        if hit is not None and hit[0] is base:
-            return hit[1]
-        out = self._dwarf_frames_of(sample, avma, is_return, base)
-        if len(self._dwarf_cache) > 100000:
-            self._dwarf_cache.clear()
-        self._dwarf_cache[key] = (base, out)
-        return out
-
-    def _dwarf_frames_of(self, sample, avma, is_return, base):
-        # (offset 0: the symbolizer named what is at the address itself,
-        # address - 1 being padding; that one perf prints as is.)
-        if is_return and base and base[-1].offset != 0:
-            base = [_at_call(f) for f in base]
-        if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel:
-            return base
-        head = base[-1]
-        m = self.machine.find_map(sample.thread, avma, False)
-        if m is None:
-            return base
-        dso_path, dso_bid = self.dso_of(m)
-        lines = self.symbolizer.line_info(dso_path, dso_bid)
-        if lines is None:
-            return [head]
-        key = ("inline", m.path, head.build_id, head.address)
-        chain = self._frame_cache.get(key)
-        if chain is None:
-            chain = ()
-            choice = self.symbolizer.binary_for(dso_path, dso_bid)
-            src = choice.binary or choice.debug
-            svma = src.file_offset_to_svma(head.address) if src is not None else None
-            if svma is not None:
-                chain = tuple(self._symbol_name(name) for name in lines.function_names(svma))
-            self._frame_cache[key] = chain
-        if not chain:
-            return [head]
-        out = []
-        for name in chain:
-            if name is None:
-                continue
-            if name == head.symbol:
-                out.append(head)
-            else:
-                f = _with_avma(head, head.avma)
-                f.symbol = name
-                f.inlined = True
-                f.source = "dwarf-inline"
-                out.append(f)
-        return out or [head]
-
-    def _symbol_name(self, name):
-        return self.symbolizer.demangle_name(name)
-
-    def frames_for_callchain(self, sample, ips):
-        """Frames of a kernel-recorded callchain (-g): context markers switch
-        between kernel and user; every frame but the first is a return address.
-        The result is shared by every sample with the same stack in the same
-        address space (cached until a map of that space changes)."""
-        maps = sample.thread.maps if sample.thread is not None else None
-        key = (id(maps), maps.generation if maps is not None else 0,
-               self.machine.kernel_maps.generation, sample.cpumode, tuple(ips))
-        hit = self._stack_cache.get(key)
-        if hit is not None and hit[0] is maps:
-            return hit[1]
-        frames = self._frames_for_callchain(sample, ips)
-        if len(self._stack_cache) > STACK_CACHE_SIZE:
-            self._stack_cache.clear()
-        self._stack_cache[key] = (maps, frames)
-        return frames
-
-    def _frames_for_callchain(self, sample, ips):
-        frames = []
-        kernel = sample.cpumode in KERNEL_MODES
-        first = True
-        depth = 0
-        for index, ip in enumerate(ips):
-            if ip >= CC.MAX:
-                kernel = ip in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
-                if not kernel:
-                    # The first user entry is where user space was interrupted
-                    # (a syscall or an interrupt), an ip, not a return address.
-                    first = True
-                continue
-            if depth >= self.max_stack:
-                break
-            found = self.frames_for_address(sample, ip, kernel, not first)
-            frames.extend(found)
-            at_ip = first
-            first = False
-            depth += 1
-            if kernel and found and found[-1].symbol is not None and \
-                    found[-1].symbol.startswith(INTERRUPT_ENTRIES):
-                first = True
-            # A bottom ends the stack where it is a caller (the outermost
-            # frame of a new thread or process), not where it is the ip the
-            # user stack starts at (clone3 in the parent, mid-syscall).
-            if not kernel and found and not at_ip and found[-1].symbol in STACK_BOTTOMS:
-                rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
-                if rest:
-                    self.counts["bottom_garbage_dropped"] = \
-                        self.counts.get("bottom_garbage_dropped", 0) + rest
-                    self.counts["bottom_garbage_samples"] = \
-                        self.counts.get("bottom_garbage_samples", 0) + 1
-                break
-        return frames
-
-    def frames_for_address(self, sample, avma, kernel, is_return_address):
-        machine = self.machine
-        thread = sample.thread
-        m = machine.find_map(thread, avma, kernel)
-        if m is None and not kernel:
-            # perf falls back to the kernel maps for an address without a user map.
-            km = machine.kernel_maps.find(avma)
-            if km is not None and avma >= (1 << 63):
-                m, kernel = km, True
-        if m is None and kernel:
-            m = self._kernel_text_map(avma)
-        if m is None:
-            if kernel:
-                ks = machine.find_ksymbol(avma)
-                if ks is not None:
-                    return [StackFrame(avma, avma, ks.name, avma - ks.start,
-                                       "[bpf_prog]" if ks.kind == 1 else KERNEL_DSO,
-                                       source="ksymbol", kernel=True,
-                                       is_return_address=is_return_address)]
-                # perf prints unmapped kernel addresses against [unknown].
-            return [StackFrame(avma, avma, None, None, "[unknown]", kernel=kernel,
-                               is_return_address=is_return_address, note="no-map")]
-        if kernel:
-            path = KERNEL_DSO
-            # perf prints a module by the path its MMAP record gave.
-            dso = m.path
-            if not self._kernel_symbols_usable():
-                return [StackFrame(avma, avma, None, None, dso, m.path, kernel=True,
-                                   is_return_address=is_return_address,
-                                   note="kernel-mismatch")]
-            key = (KERNEL_DSO, avma, is_return_address, dso)
-            hit = self._frame_cache.get(key)
-            if hit is None:
-                hit = self._cache_frames(key, self._lookup(
-                    path, self.build_ids.get(KERNEL_DSO), avma, None, is_return_address,
-                    avma, dso, True), avma)
-            return hit
-        path, bid = self.dso_of(m)
-        file_offset = m.file_offset(avma)
-        # perf 6.1 looks a JIT's symbols up in /tmp/perf-PID.map for anonymous
-        # memory only; a memfd mapping is a file it cannot open (map-relative
-        # addresses, [unknown]): so here too, unless the process wrote a map
-        # (a JIT that double-maps its code through a memfd).
-        perfmap = "/tmp/perf-%d.map" % sample.pid
-        if path.startswith("//anon") or path == "[anon]" or (
-                path.startswith("/memfd:") and self._perfmap_exists(perfmap)):
-            key = (perfmap, avma, is_return_address)
-            hit = self._frame_cache.get(key)
-            if hit is None:
-                hit = self._cache_frames(key, self._lookup(
-                    perfmap, None, avma, None, is_return_address, avma, perfmap, False,
-                    display_path=path), avma)
-            return hit
-        # Frames are shared by every sample that hits this address of this
-        # mapping (callers never change them).
-        key = (path, bid, m.start, file_offset, is_return_address)
-        hit = self._frame_cache.get(key)
-        if hit is None:
-            hit = self._cache_frames(key, self._lookup(
-                path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
-                avma)
-        return hit
-
-    def _perfmap_exists(self, path):
-        got = self._perfmap_seen.get(path)
-        if got is None:
-            got = self._perfmap_seen[path] = os.path.isfile(path)
-        return got
-
-    def _kernel_text_map(self, avma):
-        """The kernel's map for an address past its MMAP's end (_etext) that
-        a kernel symbol covers (.init.text: start_kernel): perf's kernel map
-        reaches the last kallsyms symbol."""
-        if avma < (1 << 63) or not self._kernel_symbols_usable():
-            return None
-        main = next((x for x in self.machine.kernel_maps if x.path == KERNEL_DSO), None)
-        if main is None or avma < main.start:
-            return None
-        try:
-            table = self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
-            s = table.lookup(avma)
-        except Exception:           # a symbolizer bug must not stop the listing
-            return None
-        return main if s is not None and s.module is None else None
-
-    def _cache_frames(self, key, frames, avma):
-        for f in frames:
-            f.avma = avma
-        if len(self._frame_cache) > 500000:
-            self._frame_cache.clear()
-        self._frame_cache[key] = frames
-        return frames
-
-    _kernel_ok = None
-
-    def _kernel_symbols_usable(self):
-        """Kernel symbols are looked up only for the kernel that was profiled:
-        by build-id when the file has one (the symbolizer checks it), else only
-        if this machine runs the release the file names (perf 6.1 uses this
-        machine's /proc/kallsyms for any file, and prints wrong names)."""
-        if self._kernel_ok is None:
-            bid = self.build_ids.get(KERNEL_DSO)
-            if bid is not None or getattr(self.symbolizer, "_kallsyms", None) is not None:
-                self._kernel_ok = True
-            else:
-                try:
-                    release = self.pf.feature(Feature.OSRELEASE)
-                except PerfDataError:
-                    release = None
-                self._kernel_ok = bool(release) and release == os.uname().release
-                if not self._kernel_ok:
-                    self.pf.warnings.append(
-                        "kernel symbols: the file has no kernel build-id and was recorded on "
-                        "kernel %s, not this one (%s); pass --kallsyms FILE or --vmlinux"
-                        % (release or "unknown", os.uname().release))
-        return self._kernel_ok
-
-    def _lookup(self, path, bid, svma, file_offset, is_ret, printed, dso, kernel,
-                display_path=None):
-        try:
-            found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
-                                           is_return_address=is_ret)
-        except Exception as exc:   # a symbolizer bug must not stop the listing
-            self.pf.warnings.append("symbolizer: %s: %s" % (path, exc))
-            found = []
-        frames = []
-        for fr in found:
-            name = fr.name
-            if name is None and kernel is False and display_path and fr.name is None:
-                dso_shown = display_path
-            else:
-                dso_shown = dso
-            frames.append(StackFrame(None, printed, name, fr.offset, dso_shown, fr.dso_path,
-                                     fr.build_id or bid, fr.source, fr.inlined, fr.srcline,
-                                     kernel, is_ret,
-                                     note=None if name is not None else "no-symbol"))
-        if not frames:
-            frames.append(StackFrame(None, printed, None, None, display_path or dso, path, bid,
-                                     kernel=kernel, is_return_address=is_ret,
-                                     note="no-symbol"))
-        return tuple(frames)
-
-
-def _at_call(frame):
-    """A return-address frame shown at the call instruction (address - 1)."""
-    f = _with_avma(frame, frame.avma - 1 if frame.avma else frame.avma)
-    f.address -= 1
-    if f.offset is not None:
-        f.offset -= 1
-    return f
-
-
-def _with_avma(frame, avma):
-    f = StackFrame.__new__(StackFrame)
-    for name in StackFrame.__slots__:
-        setattr(f, name, getattr(frame, name))
-    f.avma = avma
-    return f
+def _recorded_release(pf):
+    """The uname -r the file was recorded on (HEADER_OSRELEASE), or None."""
+    try:
+        return pf.feature(Feature.OSRELEASE)
+    except PerfDataError:
+        return None

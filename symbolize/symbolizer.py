@@ -426,6 +426,13 @@ class Symbolizer:
         self._kernel_files[bid] = source if len(table) else None
         return table
 
+    @property
+    def given_kernel_symbols(self):
+        """The kernel symbols the caller gave (a KernelSymbols table, e.g. from
+        a vmlinux, or a kallsyms file's path), or None: then they are found
+        by the kernel's build-id."""
+        return self._kallsyms
+
     def kernel_symbols(self, build_id=None) -> KernelSymbols:
         """The kernel's symbol table (kallsyms) for a kernel build-id."""
         return self._kernel_table(normalize_build_id(build_id))

@@ -324,20 +324,20 @@ def test_stack_cache_bound_keeps_output(monkeypatch):
     bound of 2, far below the recording's distinct stacks, every sample is
     printed as with the default bound, and the cache never holds more."""
     from conftest import run_cli
-    import perfdata.symbolized as symbolized
+    import perfdata.frames as frames
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "samples", "threads.fp.data")
     rc, want, _ = run_cli(["script", path])
     assert rc == 0
     sizes = []
-    orig = symbolized.SampleSymbolizer.frames_for_callchain
+    orig = frames.FrameResolver.frames_for_callchain
 
     def spy(self, sample, ips):
         out = orig(self, sample, ips)
         sizes.append(len(self._stack_cache))
         return out
-    monkeypatch.setattr(symbolized, "STACK_CACHE_SIZE", 2)
-    monkeypatch.setattr(symbolized.SampleSymbolizer, "frames_for_callchain", spy)
+    monkeypatch.setattr(frames, "STACK_CACHE_SIZE", 2)
+    monkeypatch.setattr(frames.FrameResolver, "frames_for_callchain", spy)
     rc, got, _ = run_cli(["script", path])
     assert rc == 0 and got == want
     assert len(sizes) > 100 and max(sizes) <= 3

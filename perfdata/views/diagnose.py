@@ -13,7 +13,7 @@ import os
 from collections import Counter
 
 from perfdata.format.constants import CallchainContext as CC
-from perfdata.symbolized import KERNEL_MODES, STACK_BOTTOMS
+from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
 
 # class -> (kind, title, fix); kind: "resolved", "problem" or "note"
 CLASSES = {

@@ -436,7 +436,7 @@ def shown_kernel_path(samples, args):
     path."""
     if not getattr(args, "show_kernel_path", False) or not getattr(args, "vmlinux", None):
         return None
-    table = getattr(samples.symbolizer, "_kallsyms", None)
+    table = samples.symbolizer.given_kernel_symbols
     return args.vmlinux if table is not None and not isinstance(table, str) and len(table) \
         else None
 

@@ -202,7 +202,7 @@ class Report:
         if frames:
             leaf, _ = self._real_frame(sample, frames, 0)
         else:
-            from ..symbolized import StackFrame
+            from ..frames import StackFrame
             leaf = StackFrame(sample.ip or 0, sample.ip or 0, None, None, "[unknown]")
         entry = self._frame_entry(hist, sample, leaf, level)
         entry.self_period += period
