@@ -11,8 +11,8 @@ container, which keeps the events, features and warnings) and a
 "Is a record header plausible here?" is one rule, `RecordWalker.plausible`,
 over one table of least sizes (`least_sizes`).  Resync and the careful path
 call it; the fast lane for SAMPLE records inlines the same test on a copy of
-that table, because a call per record would cost the hot loop a fifth of its
-time.
+that table, because a call per record costs the hot loop a fifth of its time
+(measured: 2.07 s -> 2.49 s of CPU for 1.76 M records).
 """
 import re
 import struct
