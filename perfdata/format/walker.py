@@ -249,9 +249,11 @@ class RecordWalker:
                     if toff is not None and toff + 8 <= size - 8:
                         time = attr.u64.unpack_from(body, toff)[0]
                 head += size
-                src.head = head
                 yield Record(ctx, rtype, misc, size, offset, body, attr, time,
                              file=file_index)
+            # (Nothing reads the source while the walk is suspended in the
+            # lane: its position goes back once, here, not once a record.)
+            src.head = head
             self.prev, self.nsamples, self.max_sample = prev, nsamples, max_sample
             got = next_record(hdr)
             if got is None:
