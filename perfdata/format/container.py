@@ -450,22 +450,25 @@ class PerfFile:
         their content.
         """
         source = self._file_order()
+        # Looked up once: an enum member read is a type-cache probe a record.
+        left_out = () if include_compressed else (int(RT.COMPRESSED), int(RT.COMPRESSED2))
         if order == "file":
             for rec in source:
-                if rec.type in (RT.COMPRESSED, RT.COMPRESSED2) and not include_compressed:
+                if rec.type in left_out:
                     continue
                 yield rec
             return
+        finished_round = int(RT.FINISHED_ROUND)
         queue = ordering.OrderedQueue()
         push = queue.push
         no_time = ordering.NO_TIME
         for rec in source:
             rtype = rec.type
             if rtype >= USER_TYPE_START:
-                if rtype in (RT.COMPRESSED, RT.COMPRESSED2) and not include_compressed:
+                if rtype in left_out:
                     continue
                 yield rec
-                if rtype == RT.FINISHED_ROUND:
+                if rtype == finished_round:
                     yield from queue.flush_round()
                 continue
             time = rec.time
