@@ -8,7 +8,8 @@
 """
 from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
-from .format.reader import PerfFile, Record
+from .format.container import PerfFile
+from .format.decoder import Record
 
 __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]

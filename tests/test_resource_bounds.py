@@ -18,7 +18,7 @@ import pytest
 import zstandard
 
 import perfdata
-from perfdata.format import reader as reader_mod
+from perfdata.format import walker as walker_mod
 from perfdata.format.compression import Decompressor
 from perfdata.format.constants import Feature, ReadFormat as RF, RecordType as RT, \
     SampleType as ST
@@ -106,12 +106,12 @@ def _garbage_file(path, garbage_bytes, seed=1):
 
 def test_resync_over_garbage_is_linear(tmp_path, monkeypatch):
     calls = {"n": 0}
-    real = reader_mod.PerfFile._header_ok
+    real = walker_mod.RecordWalker.plausible
 
     def counting(self, *args):
         calls["n"] += 1
         return real(self, *args)
-    monkeypatch.setattr(reader_mod.PerfFile, "_header_ok", counting)
+    monkeypatch.setattr(walker_mod.RecordWalker, "plausible", counting)
     figures = []
     for size in (128 << 10, 1 << 20):
         path, ngood = _garbage_file(tmp_path / ("g%d.data" % size), size)
@@ -274,9 +274,9 @@ def test_zstd_default_limit(tmp_path):
     path = tmp_path / "z.data"
     path.write_bytes(b.file([a], [b.sample(a, sample_value(a, 1))]))
     with perfdata.open(str(path)) as pf:
-        assert pf._decompress_limit() == 64 * MiB
+        assert pf.decompress_limit() == 64 * MiB
     with perfdata.open(str(path), max_decompressed=MiB) as pf:
-        assert pf._decompress_limit() == MiB
+        assert pf.decompress_limit() == MiB
 
 
 # ------------------------------------------------------------ CFI

@@ -52,6 +52,11 @@ class RecordType(enum.IntEnum):
     COMPRESSED2 = 83
 
 
+#: Records the kernel writes (below this type) carry the sample_id trailer
+#: and an event id; perf's own records (this type and above) do not.
+USER_TYPE_START = 64
+
+
 #: Records perf's --stats calls by a shorter name than the enum's.
 STATS_NAMES = {
     RecordType.HEADER_ATTR: "ATTR",

@@ -28,7 +28,7 @@ class RecordStats:
         ea = rec.attr
         if rec.type == RT.SAMPLE and ea.reads_group:
             values = rec.parse()["read"]["values"]
-            id_to_attr = rec._pf.id_to_attr
+            id_to_attr = rec.ctx.id_to_attr
             return [id_to_attr[v["id"]] for v in values if v.get("id") in id_to_attr]
         return [ea]
 

@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:
 import perfdata                                                     # noqa: E402
 from perfdata.format.constants import RecordType as RT, SampleType as ST  # noqa: E402
 from perfdata.format.errors import PerfDataError                    # noqa: E402
-from perfdata.format.reader import USER_TYPE_START                  # noqa: E402
+from perfdata.format.constants import USER_TYPE_START               # noqa: E402
 from perfdata.format.sample import sample_schema                    # noqa: E402
 
 SAMPLES = REPO / "samples"

@@ -1,0 +1,207 @@
+"""Record decoding that needs no file: (type, misc, body, attr) -> a dict.
+
+What a record needs to be decoded is its event attr (the sample layout, the
+sample_id trailer) and the byte order; which attr a record belongs to is
+found through the id map of the file's events.  `DecodeContext` holds those
+(shared, not copied, with the container: pipe mode adds attrs as their
+records arrive), so a `Record` carries its attr and this small context and
+no back-pointer to the file it came from.
+"""
+import struct
+from typing import Optional
+
+import construct as cs
+
+from .attr import attr_size_at
+from .constants import (MISC_MMAP_BUILD_ID, RecordType as RT, USER_TYPE_START,
+                        record_type_name)
+from .errors import CorruptError
+from .eventattr import EventAttr
+from .fastpath import DecodeError
+from .plain import plain
+from .records import body_schemas, header_attr_schema, read_format_schema
+from .sample import id_position_in_sample, id_position_in_trailer
+
+
+class DecodeContext:
+    """What decoding a record of one recording needs besides its bytes: the
+    byte order, the events (`attrs`, `id_to_attr`: the container's own list
+    and dict) and where the event id sits in a sample and in a trailer.
+    `path` names the recording in errors."""
+    __slots__ = ("little", "path", "attrs", "id_to_attr", "sample_id_pos", "trailer_id_pos")
+
+    def __init__(self, little: bool, path: Optional[str] = None,
+                 attrs: Optional[list] = None, id_to_attr: Optional[dict] = None):
+        self.little = little
+        self.path = path
+        self.attrs = [] if attrs is None else attrs
+        self.id_to_attr = {} if id_to_attr is None else id_to_attr
+        self.sample_id_pos = None
+        self.trailer_id_pos = None
+        self.refresh_id_positions()
+
+    def refresh_id_positions(self) -> None:
+        """Call when the first attr changes (the id positions follow its
+        sample_type: perf requires every event of a file to agree on them)."""
+        st = self.attrs[0].sample_type if self.attrs else 0
+        self.sample_id_pos = id_position_in_sample(st)
+        self.trailer_id_pos = id_position_in_trailer(st)
+
+    def attr_for(self, rtype: int, body) -> Optional[EventAttr]:
+        """The event a kernel record belongs to, by the id in its body (the
+        first event when the id is absent or unknown)."""
+        attrs = self.attrs
+        if not attrs:
+            return None
+        if len(attrs) == 1 or not self.id_to_attr:
+            return attrs[0]
+        first = attrs[0]
+        u64 = first.u64
+        if rtype == RT.SAMPLE:
+            pos = self.sample_id_pos
+            if pos is None or 8 * pos + 8 > len(body):
+                return first
+            ident = u64.unpack_from(body, 8 * pos)[0]
+        else:
+            pos = self.trailer_id_pos
+            if pos is None or not first.sample_id_all or 8 * pos > len(body):
+                return first
+            ident = u64.unpack_from(body, len(body) - 8 * pos)[0]
+        return self.id_to_attr.get(ident, first)
+
+    def id_known(self, rtype: int, body) -> bool:
+        """A kernel record whose event id (sample or trailer) the attrs know."""
+        if rtype >= USER_TYPE_START or not self.id_to_attr:
+            return False
+        first = self.attrs[0]
+        if rtype == RT.SAMPLE:
+            pos = self.sample_id_pos
+            if pos is None or 8 * pos + 8 > len(body):
+                return False
+            return first.u64.unpack_from(body, 8 * pos)[0] in self.id_to_attr
+        pos = self.trailer_id_pos
+        if pos is None or not first.sample_id_all or 8 * pos > len(body):
+            return False
+        return first.u64.unpack_from(body, len(body) - 8 * pos)[0] in self.id_to_attr
+
+    def make_record(self, rtype: int, misc: int, size: int, offset: int, body) -> "Record":
+        """A Record with its event and time (kernel records), not decoded."""
+        attr = None
+        time = None
+        if rtype < USER_TYPE_START:
+            attr = self.attr_for(rtype, body)
+            if attr is not None:
+                if rtype == RT.SAMPLE:
+                    time = attr.sample_time(body)
+                else:
+                    time = attr.trailer_time(body)
+        return Record(self, rtype, misc, size, offset, body, attr, time)
+
+
+class Record:
+    """One record: header fields, where it was, its body, its event."""
+    __slots__ = ("type", "misc", "size", "offset", "body", "attr", "time", "file",
+                 "compressed", "payload_offset", "payload_size", "ctx")
+
+    def __init__(self, ctx, rtype, misc, size, offset, body, attr=None, time=None,
+                 compressed=False, file=0):
+        self.ctx = ctx
+        self.type = rtype
+        self.misc = misc
+        self.size = size
+        self.offset = offset
+        self.body = body
+        self.attr = attr
+        self.time = time
+        self.file = file
+        self.compressed = compressed
+        self.payload_offset = None
+        self.payload_size = 0
+
+    @property
+    def name(self):
+        return record_type_name(self.type)
+
+    def parse(self):
+        """Decode the body into a dict (SAMPLE: the sample fields; kernel records:
+        their fields plus `sample_id` from the trailer)."""
+        ctx = self.ctx
+        return decode_record(self.type, self.misc, self.body, self.attr, ctx.little,
+                             ctx.path, self.offset)
+
+    def __repr__(self):
+        return "<%s at %#x size %d>" % (self.name, self.offset, self.size)
+
+
+def decode_record(rtype: int, misc: int, body, attr: Optional[EventAttr], little: bool,
+                  path: Optional[str] = None, offset: Optional[int] = None) -> dict:
+    """The fields of a record body (after its 8-byte header) as a dict: a
+    SAMPLE's by its attr's layout, a kernel record's by its body schema plus
+    `sample_id` (the trailer, when the attr has sample_id_all), perf's own
+    records by theirs; `{"raw": bytes}` for a type without a schema.
+    Raises CorruptError (naming `path` and `offset`) when the bytes do not fit."""
+    try:
+        if rtype == RT.SAMPLE:
+            if attr is None:
+                raise CorruptError("SAMPLE with no event attr", path=path, offset=offset)
+            return attr.decode_sample(body)
+        if rtype == RT.HEADER_ATTR:
+            parsed = header_attr_schema(min(attr_size_at(body, 0, little), len(body)),
+                                        little).parse(body)
+            return plain(parsed)
+        trailer = None
+        if rtype < USER_TYPE_START and attr is not None and attr.sample_id_all:
+            trailer = attr.decode_trailer(body)
+            body = body[:len(body) - attr.trailer_size]
+        if rtype == RT.READ:
+            schema = cs.Struct("pid" / (cs.Int32ul if little else cs.Int32ub),
+                               "tid" / (cs.Int32ul if little else cs.Int32ub),
+                               "values" / read_format_schema(
+                                   attr.read_format if attr else 0, little))
+            out = plain(schema.parse(body))
+        else:
+            schemas = body_schemas(little)
+            schema = schemas.get(rtype)
+            if schema is None:
+                return {"raw": bytes(body)}
+            if rtype == RT.MMAP2 and _mmap2_lacks_prot_flags(body):
+                schema = schemas["MMAP2_pre316"]
+            out = plain(schema.parse(body))
+        if rtype == RT.MMAP2:
+            _split_mmap2(out, misc)
+        if trailer is not None:
+            out["sample_id"] = trailer
+        return out
+    except DecodeError as exc:
+        raise CorruptError("%s record: field %s: %s" % (record_type_name(rtype), exc.field, exc),
+                           path=path, offset=offset)
+    except (cs.ConstructError, struct.error, UnicodeDecodeError) as exc:
+        raise CorruptError("%s record: %s" % (record_type_name(rtype), short_error(exc)),
+                           path=path, offset=offset)
+
+
+def _mmap2_lacks_prot_flags(body):
+    """Linux 3.12-3.15 wrote MMAP2 records without prot/flags: the file name
+    starts where prot would be.  prot and flags are small numbers; a path's
+    first characters are not."""
+    head = bytes(body[56:64])
+    return len(head) == 8 and head[:1] in (b"/", b"[") and \
+        all(32 <= c < 127 for c in head[:4])
+
+
+def _split_mmap2(out, misc):
+    raw = out.pop("id_union")
+    inode = out.pop("inode")
+    bid = out.pop("buildid")
+    if misc & MISC_MMAP_BUILD_ID:
+        size = min(bid["build_id_size"], 20)
+        out["build_id"] = bytes(bid["build_id"][:size]).hex()
+    else:
+        out.update(inode)
+    del raw
+
+
+def short_error(exc: BaseException) -> str:
+    """The last line of an exception's text (construct's are long)."""
+    text = str(exc).strip().splitlines()
+    return text[-1] if text else type(exc).__name__
