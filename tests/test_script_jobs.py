@@ -63,7 +63,8 @@ def test_damaged_file_same_text_then_the_same_error(small_blocks, tmp_path):
     rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
     if len(rounds) < 4:
         pytest.skip("the recording has %d rounds" % len(rounds))
-    victim = next(r for r in recs[rounds[-2] + 1:] if r[1] == RT.SAMPLE)
+    # a sample after the middle round: the rounds before it are printed first
+    victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
     bad = tmp_path / "bad.data"
     bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
     one = run_cli(["--strict", "script", str(bad), "-j", "1"])
