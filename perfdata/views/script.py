@@ -603,7 +603,7 @@ def add_script_options(p):
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
     p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="worker processes (default: the machine's cores, for inputs of "
-                        "1 MiB and more); the output is the same as with -j 1")
+                        "512 KiB and more); the output is the same as with -j 1")
     p.add_argument("-G", "--hide-call-graph", action="store_true",
                    help="samples on one line, with their own ip only (no stack)")
     when = p.add_mutually_exclusive_group()
@@ -681,7 +681,7 @@ def register(subparsers):
 # one write and the workers seldom wait on each other.
 SHARD_BLOCK = 512
 # Below this much input one process is done before workers would start.
-SHARD_MIN_BYTES = 1 << 20
+SHARD_MIN_BYTES = 512 << 10
 
 
 def script_jobs(args, pf):
