@@ -97,10 +97,14 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def from_file(cls, path: str) -> "KernelSymbols":
+    def from_file(cls, path: str, cache_dir: "str | None" = "") -> "KernelSymbols":
         """Parse a kallsyms file; an unreadable one gives an empty table with
         a warning.  Parsed tables are kept in a cache file keyed by the text's
-        hash (parsing the 120k lines of a kernel's kallsyms takes a second)."""
+        hash (parsing the 120k lines of a kernel's kallsyms takes a second),
+        in cache_dir (None: no cache; by default perfdata's cache directory)."""
+        if cache_dir == "":
+            from .cachedir import perfdata_cache_dir
+            cache_dir = perfdata_cache_dir()
         import hashlib
         # A regular file (perf's build-id cache copy) is known by its identity
         # and is not even read when its table is cached; /proc/kallsyms (40
@@ -108,7 +112,7 @@ class KernelSymbols:
         # with modules and BPF programs) by the hash of its text.
         stat_key = _file_identity(path)
         if stat_key is not None:
-            cached = _load_cached(stat_key)
+            cached = _load_cached(stat_key, cache_dir)
             if cached is not None:
                 return cached
         data = _read_kallsyms(path)
@@ -117,12 +121,12 @@ class KernelSymbols:
             t.warnings.append(data)
             return t
         key = stat_key or hashlib.sha1(data).hexdigest()
-        cached = _load_cached(key) if stat_key is None else None
+        cached = _load_cached(key, cache_dir) if stat_key is None else None
         if cached is not None:
             return cached
         table = cls.parse(data.decode("utf-8", "replace"), source=path)
         if len(table) and not table.warnings:
-            _save_cached(key, table)
+            _save_cached(key, table, cache_dir)
         return table
 
     @classmethod
@@ -203,16 +207,14 @@ def _file_identity(path: str) -> str | None:
     return "f" + hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _cache_path(key: str) -> str | None:
+def _cache_path(key: str, base: "str | None") -> str | None:
     import os
-    from .cachedir import perfdata_cache_dir
-    base = perfdata_cache_dir()
     return os.path.join(base, "kallsyms-%s.marshal" % key) if base else None
 
 
-def _load_cached(key: str) -> "KernelSymbols | None":
+def _load_cached(key: str, cache_dir: "str | None") -> "KernelSymbols | None":
     import marshal
-    path = _cache_path(key)
+    path = _cache_path(key, cache_dir)
     if path is None:
         return None
     try:
@@ -280,10 +282,10 @@ class _LazySymbols:
         return (self[i] for i in range(len(self.starts)))
 
 
-def _save_cached(key: str, table: "KernelSymbols") -> None:
+def _save_cached(key: str, table: "KernelSymbols", cache_dir: "str | None") -> None:
     import marshal
     from .cachedir import write_atomic
-    path = _cache_path(key)
+    path = _cache_path(key, cache_dir)
     if path is None:
         return
     syms = table._syms

@@ -406,7 +406,7 @@ class Symbolizer:
         if isinstance(src, KernelSymbols):
             table = src
         elif isinstance(src, str):
-            table = KernelSymbols.from_file(src)
+            table = KernelSymbols.from_file(src, self.cache_dir)
         else:
             table = KernelSymbols()
             for cand in self.locator.candidates_for_kallsyms(bid):
@@ -415,7 +415,7 @@ class Symbolizer:
                 if cand.origin == "original" and bid is not None and not running_kernel_is(bid):
                     self._warn(cand.path, "bid", f"{cand.path}: the running kernel is not build-id {bid}; not used")
                     continue
-                table = KernelSymbols.from_file(cand.path)
+                table = KernelSymbols.from_file(cand.path, self.cache_dir)
                 if len(table):
                     source = cand.path
                     break

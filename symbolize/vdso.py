@@ -17,8 +17,12 @@ MAX_VDSO = 1 << 20
 
 
 @functools.lru_cache(maxsize=1)
-def running_vdso():
-    """(path of a file holding this process's vdso, its build-id) or None."""
+def running_vdso(cache_dir=""):
+    """(path of a file holding this process's vdso, its build-id) or None.
+    The image is written to cache_dir (by default perfdata's cache
+    directory; None: the temporary directory only)."""
+    if cache_dir == "":
+        cache_dir = perfdata_cache_dir()
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -34,7 +38,7 @@ def running_vdso():
             image = mem.read(hi - lo)
     except (OSError, ValueError, OverflowError):
         return None
-    for directory in (perfdata_cache_dir() or tempfile.gettempdir(), tempfile.gettempdir()):
+    for directory in (cache_dir or tempfile.gettempdir(), tempfile.gettempdir()):
         try:
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".vdso-", dir=directory)

@@ -153,3 +153,23 @@ def test_inline_names_cache_damaged_or_stale(tmp_path, monkeypatch):
     for path in caches:
         path.write_text('{"format": "perfdata-inline-names-other", "names": [[1, 5]]}')
     assert _dwarf_script(tmp_path) == reference
+
+
+def test_cache_options_reach_kallsyms(tmp_path):
+    """--no-symbol-cache and --symbol-cache DIR govern the kallsyms table's
+    cache too, not only the symbol tables ($PERFDATA_CACHE_DIR stays empty)."""
+    env_cache = tmp_path / "env"
+    env_cache.mkdir()
+    data = SAMPLES / "two_events.data"          # kernel frames: its kallsyms is parsed
+    base = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())", "script", str(data),
+            "--debug-dir", str(SAMPLES / "buildids")]
+    env = dict(os.environ, PERFDATA_CACHE_DIR=str(env_cache))
+    off = subprocess.run(base + ["--no-symbol-cache"], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=120)
+    assert off.returncode == 0, off.stderr
+    assert "[kernel.kallsyms]" in off.stdout and list(env_cache.iterdir()) == []
+    chosen = tmp_path / "chosen"
+    on = subprocess.run(base + ["--symbol-cache", str(chosen)], capture_output=True, text=True,
+                        cwd=REPO, env=env, timeout=120)
+    assert on.returncode == 0 and on.stdout == off.stdout
+    assert list(chosen.glob("kallsyms-*.marshal")) and list(env_cache.iterdir()) == []
