@@ -350,8 +350,10 @@ def test_dwarf_stacks_share_frame_objects():
     from perfdata.symbolized import SampleSymbolizer
     from symbolize import DebugInfoLocator, Symbolizer
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from conftest import SAMPLE_BUILDIDS, SAMPLE_PATH_MAP
     pf = perfdata.open(os.path.join(repo, "samples", "threads.dwarf.data"))
-    samples = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False))
+    locator = DebugInfoLocator(debug_dirs=[str(SAMPLE_BUILDIDS)], path_map=SAMPLE_PATH_MAP)
+    samples = SampleSymbolizer(pf, Symbolizer(locator, inline=False))
     objects, in_stacks, keep = {}, {}, []
     for s in samples:
         keep.append(s.frames)             # (ids stay unique while kept)
