@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PERF, need, requires_perf, run_cli
+from conftest import need, PERF, requires_perf, requires_sample_libc_debug, run_cli
 
 pa = pytest.importorskip("pyarrow", reason="parquet export needs pyarrow "
                                            "(pip install '.[fleet]')")
@@ -156,6 +156,7 @@ def test_duckdb_reads_the_dataset(tmp_path):
     assert len([1 for _, sym in rows if sym in shares]) >= 3
 
 
+@requires_sample_libc_debug
 def test_readme_query_runs(tmp_path):
     """The README's DuckDB query, as written, on an exported file."""
     duckdb = pytest.importorskip("duckdb", reason="pip install duckdb")

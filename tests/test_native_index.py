@@ -23,6 +23,7 @@ from test_symbolize_util import compile_c, libc_and_debug, need, run
 symbolic = pytest.importorskip("symbolic")
 
 from symbolize import native  # noqa: E402
+from conftest import requires_libc_debug_here  # noqa: E402
 
 CPP = r"""#include <vector>
 #include <cstdio>
@@ -159,6 +160,7 @@ def test_lineinfo_uses_native_only_for_names(tmp_path):
     assert all(f.file for f in li.frames(a))
 
 
+@requires_libc_debug_here
 def test_dwarf_recording_against_perf(tmp_path, monkeypatch):
     """perf script's inline frames on a DWARF recording equal perfdata's,
     whose names came from the native index (its symcache file is written)."""

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import PERF, requires_perf, requires_perf_tool, run_cli
+from conftest import PERF, requires_kernel_symbols_here, requires_libc_debug_here, requires_perf, requires_perf_tool, run_cli
 from script_compare import compare, parse_samples
 
 GXX = shutil.which("g++")
@@ -248,6 +248,7 @@ def _libs():
     return found
 
 
+@requires_libc_debug_here
 @requires_perf_tool
 def test_plt_names_carry_no_version():
     """Every PLT stub perf names is named alike (`memcpy@plt`), the IFUNC
@@ -410,6 +411,7 @@ def test_kernel_frames_after_interrupt_entry(system_wide):
         assert wrong == []
 
 
+@requires_kernel_symbols_here
 @requires_perf
 def test_kernel_text_past_etext(system_wide):
     """.init.text (start_kernel, x86_64_start_kernel: the bottom of the idle
@@ -480,6 +482,7 @@ def test_command_lines_perf_refuses(recorded, command, args, tmp_path):
 
 
 # ------------------------------------------------------- 5. stack bottoms
+@requires_libc_debug_here
 @requires_perf
 def test_clone3_at_the_ip_is_no_bottom(tmp_path):
     """clone3 ends a stack where it is the outermost frame of a new thread
@@ -611,6 +614,7 @@ def test_diagnose_suggests_what_apt_can_install(cc1plus_recording):
     assert res["inlined_frames"] == ours.count(" (inlined)\n")
 
 
+@requires_libc_debug_here
 @requires_perf
 def test_diagnose_no_cfi_alarm_at_stack_ends(tmp_path):
     """A DWARF stack that ends at _start or __libc_start_main (no CFI there

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import PERF, REPO, requires_perf, run_cli
+from conftest import PERF, REPO, requires_libc_debug_here, requires_perf, run_cli
 from perfdata.stitch import StackStitcher, UserStack, extend_from
 
 # --------------------------------------------------------------- the rules
@@ -411,6 +411,7 @@ def test_report_children_of_main_count_the_stitched_stacks(recordings):
     assert shares[1] == round(expected, 2) and shares[0] < shares[1]
 
 
+@requires_libc_debug_here
 @requires_perf
 def test_export_stitched_stacks_reach_main(recordings):
     path = str(recordings["threads"])
