@@ -201,6 +201,7 @@ int main(int argc, char**) {
 """
 
 
+@requires_libc_debug_here
 @requires_perf
 @needs_gxx
 def test_cxx_program_names_as_perf(tmp_path):
