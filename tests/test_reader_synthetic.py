@@ -674,3 +674,28 @@ def test_pipe_build_id_records_read_as_the_feature(little):
     pf = perfdata.open(io.BytesIO(b.pipe([a], recs)))
     list(pf.records())
     assert pf.recorded_build_ids() == {name: bid.hex() for name, bid in ids.items()}
+
+
+def test_feature_read_while_records_stream(tmp_path):
+    """A feature section read in the middle of the record walk (the
+    symbolizer asks for OSRELEASE lazily) must not move the walk: the file
+    object is shared, and the data section's next 1 MiB chunk is read from
+    where the walk left off.  (It read from the feature's offset: zeros, a
+    'record size 0' error in strict mode, lost records otherwise.)"""
+    import struct
+    a = make_attr(ST.IP | ST.TID | ST.TIME | ST.PERIOD, [])
+    b = Builder()
+    values = [sample_value(a, seed) for seed in range(60000)]       # ~2.4 MiB of records
+    release = b"6.1.0-test\0\0\0\0\0\0"        # perf's string: u32 length, padded text
+    data = b.file([a], [b.sample(a, v) for v in values],
+                  features={Feature.OSRELEASE: struct.pack("<I", len(release)) + release})
+    path = tmp_path / "big.data"
+    path.write_bytes(data)
+    assert len(data) > 2 << 20
+    with perfdata.open(str(path), strict=True) as pf:
+        times = []
+        for i, rec in enumerate(pf.records(order="file")):
+            if i == 1000:
+                pf.feature(Feature.OSRELEASE)           # mid-walk, before the first refill
+            times.append(rec.time)
+    assert times == [v["time"] for v in values]

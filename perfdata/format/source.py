@@ -46,6 +46,11 @@ class ByteSource:
         keep = min(self.head, self.keep)
         chunks = [self.buf[self.head - keep:]]
         got = avail
+        if self.seekable and want > 0:
+            # The file object is shared (feature sections are read from it
+            # while records stream, e.g. a lazy OSRELEASE): read from where
+            # this source left off, not from wherever the file now points.
+            self.f.seek(self.pos + len(self.buf))
         while got < need and want > 0:
             data = self.f.read(want)
             if not data:
