@@ -83,9 +83,11 @@ def run_sharded(jobs, block, produce, write):
         warnings, seen = [], set()
         for w in range(jobs):
             m = message(w)
-            while m[0] == "block":      # blocks after the end another worker saw: none
-                pending[w] = None
-                m = message(w)
+            if m[0] == "block":
+                # Every worker walks the same records: a block past the end
+                # another worker met means they disagree; never drop it.
+                raise RuntimeError("worker %d has block %d after the end of the samples"
+                                   % (w, m[1]))
             for text in m[2]:
                 if text not in seen:
                     seen.add(text)
@@ -98,7 +100,9 @@ def run_sharded(jobs, block, produce, write):
             cls = getattr(reader_errors, kind, None)
             if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
                 raise RuntimeError(message_text)
-            raise _with_warnings(cls(message_text, path=path, offset=offset), warnings)
+            error = cls(message_text, path=path, offset=offset)
+            error.warnings = warnings           # printed by the caller before the error
+            raise error
         return warnings
     finally:
         for conn in conns:
@@ -108,7 +112,3 @@ def run_sharded(jobs, block, produce, write):
             if proc.is_alive():
                 proc.kill()
 
-
-def _with_warnings(exc, warnings):
-    exc.warnings = warnings
-    return exc
