@@ -26,6 +26,8 @@ DEFAULT_MAX_STACK = 127
 # own address space, so a larger bound only holds dead stacks (52k of them,
 # 38 MiB, for 60k samples of make -j2).
 STACK_CACHE_SIZE = 16384
+# Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
+_JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 
 
 class StackFrame:
@@ -318,14 +320,16 @@ class FrameResolver:
                     avma, dso, True), avma)
             return hit
         path, bid = self.dso_of(m)
-        file_offset = m.file_offset(avma)
+        file_offset = avma - m.start + m.pgoff        # m.file_offset(avma)
         # perf 6.1 looks a JIT's symbols up in /tmp/perf-PID.map for anonymous
         # memory only; a memfd mapping is a file it cannot open (map-relative
         # addresses, [unknown]): so here too, unless the process wrote a map
         # (a JIT that double-maps its code through a memfd).
-        perfmap = "/tmp/perf-%d.map" % sample.pid
-        if path.startswith("//anon") or path == "[anon]" or (
-                path.startswith("/memfd:") and self._perfmap_exists(perfmap)):
+        if path.startswith(_JIT_PATHS) and (
+                path.startswith("//anon") or path == "[anon]" or (
+                    path.startswith("/memfd:") and
+                    self._perfmap_exists("/tmp/perf-%d.map" % sample.pid))):
+            perfmap = "/tmp/perf-%d.map" % sample.pid
             key = (perfmap, avma, is_return_address)
             hit = self._frame_cache.get(key)
             if hit is None:

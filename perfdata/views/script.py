@@ -37,6 +37,9 @@ _NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "addr": ST.ADDR, "ip": ST.IP, "tid": S
 
 # The fields process_event() prints between the event (or trace) and the ip,
 # and those after the ip (after a stack too): ScriptFormatter._print_<field>.
+# Frame lines kept (with their frames: ~0.4 KiB each) for the stacks that
+# share frames; cleared when full.
+FRAME_LINES_KEPT = 16384
 _BEFORE_IP = ("addr", "data_src", "weight", "ins_lat")
 _AFTER_IP = ("phys_addr", "data_page_size", "code_page_size")
 
@@ -183,6 +186,9 @@ class ScriptFormatter:
         self.feature_printer = feature_printer
         self._name_width = None
         self._stacks = {}
+        # {id(frame): (frame, its line)} for the field set _frame_lines_for
+        self._frame_lines = {}
+        self._frame_lines_for = None
         self._has = {}
         # event index -> (fields, layout, header function, plain stack line)
         self._stack_plans = {}
@@ -435,7 +441,21 @@ class ScriptFormatter:
         hit = self._stacks.get(id(frames))
         if hit is not None and hit[0] is frames and hit[1] is fields:
             return hit[2]
-        text = "".join(self._frame_line(fr, has, "\t", "\n") for fr in frames)
+        # Frames are shared by every stack through their address (the
+        # resolver's caches): their lines are made once, kept by frame.
+        lines = self._frame_lines
+        if self._frame_lines_for is not fields:
+            lines.clear()
+            self._frame_lines_for = fields
+        parts = []
+        for fr in frames:
+            hit = lines.get(id(fr))
+            if hit is None or hit[0] is not fr:
+                if len(lines) > FRAME_LINES_KEPT:
+                    lines.clear()
+                hit = lines[id(fr)] = (fr, self._frame_line(fr, has, "\t", "\n"))
+            parts.append(hit[1])
+        text = "".join(parts)
         if len(self._stacks) > 16384:
             self._stacks.clear()
         self._stacks[id(frames)] = (frames, fields, text)
