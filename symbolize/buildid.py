@@ -24,6 +24,22 @@ def normalize_build_id(value) -> str | None:
     """
     if value is None:
         return None
+    if type(value) is str:
+        # Asked once per looked-up address with the same few build-ids.
+        hit = _NORMALIZED.get(value, _MISSING)
+        if hit is _MISSING:
+            hit = _normalize(value)
+            if len(_NORMALIZED) < 4096:
+                _NORMALIZED[value] = hit
+        return hit
+    return _normalize(value)
+
+
+_NORMALIZED: dict = {}
+_MISSING = object()
+
+
+def _normalize(value) -> str | None:
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value).hex()
     if not isinstance(value, str):
