@@ -27,8 +27,10 @@ import re
 import sys
 
 from ..format.constants import AttrType, SampleType as ST
+from ..format.errors import PerfDataError
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
+from .sharded import add_jobs_argument
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -200,8 +202,12 @@ def run(args, out):
     opts = options_from_args(args)
     counts = {}
     try:
-        collapse_samples(SampleRun(args, "collapse"), opts, note_stream=sys.stderr,
-                         counts=counts)
+        run_ = SampleRun(args, "collapse")
+        jobs = collapse_jobs(args, run_.pf, opts.event_filter)
+        if jobs > 1:
+            _collapse_sharded(args, opts, jobs, run_.pf, counts)
+        else:
+            collapse_samples(run_, opts, note_stream=sys.stderr, counts=counts)
     finally:
         # What was decoded before a fault is written too.
         try:
@@ -209,6 +215,46 @@ def run(args, out):
         finally:
             if close:
                 stream.close()
+
+
+# Samples per block of a sharded run (-j).
+SHARD_BLOCK = 512
+
+
+def collapse_jobs(args, pf, event_filter):
+    """Worker processes for collapse (and flamegraph): -j, but one where the
+    counted event is the first one seen (no --event-filter and several
+    non-tracepoint events: only the whole file's order says which)."""
+    from .sharded import default_jobs, event_names
+    if getattr(args, "stitch", False):
+        return 1
+    if event_filter is None and len(event_names(pf, tracepoints=False)) > 1:
+        return 1
+    return default_jobs(args.jobs, pf)
+
+
+def _collapse_sharded(args, opts, jobs, pf, counts):
+    """collapse_samples over `jobs` workers' shares of the samples, added up
+    into counts (the folded lines are sorted: the sum is the same text)."""
+    from .options import print_warnings
+    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+
+    def compute(share):
+        wpf, samples = open_share(args, share)
+        mine, error = {}, None
+        try:
+            collapse_samples(samples, opts, counts=mine)
+        except PerfDataError as exc:
+            error = describe_error(exc)
+        return mine, run_warnings(wpf, samples), error
+
+    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
+    for part in results:
+        for key, n in (part or {}).items():
+            counts[key] = counts.get(key, 0) + n
+    print_warnings(pf, warnings)
+    if error is not None:
+        raise worker_error(error)
 
 
 
@@ -235,5 +281,6 @@ def register(subparsers):
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_collapse_options(p)
+    add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)

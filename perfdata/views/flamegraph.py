@@ -26,6 +26,7 @@ from xml.sax.saxutils import escape
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
+from .sharded import add_jobs_argument
 
 FRAME_HEIGHT = 16
 FONT_SIZE = 12
@@ -45,15 +46,31 @@ KIND_COLORS = {
 
 
 class Node:
-    __slots__ = ("name", "value", "self_value", "children", "kind", "dso")
+    __slots__ = ("name", "value", "self_value", "children", "kind", "dso", "first")
 
-    def __init__(self, name, kind="user", dso=None):
+    def __init__(self, name, kind="user", dso=None, first=0):
         self.name = name
         self.value = 0
         self.self_value = 0
         self.children = {}
         self.kind = kind
         self.dso = dso
+        # the sample that made it (its kind and dso are that sample's frame's,
+        # as when one process adds every sample in order)
+        self.first = first
+
+    def merge(self, other):
+        """Add another tree of the same root (a worker's share of the samples)."""
+        self.value += other.value
+        self.self_value += other.self_value
+        if other.first < self.first:
+            self.kind, self.dso, self.first = other.kind, other.dso, other.first
+        for name, theirs in other.children.items():
+            mine = self.children.get(name)
+            if mine is None:
+                self.children[name] = theirs
+            else:
+                mine.merge(theirs)
 
 
 def frame_kind(frame):
@@ -96,7 +113,9 @@ class FlameGraphBuilder:
         self._cache[id(frames)] = (frames, path)
         return path
 
-    def add(self, sample):
+    def add(self, sample, order=0):
+        """One sample; `order`: its place in the file's samples, where workers
+        each add a share of them (see merge)."""
         if not self.events.keep(sample.event):
             return
         if self.event_name is None:
@@ -106,12 +125,12 @@ class FlameGraphBuilder:
         root = root_name(sample, self.opts)
         node = self.root.children.get(root)
         if node is None:
-            node = self.root.children[root] = Node(root, "root")
+            node = self.root.children[root] = Node(root, "root", first=order)
         self.root.value += w
         node.value += w
-        self.add_path(self._path(sample.frames, root.startswith("java")), w, node)
+        self.add_path(self._path(sample.frames, root.startswith("java")), w, node, order)
 
-    def add_path(self, path, weight, node=None):
+    def add_path(self, path, weight, node=None, order=0):
         """weight for one stack, path (name, kind, dso) from the outermost
         frame, below node (by default the graph's root, which counts it too)."""
         if node is None:
@@ -120,10 +139,27 @@ class FlameGraphBuilder:
         for name, kind, dso in path:
             child = node.children.get(name)
             if child is None:
-                child = node.children[name] = Node(name, kind, dso)
+                child = node.children[name] = Node(name, kind, dso, order)
             node = child
             node.value += weight
         node.self_value += weight
+
+    def merge(self, other):
+        """Add the samples another builder of the same options added (a
+        worker's share, each added with its order in the file)."""
+        self.root.merge(other.root)
+        self.samples += other.samples
+        if self.event_name is None:
+            self.event_name = other.event_name
+
+    def __getstate__(self):         # what crosses from a worker: no caches
+        return {"weight": self.weight, "opts": self.opts, "root": self.root,
+                "samples": self.samples, "event_name": self.event_name}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._cache = {}
+        self.events = EventFilter(self.opts.event_filter)
 
 
 def _hash_name(name):
@@ -446,8 +482,13 @@ def run(args, out):
     opts = CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
                            event_filter=args.event_filter)
     builder = FlameGraphBuilder(args.weight, opts, note_stream=sys.stderr)
-    for sample in SampleRun(args, "flamegraph"):
-        builder.add(sample)
+    run_ = SampleRun(args, "flamegraph")
+    jobs = flamegraph_jobs(args, run_.pf)
+    if jobs > 1:
+        _build_sharded(args, opts, jobs, run_.pf, builder)
+    else:
+        for sample in run_:
+            builder.add(sample)
     if builder.root.value == 0:
         sys.stderr.write("perfdata: note: no samples; writing an empty flame graph\n")
     subtitle = "%s%s" % (os.path.basename(str(args.file)),
@@ -462,11 +503,52 @@ def run(args, out):
 
 
 
+# Samples per block of a sharded run (-j).
+SHARD_BLOCK = 512
+
+
+def flamegraph_jobs(args, pf):
+    """Worker processes for a flame graph: -j, but one for a file of several
+    events (the graph is of the first one seen: only the whole file's order
+    says which)."""
+    from .sharded import default_jobs, event_names
+    if getattr(args, "stitch", False) or len(event_names(pf)) > 1:
+        return 1
+    return default_jobs(args.jobs, pf)
+
+
+def _build_sharded(args, opts, jobs, pf, builder):
+    """The builder's tree from `jobs` workers' shares of the samples, each
+    node keeping the kind and dso of the first sample that made it."""
+    from ..format.errors import PerfDataError
+    from .options import print_warnings
+    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+
+    def compute(share):
+        wpf, samples = open_share(args, share)
+        mine, error = FlameGraphBuilder(args.weight, opts), None
+        try:
+            for sample in samples:
+                mine.add(sample, samples.ordinal)
+        except PerfDataError as exc:
+            error = describe_error(exc)
+        return mine, run_warnings(wpf, samples), error
+
+    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
+    for part in results:
+        if part is not None:
+            builder.merge(part)
+    print_warnings(pf, warnings)
+    if error is not None:
+        raise worker_error(error)
+
+
 def register(subparsers):
     p = subparsers.add_parser("flamegraph", help="an interactive SVG flame graph")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write the SVG here (default: standard output)")
     add_flamegraph_options(p)
+    add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)
 

@@ -606,24 +606,12 @@ SHOW_EVENTS = (
 )
 
 
-def _jobs(text):
-    import argparse
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError("-j wants a number of processes, 1 or more: %r" % text)
-    return n
-
-
 def add_script_options(p):
     """perf script's own options (perf 6.1's spellings), besides -F, --json
     and the options every symbolizing command shares."""
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
-    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
-                   help="worker processes (default: the machine's cores, for inputs of "
-                        "512 KiB and more); the output is the same as with -j 1")
+    from .sharded import add_jobs_argument
+    add_jobs_argument(p)
     p.add_argument("-G", "--hide-call-graph", action="store_true",
                    help="samples on one line, with their own ip only (no stack)")
     when = p.add_mutually_exclusive_group()
@@ -700,8 +688,6 @@ def register(subparsers):
 # Samples per block of a sharded run (-j): big enough that a block's text is
 # one write and the workers seldom wait on each other.
 SHARD_BLOCK = 512
-# Below this much input one process is done before workers would start.
-SHARD_MIN_BYTES = 512 << 10
 
 
 def script_jobs(args, pf):
@@ -710,14 +696,11 @@ def script_jobs(args, pf):
     (--reltime and --deltatime carry the previous sample's time, --stitch
     the thread's other samples), where the input cannot be read again (a
     pipe) or is too small to gain."""
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    if jobs <= 1 or pf.is_pipe or args.reltime or args.deltatime or \
-            getattr(args, "stitch", False) or args.show_round_events:
+    from .sharded import default_jobs
+    if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
+            args.show_round_events:
         return 1
-    size = sum(os.path.getsize(p) for p in pf.input_paths if os.path.isfile(p))
-    if size < SHARD_MIN_BYTES and args.jobs is None:
-        return 1
-    return jobs
+    return default_jobs(args.jobs, pf)
 
 
 def _script_run(pf, args, side, features, share=None):

@@ -9,9 +9,12 @@ worker reads the file itself (forked after the imports: cheap), and stops at
 the same place when the file is damaged: what comes before the fault is
 printed, then the fault is raised here.
 """
-import multiprocessing
+import os
 
 from ..format.errors import PerfDataError
+
+# Below this much input one process is done before workers would start.
+SHARD_MIN_BYTES = 512 << 10
 
 
 def _worker(conn, produce, share):
@@ -45,6 +48,7 @@ def run_sharded(jobs, block, produce, write):
     processes; write(text) the blocks in order here.  Returns the workers'
     warnings, each once, in the order first seen; raises the error a worker
     met (after writing every block before it)."""
+    import multiprocessing
     ctx = multiprocessing.get_context("fork")
     conns, procs = [], []
     try:
@@ -95,14 +99,7 @@ def run_sharded(jobs, block, produce, write):
             if m[3] is not None:
                 errors.append(m[3])
         if errors:
-            kind, message_text, path, offset = errors[0]
-            from ..format import errors as reader_errors
-            cls = getattr(reader_errors, kind, None)
-            if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
-                raise RuntimeError(message_text)
-            error = cls(message_text, path=path, offset=offset)
-            error.warnings = warnings           # printed by the caller before the error
-            raise error
+            raise worker_error(errors[0], warnings)
         return warnings
     finally:
         for conn in conns:
@@ -112,3 +109,121 @@ def run_sharded(jobs, block, produce, write):
             if proc.is_alive():
                 proc.kill()
 
+
+
+def add_jobs_argument(p):
+    """-j/--jobs N: how many worker processes share the samples."""
+    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="worker processes (default: the machine's cores, for inputs of "
+                        "512 KiB and more); the output is the same as with -j 1")
+
+
+def _jobs(text):
+    import argparse
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError("-j wants a number of processes, 1 or more: %r" % text)
+    return n
+
+
+def worker_error(described, warnings=()):
+    """The exception a worker described (describe_error), carrying the
+    run's warnings for the caller to print before it."""
+    kind, message_text, path, offset = described
+    from ..format import errors as reader_errors
+    cls = getattr(reader_errors, kind, None)
+    if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
+        return RuntimeError(message_text)
+    error = cls(message_text, path=path, offset=offset)
+    error.warnings = list(warnings)
+    return error
+
+
+def default_jobs(jobs, pf):
+    """Worker processes for a run over pf: -j N as given, else the machine's
+    cores for an input of SHARD_MIN_BYTES or more; one for a pipe (it cannot
+    be read again)."""
+    if jobs is not None and jobs <= 1 or pf.is_pipe:
+        return 1
+    if jobs is None:
+        size = sum(os.path.getsize(p) for p in pf.input_paths if os.path.isfile(p))
+        if size < SHARD_MIN_BYTES:
+            return 1
+        jobs = os.cpu_count() or 1
+    return jobs
+
+
+def _gather_worker(conn, compute, share):
+    try:
+        conn.send(("done",) + tuple(compute(share)))
+    except BaseException as exc:       # never a traceback from a worker
+        conn.send(("done", None, [], ("Exception", "%s: %s" % (type(exc).__name__, exc),
+                                      None, None)))
+    finally:
+        conn.close()
+
+
+def gather_sharded(jobs, block, compute):
+    """Run compute(share) for share = (block, jobs, index) in `jobs` forked
+    processes, each returning (result, warnings, described error or None),
+    for results that add up whatever the order (folded stacks, flame graph
+    paths).  Returns (results in worker order, the warnings each once in the
+    order first seen, the first error described or None): the caller writes
+    what the results hold, then raises worker_error(error, warnings)."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    conns, procs = [], []
+    try:
+        for index in range(jobs):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_gather_worker, args=(send, compute, (block, jobs, index)),
+                               daemon=True)
+            proc.start()
+            send.close()
+            conns.append(recv)
+            procs.append(proc)
+        results, warnings, seen, error = [], [], set(), None
+        for w, conn in enumerate(conns):
+            try:
+                _, result, texts, described = conn.recv()
+            except EOFError:            # the worker died without a word
+                result, texts, described = None, [], ("Exception", "worker %d died" % w,
+                                                      None, None)
+            results.append(result)
+            for text in texts:
+                if text not in seen:
+                    seen.add(text)
+                    warnings.append(text)
+            if error is None and described is not None:
+                error = described
+        return results, warnings, error
+    finally:
+        for conn in conns:
+            conn.close()
+        for proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def open_share(args, share):
+    """(PerfFile, SampleSymbolizer of the share's samples) in a worker."""
+    from .options import make_sample_symbolizer, open_profile
+    pf = open_profile(args.file, getattr(args, "strict", False))
+    return pf, make_sample_symbolizer(pf, args, share=share)
+
+
+def run_warnings(pf, samples):
+    """A worker's warnings, as a one-process run prints them."""
+    return list(pf.warnings) + list(samples.symbolizer.warnings)
+
+
+def event_names(pf, tracepoints=True):
+    """The file's distinct event names (tracepoints left out on request)."""
+    from ..format.constants import AttrType
+    pf.resolve_event_names()
+    return {ea.name for ea in pf.attrs
+            if tracepoints or ea.attr["type"] != AttrType.TRACEPOINT}

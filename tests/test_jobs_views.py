@@ -1,0 +1,109 @@
+"""`perfdata collapse -j N` and `perfdata flamegraph -j N`: workers each
+symbolize a share of the samples (blocks dealt in turn), the parts are
+added up: the same bytes as one process on every bundled recording, the
+same text then the same error on a damaged file."""
+import pytest
+
+import perfdata.views.collapse as collapse_view
+import perfdata.views.flamegraph as flamegraph_view
+import perfdata.views.sharded as sharded
+from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli
+
+RECORDINGS = sorted(p.name for p in SAMPLES.glob("*.data") if p.is_file())
+COLLAPSE_OPTIONS = [[], ["--tid-root", "--addrs", "--all"], ["--samples", "--pid-root"]]
+FLAME_OPTIONS = [[], ["--colors", "dso", "--weight", "period", "--reverse"]]
+
+
+@pytest.fixture
+def shards(monkeypatch):
+    """Blocks of 7 samples (many blocks per worker on every recording); counts
+    the sharded runs, so a test knows the workers did run."""
+    monkeypatch.setattr(collapse_view, "SHARD_BLOCK", 7)
+    monkeypatch.setattr(flamegraph_view, "SHARD_BLOCK", 7)
+    runs = []
+    real = sharded.gather_sharded
+
+    def counted(jobs, block, compute):
+        runs.append(jobs)
+        return real(jobs, block, compute)
+    monkeypatch.setattr(sharded, "gather_sharded", counted)
+    return runs
+
+
+def _run(command, path, jobs, options):
+    return run_cli([command, str(path), "-j", str(jobs)] + SAMPLE_SYMBOL_ARGS + options)
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_collapse_same_bytes_as_one_process(name, shards):
+    path = SAMPLES / name
+    for options in COLLAPSE_OPTIONS:
+        before = len(shards)
+        rc1, one, err1 = _run("collapse", path, 1, options)
+        assert len(shards) == before           # -j 1: no workers
+        for jobs in (2, 3):
+            rc, out, err = _run("collapse", path, jobs, options)
+            assert (rc, out) == (rc1, one), (name, options, jobs, err)
+            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_flamegraph_same_bytes_as_one_process(name, shards):
+    path = SAMPLES / name
+    for options in FLAME_OPTIONS:
+        rc1, one, err1 = _run("flamegraph", path, 1, options)
+        for jobs in (2, 3):
+            rc, out, err = _run("flamegraph", path, jobs, options)
+            assert (rc, out) == (rc1, one), (name, options, jobs, err)
+            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
+
+
+def test_most_recordings_are_sharded(shards):
+    """The rule keeps one process only for files of several events (the
+    first one seen is the one counted): the other recordings do shard."""
+    import perfdata
+    single = []
+    for name in RECORDINGS:
+        with perfdata.open(str(SAMPLES / name)) as pf:
+            if len(sharded.event_names(pf)) == 1 and not pf.is_pipe:
+                single.append(name)
+    for name in single:
+        _run("flamegraph", SAMPLES / name, 2, [])
+        _run("collapse", SAMPLES / name, 2, [])
+    assert len(single) >= len(RECORDINGS) // 2
+    assert shards == [2] * (2 * len(single))
+
+
+@requires_perf
+def test_damaged_file_same_text_then_the_same_error(shards, tmp_path):
+    """--strict on a record damaged late in a recording: collapse -j 3 writes
+    the stacks -j 1 writes (those before the fault), then the same one-line
+    error, exit 2; flamegraph gives the same error."""
+    import subprocess
+    import sys
+    import perfdata
+    from conftest import PERF
+    from perfdata.format.constants import RecordType as RT
+    from test_recovery import corrupt, top_records
+    src = tmp_path / "dwarf.data"
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
+    subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
+                    str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
+    recs, little = top_records(src)
+    end = perfdata.open(str(src))._data_end
+    rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
+    if len(rounds) < 4:
+        pytest.skip("the recording has %d rounds" % len(rounds))
+    victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
+    for command in ("collapse", "flamegraph"):
+        one = run_cli(["--strict", command, str(bad), "-j", "1"])
+        three = run_cli(["--strict", command, str(bad), "-j", "3"])
+        assert one[0] == three[0] == 2
+        assert one[1] == three[1]
+        assert one[2].strip().splitlines()[-1] == three[2].strip().splitlines()[-1]
+        assert "offset 0x" in three[2]
+        if command == "collapse":
+            assert one[1].count("\n") > 3      # the stacks before the fault
+    assert shards == [3, 3]
