@@ -1,17 +1,19 @@
-"""`perfdata collapse -j N` and `perfdata flamegraph -j N`: workers each
-symbolize a share of the samples (blocks dealt in turn), the parts are
-added up: the same bytes as one process on every bundled recording, the
-same text then the same error on a damaged file."""
+"""`perfdata collapse|flamegraph|report -j N`: workers each symbolize a
+share of the samples (blocks dealt in turn), the parts are added up: the
+same bytes as one process on every bundled recording, the same text then
+the same error on a damaged file."""
 import pytest
 
 import perfdata.views.collapse as collapse_view
 import perfdata.views.flamegraph as flamegraph_view
+import perfdata.views.report as report_view
 import perfdata.views.sharded as sharded
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli
 
 RECORDINGS = sorted(p.name for p in SAMPLES.glob("*.data") if p.is_file())
 COLLAPSE_OPTIONS = [[], ["--tid-root", "--addrs", "--all"], ["--samples", "--pid-root"]]
 FLAME_OPTIONS = [[], ["--colors", "dso", "--weight", "period", "--reverse"]]
+REPORT_OPTIONS = [[], ["--children"], ["-s", "pid,sym"], ["-s", "dso,comm"]]
 
 
 @pytest.fixture
@@ -20,6 +22,7 @@ def shards(monkeypatch):
     the sharded runs, so a test knows the workers did run."""
     monkeypatch.setattr(collapse_view, "SHARD_BLOCK", 7)
     monkeypatch.setattr(flamegraph_view, "SHARD_BLOCK", 7)
+    monkeypatch.setattr(report_view, "SHARD_BLOCK", 7)
     runs = []
     real = sharded.gather_sharded
 
@@ -56,6 +59,21 @@ def test_flamegraph_same_bytes_as_one_process(name, shards):
             rc, out, err = _run("flamegraph", path, jobs, options)
             assert (rc, out) == (rc1, one), (name, options, jobs, err)
             assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_report_same_bytes_as_one_process(name, shards):
+    path = SAMPLES / name
+    for options in REPORT_OPTIONS:
+        rc1, one, err1 = _run("report", path, 1, options)
+        for jobs in (2, 3):
+            rc, out, err = _run("report", path, jobs, options)
+            assert (rc, out) == (rc1, one), (name, options, jobs, err)
+            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
+    import perfdata
+    with perfdata.open(str(path)) as pf:
+        sharded_here = not pf.is_pipe
+    assert len(shards) == (2 * len(REPORT_OPTIONS) if sharded_here else 0)
 
 
 def test_most_recordings_are_sharded(shards):
@@ -97,7 +115,7 @@ def test_damaged_file_same_text_then_the_same_error(shards, tmp_path):
     victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
     bad = tmp_path / "bad.data"
     bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
-    for command in ("collapse", "flamegraph"):
+    for command in ("collapse", "flamegraph", "report"):
         one = run_cli(["--strict", command, str(bad), "-j", "1"])
         three = run_cli(["--strict", command, str(bad), "-j", "3"])
         assert one[0] == three[0] == 2
@@ -106,4 +124,4 @@ def test_damaged_file_same_text_then_the_same_error(shards, tmp_path):
         assert "offset 0x" in three[2]
         if command == "collapse":
             assert one[1].count("\n") > 3      # the stacks before the fault
-    assert shards == [3, 3]
+    assert shards == [3, 3, 3]

@@ -20,6 +20,7 @@ from .collapse import open_output
 from .options import (add_input_argument, add_symbolize_options, make_sample_symbolizer,
                       open_profile, print_warnings)
 from .progress import sample_progress
+from .sharded import add_jobs_argument
 
 SORT_KEYS = {
     "comm": "Command",
@@ -91,9 +92,10 @@ def _addr_text(address):
 
 
 class Entry:
-    __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved", "thread")
+    __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved", "thread",
+                 "first")
 
-    def __init__(self, key, level, unresolved, thread=None):
+    def __init__(self, key, level, unresolved, thread=None, first=0):
         self.key = key
         self.level = level
         self.self_period = 0
@@ -101,6 +103,40 @@ class Entry:
         self.samples = 0
         self.unresolved = unresolved
         self.thread = thread        # of the sample that made the entry (perf's he->thread)
+        self.first = first          # that sample's place in the file (sharded runs)
+
+    def __getstate__(self):         # a worker's entry: the thread by its comm only
+        state = {k: getattr(self, k) for k in self.__slots__}
+        state["thread"] = _Comm(_thread_comm(self.thread))
+        return state
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def merge(self, other):
+        """Add another worker's entry of the same key; the level and thread
+        are those of the entry made first, as in one process."""
+        self.self_period += other.self_period
+        self.children += other.children
+        self.samples += other.samples
+        if other.first < self.first:
+            self.level, self.unresolved, self.thread, self.first = \
+                other.level, other.unresolved, other.thread, other.first
+
+
+class _Comm:
+    """A thread as the table prints it, from a worker (its last comm)."""
+    __slots__ = ("comm",)
+
+    def __init__(self, comm):
+        self.comm = comm
+
+    def __getstate__(self):
+        return self.comm
+
+    def __setstate__(self, comm):
+        self.comm = comm
 
 
 class EventHistogram:
@@ -109,6 +145,20 @@ class EventHistogram:
         self.entries = {}
         self.total_period = 0
         self.samples = 0
+
+    def merge(self, other):
+        """Add another worker's histogram of the same event; the entries stay
+        in the order they were first made (ties in the table keep it)."""
+        self.total_period += other.total_period
+        self.samples += other.samples
+        entries = self.entries
+        for key, theirs in other.entries.items():
+            mine = entries.get(key)
+            if mine is None:
+                entries[key] = theirs
+            else:
+                mine.merge(theirs)
+        self.entries = dict(sorted(entries.items(), key=lambda item: item[1].first))
 
 
 class Report:
@@ -119,6 +169,28 @@ class Report:
         self.children = children
         self.sampler = sampler
         self.hists = {}
+        self.order = 0          # the place in the file of the sample being added
+
+    def merge(self, other):
+        """Add the histograms of another worker's share of the samples."""
+        for index, theirs in other.hists.items():
+            mine = self.hists.get(index)
+            if mine is None:
+                self.hists[index] = theirs
+            else:
+                mine.merge(theirs)
+
+    def __getstate__(self):         # what crosses from a worker: no sampler
+        return {"sort_keys": self.sort_keys, "children": self.children,
+                "hists": {i: (h.event.index, h.entries, h.total_period, h.samples)
+                          for i, h in self.hists.items()}}
+
+    def __setstate__(self, state):
+        self.sort_keys, self.children = state["sort_keys"], state["children"]
+        self.sampler, self.order, self.hists = None, 0, {}
+        for i, (index, entries, total, samples) in state["hists"].items():
+            hist = self.hists[i] = EventHistogram(_EventIndex(index))
+            hist.entries, hist.total_period, hist.samples = entries, total, samples
 
     def _frame_entry(self, hist, sample, frame, level, suffix="", in_chain=False):
         values = []
@@ -151,7 +223,7 @@ class Report:
         entry = hist.entries.get(key)
         if entry is None:
             entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None,
-                                              sample.thread)
+                                              sample.thread, self.order)
         return entry
 
     def _entry_address(self, sample, frame):
@@ -352,12 +424,70 @@ def _unit_number(n):
     return "%d%s" % (n, unit)
 
 
-def build_report(pf, samples, sort_keys, children=False, progress=True):
-    report = Report(sort_keys, children, sampler=samples)
+class _EventIndex:
+    """A worker histogram's event, until the run's own EventAttr replaces it."""
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def build_report(pf, samples, sort_keys, children=False, progress=True, report=None):
+    """The Report of the samples (added to `report` if given: a fault
+    mid-file leaves it holding the samples before the fault)."""
+    if report is None:
+        report = Report(sort_keys, children, sampler=samples)
     it = sample_progress(samples, pf, "report") if progress else samples
+    ordered = samples.share is not None
     for sample in it:
+        if ordered:
+            report.order = samples.ordinal
         report.add(sample)
     return report
+
+
+# Samples per block of a sharded run (-j).
+SHARD_BLOCK = 512
+
+
+def report_jobs(args, pf):
+    """Worker processes for the table: -j, but one with --stitch (it needs
+    the thread's other samples)."""
+    from .sharded import default_jobs
+    if getattr(args, "stitch", False):
+        return 1
+    return default_jobs(args.jobs, pf)
+
+
+def _report_sharded(args, keys, jobs, pf):
+    """(Report, lost samples) from `jobs` workers' shares of the samples."""
+    from ..format.errors import PerfDataError
+    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+
+    def compute(share):
+        wpf, samples = open_share(args, share)
+        mine, error = Report(keys, args.children, sampler=samples), None
+        try:
+            build_report(wpf, samples, keys, children=args.children, progress=False,
+                         report=mine)
+        except PerfDataError as exc:
+            error = describe_error(exc)
+        # Every worker reads every record: each counts all the lost samples.
+        return (mine, samples.lost_samples), run_warnings(wpf, samples), error
+
+    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
+    report, lost = Report(keys, args.children), 0
+    for part in results:
+        if part is not None:
+            report.merge(part[0])
+            lost = part[1]
+    events = {ea.index: ea for ea in pf.attrs}
+    for hist in report.hists.values():
+        hist.event = events.get(hist.event.index, hist.event)
+    print_warnings(pf, warnings)
+    if error is not None:
+        raise worker_error(error)
+    return report, lost
 
 
 def run(args, out):
@@ -368,11 +498,17 @@ def run(args, out):
                          "see perfdata flamegraph for the call graph\n")
     pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args)
-    try:
-        report = build_report(pf, samples, keys, children=args.children)
-    finally:
-        print_warnings(pf, samples.symbolizer.warnings)
-    text = report.describe(pf.attrs, lost=samples.lost_samples)
+    jobs = report_jobs(args, pf)
+    if jobs > 1:
+        pf.resolve_event_names()
+        report, lost = _report_sharded(args, keys, jobs, pf)
+    else:
+        try:
+            report = build_report(pf, samples, keys, children=args.children)
+        finally:
+            print_warnings(pf, samples.symbolizer.warnings)
+        lost = samples.lost_samples
+    text = report.describe(pf.attrs, lost=lost)
     try:
         stream.write(text)
     finally:
@@ -386,6 +522,7 @@ def register(subparsers):
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_report_options(p)
+    add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)
 
