@@ -21,22 +21,19 @@ import contextlib
 import io
 import os
 import struct
-import sys
 import zlib
 from pathlib import Path
 
 import construct as cs
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import perfdata
+from perfdata.format.constants import RecordType as RT, SampleType as ST
+from perfdata.format.errors import PerfDataError
+from perfdata.format.constants import USER_TYPE_START
+from perfdata.format.sample import sample_schema
 
-import perfdata                                                     # noqa: E402
-from perfdata.format.constants import RecordType as RT, SampleType as ST  # noqa: E402
-from perfdata.format.errors import PerfDataError                    # noqa: E402
-from perfdata.format.constants import USER_TYPE_START               # noqa: E402
-from perfdata.format.sample import sample_schema                    # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 SAMPLES = REPO / "samples"
 BUILDIDS = SAMPLES / "buildids"
