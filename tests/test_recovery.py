@@ -91,8 +91,8 @@ def _copy(tmp_path, data, name="damaged.data"):
 
 
 def _data_end(path):
-    pf = perfdata.open(str(path))
-    return pf._data_end
+    with perfdata.open(str(path)) as pf:
+        return pf.data_range[1]
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +240,7 @@ def recovery_rate(files, per_kind=2, seed=1, tmp_dir=None, compressed=None):
         if compressed is not None and compressed != any(
                 r[1] in (RT.COMPRESSED, RT.COMPRESSED2) for r in recs):
             continue
-        end = pf._data_end
+        end = pf.data_range[1]
         data = path.read_bytes()
         n_intact = sum(intact.values())
         file_lost = []

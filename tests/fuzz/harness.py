@@ -110,7 +110,7 @@ def analyse(name, data):
             seed.little, seed.pipe = pf.little, pf.is_pipe
             if not pf.is_pipe:
                 seed.header_fields = [(o, 8) for o in range(16, 72, 8)] + [(72, 8), (80, 8)]
-                seed.data_start, seed.data_end = pf._data_start, pf._data_end
+                seed.data_start, seed.data_end = pf.data_range
                 stride = pf.header["attr_size"]
                 aoff = pf.header["attrs"]["offset"]
                 for i in range(len(pf.attrs)):
@@ -120,7 +120,7 @@ def analyse(name, data):
                                          (base + 40, 8), (base + 88, 8), (base + 96, 4),
                                          (base + stride - 16, 8), (base + stride - 8, 8)]
                 for n, fid in enumerate(sorted(pf.features)):
-                    seed.feature_entries.append(pf._data_end + 16 * n)
+                    seed.feature_entries.append(seed.data_end + 16 * n)
                     seed.feature_sections.append(pf.features[fid])
             try:
                 for rec in pf.records(order="file", include_compressed=True):
@@ -202,10 +202,11 @@ def cut(data, samples=16, others=24):
             if len(keep) == total:
                 return data
             body = b"".join(data[o:o + s] for o, s, _ in keep)
+            start, end = pf.data_range
             if pf.is_pipe:
-                return data[:pf._data_start] + body
-            return splice(data, pf.little, pf._data_end, pf._data_start, pf._data_end, body,
-                          feature_table=pf._data_end if pf.features else None,
+                return data[:start] + body
+            return splice(data, pf.little, end, start, end, body,
+                          feature_table=end if pf.features else None,
                           nfeatures=len(pf.features))
 
 
