@@ -153,7 +153,7 @@ def open_samples(path, debug_dirs=(), symfs=None, archive=None):
     (the symbol cache of `perfdata` commands included)."""
     import perfdata
     from symbolize import DebugInfoLocator, Symbolizer
-    from symbolize.cachedir import perfdata_cache_dir
+    from symbolize.cachedir import CacheDir
     from .symbolized import SampleSymbolizer
     dirs = list(debug_dirs)
     buildid = {}
@@ -164,7 +164,7 @@ def open_samples(path, debug_dirs=(), symfs=None, archive=None):
         buildid = {"buildid_dir": unpacked}
     pf = perfdata.open(path)
     symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=dirs, symfs=symfs, **buildid),
-                            cache_dir=perfdata_cache_dir())
+                            cache_dir=CacheDir.default())
     return pf, SampleSymbolizer(pf, symbolizer)
 
 

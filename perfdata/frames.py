@@ -152,7 +152,7 @@ class FrameResolver:
                 found = self.symbolizer.binary_for(m.path, bid).status == "found"
                 if not found:
                     from symbolize.vdso import running_vdso
-                    own = running_vdso(self.symbolizer.cache_dir)
+                    own = running_vdso(self.symbolizer.cache)
                     if own is not None and (bid is None or bid == own[1]):
                         if bid is None:
                             self.warnings.append(

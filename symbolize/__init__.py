@@ -7,6 +7,8 @@ The symbol side (this file's exports) is:
     Binary(path)              a safely opened ELF file
     DebugInfoLocator(...)     where binaries and debug files may be
     SymbolTable, build_symbol_table, LineInfo, KernelSymbols, PerfMap, demangle
+    CacheDir(path)            where what is built once per binary is kept
+                              (Symbolizer(cache_dir=...) takes one or a path)
 """
 from .errors import SymbolizeError, BinaryError, NotELFError, InvalidBuildIdError
 from .buildid import normalize_build_id, is_valid_build_id, require_build_id
@@ -21,6 +23,7 @@ from .locate import DebugInfoLocator, Candidate
 from .kallsyms import KernelSymbols, KernelSymbol
 from .perfmap import PerfMap, MapSymbol, is_perfmap_path
 from .symbolizer import Symbolizer, Frame, BinaryChoice, address_for_lookup
+from .cachedir import CacheDir
 
 __all__ = [
     "SymbolizeError", "BinaryError", "NotELFError", "InvalidBuildIdError",
@@ -33,5 +36,5 @@ __all__ = [
     "load_minidebuginfo", "LineInfo", "InlineFrame",
     "DebugInfoLocator", "Candidate", "KernelSymbols", "KernelSymbol",
     "PerfMap", "MapSymbol", "is_perfmap_path",
-    "Symbolizer", "Frame", "BinaryChoice", "address_for_lookup",
+    "Symbolizer", "Frame", "BinaryChoice", "address_for_lookup", "CacheDir",
 ]

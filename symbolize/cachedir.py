@@ -1,8 +1,38 @@
-"""Where symbolize keeps what it builds once per binary (symbol tables by
-build-id, this machine's vdso image): $PERFDATA_CACHE_DIR, else
-$XDG_CACHE_HOME/perfdata, else ~/.cache/perfdata.  An empty
-$PERFDATA_CACHE_DIR turns the cache off."""
+"""Where symbolize keeps what it builds once per binary: `CacheDir`.
+
+One directory holds every cache (the layout existing caches have):
+
+    symtab/BI/LD-KINDS.json            symbol tables, by build-id (BI = its
+                                       first two hex digits, LD the rest)
+    inline/BI/LD-WHICH.json            inline names learnt per address
+    symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
+    kallsyms-KEY.marshal               parsed kallsyms tables
+    vdso-BUILDID.so                    this machine's vdso image
+
+By default it is $PERFDATA_CACHE_DIR, else $XDG_CACHE_HOME/perfdata, else
+~/.cache/perfdata; an empty $PERFDATA_CACHE_DIR turns the cache off.  Every
+function of symbolize that keeps a cache takes a CacheDir or a path string
+(a library user's choice) or None (no cache), through CacheDir.of().
+
+A CacheDir writes atomically (a reader never sees half a file), reads
+without trusting (an absent, unreadable, oversized or not regular file is
+None; the caller treats a file it cannot parse the same way and builds the
+thing again), marks what it reads as used, and keeps the files it made
+within `limit` bytes, least recently used first.  A disabled CacheDir reads
+and writes nothing.
+"""
 import os
+import time
+
+#: Total size the cache's files may take; the least recently used go first.
+CACHE_LIMIT = 512 << 20
+
+# The directories (by kind) and the top-level file name prefixes a CacheDir
+# makes: the bound removes these and nothing else (--symbol-cache may name a
+# directory that holds other files too).
+KINDS = ("symtab", "inline", "symcache")
+TOP_LEVEL = ("kallsyms-", "vdso-")
+_TMP = ".tmp-"
 
 
 def user_cache_dir(name: str) -> str:
@@ -17,6 +47,207 @@ def perfdata_cache_dir() -> str | None:
     if env is not None:
         return os.path.expanduser(env) if env.strip() else None
     return user_cache_dir("perfdata")
+
+
+class _Default:
+    """The `where` that means perfdata's default cache directory."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "DEFAULT"
+
+
+#: CacheDir.of(DEFAULT): the directory perfdata_cache_dir() names.
+DEFAULT = _Default()
+
+
+class CacheDir:
+    """One cache directory (root), or none (root None: disabled)."""
+
+    def __init__(self, root: "str | os.PathLike | None" = None, limit: int = CACHE_LIMIT):
+        self.root = os.path.expanduser(os.fspath(root)) if root else None
+        self.limit = limit
+        # The bound is applied at this object's first write, then again
+        # whenever what it wrote since the last pass exceeds a sixteenth of
+        # the limit: a scan of the tree per write would cost a first run more
+        # than the writes, and the cache stays within limit + limit / 16.
+        self._pruned = False
+        self._written = 0
+
+    @classmethod
+    def default(cls) -> "CacheDir":
+        """$PERFDATA_CACHE_DIR, else ~/.cache/perfdata (disabled when
+        $PERFDATA_CACHE_DIR is set empty)."""
+        return cls(perfdata_cache_dir())
+
+    @classmethod
+    def of(cls, where) -> "CacheDir":
+        """A CacheDir from what a caller gave: a CacheDir (itself), a path,
+        DEFAULT (perfdata's default directory), or None / "" (disabled)."""
+        if isinstance(where, CacheDir):
+            return where
+        if where is DEFAULT:
+            return cls.default()
+        return cls(where or None)
+
+    @property
+    def enabled(self) -> bool:
+        return self.root is not None
+
+    def __repr__(self):
+        return "CacheDir(%r)" % self.root
+
+    # Equal by directory: running_vdso() is memoized by the CacheDir given.
+    def __eq__(self, other):
+        return isinstance(other, CacheDir) and (self.root, self.limit) == (other.root, other.limit)
+
+    def __hash__(self):
+        return hash((self.root, self.limit))
+
+    # ------------------------------------------------------------ names
+    def path_for(self, kind: str, build_id: str, suffix: str = "") -> str | None:
+        """Where the entry of `kind` (one of KINDS) for a build-id is kept:
+        kind/BI/LD+suffix; None when disabled."""
+        if self.root is None:
+            return None
+        return os.path.join(self.root, kind, build_id[:2], build_id[2:] + suffix)
+
+    def file(self, name: str) -> str | None:
+        """A file at the top of the directory (name starts with one of
+        TOP_LEVEL); None when disabled."""
+        return os.path.join(self.root, name) if self.root is not None else None
+
+    # ------------------------------------------------------------ reading
+    def read(self, path: str | None, max_size: int = 512 << 20) -> bytes | None:
+        """The bytes of a cache file, or None if disabled, absent, not a
+        regular file, too large or unreadable.  The file counts as used."""
+        import stat
+        if self.root is None or not path:
+            return None
+        try:
+            # (stat before open: opening a FIFO would block)
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
+                return None
+            with open(path, "rb") as f:
+                data = f.read(max_size + 1)
+        except OSError:
+            return None
+        if len(data) > max_size:
+            return None
+        self._touch(path, st)
+        return data
+
+    def read_json(self, path: str | None, max_size: int = 512 << 20):
+        """The JSON document in a cache file, or None (as read(), or damaged)."""
+        import json
+        data = self.read(path, max_size)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
+
+    def used(self, path: str | None) -> None:
+        """Mark a cache file read by other means (a mapped index) as used."""
+        if self.root is None or not path:
+            return
+        try:
+            self._touch(path, os.stat(path))
+        except OSError:
+            pass
+
+    @staticmethod
+    def _touch(path: str, st) -> None:
+        # The last use is the access time, set here (not left to the mount's
+        # atime policy); the modification time stays when the file was made.
+        now = time.time()
+        if now - st.st_atime > 60:
+            try:
+                os.utime(path, ns=(time.time_ns(), st.st_mtime_ns))
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------ writing
+    def write(self, path: str | None, data: bytes) -> bool:
+        """Write a cache file atomically; False when disabled or failing."""
+        if self.root is None or not path:
+            return False
+        if not write_atomic(path, data):
+            return False
+        self._written += len(data)
+        if not self._pruned or self._written > self.limit // 16:
+            self.prune()
+        return True
+
+    def write_json(self, path: str | None, doc) -> bool:
+        import json
+        try:
+            text = json.dumps(doc)
+        except (TypeError, ValueError):
+            return False
+        return self.write(path, text.encode())
+
+    # ------------------------------------------------------------ the bound
+    def entries(self):
+        """(last use, size, path) of every file this cache made."""
+        if self.root is None:
+            return []
+        out = []
+        old_tmp = time.time() - 3600
+
+        def add(entry):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                return
+            # A temporary file of a write under way is not the bound's to
+            # remove; one left an hour ago by a killed run is.
+            if entry.name.startswith(_TMP) and st.st_mtime > old_tmp:
+                return
+            out.append((max(st.st_atime, st.st_mtime), st.st_size, entry.path))
+
+        try:
+            top = list(os.scandir(self.root))
+        except OSError:
+            return []
+        for entry in top:
+            if entry.name in KINDS and entry.is_dir(follow_symlinks=False):
+                try:
+                    for sub in os.scandir(entry.path):
+                        if sub.is_dir(follow_symlinks=False):
+                            for f in os.scandir(sub.path):
+                                if f.is_file(follow_symlinks=False):
+                                    add(f)
+                except OSError:
+                    continue
+            elif entry.name.startswith(TOP_LEVEL + (_TMP,)) and \
+                    entry.is_file(follow_symlinks=False):
+                add(entry)
+        return out
+
+    def size(self) -> int:
+        """Bytes the cache's files take."""
+        return sum(size for _, size, _ in self.entries())
+
+    def prune(self, limit: int | None = None) -> None:
+        """Keep the cache's files within `limit` (by default self.limit)
+        bytes, removing the least recently used first."""
+        limit = self.limit if limit is None else limit
+        self._pruned = True
+        self._written = 0
+        files = self.entries()
+        total = sum(size for _, size, _ in files)
+        files.sort()
+        for _, size, path in files:
+            if total <= limit:
+                break
+            try:
+                os.unlink(path)
+                total -= size
+            except OSError:
+                pass
 
 
 def code_tag(kind: str, modules) -> str:
@@ -52,7 +283,7 @@ def write_atomic(path: str, data: bytes) -> bool:
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=_TMP)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -79,4 +310,3 @@ def read_json(path: str, max_size: int = 512 << 20):
             return json.load(f)
     except (OSError, ValueError):
         return None
-

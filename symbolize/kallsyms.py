@@ -12,6 +12,7 @@ import bisect
 from array import array
 from typing import NamedTuple
 
+from .cachedir import DEFAULT, CacheDir
 from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_entries, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
@@ -97,14 +98,13 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def from_file(cls, path: str, cache_dir: "str | None" = "") -> "KernelSymbols":
+    def from_file(cls, path: str, cache=DEFAULT) -> "KernelSymbols":
         """Parse a kallsyms file; an unreadable one gives an empty table with
         a warning.  Parsed tables are kept in a cache file keyed by the text's
         hash (parsing the 120k lines of a kernel's kallsyms takes a second),
-        in cache_dir (None: no cache; by default perfdata's cache directory)."""
-        if cache_dir == "":
-            from .cachedir import perfdata_cache_dir
-            cache_dir = perfdata_cache_dir()
+        in `cache`: a CacheDir or a directory's path, None for no cache; by
+        default perfdata's cache directory."""
+        cache = CacheDir.of(cache)
         import hashlib
         # A regular file (perf's build-id cache copy) is known by its identity
         # and is not even read when its table is cached; /proc/kallsyms (40
@@ -112,7 +112,7 @@ class KernelSymbols:
         # with modules and BPF programs) by the hash of its text.
         stat_key = _file_identity(path)
         if stat_key is not None:
-            cached = _load_cached(stat_key, cache_dir)
+            cached = _load_cached(stat_key, cache)
             if cached is not None:
                 return cached
         data = _read_kallsyms(path)
@@ -121,12 +121,12 @@ class KernelSymbols:
             t.warnings.append(data)
             return t
         key = stat_key or hashlib.sha1(data).hexdigest()
-        cached = _load_cached(key, cache_dir) if stat_key is None else None
+        cached = _load_cached(key, cache) if stat_key is None else None
         if cached is not None:
             return cached
         table = cls.parse(data.decode("utf-8", "replace"), source=path)
         if len(table) and not table.warnings:
-            _save_cached(key, table, cache_dir)
+            _save_cached(key, table, cache)
         return table
 
     @classmethod
@@ -207,25 +207,23 @@ def _file_identity(path: str) -> str | None:
     return "f" + hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _cache_path(key: str, base: "str | None") -> str | None:
-    import os
-    return os.path.join(base, "kallsyms-%s.marshal" % key) if base else None
+def _cache_file(key: str) -> str:
+    return "kallsyms-%s.marshal" % key
 
 
-def _load_cached(key: str, cache_dir: "str | None") -> "KernelSymbols | None":
+def _load_cached(key: str, cache: CacheDir) -> "KernelSymbols | None":
     import marshal
-    path = _cache_path(key, cache_dir)
-    if path is None:
+    data = cache.read(cache.file(_cache_file(key)))
+    if data is None:
         return None
     try:
-        with open(path, "rb") as f:
-            version, names, name_ends, starts, sizes, modules, module_ends = marshal.load(f)
+        version, names, name_ends, starts, sizes, modules, module_ends = marshal.loads(data)
         arrays = []
         for raw in (name_ends, starts, sizes, module_ends):
             a = array("Q")
             a.frombytes(raw)
             arrays.append(a)
-    except (OSError, ValueError, EOFError, TypeError, AttributeError):
+    except (ValueError, EOFError, TypeError, AttributeError):
         return None
     name_ends, a_starts, a_sizes, module_ends = arrays
     if version != _CACHE_VERSION or not isinstance(names, str) or \
@@ -282,11 +280,9 @@ class _LazySymbols:
         return (self[i] for i in range(len(self.starts)))
 
 
-def _save_cached(key: str, table: "KernelSymbols", cache_dir: "str | None") -> None:
+def _save_cached(key: str, table: "KernelSymbols", cache: CacheDir) -> None:
     import marshal
-    from .cachedir import write_atomic
-    path = _cache_path(key, cache_dir)
-    if path is None:
+    if not cache.enabled:
         return
     syms = table._syms
     if not isinstance(syms, _LazySymbols):
@@ -295,4 +291,4 @@ def _save_cached(key: str, table: "KernelSymbols", cache_dir: "str | None") -> N
                                   [s.module or "" for s in syms])
     data = (_CACHE_VERSION, syms.names, syms.name_ends.tobytes(), syms.starts.tobytes(),
             syms.sizes.tobytes(), syms.modules, syms.module_ends.tobytes())
-    write_atomic(path, marshal.dumps(data))
+    cache.write(cache.file(_cache_file(key)), marshal.dumps(data))

@@ -36,6 +36,7 @@ import struct
 from array import array
 from typing import NamedTuple
 
+from .cachedir import CacheDir
 from .elffile import Binary
 
 
@@ -149,15 +150,19 @@ class LineInfo:
     its separate debug file). Methods never raise; failures become warnings on
     the binary and None / [] answers."""
 
-    def __init__(self, binary: Binary, names_cache: str | None = None,
-                 native: bool | str = True):
-        """names_cache: a file where function_names() keeps its answers
-        across runs (the binary's build-id in its name).  native: answer
+    def __init__(self, binary: Binary, cache=None, native: bool = True, *,
+                 cache_key: tuple[str, str] | None = None):
+        """cache, cache_key: a CacheDir (or a directory's path) and the
+        (build-id, which) under which function_names() keeps its answers
+        across runs, and the native index its symcache; `which` tells a
+        binary's own DWARF ("b") from its debug file's ("d").  native: answer
         function_names() from symbolic's index (native.py) where it is
-        installed; a string is where its index is kept across runs
-        (native.cache_path's answer)."""
+        installed."""
         self.binary = binary
-        self.names_cache = names_cache
+        self.cache = CacheDir.of(cache if cache_key else None)
+        self.cache_key = cache_key
+        self.names_cache = self.cache.path_for(
+            "inline", cache_key[0], "-%s.json" % cache_key[1]) if cache_key else None
         self._native_arg = native
         self._native = None
         self._names: dict[int, tuple] | None = None
@@ -216,13 +221,11 @@ class LineInfo:
             if self._native_arg and self.has_dwarf:
                 from . import native
                 if native.available():
-                    self._native = native.NativeIndex(
-                        self.binary, self._native_arg if isinstance(self._native_arg, str) else None)
+                    self._native = native.NativeIndex(self.binary, self.cache, self.cache_key)
         return self._native or None
 
     def _load_names(self) -> dict:
-        from .cachedir import read_json
-        doc = read_json(self.names_cache) if self.names_cache else None
+        doc = self.cache.read_json(self.names_cache)
         if not isinstance(doc, dict) or doc.get("format") != _names_format():
             return {}
         out = {}
@@ -241,9 +244,8 @@ class LineInfo:
         new ones, unless the file had faults (a partial answer is not kept)."""
         if not (self.names_cache and self._names_added) or self.binary.warnings:
             return False
-        from .cachedir import write_json
         self._names_added = False
-        return write_json(self.names_cache, {
+        return self.cache.write_json(self.names_cache, {
             "format": _names_format(),
             "names": [[svma, list(names)] for svma, names in sorted(self._names.items())]})
 

@@ -29,16 +29,13 @@ from __future__ import annotations
 import os
 import struct
 
+from .cachedir import CacheDir
 from .elffile import Binary
 
 # ELF machines symbolic names, by pyelftools' e_machine names.
 _ARCHES = {"EM_X86_64": "x86_64", "EM_AARCH64": "arm64"}
 _SHT_SYMTAB, _SHT_DYNSYM, _SHT_PROGBITS = 2, 11, 1
 _PT_LOAD, _PT_DYNAMIC, _PT_NULL = 1, 2, 0
-
-#: Total size the symcache files may take in the cache directory; the least
-#: recently used go first.
-CACHE_LIMIT = 512 << 20
 
 _TAG = None
 _MISSING = object()
@@ -77,12 +74,12 @@ def cache_tag() -> str:
     return _TAG
 
 
-def cache_path(cache_dir: str, build_id: str, which: str) -> str:
+def cache_prefix(cache: CacheDir, build_id: str, which: str) -> str | None:
     """Where the symcache of the file with this build-id is kept, without the
     tag cache_tag() adds (which imports symbolic: a caller that never looks
     an inline chain up does not pay for it); `which` tells a binary's own
-    DWARF ("b") from its debug file's ("d")."""
-    return os.path.join(cache_dir, "symcache", build_id[:2], "%s-%s" % (build_id[2:], which))
+    DWARF ("b") from its debug file's ("d").  None without a cache."""
+    return cache.path_for("symcache", build_id, "-" + which)
 
 
 def _copy_without_symbols(binary: Binary, dst) -> bool:
@@ -131,12 +128,15 @@ class NativeIndex:
     """The symcache of one ELF file: names of the inline chain at an address.
     `names()` answers None wherever lines.py must answer instead."""
 
-    def __init__(self, binary: Binary, cache_prefix: str | None = None):
-        """cache_prefix: cache_path()'s answer; the file is that plus the tag."""
+    def __init__(self, binary: Binary, cache=None, cache_key: tuple[str, str] | None = None):
+        """cache, cache_key: a CacheDir (or a directory's path) and the
+        (build-id, which) the symcache is kept under (cache_prefix() plus
+        the tag); without them it is built in every run."""
         self.binary = binary
-        self.cache_prefix = cache_prefix
+        self.cache = CacheDir.of(cache if cache_key else None)
+        self.cache_prefix = cache_prefix(self.cache, *cache_key) if cache_key else None
         self.cache_file = None
-        self._cache = None
+        self._index = None
         self._failed = False
         segs = binary.load_segments if binary.ok else []
         # symcache addresses are relative to the first PT_LOAD's address.
@@ -145,7 +145,7 @@ class NativeIndex:
         self.error: str | None = None     # why symbolic could not build it
 
     def _symcache(self):
-        if self._cache is None and not self._failed:
+        if self._index is None and not self._failed:
             self._failed = True
             sym = _module()
             arch = _ARCHES.get(self.binary.machine or "")
@@ -153,9 +153,9 @@ class NativeIndex:
                 return None
             if self.cache_prefix:
                 self.cache_file = "%s-%s.symc" % (self.cache_prefix, cache_tag())
-            self._cache = self._load(sym) or self._build(sym, arch)
-            self._failed = self._cache is None
-        return self._cache
+            self._index = self._load(sym) or self._build(sym, arch)
+            self._failed = self._index is None
+        return self._index
 
     def _load(self, sym):
         path = self.cache_file
@@ -164,10 +164,7 @@ class NativeIndex:
         try:
             sc = sym.symcache.SymCache.open(path)
             if sc.is_latest_version:
-                try:
-                    os.utime(path)         # recently used: pruned last
-                except OSError:
-                    pass
+                self.cache.used(path)      # recently used: pruned last
                 return sc
         except Exception:
             pass
@@ -203,8 +200,7 @@ class NativeIndex:
         if self.cache_file:
             try:
                 blob = sc.open_stream().read()
-                from .cachedir import write_atomic
-                if write_atomic(self.cache_file, blob):
+                if self.cache.write(self.cache_file, blob):
                     # The same file's index under an older tag is stale.
                     import glob
                     for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):
@@ -213,7 +209,6 @@ class NativeIndex:
                                 os.unlink(old)
                             except OSError:
                                 pass
-                    prune(os.path.dirname(os.path.dirname(self.cache_file)))
             except Exception:
                 pass
         return sc
@@ -234,30 +229,3 @@ class NativeIndex:
                 return None
             out.append(loc.symbol or None)
         return tuple(out)
-
-
-def prune(root: str, limit: int = CACHE_LIMIT) -> None:
-    """Keep the symcache files under root within `limit` bytes, removing the
-    least recently used first."""
-    files = []
-    total = 0
-    try:
-        for d in os.scandir(root):
-            if not d.is_dir(follow_symlinks=False):
-                continue
-            for f in os.scandir(d.path):
-                if f.is_file(follow_symlinks=False):
-                    st = f.stat(follow_symlinks=False)
-                    files.append((st.st_mtime, st.st_size, f.path))
-                    total += st.st_size
-    except OSError:
-        return
-    files.sort()
-    for _, size, path in files:
-        if total <= limit:
-            break
-        try:
-            os.unlink(path)
-            total -= size
-        except OSError:
-            pass

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from .addresses import address_for_lookup, ends_call
 from .buildid import normalize_build_id
+from .cachedir import CacheDir
 from .demangle import demangle as _demangle
 from .elffile import Binary
 from .kallsyms import KernelSymbols
@@ -63,15 +64,19 @@ class _Dso:
 class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
-                 kallsyms: KernelSymbols | str | None = None, cache_dir: str | None = None):
+                 kallsyms: KernelSymbols | str | None = None,
+                 cache_dir: CacheDir | str | None = None):
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
         through the locator (perf's build-id cache, then /proc/kallsyms).
-        cache_dir: keep symbol tables there, by build-id, across runs.
+        cache_dir: keep what is built once per binary there (symbol
+        tables, inline names, the native inline index, parsed kallsyms, the
+        vdso image) across runs: a CacheDir or a directory's path; None (the
+        default) keeps nothing, CacheDir.default() is perfdata's directory.
         signatures: C++ names with their parameter lists, return types and
         clone suffixes (perf -v's form); by default perf's (`ns::f<int>`)."""
-        self.cache_dir = os.path.expanduser(cache_dir) if cache_dir else None
+        self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
         self.signatures = signatures
@@ -180,16 +185,9 @@ class Symbolizer:
                 # every path the same file is known under.
                 lines = self._lineinfos.get(want) if want else None
                 if lines is None:
-                    cache = None
-                    native = True
-                    if self.cache_dir and want:
-                        # (which file the DWARF came from is in the name)
-                        which = "d" if f is debug else "b"
-                        cache = os.path.join(self.cache_dir, "inline", want[:2], "%s-%s.json" % (
-                            want[2:], which))
-                        from .native import cache_path
-                        native = cache_path(self.cache_dir, want, which)
-                    lines = LineInfo(f, names_cache=cache, native=native)
+                    # (which file the DWARF came from is in the cache's names)
+                    lines = LineInfo(f, self.cache, cache_key=(
+                        want, "d" if f is debug else "b") if want else None)
                     if want:
                         self._lineinfos[want] = lines
                 break
@@ -240,7 +238,7 @@ class Symbolizer:
         if bid is not None and bid in self._tables:
             return self._tables[bid]
         disk = None
-        if self.cache_dir and bid is not None:
+        if self.cache.enabled and bid is not None:
             # The name says which sources went in, so a table built before a
             # debug file was installed is not reused after.
             kinds = "".join(k for k, on in (
@@ -248,8 +246,8 @@ class Symbolizer:
                 ("s", binary is not None and binary.has_section(".symtab")),
                 ("m", minidebug is not None),
                 ("c", binary is not None and binary.has_code)) if on)
-            disk = os.path.join(self.cache_dir, "symtab", bid[:2], f"{bid[2:]}-{kinds or 'x'}.json")
-            table = load_table(disk)
+            disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.json")
+            table = load_table(disk, cache=self.cache)
             if table is not None:
                 self._tables[bid] = table
                 return table
@@ -260,7 +258,7 @@ class Symbolizer:
         # good copy of the same build-id in later runs.
         if disk is not None and len(table) and not any(
                 getattr(b, "warnings", None) for b in (binary, debug, minidebug)):
-            save_table(table, disk)
+            save_table(table, disk, self.cache)
         return table
 
     def flush(self) -> None:
@@ -406,7 +404,7 @@ class Symbolizer:
         if isinstance(src, KernelSymbols):
             table = src
         elif isinstance(src, str):
-            table = KernelSymbols.from_file(src, self.cache_dir)
+            table = KernelSymbols.from_file(src, self.cache)
         else:
             table = KernelSymbols()
             for cand in self.locator.candidates_for_kallsyms(bid):
@@ -415,7 +413,7 @@ class Symbolizer:
                 if cand.origin == "original" and bid is not None and not running_kernel_is(bid):
                     self._warn(cand.path, "bid", f"{cand.path}: the running kernel is not build-id {bid}; not used")
                     continue
-                table = KernelSymbols.from_file(cand.path, self.cache_dir)
+                table = KernelSymbols.from_file(cand.path, self.cache)
                 if len(table):
                     source = cand.path
                     break

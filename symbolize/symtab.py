@@ -282,17 +282,25 @@ def cache_format() -> str:
     return _CACHE_FORMAT
 
 
-def save_table(table: SymbolTable, path: str) -> bool:
-    """Write a table as JSON (atomically: a reader never sees half a file)."""
+def save_table(table: SymbolTable, path: str, cache=None) -> bool:
+    """Write a table as JSON (atomically: a reader never sees half a file);
+    cache: the CacheDir the file belongs to (its bound then applies)."""
+    doc = {"format": cache_format(),
+           "symbols": [[s.name, s.start, s.size, s.source] for s in table]}
+    if cache is not None:
+        return cache.write_json(path, doc)
     from .cachedir import write_json
-    return write_json(path, {"format": cache_format(),
-                             "symbols": [[s.name, s.start, s.size, s.source] for s in table]})
+    return write_json(path, doc)
 
 
-def load_table(path: str, max_size: int = 512 << 20) -> SymbolTable | None:
-    """A table saved by save_table, or None if absent, damaged or foreign."""
-    from .cachedir import read_json
-    doc = read_json(path, max_size)
+def load_table(path: str, max_size: int = 512 << 20, cache=None) -> SymbolTable | None:
+    """A table saved by save_table, or None if absent, damaged or foreign;
+    cache: the CacheDir the file belongs to (it counts as used)."""
+    if cache is not None:
+        doc = cache.read_json(path, max_size)
+    else:
+        from .cachedir import read_json
+        doc = read_json(path, max_size)
     try:
         if not isinstance(doc, dict) or doc.get("format") != cache_format():
             return None

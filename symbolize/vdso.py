@@ -10,19 +10,24 @@ import functools
 import os
 import tempfile
 
-from .cachedir import perfdata_cache_dir
+from .cachedir import DEFAULT, CacheDir
 from .elffile import Binary
 
 MAX_VDSO = 1 << 20
 
 
-@functools.lru_cache(maxsize=1)
-def running_vdso(cache_dir=""):
+def running_vdso(cache=DEFAULT):
     """(path of a file holding this process's vdso, its build-id) or None.
-    The image is written to cache_dir (by default perfdata's cache
-    directory; None: the temporary directory only)."""
-    if cache_dir == "":
-        cache_dir = perfdata_cache_dir()
+    The image is kept in `cache` (a CacheDir or a directory's path; by
+    default perfdata's cache directory) as vdso-BUILDID.so.  The symbolizer
+    needs a file to open: without a cache (None, or a disabled or unwritable
+    one) the image is written to the temporary directory instead, afresh
+    each time and never read back as a cache."""
+    return _running_vdso(CacheDir.of(cache))
+
+
+@functools.lru_cache(maxsize=1)
+def _running_vdso(cache: CacheDir):
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -38,21 +43,18 @@ def running_vdso(cache_dir=""):
             image = mem.read(hi - lo)
     except (OSError, ValueError, OverflowError):
         return None
-    for directory in (cache_dir or tempfile.gettempdir(), tempfile.gettempdir()):
-        try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".vdso-", dir=directory)
-            with os.fdopen(fd, "wb") as out:
-                out.write(image)
-            binary = Binary(tmp)
-            build_id = binary.build_id if binary.ok else None
-            binary.close()
-            if not build_id:
-                os.unlink(tmp)
-                return None
-            final = os.path.join(directory, "vdso-%s.so" % build_id)
-            os.replace(tmp, final)
-            return final, build_id
-        except OSError:
-            continue
-    return None
+    binary = Binary("[vdso]", data=image)
+    build_id = binary.build_id if binary.ok else None
+    binary.close()
+    if not build_id:
+        return None
+    name = "vdso-%s.so" % build_id
+    kept = cache.file(name)
+    # An intact copy from an earlier run is used as is (no write: a run that
+    # writes nothing never has to apply the cache's bound); a damaged one is
+    # replaced.
+    if cache.read(kept, MAX_VDSO) == image or cache.write(kept, image):
+        return kept, build_id
+    from .cachedir import write_atomic
+    scratch = os.path.join(tempfile.gettempdir(), name)
+    return (scratch, build_id) if write_atomic(scratch, image) else None

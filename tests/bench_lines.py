@@ -18,8 +18,9 @@ import random
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+# A script run by hand (tests/, its own directory, is on sys.path already):
+# this checkout's symbolize, not an installed one.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from symbolize import Binary  # noqa: E402
 

@@ -20,8 +20,6 @@ import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
-if str(TESTS_DIR) not in sys.path:
-    sys.path.insert(0, str(TESTS_DIR))
 
 # Symbol tables the runs under test build are cached here, not in the user's
 # ~/.cache/perfdata: every session starts cold and leaves nothing behind.

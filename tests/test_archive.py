@@ -5,17 +5,15 @@ import io
 import os
 import re
 import shutil
-import sys
 import tarfile
 
 import pytest
 
 from conftest import requires_perf, run_cli
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
-import util  # noqa: E402
+from diagnose_progs import util
 
-from perfdata.views.archive import ArchiveError, extract_archive  # noqa: E402
+from perfdata.views.archive import ArchiveError, extract_archive
 
 
 @requires_perf

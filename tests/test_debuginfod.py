@@ -21,10 +21,9 @@ import pytest
 
 from conftest import requires_perf, run_cli
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
-import util  # noqa: E402
+from diagnose_progs import util
 
-from symbolize.debuginfod import DebuginfodClient, DebuginfodLocator  # noqa: E402
+from symbolize.debuginfod import DebuginfodClient, DebuginfodLocator
 
 DEBUGINFOD = shutil.which("debuginfod")
 needs_server = pytest.mark.skipif(

@@ -9,7 +9,6 @@ stack size) must empty the class on the next run.
 import os
 import re
 import shutil
-import sys
 
 import pytest
 
@@ -17,8 +16,7 @@ from conftest import (REPO, requires_perf,
                       requires_sample_libc_debug, run_cli)
 from script_compare import parse_samples
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnose_progs"))
-import util  # noqa: E402
+from diagnose_progs import util
 
 SAMPLES = REPO / "samples"
 # The recorded binaries by build-id: the tests do not depend on the clone's path.

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from symbolize import Binary, LineInfo
+from symbolize import Binary, CacheDir, LineInfo
 from test_symbolize_util import compile_c, libc_and_debug, need, run
 
 symbolic = pytest.importorskip("symbolic")
@@ -113,39 +113,31 @@ def test_cpp_program(tmp_path, flags):
 def test_cache_file_reused_and_damage_rebuilt(tmp_path):
     prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
     lo, hi = text_range(prog)
-    prefix = native.cache_path(str(tmp_path / "cache"), "ab" * 20, "b")
+    cache = CacheDir(tmp_path / "cache")
+    key = ("ab" * 20, "b")
+    prefix = native.cache_prefix(cache, *key)
+    assert prefix == str(tmp_path / "cache" / "symcache" / "ab" / ("ab" * 19 + "-b"))
     os.makedirs(os.path.dirname(prefix))
     with open(prefix + "-perfdata-symcache1-0123456789abcdef.symc", "wb") as f:
         f.write(b"an index of an older tag")
-    first = native.NativeIndex(Binary(prog), prefix)
+    first = native.NativeIndex(Binary(prog), cache, key)
     answers = [first.names(a) for a in range(lo, hi, 3)]
-    cache = first.cache_file
-    assert cache.startswith(prefix) and first.built and os.path.getsize(cache) > 0
-    assert os.listdir(os.path.dirname(prefix)) == [os.path.basename(cache)]   # stale one gone
-    again = native.NativeIndex(Binary(prog), prefix)
+    kept = first.cache_file
+    assert kept.startswith(prefix) and first.built and os.path.getsize(kept) > 0
+    assert os.listdir(os.path.dirname(prefix)) == [os.path.basename(kept)]   # stale one gone
+    again = native.NativeIndex(Binary(prog), cache, key)
     assert [again.names(a) for a in range(lo, hi, 3)] == answers
     assert not again.built                      # read from the file
-    with open(cache, "r+b") as f:               # damaged: built again, same answers
+    with open(kept, "r+b") as f:                # damaged: built again, same answers
         f.seek(0)
         f.write(b"garbage!" * 8)
-    third = native.NativeIndex(Binary(prog), prefix)
+    third = native.NativeIndex(Binary(prog), cache, key)
     assert [third.names(a) for a in range(lo, hi, 3)] == answers
     assert third.built
-    with open(cache, "wb"):                     # truncated to nothing
+    with open(kept, "wb"):                      # truncated to nothing
         pass
-    fourth = native.NativeIndex(Binary(prog), prefix)
+    fourth = native.NativeIndex(Binary(prog), cache, key)
     assert [fourth.names(a) for a in range(lo, hi, 3)] == answers
-
-
-def test_prune_keeps_the_newest(tmp_path):
-    root = tmp_path / "symcache"
-    (root / "ab").mkdir(parents=True)
-    for i in range(5):
-        p = root / "ab" / ("f%d.symc" % i)
-        p.write_bytes(b"x" * 1000)
-        os.utime(p, (1000 + i, 1000 + i))
-    native.prune(str(root), limit=2500)
-    assert sorted(os.listdir(root / "ab")) == ["f3.symc", "f4.symc"]
 
 
 def test_lineinfo_uses_native_only_for_names(tmp_path):
@@ -193,7 +185,7 @@ def test_unwritable_cache_dir_still_answers(tmp_path):
     prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
     (tmp_path / "a-file").write_text("not a directory")
     b = Binary(prog)
-    idx = native.NativeIndex(b, str(tmp_path / "a-file" / "sub" / "x"))
+    idx = native.NativeIndex(b, str(tmp_path / "a-file" / "sub"), ("ab" * 20, "b"))
     lo, hi = text_range(prog)
     slow = LineInfo(Binary(prog), native=False)
     assert [idx.names(a) for a in range(lo, hi, 7)] == \

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-# Run as a script, tests/ is first on sys.path: import this checkout's perfdata.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__":
+    # Run as a script, tests/ is first on sys.path but this checkout is not
+    # (under pytest, pyproject.toml's pythonpath puts both there).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import perfdata                                                 # noqa: E402
 from perfdata.format.constants import RecordType as RT
 from perfdata.format.errors import CorruptError, PerfDataError
@@ -28,8 +30,6 @@ from perfdata.format.errors import CorruptError, PerfDataError
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 SAMPLES = REPO / "samples"
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(REPO))
 
 from conftest import corpus_dir, run_cli           # noqa: E402
 
@@ -91,8 +91,8 @@ def _copy(tmp_path, data, name="damaged.data"):
 
 
 def _data_end(path):
-    pf = perfdata.open(str(path))
-    return pf._data_end
+    with perfdata.open(str(path)) as pf:
+        return pf.data_range[1]
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +240,7 @@ def recovery_rate(files, per_kind=2, seed=1, tmp_dir=None, compressed=None):
         if compressed is not None and compressed != any(
                 r[1] in (RT.COMPRESSED, RT.COMPRESSED2) for r in recs):
             continue
-        end = pf._data_end
+        end = pf.data_range[1]
         data = path.read_bytes()
         n_intact = sum(intact.values())
         file_lost = []

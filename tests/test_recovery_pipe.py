@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-# Run as a script, tests/ is first on sys.path: import this checkout's perfdata.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__":
+    # Run as a script, tests/ is first on sys.path but this checkout is not
+    # (under pytest, pyproject.toml's pythonpath puts both there).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import perfdata                                                 # noqa: E402
 from perfdata.format.constants import RecordType as RT
 from perfdata.format.errors import CorruptError, PerfDataError
@@ -34,8 +36,6 @@ from perfdata.format.errors import CorruptError, PerfDataError
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 SAMPLES = REPO / "samples"
-sys.path.insert(0, str(TESTS))
-sys.path.insert(0, str(REPO))
 
 from conftest import corpus_dir                                 # noqa: E402
 from limits import time_limit                                   # noqa: E402

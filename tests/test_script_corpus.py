@@ -12,14 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from conftest import corpus_dir, run_cli
 from script_compare import parse_samples
 
-CORPUS = Path(os.environ.get("PERFDATA_CORPUS",
-                             Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+CORPUS = corpus_dir()
 PERF = shutil.which("perf")
 
 # Files whose perf output depends on things perfdata deliberately does not do.
@@ -69,14 +68,9 @@ def test_script_matches_perf(name, tmp_path):
     env = dict(os.environ, HOME=str(tmp_path))       # no build-id cache of ours
     theirs = subprocess.run([PERF, "script", "-i", str(path)], capture_output=True,
                             text=True, env=env, timeout=120).stdout
-    import cli
-    import io
-    import contextlib
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        rc = cli.main(["script", str(path), "--buildid-dir", str(tmp_path)])
-    assert rc == 0
-    ours = parse_samples(out.getvalue())
+    rc, ours, err = run_cli(["script", str(path), "--buildid-dir", str(tmp_path)])
+    assert rc == 0, err
+    ours = parse_samples(ours)
     perfs = parse_samples(theirs)
     assert len(ours) == len(perfs)
     frames = equal = 0

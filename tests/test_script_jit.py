@@ -1,7 +1,5 @@
 """JIT code named from /tmp/perf-PID.map, as perf does: a program that runs
 code from anonymous executable memory and describes it in a perf map."""
-import io
-import contextlib
 import os
 import shutil
 import subprocess
@@ -9,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import cli
+from conftest import run_cli
 
 PROG = Path(__file__).resolve().parent / "progs" / "jit.c"
 PERF = shutil.which("perf")
@@ -27,10 +25,9 @@ def test_jit_frames_named_from_perf_map(tmp_path):
         pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
     theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
                             text=True).stdout
-    out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            assert cli.main(["script", str(data)]) == 0
+        rc, ours, err = run_cli(["script", str(data)])
+        assert rc == 0, err
     finally:
         for line in theirs.splitlines():
             if "/tmp/perf-" in line:
@@ -38,7 +35,6 @@ def test_jit_frames_named_from_perf_map(tmp_path):
                 if os.path.exists(path):
                     os.unlink(path)
                 break
-    ours = out.getvalue()
     assert "jitted_hot_loop+0x" in ours
     assert ours.count("jitted_hot_loop") == theirs.count("jitted_hot_loop") > 10
     assert ours == theirs

@@ -6,19 +6,16 @@ registers and 8 KiB of stack from sp.  The unwinder's frames must be gdb's
 physical frames (gdb's pc of an outer frame is the return address).
 """
 
-import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unwind_progs import capture  # noqa: E402
+from unwind_progs import capture
 
-from symbolize.cfi import CfiTable  # noqa: E402
+from symbolize.cfi import CfiTable
 
-from conftest import requires_libc_debug_here  # noqa: E402
+from conftest import requires_libc_debug_here
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None or shutil.which("gdb") is None,

@@ -13,15 +13,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unwind_progs import capture  # noqa: E402
+from unwind_progs import capture
 
-from symbolize.cfi import CfiTable  # noqa: E402
-from symbolize.unwind import StackSnapshot, unwind_dwarf  # noqa: E402
+from symbolize.cfi import CfiTable
+from symbolize.unwind import StackSnapshot, unwind_dwarf
 
 BOGUS = 0xFFFFFFFFFFFFFFFF   # perf's last frame of a stack cut by the copy
 

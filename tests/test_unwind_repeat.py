@@ -6,16 +6,14 @@ asserted here (a busy machine must not fail a test)."""
 
 import os
 import shutil
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from unwind_progs import capture  # noqa: E402
+from unwind_progs import capture
 
-from symbolize.cfi import CfiTable  # noqa: E402
-from symbolize.unwind import unwind_dwarf  # noqa: E402
+from symbolize.cfi import CfiTable
+from symbolize.unwind import unwind_dwarf
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 

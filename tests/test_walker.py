@@ -32,7 +32,26 @@ def _key(rec):
 def _whole_and_middle(path):
     with perfdata.open(str(path)) as pf:
         whole = [_key(r) for r in pf.records(order="file", include_compressed=True)]
-        return whole, pf._data_start, whole[len(whole) // 2][0], pf._data_end
+        start, end = pf.data_range
+        return whole, start, whole[len(whole) // 2][0], end
+
+
+def test_data_range(plt, tmp_path):
+    """The data section as the header states it; a truncated file's ends
+    where the file does; a stream's has no end."""
+    import struct
+    raw = plt.read_bytes()
+    offset, size = struct.unpack_from("<QQ", raw, 40)      # perf_file_header.data
+    with perfdata.open(str(plt)) as pf:
+        assert pf.data_range == (offset, offset + size) and offset + size < len(raw)
+        first = next(iter(pf.records(order="file")))
+        assert first.offset == offset
+    cut = tmp_path / "cut.data"
+    cut.write_bytes(raw[:offset + size // 2])
+    with perfdata.open(str(cut)) as pf:
+        assert pf.data_range == (offset, offset + size // 2)
+    with perfdata.open(str(SAMPLES / "pipe.data")) as pf:
+        assert pf.is_pipe and pf.data_range == (16, None)
 
 
 def test_two_ranges_walk_as_the_whole(plt):
@@ -63,7 +82,7 @@ def test_recovery_stays_inside_its_range(plt, tmp_path):
 def test_a_range_outside_the_data_section_is_refused(plt):
     with perfdata.open(str(plt)) as pf:
         with pytest.raises(ValueError):
-            list(pf.walk_range(0, pf._data_end))
+            list(pf.walk_range(0, pf.data_range[1]))
 
 
 def test_records_decode_without_their_file(plt):
@@ -89,8 +108,7 @@ def test_one_rule_and_its_table(plt):
     assert least[RT.SWITCH] == 8 + 24
     assert least[RT.FINISHED_ROUND] == 8
     with perfdata.open(str(plt)) as pf:
-        walker = RecordWalker(pf, pf.ctx, ByteSource(open(str(plt), "rb"), pf._data_start,
-                                                     pf._data_end, True))
+        walker = RecordWalker(pf, pf.ctx, ByteSource(open(str(plt), "rb"), *pf.data_range, True))
         ok = walker.plausible
         assert ok(RT.SAMPLE, 64, 0, 64) and not ok(RT.SAMPLE, 64, 8, 64)
         assert not ok(RT.SAMPLE, 60, 0, 1 << 20)             # not 8-byte aligned

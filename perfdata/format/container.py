@@ -252,6 +252,15 @@ class PerfFile:
 
     # -------------------------------------------------------------- features
     @property
+    def data_range(self) -> tuple[int, int | None]:
+        """(start, end): the byte offsets of the data section the records are
+        read from, as walk_range() takes them.  The header's, except that the
+        end is the file's size where the header's size is 0 (perf record was
+        not terminated) or runs past the end (a truncated file); for a stream
+        (pipe mode), (the header's size, None)."""
+        return self._data_start, self._data_end
+
+    @property
     def feature_ids(self):
         return sorted(set(self.features) | set(self._feature_data))
 
@@ -427,7 +436,8 @@ class PerfFile:
         """The records in bytes [start, end) of the data section (file mode),
         in file order, COMPRESSED ones followed by what they hold, read
         through a file handle of their own: the seam for a parallel reader
-        whose workers each walk a range that starts at a record boundary.
+        whose workers each walk a range that starts at a record boundary
+        (inside data_range).
         Recovery stays inside the range."""
         if self.is_pipe:
             raise PerfDataError("a stream has no byte ranges", path=self.path)

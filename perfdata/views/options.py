@@ -319,6 +319,17 @@ def kernel_symbols_from_args(pf, args):
     return args.kallsyms
 
 
+def cache_from_args(args):
+    """The one CacheDir every cache of the run uses: --symbol-cache DIR,
+    else $PERFDATA_CACHE_DIR or ~/.cache/perfdata; disabled by
+    --no-symbol-cache (nothing is read from it or written to it)."""
+    from symbolize.cachedir import CacheDir
+    if getattr(args, "no_symbol_cache", False):
+        return CacheDir(None)
+    chosen = getattr(args, "symbol_cache", None)
+    return CacheDir(chosen) if chosen else CacheDir.default()
+
+
 def sample_span(pf):
     """The file's (first, last) sample time (HEADER_SAMPLE_TIME), or (0, 0)."""
     from ..format.constants import Feature
@@ -389,11 +400,7 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None, 
                            path_map=getattr(args, "path_map", ()),
                            **({"buildid_dir": buildid_dir} if buildid_dir else {}))
     wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
-    cache = None
-    if not getattr(args, "no_symbol_cache", False):
-        from symbolize.cachedir import perfdata_cache_dir
-        cache = getattr(args, "symbol_cache", None) or perfdata_cache_dir()
-    symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache,
+    symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
                             signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}

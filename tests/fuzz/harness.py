@@ -21,22 +21,19 @@ import contextlib
 import io
 import os
 import struct
-import sys
 import zlib
 from pathlib import Path
 
 import construct as cs
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import perfdata
+from perfdata.format.constants import RecordType as RT, SampleType as ST
+from perfdata.format.errors import PerfDataError
+from perfdata.format.constants import USER_TYPE_START
+from perfdata.format.sample import sample_schema
 
-import perfdata                                                     # noqa: E402
-from perfdata.format.constants import RecordType as RT, SampleType as ST  # noqa: E402
-from perfdata.format.errors import PerfDataError                    # noqa: E402
-from perfdata.format.constants import USER_TYPE_START               # noqa: E402
-from perfdata.format.sample import sample_schema                    # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 SAMPLES = REPO / "samples"
 BUILDIDS = SAMPLES / "buildids"
@@ -113,7 +110,7 @@ def analyse(name, data):
             seed.little, seed.pipe = pf.little, pf.is_pipe
             if not pf.is_pipe:
                 seed.header_fields = [(o, 8) for o in range(16, 72, 8)] + [(72, 8), (80, 8)]
-                seed.data_start, seed.data_end = pf._data_start, pf._data_end
+                seed.data_start, seed.data_end = pf.data_range
                 stride = pf.header["attr_size"]
                 aoff = pf.header["attrs"]["offset"]
                 for i in range(len(pf.attrs)):
@@ -123,7 +120,7 @@ def analyse(name, data):
                                          (base + 40, 8), (base + 88, 8), (base + 96, 4),
                                          (base + stride - 16, 8), (base + stride - 8, 8)]
                 for n, fid in enumerate(sorted(pf.features)):
-                    seed.feature_entries.append(pf._data_end + 16 * n)
+                    seed.feature_entries.append(seed.data_end + 16 * n)
                     seed.feature_sections.append(pf.features[fid])
             try:
                 for rec in pf.records(order="file", include_compressed=True):
@@ -205,10 +202,11 @@ def cut(data, samples=16, others=24):
             if len(keep) == total:
                 return data
             body = b"".join(data[o:o + s] for o, s, _ in keep)
+            start, end = pf.data_range
             if pf.is_pipe:
-                return data[:pf._data_start] + body
-            return splice(data, pf.little, pf._data_end, pf._data_start, pf._data_end, body,
-                          feature_table=pf._data_end if pf.features else None,
+                return data[:start] + body
+            return splice(data, pf.little, end, start, end, body,
+                          feature_table=end if pf.features else None,
                           nfeatures=len(pf.features))
 
 

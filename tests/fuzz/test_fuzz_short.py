@@ -2,19 +2,14 @@
 samples and the corpus through the whole pipeline (tests/fuzz/harness.py),
 derandomized so that CI sees the same inputs every time, under 60 s.  Every
 input that ever failed is kept under tests/regressions/ and replayed here."""
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings          # noqa: E402
 
-import harness                                                 # noqa: E402
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fuzz import harness                                       # noqa: E402
 from limits import time_limit                                  # noqa: E402
 
 SHORT_EXAMPLES = 2000

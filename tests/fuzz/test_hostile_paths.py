@@ -14,21 +14,18 @@ import io
 import os
 import shutil
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
 import perfdata
 from perfdata.format.constants import RecordType as RT, SampleType as ST
+from limits import time_limit
+from synth import Builder
+from test_reader_synthetic import make_attr
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
-sys.path.insert(0, str(TESTS))
-
-from limits import time_limit                               # noqa: E402
-from synth import Builder                                   # noqa: E402
-from test_reader_synthetic import make_attr                 # noqa: E402
 
 MISC_USER = 2
 MISC_MMAP_BUILD_ID = 1 << 14

@@ -13,8 +13,10 @@ import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+if __name__ == "__main__":
+    # Run as a script: tests/synth.py and this checkout's perfdata are not on
+    # the path (under pytest, pyproject.toml's pythonpath puts them there).
+    sys.path[:0] = [os.path.dirname(HERE), os.path.dirname(os.path.dirname(HERE))]
 
 from synth import Attr, Builder, attr_value  # noqa: E402
 

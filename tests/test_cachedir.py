@@ -1,0 +1,173 @@
+"""The one cache directory (symbolize/cachedir.py's CacheDir) every cache
+uses: a damaged or truncated file of each kind (symbol table, inline names,
+native symcache, parsed kallsyms, vdso image) is built again and the output
+is the same; the size bound removes the least recently used of the cache's
+own files and nothing else; a disabled cache reads and writes nothing."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLE_BUILDIDS, SAMPLES
+from symbolize import CacheDir, DebugInfoLocator, Symbolizer
+from symbolize.cachedir import DEFAULT
+
+SYMBOL_ARGS = ["--buildid-dir", str(SAMPLE_BUILDIDS), "--debug-dir", str(SAMPLE_BUILDIDS)]
+
+
+def script(data, *args, env=None):
+    run = subprocess.run([sys.executable, "-c", "import sys, cli; sys.exit(cli.main())",
+                          "script", str(SAMPLES / data)] + SYMBOL_ARGS + list(args),
+                         capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env=dict(os.environ, **(env or {})))
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def files(root):
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def kind_of(path):
+    name = path.name
+    return "kallsyms" if name.startswith("kallsyms-") else \
+        "vdso" if name.startswith("vdso-") else path.parent.parent.name
+
+
+def damage(path, how):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2] if how == "truncated" else
+                     b"\x00garbage\xff" * 64 if how == "garbage" else b"")
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "empty"])
+def test_damaged_files_of_every_kind_are_built_again(tmp_path, how):
+    """A DWARF recording with inlined frames (symbol tables, inline names,
+    the native index where symbolic is installed) and one with kernel frames
+    (kallsyms, from the bundled build-id cache): each file of the cache is
+    damaged, the next run prints the same and writes intact files back."""
+    cache = tmp_path / "cache"
+    first = {d: script(d, "--symbol-cache", str(cache))
+             for d in ("cpp_inline.dwarf.data", "two_events.data")}
+    kept = {p: p.read_bytes() for p in files(cache)}
+    kinds = {kind_of(p) for p in kept}
+    assert {"symtab", "inline", "kallsyms"} <= kinds, kinds
+    try:
+        import symbolic  # noqa: F401
+        assert "symcache" in kinds
+    except ImportError:
+        pass
+    for path in kept:
+        damage(path, how)
+    again = {d: script(d, "--symbol-cache", str(cache)) for d in first}
+    assert again == first
+    for path, data in kept.items():
+        if kind_of(path) != "symcache":     # (symcache bytes need not repeat)
+            assert path.read_bytes() == data, "%s was not written again" % path
+        else:
+            assert path.stat().st_size == len(data)
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "empty"])
+def test_damaged_vdso_image_is_written_again(tmp_path, how):
+    from symbolize import vdso
+    from symbolize.vdso import running_vdso
+    cache = CacheDir(tmp_path / "cache")
+    got = running_vdso(cache)
+    if got is None:
+        pytest.skip("this process has no vdso")
+    path, build_id = got
+    assert os.path.dirname(path) == cache.root and build_id in path
+    image = open(path, "rb").read()
+    damage(Path(path), how)
+    vdso._running_vdso.cache_clear()            # (memoized per process)
+    assert running_vdso(cache) == got
+    assert open(path, "rb").read() == image
+
+
+def make(path, size, used):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    os.utime(path, (used, used))
+    return path
+
+
+def test_bound_removes_the_least_recently_used_of_every_kind(tmp_path):
+    root = tmp_path / "cache"
+    bid = "ab" * 20
+    old = time.time() - 10 * 86400
+    entries = [make(root / "symtab" / "ab" / (bid[2:] + "-sc.json"), 1000, old + 1),
+               make(root / "kallsyms-f00.marshal", 1000, old + 2),
+               make(root / "inline" / "ab" / (bid[2:] + "-b.json"), 1000, old + 3),
+               make(root / ("vdso-%s.so" % bid), 1000, old + 4),
+               make(root / "symcache" / "ab" / (bid[2:] + "-b-tag.symc"), 1000, old + 5)]
+    # Not the cache's: a file of the user's in the same directory, a
+    # temporary file of a write under way.
+    mine = make(root / "notes.txt", 5000, old)
+    busy = make(root / "symtab" / "ab" / ".tmp-123", 5000, time.time())
+    cache = CacheDir(root, limit=2500)
+    assert cache.size() == 5000            # (neither of those counts)
+    # Reading a file counts as a use: the oldest entry survives.
+    assert cache.read(str(entries[0])) == b"x" * 1000
+    cache.prune()
+    assert [p.exists() for p in entries] == [True, False, False, False, True]
+    assert mine.exists() and busy.exists()
+    # A stale temporary file (an interrupted run's) goes too.
+    os.utime(busy, (old, old))
+    cache.prune()
+    assert not busy.exists() and mine.exists()
+
+
+def test_bound_applied_on_write(tmp_path):
+    root = tmp_path / "cache"
+    bid = "cd" * 20
+    old = time.time() - 86400
+    for i in range(4):
+        make(root / "symtab" / "cd" / ("%s-%d.json" % (bid[2:], i)), 1000, old + i)
+    cache = CacheDir(root, limit=2500)
+    assert cache.write(cache.path_for("inline", bid, "-b.json"), b"y" * 1000)
+    assert cache.size() <= 2500
+    assert (root / "inline" / "cd" / (bid[2:] + "-b.json")).exists()
+    assert sorted(p.name for p in (root / "symtab" / "cd").iterdir()) == [bid[2:] + "-3.json"]
+
+
+def test_disabled_cache_reads_and_writes_nothing(tmp_path):
+    """--no-symbol-cache: no cache file anywhere, whether $PERFDATA_CACHE_DIR
+    or $XDG_CACHE_HOME would name one, on recordings that use every kind."""
+    env = {"PERFDATA_CACHE_DIR": str(tmp_path / "env"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    for data in ("cpp_inline.dwarf.data", "two_events.data"):
+        off = script(data, "--no-symbol-cache", env=env)
+        assert not (tmp_path / "env").exists() and not (tmp_path / "xdg").exists()
+        assert off == script(data, "--symbol-cache", str(tmp_path / "on"))
+    assert files(tmp_path / "on")
+    # ...and a filled cache is not read: damaged files change nothing.
+    env = {"PERFDATA_CACHE_DIR": str(tmp_path / "on")}
+    for path in files(tmp_path / "on"):
+        damage(path, "garbage")
+    stamps = {p: p.read_bytes() for p in files(tmp_path / "on")}
+    assert script("two_events.data", "--no-symbol-cache", env=env) == off
+    assert {p: p.read_bytes() for p in files(tmp_path / "on")} == stamps
+    cache = CacheDir(None)
+    assert not cache.enabled and cache.path_for("symtab", "ab" * 20) is None
+    assert not cache.write(str(tmp_path / "x"), b"1") and not (tmp_path / "x").exists()
+
+
+def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
+    """symbolize alone: a path string, a CacheDir or DEFAULT ($PERFDATA_CACHE_DIR)."""
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "env"))
+    prog = str(SAMPLES / "bin" / "threads")
+    for where, root in ((str(tmp_path / "s"), tmp_path / "s"),
+                        (CacheDir(tmp_path / "c"), tmp_path / "c"),
+                        (DEFAULT, tmp_path / "env")):
+        # (no build-id cache: perf's ~/.debug may hold a copy)
+        sym = Symbolizer(DebugInfoLocator(buildid_dir=str(tmp_path / "none")), inline=False,
+                         cache_dir=where)
+        assert sym.cache.root == str(root)
+        assert sym.symbol_table(prog) is not None
+        bid = sym.binary_for(prog).binary.build_id
+        assert files(root) == [root / "symtab" / bid[:2] / (bid[2:] + "-sc.json")]
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", "")
+    assert not CacheDir.of(DEFAULT).enabled and not Symbolizer(cache_dir=None).cache.enabled
