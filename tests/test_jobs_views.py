@@ -108,7 +108,7 @@ def test_damaged_file_same_text_then_the_same_error(shards, tmp_path):
     subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
                     str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
     recs, little = top_records(src)
-    end = perfdata.open(str(src))._data_end
+    end = perfdata.open(str(src)).data_range[1]
     rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
     if len(rounds) < 4:
         pytest.skip("the recording has %d rounds" % len(rounds))
