@@ -214,6 +214,13 @@ class LineInfo:
             self._names_added = True
         return got
 
+    def prepare(self) -> None:
+        """Build (or read) the native index now rather than at the first
+        function_names() that needs it."""
+        native = self._native_index()
+        if native is not None:
+            native.prepare()
+
     def _native_index(self):
         """native.NativeIndex of the file, or None (off, or no wheel)."""
         if self._native is None:

@@ -213,6 +213,10 @@ class NativeIndex:
                 pass
         return sc
 
+    def prepare(self) -> None:
+        """Read the symcache from the cache, or build and keep it, now."""
+        self._symcache()
+
     def names(self, svma: int) -> tuple | None:
         """Names of the inline chain at svma, innermost first (() when DWARF
         has no function there), or None when lines.py must answer."""

@@ -93,6 +93,8 @@ class Symbolizer:
         self._kernel_tables: dict = {}
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
+        # (path, build-id) -> warnings of a prepare(), said at the first use
+        self._deferred: dict[tuple, list[str]] = {}
 
     # ---------------------------------------------------------- warnings
     def _warn(self, path: str, kind: str, message: str) -> None:
@@ -125,6 +127,8 @@ class Symbolizer:
         bid = normalize_build_id(build_id)
         key = (path, bid)
         d = self._dsos.get(key)
+        if self._deferred:
+            self._say_deferred(key)
         if d is None:
             if build_id is not None and bid is None:
                 self._warn(path, "bad-bid", f"{path}: invalid build-id {build_id!r} ignored")
@@ -268,6 +272,41 @@ class Symbolizer:
             if lines is not None:
                 lines.save_names()
 
+    def prepare(self, path: str, build_id=None, inline_names: bool = False) -> None:
+        """Find and load a binary now (its symbol table, and with
+        inline_names the native index of its DWARF), writing what the cache
+        keeps: so that processes sharing the cache directory can each build
+        a part of what a run needs, then read the rest.  What loading it had
+        to say waits for the first lookup in the binary (none: never said),
+        so the warnings are those of a run that did not prepare."""
+        mark = len(self.warnings)
+        try:
+            d = self._dso(path, build_id)
+            if inline_names and d.lines is not None:
+                d.lines.prepare()
+                self._drain(d.lines.binary)
+        finally:
+            said = self.warnings[mark:]
+            del self.warnings[mark:]
+        if said:
+            self._deferred[(path, normalize_build_id(build_id))] = said
+
+    def prepare_kernel(self, build_id=None) -> None:
+        """kernel_symbols() now, its warnings held as prepare() holds them."""
+        mark = len(self.warnings)
+        try:
+            self._kernel_table(normalize_build_id(build_id))
+        finally:
+            said = self.warnings[mark:]
+            del self.warnings[mark:]
+        if said:
+            self._deferred[("[kernel.kallsyms]", normalize_build_id(build_id))] = said
+
+    def _say_deferred(self, key) -> None:
+        said = self._deferred.pop(key, None)
+        if said:
+            self.warnings.extend(said)
+
     def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:
         return self._dso(path, build_id).table
 
@@ -397,6 +436,8 @@ class Symbolizer:
 
     # ---------------------------------------------------------- kernel, JIT
     def _kernel_table(self, bid: str | None) -> KernelSymbols:
+        if self._deferred:
+            self._say_deferred(("[kernel.kallsyms]", bid))
         if bid in self._kernel_tables:
             return self._kernel_tables[bid]
         src = self._kallsyms

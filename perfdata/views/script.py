@@ -726,8 +726,10 @@ def _script_blocks(args, side, features, share):
     from .options import open_profile
     from .sharded import describe_error
     block = share[0]
+    from .sharded import prepare_share
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
+    prepare_share(samples, share)
     current, parts, error = None, [], None
     try:
         for item in samples:

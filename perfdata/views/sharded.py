@@ -15,6 +15,12 @@ from ..format.errors import PerfDataError
 
 # Below this much input one process is done before workers would start.
 SHARD_MIN_BYTES = 512 << 10
+# The barrier the workers of a run meet at once each has built its part of
+# what the run needs (prepare_share); made before they are forked.
+_prepared = None
+# How long a worker waits there for the others (then it goes on: each
+# builds what it lacks, as without the split).
+PREPARE_WAIT = 300
 
 
 def _worker(conn, produce, share):
@@ -32,6 +38,7 @@ def _worker(conn, produce, share):
             conn.send(("block", k, text))
         conn.send(("end", total, warnings, error))
     except BaseException as exc:       # never a traceback from a worker
+        _release_others()
         conn.send(("end", None, [], ("Exception", "%s: %s" % (type(exc).__name__, exc),
                                      None, None)))
     finally:
@@ -49,7 +56,9 @@ def run_sharded(jobs, block, produce, write):
     warnings, each once, in the order first seen; raises the error a worker
     met (after writing every block before it)."""
     import multiprocessing
+    global _prepared
     ctx = multiprocessing.get_context("fork")
+    _prepared = ctx.Barrier(jobs)
     conns, procs = [], []
     try:
         for index in range(jobs):
@@ -160,6 +169,7 @@ def _gather_worker(conn, compute, share):
     try:
         conn.send(("done",) + tuple(compute(share)))
     except BaseException as exc:       # never a traceback from a worker
+        _release_others()
         conn.send(("done", None, [], ("Exception", "%s: %s" % (type(exc).__name__, exc),
                                       None, None)))
     finally:
@@ -174,7 +184,9 @@ def gather_sharded(jobs, block, compute):
     order first seen, the first error described or None): the caller writes
     what the results hold, then raises worker_error(error, warnings)."""
     import multiprocessing
+    global _prepared
     ctx = multiprocessing.get_context("fork")
+    _prepared = ctx.Barrier(jobs)
     conns, procs = [], []
     try:
         for index in range(jobs):
@@ -210,10 +222,75 @@ def gather_sharded(jobs, block, compute):
 
 
 def open_share(args, share):
-    """(PerfFile, SampleSymbolizer of the share's samples) in a worker."""
+    """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
+    with its part of the run's first builds done (prepare_share)."""
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
-    return pf, make_sample_symbolizer(pf, args, share=share)
+    samples = make_sample_symbolizer(pf, args, share=share)
+    prepare_share(samples, share)
+    return pf, samples
+
+
+def prepare_share(samples, share):
+    """A first run's builds (symbol tables, native inline indexes, the
+    parsed kallsyms) split between the workers through the cache directory:
+    every worker would otherwise build all of them, at the same time.  Each
+    builds its part (the largest first, to the least loaded worker; what it
+    has to say is said where the run first meets the binary, as without
+    the split), then waits for the others; the run then reads what the
+    others built.  Nothing to do without a cache directory or a recorded
+    build-id list."""
+    from ..session.machine import KERNEL_DSO
+    barrier = _prepared
+    symbolizer = samples.symbolizer
+    if barrier is None or not symbolizer.cache.enabled:
+        return
+    block, jobs, index = share
+    inline = samples.unwinder is not None and samples.dwarf_inline
+    work = []
+    for path, bid in sorted(samples.build_ids.items()):
+        if path == KERNEL_DSO:
+            work.append((KERNEL_COST, path, bid))
+        elif path.startswith("/") and bid:
+            try:
+                cost = os.path.getsize(path)
+            except OSError:
+                cost = 1 << 20
+            work.append((cost, path, bid))
+    work.sort(key=lambda item: (-item[0], item[1]))
+    loads = [0] * jobs
+    mine = []
+    for cost, path, bid in work:
+        w = loads.index(min(loads))
+        loads[w] += cost
+        if w == index:
+            mine.append((path, bid))
+    for path, bid in mine:
+        try:
+            if path == KERNEL_DSO:
+                symbolizer.prepare_kernel(bid)
+            else:
+                symbolizer.prepare(path, bid, inline_names=inline)
+        except Exception:       # the run's own lookup meets it again, and says why
+            pass
+    try:
+        barrier.wait(PREPARE_WAIT)
+    except Exception:           # a worker died or took too long: go on alone
+        pass
+
+
+def _release_others():
+    """A worker that stops before the barrier lets the others go on."""
+    if _prepared is not None:
+        try:
+            _prepared.abort()
+        except Exception:
+            pass
+
+
+# The kernel's part in the split: parsing a kallsyms costs about what
+# indexing a binary of this size does.
+KERNEL_COST = 32 << 20
 
 
 def run_warnings(pf, samples):
