@@ -231,7 +231,7 @@ class SessionStream:
 
     def _group_members(self, rec, fields, thread):
         """A sample that reads a whole group stands for one sample per member
-        (perf's deliver_sample_group)."""
+        whose counter grew (perf's deliver_sample_group)."""
         read = fields.get("read") or {}
         id_to_attr = self.pf.id_to_attr
         last_values = self._read_values
@@ -241,11 +241,15 @@ class SessionStream:
             member = id_to_attr.get(ident)
             if member is None:
                 continue
-            sample = self.sample_class(rec, dict(fields), member, thread)
             # The period of each member is its counter's growth since the
-            # last sample (perf's deliver_sample_value).
-            sample.period = value["value"] - last_values.get(ident, 0)
+            # last sample; perf's deliver_sample_value delivers no sample of
+            # period 0 ("no reason to deliver sample for zero period").
+            period = value["value"] - last_values.get(ident, 0)
             last_values[ident] = value["value"]
+            if not period:
+                continue
+            sample = self.sample_class(rec, dict(fields), member, thread)
+            sample.period = period
             out.append(sample)
         return out
 
