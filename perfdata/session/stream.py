@@ -16,13 +16,12 @@ It knows nothing of symbols or binaries: the symbolizing layer consumes it
 (perfdata/symbolized.py), and can have the stream build its own sample
 objects (sample_class) so a sample is allocated once.
 """
-from ..format.constants import MISC_CPUMODE_MASK, RecordType as RT
+from ..format.constants import MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT
 from ..format.errors import PerfDataError
 from .machine import KERNEL_DSO, Machine
 
 # The records that change the session (threads, maps, kernel symbols).
 SESSION_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL))
-MISC_LOST_SAMPLES_BPF = 1 << 15     # samples a BPF filter dropped: perf does not count them
 # Side events whose thread is the one the record names; the others' is the
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
@@ -69,8 +68,10 @@ class SideEvent:
 
 
 class LostSamples:
-    """A LOST_SAMPLES record: `count` samples the kernel could not write
-    (those a BPF filter dropped are not handed out: perf does not count them)."""
+    """A LOST_SAMPLES record: `count` samples the kernel could not write.
+    Those a BPF filter dropped (MISC_LOST_SAMPLES_BPF) are not handed out:
+    the perf that records them (record --filter) counts them as dropped, not
+    lost (perf 6.1 predates the flag and adds them in)."""
     __slots__ = ("record", "count")
 
     def __init__(self, record, count):
