@@ -13,7 +13,7 @@ from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
-from .session.stream import (LostSamples, Sample, SessionStream, SideEvent,
+from .session.stream import (BuildId, LostSamples, Sample, SessionStream, SideEvent,
                              recorded_build_ids)
 
 
@@ -131,7 +131,7 @@ class SampleSymbolizer:
                 yield event
             elif kind is LostSamples:
                 self.lost_samples += event.count
-            else:                   # BuildId
+            elif kind is BuildId:
                 build_ids.setdefault(event.path, event.build_id)
 
     def _thread_restarts(self, rtype, record, fields):

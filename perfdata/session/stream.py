@@ -190,20 +190,20 @@ class SessionStream:
                 if shown and rtype != _EXIT:
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 continue
-            if rtype == _LOST_SAMPLES:
-                if not rec.misc & MISC_LOST_SAMPLES_BPF:
-                    try:
-                        yield LostSamples(rec, rec.parse().get("lost", 0) or 0)
-                    except PerfDataError as exc:
-                        warn(str(exc))
-                continue
-            if rtype == RT.HEADER_BUILD_ID:
-                # (the reader keeps these records: the table as perf reads it)
+            if rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
+                try:
+                    lost = rec.parse().get("lost", 0) or 0
+                except PerfDataError as exc:
+                    warn(str(exc))
+                    continue
+                yield LostSamples(rec, lost)
+            elif rtype == RT.HEADER_BUILD_ID:
+                # Pipe mode: the reader gathers these records; the table they
+                # make so far, read as the BUILD_ID feature is.
                 for path, bid in recorded_build_ids(pf).items():
                     if path not in self._announced:
                         self._announced.add(path)
                         yield BuildId(path, bid)
-                continue
             if rtype in side_events:
                 try:
                     fields = rec.parse()
