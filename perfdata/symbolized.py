@@ -1,106 +1,72 @@
 """Samples with symbolized stacks: the layer that joins the session's maps to
 `symbolize/`.
 
-perfdata.format gives records, perfdata.session the threads and maps at each
-moment; this module walks a file in perf's time order, keeps the session up to
-date and turns each SAMPLE into a `SymbolizedSample` whose frames carry the
-address, the symbol, the offset, the dso, the build-id, inlined frames and
-source lines.  Views (script, folded stacks, reports) format these.
+perfdata.session's SessionStream walks a file in perf's time order, keeps the
+session up to date and hands out typed events; this module turns each sample
+into a `SymbolizedSample` whose frames carry the address, the symbol, the
+offset, the dso, the build-id, inlined frames and source lines.  Views
+(script, folded stacks, reports) format these.
 """
 from symbolize import DebugInfoLocator, Symbolizer
 
 from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
-                               MISC_CPUMODE_MASK, RecordType as RT, SampleType as ST)
+                               RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
-from .session.machine import KERNEL_DSO, Machine
-
-SESSION_TYPES = (RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL)
-LOST_SAMPLES = RT.LOST_SAMPLES
-MISC_LOST_SAMPLES_BPF = 1 << 15     # samples a BPF filter dropped: perf does not count them
-# Side events whose thread is the one the record names; the others' is the
-# one of their sample_id (perf script's print_event() arguments).
-_OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
+from .session.stream import (BuildId, LostSamples, Sample, SessionStream, SideEvent,
+                             recorded_build_ids)
 
 
-class SymbolizedSample:
-    __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
-                 "period", "ip", "frames", "stop_reason", "cpumode", "unwind")
+# (bound once: a sample is built per SAMPLE record, and reading Sample.__init__
+# through the class was 8% of that)
+_init_sample = Sample.__init__
+
+
+class SymbolizedSample(Sample):
+    """A Sample with its stack: frames (leaf first), and for a DWARF sample
+    why the unwind stopped and the UnwindResult."""
+    __slots__ = ("frames", "stop_reason", "unwind")
 
     def __init__(self, record, fields, event, thread):
-        get = fields.get
-        self.record = record
-        self.fields = fields
-        self.event = event
-        self.thread = thread
-        self.comm = thread.comm if thread is not None else ":-1"
-        self.pid = get("pid", -1)
-        self.tid = get("tid", -1)
-        self.time = get("time", 0)
-        self.cpu = get("cpu")
-        # Without PERIOD in sample_type perf reports the attr's sample_period.
-        period = get("period")
-        self.period = event.attr["sample_period"] if period is None else period
-        self.ip = get("ip")
-        self.cpumode = record.misc & MISC_CPUMODE_MASK
+        _init_sample(self, record, fields, event, thread)
         self.frames = []
         self.stop_reason = None
-        self.unwind = None              # the UnwindResult of a DWARF sample
-
-
-class SideEvent:
-    """A non-sample record the caller asked to see, with the thread it
-    concerns (after the record is applied, except EXIT; None where perf has
-    none: a sample_id without a tid, FINISHED_ROUND)."""
-    __slots__ = ("record", "fields", "thread")
-
-    def __init__(self, record, fields, thread):
-        self.record = record
-        self.fields = fields
-        self.thread = thread
+        self.unwind = None
 
 
 class SampleSymbolizer:
-    """Iterate over the symbolized samples of an open PerfFile."""
+    """Iterate over the symbolized samples of an open PerfFile (and the side
+    events asked for, as SideEvent): the consumer of its SessionStream that
+    filters, symbolizes and stitches; what the stream says of lost samples
+    and build-ids is kept in lost_samples and build_ids."""
 
     def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
                  demangle=True, unwind="auto", filters=None, dwarf_inline=True,
                  side_events=(), strict=False, leaf_filter=None, side_cpus=None,
                  order="time", stitch=False, stitch_lookahead=None, share=None):
         self.pf = pf
-        # share: (block, jobs, index) for one of `jobs` workers of a sharded
-        # run: only the samples of blocks index, index + jobs, ... (blocks of
-        # `block` SAMPLE records in delivery order) are decoded, symbolized
-        # and handed out, and the side events that fall in those blocks; the
-        # session (threads, maps) still follows every record.
-        self.share = share
-        self.ordinal = 0        # SAMPLE records seen so far (with share)
+        # side_events, side_cpus, order, strict, share: the stream's (see
+        # SessionStream); the session (threads, maps) follows every record.
+        self.stream = SessionStream(pf, side_events, side_cpus, order, strict, share,
+                                    sample_class=SymbolizedSample)
+        self.machine = self.stream.machine
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
                                                    inline=inline)
-        self.machine = Machine()
         self.max_stack = max_stack
         self.unwind = unwind
         # filters(sample) before symbolizing; leaf_filter(sample, frames of
         # its ip) after resolving the ip only (perf's -S, --dsos).
         self.filters = filters
         self.leaf_filter = leaf_filter
-        # perf's filter_cpu() on side events too; the record order ('file'
-        # for --show-round-events, where perf does not sort).
-        self.side_cpus = side_cpus
-        self.order = order
-        self.build_ids = {}
-        self._read_values = {}
+        # {path: build-id}: the recording's table, then those the records
+        # name as they stream by (the resolver looks binaries up by it).
+        self.build_ids = recorded_build_ids(pf)
         self.counts = {"samples": 0, "frames": 0}
         # perf's "Total Lost Samples": the LOST_SAMPLES records' counts seen
-        # so far (not LOST, which perf counts apart; not those a BPF filter
-        # dropped), so a report needs no second pass over the file.
+        # so far (not LOST, which perf counts apart), so a report needs no
+        # second pass over the file.
         self.lost_samples = 0
         self.dwarf_inline = dwarf_inline
-        # Record types to hand out too, as SideEvent (--show-mmap-events ...).
-        self.side_events = frozenset(side_events)
-        # strict: a sample that does not decode ends the run instead of being skipped.
-        self.strict = strict
-        self._load_build_ids()
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
                                       dwarf_inline, self.counts)
@@ -125,14 +91,12 @@ class SampleSymbolizer:
             from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
             self.stitcher = StackStitcher(self._finish_stitched,
                                           stitch_lookahead or DEFAULT_LOOKAHEAD)
+            self.stream.after_apply = self._thread_restarts
 
-    def _load_build_ids(self):
-        """The build-ids the recording lists (BUILD_ID feature or pipe-mode
-        records), perf's kernel entry also under [kernel.kallsyms]."""
-        for name, bid in self.pf.recorded_build_ids().items():
-            self.build_ids.setdefault(name, bid)
-            if name.startswith(KERNEL_DSO):
-                self.build_ids.setdefault(KERNEL_DSO, bid)
+    @property
+    def ordinal(self):
+        """SAMPLE records seen so far (in a sharded run, see SessionStream)."""
+        return self.stream.ordinal
 
     # ------------------------------------------------------------ iteration
     def __iter__(self):
@@ -148,137 +112,38 @@ class SampleSymbolizer:
                 flush()
 
     def _samples(self):
-        machine = self.machine
-        pf = self.pf
-        pf.resolve_event_names()
+        """The stream's samples filtered and symbolized, its side events as
+        they come; its lost-sample counts and build-ids kept."""
         counts = self.counts
         filters = self.filters
         leaf_filter = self.leaf_filter
         leaf_frames = self.resolver.leaf_frames
         symbolize = self._symbolize_sample
-        thread_of = machine.thread
-        sample_type = RT.SAMPLE
-        side_events = self.side_events
-        share = self.share
-        if share is not None:
-            block, jobs, index = share
-
-            def mine():         # does the current block belong to this worker?
-                return self.ordinal // block % jobs == index
-        for rec in pf.records(self.order):
-            rtype = rec.type
-            if rtype == sample_type:
-                if share is not None:
-                    ours = mine()
-                    self.ordinal += 1
-                    if not ours:
-                        continue
-                ea = rec.attr
-                try:
-                    fields = ea.decode_sample(rec.body)
-                except Exception:
-                    try:
-                        fields = rec.parse()      # the reader's error, with the offset
-                    except PerfDataError as exc:
-                        if self.strict:
-                            raise
-                        # One damaged sample: say where, and go on with the others.
-                        pf.warnings.append("%s (sample skipped)" % exc)
-                        counts["samples_skipped"] = counts.get("samples_skipped", 0) + 1
-                        continue
-                thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
-                if ea.reads_group:
-                    for sample in self._expand_group(rec, fields, thread):
-                        if filters is not None and not filters(sample):
-                            self._left_out(sample)
-                            continue
-                        if leaf_filter is not None and not leaf_filter(sample,
-                                                                       leaf_frames(sample)):
-                            self._left_out(sample)
-                            continue
-                        symbolize(sample)
-                        counts["samples"] += 1
-                        yield sample
+        build_ids = self.build_ids
+        for event in self.stream:
+            kind = type(event)
+            if kind is SymbolizedSample:
+                if filters is not None and not filters(event):
+                    self._left_out(event)
                     continue
-                sample = SymbolizedSample(rec, fields, ea, thread)
-                if filters is not None and not filters(sample):
-                    self._left_out(sample)
+                if leaf_filter is not None and not leaf_filter(event, leaf_frames(event)):
+                    self._left_out(event)
                     continue
-                if leaf_filter is not None and not leaf_filter(sample, leaf_frames(sample)):
-                    self._left_out(sample)
-                    continue
-                symbolize(sample)
+                symbolize(event)
                 counts["samples"] += 1
-                yield sample
-                continue
-            if rtype == LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
-                try:
-                    self.lost_samples += rec.parse().get("lost", 0) or 0
-                except PerfDataError as exc:
-                    pf.warnings.append(str(exc))
-            if rtype in SESSION_TYPES:
-                try:
-                    fields = rec.parse()
-                except PerfDataError as exc:
-                    pf.warnings.append(str(exc))
-                    continue
-                if rtype == RT.MMAP2 and fields.get("build_id"):
-                    self.build_ids.setdefault(fields["filename"], fields["build_id"])
-                shown = rtype in side_events and self._side_cpu_ok(rec, fields)
-                if shown and share is not None:
-                    shown = mine()
-                if shown and rtype == RT.EXIT:
-                    # perf prints an EXIT before processing it.
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
-                machine.apply(rtype, fields, rec.misc, rec.time or 0)
-                if self.stitcher is not None and (
-                        rtype in (RT.EXIT, RT.FORK) or
-                        (rtype == RT.COMM and rec.misc & MISC_COMM_EXEC)):
-                    # A stack is never stitched across an exit or an exec (a
-                    # FORK's tid may be a reused one: start it afresh too).
-                    self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))
-                if shown and rtype != RT.EXIT:
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
-                continue
-            if rtype in side_events:
-                try:
-                    fields = rec.parse()
-                except PerfDataError as exc:
-                    pf.warnings.append(str(exc))
-                    continue
-                if share is not None and not mine():
-                    continue
-                if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
-                    yield SideEvent(rec, fields, None)
-                elif self._side_cpu_ok(rec, fields):
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
-                continue
-            if rtype == RT.HEADER_BUILD_ID:
-                self._load_build_ids()
+                yield event
+            elif kind is SideEvent:
+                yield event
+            elif kind is LostSamples:
+                self.lost_samples += event.count
+            elif kind is BuildId:
+                build_ids.setdefault(event.path, event.build_id)
 
-    def _side_thread(self, rtype, fields):
-        """The thread perf script's print_event() names: the record's own
-        pid/tid, or its sample_id's (none without a tid)."""
-        if rtype in _OWN_THREAD_TYPES:
-            return self.machine.thread(fields["pid"], fields["tid"])
-        sid = fields.get("sample_id") or {}
-        tid = sid.get("tid", -1)
-        if tid in (-1, 0xffffffff):
-            return None
-        return self.machine.thread(sid.get("pid", -1), tid)
-
-    def _side_cpu_ok(self, rec, fields):
-        """perf's filter_cpu() for a side event: its sample_id's cpu (0
-        without sample_id_all; none, which passes, without PERF_SAMPLE_CPU)."""
-        cpus = self.side_cpus
-        if cpus is None:
-            return True
-        ea = rec.attr
-        if ea is not None and not ea.sample_id_all:
-            cpu = 0
-        else:
-            cpu = (fields.get("sample_id") or {}).get("cpu")
-        return cpu is None or cpu in cpus
+    def _thread_restarts(self, rtype, record, fields):
+        """A stack is never stitched across an exit or an exec (a FORK's tid
+        may be a reused one: start it afresh too)."""
+        if rtype in (RT.EXIT, RT.FORK) or (rtype == RT.COMM and record.misc & MISC_COMM_EXEC):
+            self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))
 
     # ------------------------------------------------ frames (the resolver's)
     def leaf_frames(self, sample):
@@ -298,25 +163,6 @@ class SampleSymbolizer:
     def kernel_symbols(self):
         """The kallsyms table of the profiled kernel, or None."""
         return self.resolver.kernel_symbols()
-
-    def _expand_group(self, rec, fields, thread):
-        """A sample that reads a whole group stands for one sample per member
-        (perf's deliver_sample_group)."""
-        read = fields.get("read") or {}
-        out = []
-        for value in read.get("values", ()):
-            ident = value.get("id")
-            member = self.pf.id_to_attr.get(ident)
-            if member is None:
-                continue
-            sample = SymbolizedSample(rec, dict(fields), member, thread)
-            # The period of each member is its counter's growth since the
-            # last sample (perf's deliver_sample_value).
-            last = self._read_values.get(ident, 0)
-            sample.period = value["value"] - last
-            self._read_values[ident] = value["value"]
-            out.append(sample)
-        return out
 
     # -------------------------------------------------------- symbolization
     def _symbolize_sample(self, sample):

@@ -193,6 +193,7 @@ MISC_SWITCH_OUT = 1 << 13           # on SWITCH
 MISC_EXACT_IP = 1 << 14             # on SAMPLE
 MISC_SWITCH_OUT_PREEMPT = 1 << 14   # on SWITCH
 MISC_MMAP_BUILD_ID = 1 << 14        # on MMAP2
+MISC_LOST_SAMPLES_BPF = 1 << 15     # on LOST_SAMPLES: dropped by a BPF filter
 MISC_EXT_RESERVED = 1 << 15
 
 CPUMODE_NAMES = {

@@ -38,8 +38,10 @@ class Machine:
     def thread(self, pid, tid):
         """The thread, created as perf's machine__findnew_thread does if unseen."""
         th = self.threads.get(tid)
-        if th is None or (pid not in (None, -1, KERNEL_PID) and th.pid != pid
-                          and th.pid in (-1, None)):
+        # (the usual case, a known thread of the same pid, decided first: a
+        # sample's thread is looked up here)
+        if th is None or (th.pid != pid and th.pid in (-1, None)
+                          and pid not in (None, -1, KERNEL_PID)):
             proc = self.process(pid if pid not in (None, -1) else tid)
             th = Thread(pid if pid is not None else -1, tid, proc)
             self.threads[tid] = th

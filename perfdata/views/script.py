@@ -722,7 +722,7 @@ def _script_run(pf, args, side, features, share=None):
 def _script_blocks(args, side, features, share):
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
-    from ..symbolized import SideEvent
+    from ..session.stream import SideEvent
     from .options import open_profile
     from .sharded import describe_error
     block = share[0]
@@ -755,7 +755,7 @@ def _script_blocks(args, side, features, share):
 
 def run(args, out):
     """`perfdata script`: every sample as perf script prints it."""
-    from ..symbolized import SideEvent
+    from ..session.stream import SideEvent
     from .options import open_profile, print_warnings
     from .progress import sample_progress
     pf = open_profile(args.file, args.strict)

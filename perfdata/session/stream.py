@@ -1,0 +1,279 @@
+"""The session as a stream of typed events: records in, what they mean out.
+
+`SessionStream` walks a PerfFile's records in the order asked for, keeps a
+`Machine` up to date with them and hands out:
+
+  Sample       a SAMPLE: its record, decoded fields, event (attr), thread
+               (one per group member for a sample that reads a group, as
+               perf's deliver_sample_group)
+  SideEvent    a non-sample record of a type the caller asked for, with the
+               thread it concerns
+  LostSamples  a LOST_SAMPLES record's count (perf's "Total Lost Samples")
+  BuildId      a build-id the records name for a path (MMAP2 records made
+               with --buildid-mmap, pipe-mode HEADER_BUILD_ID records)
+
+It knows nothing of symbols or binaries: the symbolizing layer consumes it
+(perfdata/symbolized.py), and can have the stream build its own sample
+objects (sample_class) so a sample is allocated once.
+"""
+from ..format.constants import MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT
+from ..format.errors import PerfDataError
+from .machine import KERNEL_DSO, Machine
+
+# The records that change the session (threads, maps, kernel symbols).
+SESSION_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL))
+# Side events whose thread is the one the record names; the others' is the
+# one of their sample_id (perf script's print_event() arguments).
+_OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
+_SAMPLE = RT.SAMPLE
+_LOST_SAMPLES = RT.LOST_SAMPLES
+_MMAP2 = RT.MMAP2
+_EXIT = RT.EXIT
+
+
+class Sample:
+    """One sample of one event, as the session sees it (the fields perf
+    script prints first, taken out of the decoded ones)."""
+    __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
+                 "period", "ip", "cpumode")
+
+    def __init__(self, record, fields, event, thread):
+        get = fields.get
+        self.record = record
+        self.fields = fields
+        self.event = event
+        self.thread = thread
+        self.comm = thread.comm if thread is not None else ":-1"
+        self.pid = get("pid", -1)
+        self.tid = get("tid", -1)
+        self.time = get("time", 0)
+        self.cpu = get("cpu")
+        # Without PERIOD in sample_type perf reports the attr's sample_period.
+        period = get("period")
+        self.period = event.attr["sample_period"] if period is None else period
+        self.ip = get("ip")
+        self.cpumode = record.misc & MISC_CPUMODE_MASK
+
+
+class SideEvent:
+    """A non-sample record the caller asked to see, with the thread it
+    concerns (after the record is applied, except EXIT; None where perf has
+    none: a sample_id without a tid, FINISHED_ROUND)."""
+    __slots__ = ("record", "fields", "thread")
+
+    def __init__(self, record, fields, thread):
+        self.record = record
+        self.fields = fields
+        self.thread = thread
+
+
+class LostSamples:
+    """A LOST_SAMPLES record: `count` samples the kernel could not write.
+    Those a BPF filter dropped (MISC_LOST_SAMPLES_BPF) are not handed out:
+    the perf that records them (record --filter) counts them as dropped, not
+    lost (perf 6.1 predates the flag and adds them in)."""
+    __slots__ = ("record", "count")
+
+    def __init__(self, record, count):
+        self.record = record
+        self.count = count
+
+
+class BuildId:
+    """A build-id (hex) the records name for a file path."""
+    __slots__ = ("path", "build_id")
+
+    def __init__(self, path, build_id):
+        self.path = path
+        self.build_id = build_id
+
+
+def recorded_build_ids(pf):
+    """{path: build-id} the recording lists (BUILD_ID feature, or in pipe mode
+    the HEADER_BUILD_ID records read so far), perf's kernel entry also under
+    [kernel.kallsyms]."""
+    out = {}
+    for name, bid in pf.recorded_build_ids().items():
+        out.setdefault(name, bid)
+        if name.startswith(KERNEL_DSO):
+            out.setdefault(KERNEL_DSO, bid)
+    return out
+
+
+class SessionStream:
+    """The typed events of an open PerfFile, one pass.
+
+    side_events: the record types to hand out as SideEvent (--show-*-events);
+    side_cpus: perf's filter_cpu() on them; order: 'time' (perf's delivery
+    order) or 'file' (perf script --show-round-events); strict: a sample that
+    does not decode ends the run (else it is skipped with a warning);
+    sample_class(record, fields, event, thread): what a sample is built as;
+    after_apply(rtype, record, fields): told of every record applied to the
+    machine, before its SideEvent (if any) is handed out.
+
+    share: (block, jobs, index) for one of `jobs` workers of a sharded run:
+    only the samples of blocks index, index + jobs, ... (blocks of `block`
+    SAMPLE records in delivery order) are decoded and handed out, and the
+    side events that fall in those blocks; the machine still follows every
+    record.  `ordinal` counts the SAMPLE records seen so far.
+    """
+
+    def __init__(self, pf, side_events=(), side_cpus=None, order="time", strict=False,
+                 share=None, sample_class=Sample, after_apply=None):
+        self.pf = pf
+        self.machine = Machine()
+        self.side_events = frozenset(side_events)
+        self.side_cpus = side_cpus
+        self.order = order
+        self.strict = strict
+        self.share = share
+        self.sample_class = sample_class
+        self.after_apply = after_apply
+        self.ordinal = 0
+        self.samples_skipped = 0        # damaged samples (not strict)
+        self._read_values = {}          # group member id -> its counter at the last sample
+        self._announced = set()         # paths of the HEADER_BUILD_ID build-ids handed out
+
+    def __iter__(self):
+        pf = self.pf
+        pf.resolve_event_names()
+        machine = self.machine
+        thread_of = machine.thread
+        make_sample = self.sample_class
+        side_events = self.side_events
+        after_apply = self.after_apply
+        warn = pf.warnings.append
+        share = self.share
+        if share is not None:
+            block, jobs, index = share
+
+            def mine():         # does the current block belong to this worker?
+                return self.ordinal // block % jobs == index
+        for rec in pf.records(self.order):
+            rtype = rec.type
+            if rtype == _SAMPLE:
+                if share is not None:
+                    ours = mine()
+                    self.ordinal += 1
+                    if not ours:
+                        continue
+                ea = rec.attr
+                try:
+                    fields = ea.decode_sample(rec.body)
+                except Exception:
+                    fields = self._decode_damaged(rec)
+                    if fields is None:
+                        continue
+                thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
+                if ea.reads_group:
+                    yield from self._group_members(rec, fields, thread)
+                else:
+                    yield make_sample(rec, fields, ea, thread)
+                continue
+            if rtype in SESSION_TYPES:
+                try:
+                    fields = rec.parse()
+                except PerfDataError as exc:
+                    warn(str(exc))
+                    continue
+                if rtype == _MMAP2 and fields.get("build_id"):
+                    yield BuildId(fields["filename"], fields["build_id"])
+                shown = rtype in side_events and self._side_cpu_ok(rec, fields)
+                if shown and share is not None:
+                    shown = mine()
+                if shown and rtype == _EXIT:
+                    # perf prints an EXIT before processing it.
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+                machine.apply(rtype, fields, rec.misc, rec.time or 0)
+                if after_apply is not None:
+                    after_apply(rtype, rec, fields)
+                if shown and rtype != _EXIT:
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+                continue
+            if rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
+                try:
+                    lost = rec.parse().get("lost", 0) or 0
+                except PerfDataError as exc:
+                    warn(str(exc))
+                    continue
+                yield LostSamples(rec, lost)
+            elif rtype == RT.HEADER_BUILD_ID:
+                # Pipe mode: the reader gathers these records; the table they
+                # make so far, read as the BUILD_ID feature is.
+                for path, bid in recorded_build_ids(pf).items():
+                    if path not in self._announced:
+                        self._announced.add(path)
+                        yield BuildId(path, bid)
+            if rtype in side_events:
+                try:
+                    fields = rec.parse()
+                except PerfDataError as exc:
+                    warn(str(exc))
+                    continue
+                if share is not None and not mine():
+                    continue
+                if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
+                    yield SideEvent(rec, fields, None)
+                elif self._side_cpu_ok(rec, fields):
+                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+
+    def _decode_damaged(self, rec):
+        """The fields of a sample the fast decoder refused, by the reader's
+        own decoder; None (with a warning) when it is damaged, unless strict."""
+        try:
+            return rec.parse()      # the reader's error, with the offset
+        except PerfDataError as exc:
+            if self.strict:
+                raise
+            # One damaged sample: say where, and go on with the others.
+            self.pf.warnings.append("%s (sample skipped)" % exc)
+            self.samples_skipped += 1
+            return None
+
+    def _group_members(self, rec, fields, thread):
+        """A sample that reads a whole group stands for one sample per member
+        whose counter grew (perf's deliver_sample_group)."""
+        read = fields.get("read") or {}
+        id_to_attr = self.pf.id_to_attr
+        last_values = self._read_values
+        out = []
+        for value in read.get("values", ()):
+            ident = value.get("id")
+            member = id_to_attr.get(ident)
+            if member is None:
+                continue
+            # The period of each member is its counter's growth since the
+            # last sample; perf's deliver_sample_value delivers no sample of
+            # period 0 ("no reason to deliver sample for zero period").
+            period = value["value"] - last_values.get(ident, 0)
+            last_values[ident] = value["value"]
+            if not period:
+                continue
+            sample = self.sample_class(rec, dict(fields), member, thread)
+            sample.period = period
+            out.append(sample)
+        return out
+
+    def _side_thread(self, rtype, fields):
+        """The thread perf script's print_event() names: the record's own
+        pid/tid, or its sample_id's (none without a tid)."""
+        if rtype in _OWN_THREAD_TYPES:
+            return self.machine.thread(fields["pid"], fields["tid"])
+        sid = fields.get("sample_id") or {}
+        tid = sid.get("tid", -1)
+        if tid in (-1, 0xffffffff):
+            return None
+        return self.machine.thread(sid.get("pid", -1), tid)
+
+    def _side_cpu_ok(self, rec, fields):
+        """perf's filter_cpu() for a side event: its sample_id's cpu (0
+        without sample_id_all; none, which passes, without PERF_SAMPLE_CPU)."""
+        cpus = self.side_cpus
+        if cpus is None:
+            return True
+        ea = rec.attr
+        if ea is not None and not ea.sample_id_all:
+            cpu = 0
+        else:
+            cpu = (fields.get("sample_id") or {}).get("cpu")
+        return cpu is None or cpu in cpus
