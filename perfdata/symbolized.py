@@ -98,6 +98,11 @@ class SampleSymbolizer:
         """SAMPLE records seen so far (in a sharded run, see SessionStream)."""
         return self.stream.ordinal
 
+    @property
+    def share(self):
+        """(block, jobs, index) of a sharded run's worker, else None."""
+        return self.stream.share
+
     # ------------------------------------------------------------ iteration
     def __iter__(self):
         try:
