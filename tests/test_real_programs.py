@@ -161,7 +161,13 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     only_perf = [k for k in b - a if "[.] 0x" not in k[1] and
                  not k[1].endswith(("[.] @plt", "[.] _init"))]
     assert only_ours == [] and only_perf == []
-    assert sum((a - b).values()) == sum((b - a).values())
+    # ... and several stubs perf names alike ("_init") are one row of theirs,
+    # several of ours: the same share of the samples in all.
+    def share(rows_):
+        return sum(float(pct.rstrip("%")) * n for (pct, _), n in rows_.items())
+    extra_ours, extra_perf = a - b, b - a
+    assert abs(share(extra_ours) - share(extra_perf)) <= \
+        0.005 * (sum(extra_ours.values()) + sum(extra_perf.values())) + 1e-9
     assert sum(b.values()) > 100
 
 

@@ -43,8 +43,10 @@ def ours(path, args, buildid_dir):
     return out
 
 
-_PLT_NAME = re.compile(r" \S+@plt\+0x[0-9a-f]+ \(")
-_PERF_PLT_NAME = re.compile(r" (\[unknown\]|_init\+0x[0-9a-f]+|@plt\+0x[0-9a-f]+) \(")
+# (with or without symoff, with or without the dso after: -F may leave them out)
+_PLT_NAME = re.compile(r" \S+@plt(?:\+0x[0-9a-f]+)?(?= \(|$)")
+_PERF_PLT_NAME = re.compile(r" (\[unknown\]|_init(?:\+0x[0-9a-f]+)?|@plt(?:\+0x[0-9a-f]+)?)"
+                            r"(?= \(|$)")
 
 
 def plt_stub_as_perf(ours_line, perf_line):
@@ -54,7 +56,7 @@ def plt_stub_as_perf(ours_line, perf_line):
     m = _PERF_PLT_NAME.search(perf_line)
     if m is None or not _PLT_NAME.search(ours_line):
         return ours_line
-    return _PLT_NAME.sub(lambda _: " %s (" % m.group(1), ours_line, count=1)
+    return _PLT_NAME.sub(lambda _: " %s" % m.group(1), ours_line, count=1)
 
 
 def assert_same(mine, theirs, what):
