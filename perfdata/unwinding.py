@@ -8,13 +8,14 @@ stays the printed leaf and the mismatch is counted.
 """
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot, UnwindModule, unwind_columns
+from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
 
 
 class SampleUnwinder:
     def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
+        self.unwinder = Unwinder.for_arch(self.arch)
         # perf's registers are u64s: masked to the pointer size on 32-bit arches
         self._ptr_mask = None if self.arch.pointer_size == 8 else \
             (1 << (8 * self.arch.pointer_size)) - 1
@@ -120,8 +121,7 @@ class SampleUnwinder:
             by_map[id(m)] = (m, module)
             return module
 
-        result = unwind_columns(self.arch, ip, columns, read_stack, find_module,
-                                max_depth=self.max_depth)
+        result = self.unwinder.walk(ip, columns, read_stack, find_module, self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
