@@ -14,20 +14,24 @@ from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
 
 
 class SampleUnwinder:
+    """A sample's user stack by symbolize.unwind's Unwinder: its registers
+    (`regs`, DWARF column -> value, from REGS_USER), its stack copy (a
+    StackSnapshot) and the thread's maps as UnwindModules (module_for,
+    module_finder)."""
+
     def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
         self.unwinder = Unwinder.for_arch(self.arch)
         # perf's registers are u64s: masked to the pointer size on 32-bit arches
-        self._ptr_mask = None if self.arch.pointer_size == 8 else \
-            (1 << (8 * self.arch.pointer_size)) - 1
+        self._narrow = self.arch.pointer_size < 8
         self._sp_column = self.arch.sp_column
         self.max_depth = max_depth
-        self._cfi = {}          # (path, build_id) -> CfiTable or None
+        self._cfi = {}          # (path, build_id) -> (CfiTable or None, Binary or None)
         self._modules = {}      # (path, build_id, start, pgoff) -> UnwindModule
         self._by_map = {}       # id(map) -> (map, UnwindModule): the same, found faster
-        # id(maps) -> (maps, generation, _ModulesAt): per address space, the
-        # module at each lookup address asked about
+        # id(maps) -> (maps, code_generation, _ModulesAt): per address space,
+        # the module at each lookup address asked about (module_finder)
         self._modules_at = {}
         self._reg_layouts = {}  # sample_regs_user mask -> Arch.perf_columns(mask)
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
@@ -92,10 +96,11 @@ class SampleUnwinder:
             self.counts["no_regs"] += 1
             return None
         ip = values[ip_index]
-        columns = dict(zip(column_of, take(values)))
-        if self._ptr_mask is not None:          # registers wider than pointers
-            columns = {c: v & self._ptr_mask for c, v in columns.items()}
-        sp = columns.get(self._sp_column)
+        regs = dict(zip(column_of, take(values)))
+        if self._narrow:                        # registers wider than pointers
+            ptr_mask = self.unwinder.ptr_mask
+            regs = {c: v & ptr_mask for c, v in regs.items()}
+        sp = regs.get(self._sp_column)
         if sp is None or ip is None:
             self.counts["no_regs"] += 1
             return None
@@ -109,7 +114,7 @@ class SampleUnwinder:
         data = stack["data"][:min(dyn, len(stack["data"]))]
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
-        result = self.unwinder.walk(ip, columns, read_stack,
+        result = self.unwinder.walk(ip, regs, read_stack,
                                     self.module_finder(maps, dso_of), self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1

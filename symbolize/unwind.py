@@ -71,6 +71,10 @@ class UnwindModule:
     frame_pointer_step: bool = True
 
 
+_READ_U64 = struct.Struct("<Q").unpack_from
+_READ_U32 = struct.Struct("<I").unpack_from
+
+
 class StackSnapshot:
     """A `read_stack` over a copy of the stack starting at `base` (the sp at
     sample time): word-size little-endian reads, None outside the copy."""
@@ -84,7 +88,7 @@ class StackSnapshot:
         self.data = data
         self.end = base + len(data)
         self.word = word
-        self._unpack = struct.Struct("<Q" if word == 8 else "<I").unpack_from
+        self._unpack = _READ_U64 if word == 8 else _READ_U32
 
     def __call__(self, address: int) -> Optional[int]:
         off = address - self.base
@@ -136,22 +140,22 @@ class Unwinder:
     (constants worked out per call), cost 0.55 us a frame more.
     """
 
-    __slots__ = ("arch", "ptr_mask", "_sp_col", "_fp_col", "_ra_col", "_ip_col", "_ra_is_ip",
-                 "_keep_cols", "_keep_and_sp", "_ra_mask")
+    __slots__ = ("arch", "ptr_mask", "_sp_column", "_fp_column", "_ra_column", "_ip_column",
+                 "_ra_is_ip", "_callee_saved_columns", "_callee_saved_and_sp", "_ra_mask")
 
     def __init__(self, arch):
         arch = get_arch(arch)
         self.arch = arch
         self.ptr_mask = (1 << (8 * arch.pointer_size)) - 1
-        self._sp_col = arch.sp_column
-        self._fp_col = arch.fp_column
-        self._ra_col = arch.ra_column
+        self._sp_column = arch.sp_column
+        self._fp_column = arch.fp_column
+        self._ra_column = arch.ra_column
         # When the RA column is a virtual one (x86_64's 16 is "rip"), it holds
         # the frame's pc for expressions (the PLT's CFA uses breg16).
-        self._ip_col = arch.name_to_dwarf.get(arch.ip)
+        self._ip_column = arch.name_to_dwarf.get(arch.ip)
         self._ra_is_ip = arch.dwarf_names.get(arch.ra_column) == arch.ip
-        self._keep_cols = arch.callee_saved_columns
-        self._keep_and_sp = frozenset(arch.callee_saved_columns + (arch.sp_column,))
+        self._callee_saved_columns = arch.callee_saved_columns
+        self._callee_saved_and_sp = frozenset(arch.callee_saved_columns + (arch.sp_column,))
         self._ra_mask = arch.ra_mask
 
     @classmethod
@@ -189,11 +193,11 @@ class Unwinder:
         result = UnwindResult()
         frames = result.frames
         cfas = result.cfas
-        if ip is None or self._sp_col not in regs:
+        if ip is None or self._sp_column not in regs:
             result.stop_reason = "bad-cfi"
             result.stop_detail = "no %s or %s register" % (self.arch.ip, self.arch.sp)
             return result
-        result.sp = regs[self._sp_col]
+        result.sp = regs[self._sp_column]
         step = self.step
         kind = INNERMOST
         try:
@@ -234,13 +238,13 @@ class Unwinder:
                 raise UnwindStop("no-map", ip)
             cfi = module.cfi
             row = cfi.rows[lookup - module.bias] if cfi is not None else None
-            sp_col = self._sp_col
+            sp_col = self._sp_column
             sp = regs[sp_col]
             if row is None:
                 return self._step_without_cfi(ip, regs, sp, is_return_address, module, cfi,
                                               read_stack)
             mask = self.ptr_mask
-            ra_col = self._ra_col
+            ra_col = self._ra_column
             try:
                 # the CFA
                 if row.cfa_expression is None:
@@ -256,14 +260,14 @@ class Unwinder:
                 # the caller's registers: the callee-saved ones carry over
                 # unless a rule says otherwise
                 saved = row.saved_slots
-                if saved is not None and regs.keys() <= self._keep_and_sp:
+                if saved is not None and regs.keys() <= self._callee_saved_and_sp:
                     # a caller's registers as the last step made them: a
                     # copy (sp is in it, but a rule or the CFA replaces it
                     # below, or the walk stops)
                     new = regs.copy()
                 else:
                     new = {}
-                    for col in self._keep_cols:
+                    for col in self._callee_saved_columns:
                         v = regs.get(col)
                         if v is not None:
                             new[col] = v
@@ -331,7 +335,7 @@ class Unwinder:
         # No CFI: one frame-pointer step if the frame pointer points into the
         # snapshot above sp.
         arch = self.arch
-        fp_col = self._fp_col
+        fp_col = self._fp_column
         fp = regs.get(fp_col)
         saved_fp = ra = None
         if fp is not None and fp >= sp:
@@ -345,11 +349,11 @@ class Unwinder:
             raise UnwindStop("zero-ra", cfa=new_sp)
         if new_sp <= sp:
             raise UnwindStop("cfa-not-increasing", ip, cfa=new_sp)
-        return ra, {self._sp_col: new_sp, fp_col: saved_fp}, FRAME_POINTER, new_sp
+        return ra, {self._sp_column: new_sp, fp_col: saved_fp}, FRAME_POINTER, new_sp
 
     def _get_reg(self, ip, regs):
         """A register reader for DWARF expressions over one frame."""
-        ip_col, ra_col, ra_is_ip = self._ip_col, self._ra_col, self._ra_is_ip
+        ip_col, ra_col, ra_is_ip = self._ip_column, self._ra_column, self._ra_is_ip
 
         def get_reg(num):
             if num == ip_col or (ra_is_ip and num == ra_col):
@@ -362,7 +366,7 @@ class Unwinder:
         return address is undefined (the outermost frame)."""
         mask = self.ptr_mask
         psize = self.arch.pointer_size
-        ra_col = self._ra_col
+        ra_col = self._ra_column
         get_reg = self._get_reg(ip, regs)
         ra_undefined = False
         for col, (kind, arg) in row.rules.items():
