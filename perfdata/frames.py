@@ -101,17 +101,32 @@ class FrameResolver:
         exact_ip ones).  Samples with the same unwound stack in the same
         address space share one frame list (and the views their text of it)."""
         maps = sample.thread.maps if sample.thread is not None else None
+        user = tuple(user)
+        cache = self._stack_cache
+        # A stack whose every address lies in a code map is the same stack
+        # until a code map leaves (maps.code_generation): data maps arrive
+        # by the hundred in a DWARF recording (perf records them; the heap
+        # grows), and keyed by maps.generation such stacks were made again
+        # after each.  Any other stack is kept per generation.
+        if maps is not None:
+            code_key = ("dwarf-code", id(maps), maps.code_generation, id(kernel_frames), user,
+                        exact)
+            hit = cache.get(code_key)
+            if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
+                return hit[1]
         key = ("dwarf", id(maps), maps.generation if maps is not None else 0,
-               id(kernel_frames), tuple(user), exact)
-        hit = self._stack_cache.get(key)
+               id(kernel_frames), user, exact)
+        hit = cache.get(key)
         if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
             return hit[1]
         frames = list(kernel_frames)
         for i, avma in enumerate(user):
             frames.extend(self.dwarf_frames(sample, avma, i > 0 and i not in exact))
-        if len(self._stack_cache) > STACK_CACHE_SIZE:
-            self._stack_cache.clear()
-        self._stack_cache[key] = (maps, frames, kernel_frames)
+        if len(cache) > STACK_CACHE_SIZE:
+            cache.clear()
+        if maps is not None and _all_in_code_maps(maps, user):
+            key = code_key
+        cache[key] = (maps, frames, kernel_frames)
         return frames
 
     def kernel_symbols(self):
@@ -437,3 +452,12 @@ def with_avma(frame, avma):
         setattr(f, name, getattr(frame, name))
     f.avma = avma
     return f
+
+
+def _all_in_code_maps(maps, addresses):
+    """Does every address lie in a map of `maps` that is not a data map?"""
+    for avma in addresses:
+        m = maps.find(avma)
+        if m is None or m.is_data:
+            return False
+    return True

@@ -6,23 +6,33 @@ stack copy come from the same moment, so a sample ip corrected by the hardware
 (precise_ip skid) is never mixed in; when the two ips differ, the sample ip
 stays the printed leaf and the mismatch is counted.
 """
+from functools import partial
+
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot, UnwindModule, unwind_columns
+from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
 
 
 class SampleUnwinder:
+    """A sample's user stack by symbolize.unwind's Unwinder: its registers
+    (`regs`, DWARF column -> value, from REGS_USER), its stack copy (a
+    StackSnapshot) and the thread's maps as UnwindModules (module_for,
+    module_finder)."""
+
     def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
+        self.unwinder = Unwinder.for_arch(self.arch)
         # perf's registers are u64s: masked to the pointer size on 32-bit arches
-        self._ptr_mask = None if self.arch.pointer_size == 8 else \
-            (1 << (8 * self.arch.pointer_size)) - 1
+        self._narrow = self.arch.pointer_size < 8
         self._sp_column = self.arch.sp_column
         self.max_depth = max_depth
-        self._cfi = {}          # (path, build_id) -> CfiTable or None
-        self._modules = {}      # (path, build_id, start, pgoff) -> Module or None
-        self._by_map = {}       # id(map) -> (map, Module): the same, found faster
+        self._cfi = {}          # (path, build_id) -> (CfiTable or None, Binary or None)
+        self._modules = {}      # (path, build_id, start, pgoff) -> UnwindModule
+        self._by_map = {}       # id(map) -> (map, UnwindModule): the same, found faster
+        # id(maps) -> (maps, code_generation, _ModulesAt): per address space,
+        # the module at each lookup address asked about (module_finder)
+        self._modules_at = {}
         self._reg_layouts = {}  # sample_regs_user mask -> Arch.perf_columns(mask)
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
         self.stop_reasons = {}
@@ -86,10 +96,11 @@ class SampleUnwinder:
             self.counts["no_regs"] += 1
             return None
         ip = values[ip_index]
-        columns = dict(zip(column_of, take(values)))
-        if self._ptr_mask is not None:          # registers wider than pointers
-            columns = {c: v & self._ptr_mask for c, v in columns.items()}
-        sp = columns.get(self._sp_column)
+        regs = dict(zip(column_of, take(values)))
+        if self._narrow:                        # registers wider than pointers
+            ptr_mask = self.unwinder.ptr_mask
+            regs = {c: v & ptr_mask for c, v in regs.items()}
+        sp = regs.get(self._sp_column)
         if sp is None or ip is None:
             self.counts["no_regs"] += 1
             return None
@@ -103,25 +114,64 @@ class SampleUnwinder:
         data = stack["data"][:min(dyn, len(stack["data"]))]
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
-        by_map = self._by_map
-
-        def find_module(avma):
-            if maps is None:
-                return None
-            m = maps.find(avma)
-            if m is None:
-                return None
-            hit = by_map.get(id(m))
-            if hit is not None and hit[0] is m:
-                return hit[1]
-            module = self.module_for(m, dso_of(m))
-            if len(by_map) > 100000:
-                by_map.clear()
-            by_map[id(m)] = (m, module)
-            return module
-
-        result = unwind_columns(self.arch, ip, columns, read_stack, find_module,
-                                max_depth=self.max_depth)
+        result = self.unwinder.walk(ip, regs, read_stack,
+                                    self.module_finder(maps, dso_of), self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
+
+    def module_finder(self, maps, dso_of):
+        """`find_module` for Unwinder.step/walk over one address space (a
+        MapGroup) with `dso_of(map)` -> (path, build-id): a dict's own
+        lookup (no Python call per frame once an address was seen), kept
+        until a code map leaves the space (MapGroup.code_generation)."""
+        if maps is None:
+            return _no_module
+        entry = self._modules_at.get(id(maps))
+        if entry is None or entry[0] is not maps or entry[1] != maps.code_generation:
+            if len(self._modules_at) > 64:
+                self._modules_at.clear()
+            entry = (maps, maps.code_generation,
+                     _ModulesAt(partial(self._module_at, maps, dso_of)))
+            self._modules_at[id(maps)] = entry
+        return entry[2].__getitem__
+
+    def _module_at(self, maps, dso_of, avma):
+        """(UnwindModule or None, may it be kept until a code map leaves)."""
+        m = maps.find(avma)
+        if m is None:
+            return None, False
+        by_map = self._by_map
+        hit = by_map.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = (m, self.module_for(m, dso_of(m)))
+            if len(by_map) > 100000:
+                by_map.clear()
+            by_map[id(m)] = hit
+        # No map there, or a data map: a map arriving may change the answer
+        # without bumping code_generation.
+        return hit[1], not m.is_data
+
+
+def _no_module(avma):
+    return None
+
+
+class _ModulesAt(dict):
+    """lookup avma -> UnwindModule in one address space, each found by
+    `find(avma)` (module, keep) on first use, and kept when it says so."""
+    __slots__ = ("find",)
+
+    LIMIT = 1 << 16
+
+    def __init__(self, find):
+        super().__init__()
+        self.find = find
+
+    def __missing__(self, avma):
+        if len(self) > self.LIMIT:
+            self.clear()
+        module, keep = self.find(avma)
+        if keep:
+            self[avma] = module
+        return module

@@ -388,12 +388,18 @@ class CfiRow:
     values).  `ra_column` is the return-address column of the CIE.
     `signal_frame` marks a signal trampoline (CIE augmentation 'S'): the
     caller's address is an interrupted pc, not a return address.
+    `saved_slots`: when every rule is RULE_OFFSET (nearly every row a
+    compiler emits), where they all are at once: (columns, first offset
+    from the CFA, size, unpack_from) with `unpack_from(buffer, position)`
+    the words from CFA + first offset on, in the order of `columns`; the
+    unwinder reads them in one call instead of dispatching rule by rule.
+    None otherwise.
     """
 
     __slots__ = ("cfa_register", "cfa_offset", "cfa_expression", "rules",
-                 "ra_column", "signal_frame")
+                 "ra_column", "signal_frame", "saved_slots")
 
-    def __init__(self, cfa, rules, ra_column, signal_frame):
+    def __init__(self, cfa, rules, ra_column, signal_frame, address_size=8, endian="<"):
         if cfa[0] == "expr":
             self.cfa_register = None
             self.cfa_offset = 0
@@ -404,6 +410,7 @@ class CfiRow:
         self.rules = rules
         self.ra_column = ra_column
         self.signal_frame = signal_frame
+        self.saved_slots = _saved_slots(rules, address_size, endian)
 
     def __repr__(self):
         if self.cfa_expression is not None:
@@ -413,6 +420,31 @@ class CfiRow:
         rules = ", ".join("r%d=%s(%s)" % (c, k, v.hex() if isinstance(v, bytes) else v)
                           for c, (k, v) in sorted(self.rules.items()))
         return "CfiRow(cfa=%s, %s)" % (cfa, rules)
+
+
+_SLOT_READERS = {}      # struct format -> Struct.unpack_from (rows share a few layouts)
+
+
+def _saved_slots(rules, address_size, endian):
+    """CfiRow.saved_slots of these rules: None unless every rule is
+    RULE_OFFSET and no two slots overlap."""
+    if not all(kind is RULE_OFFSET for kind, _ in rules.values()):
+        return None
+    slots = sorted((arg, column) for column, (_, arg) in rules.items())
+    word = "Q" if address_size == 8 else "I"
+    first = slots[0][0] if slots else 0
+    fmt = [endian]
+    at = first
+    for offset, _ in slots:
+        if offset < at:
+            return None
+        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)
+        at = offset + address_size
+    fmt = "".join(fmt)
+    unpack_from = _SLOT_READERS.get(fmt)
+    if unpack_from is None:
+        unpack_from = _SLOT_READERS[fmt] = struct.Struct(fmt).unpack_from
+    return tuple(column for _, column in slots), first, at - first, unpack_from
 
 
 # Compilers nest DW_CFA_remember_state a level or two (one per epilogue).
@@ -442,7 +474,8 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
         # describing thousands would make every row a copy of them all.
         if len(rules) > MAX_RULES_PER_ROW:
             raise CfiError("CFI describes %d registers" % len(rules))
-        rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame)))
+        rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame,
+                                cie.address_size, sec.endian)))
 
     n = end
     while pos < n:
@@ -841,6 +874,19 @@ def _scan_index(sec):
     return _Index([p[0] for p in pairs], [p[1] for p in pairs])
 
 
+class _Memo(dict):
+    """key -> compute(key), computed on first use."""
+    __slots__ = ("compute",)
+
+    def __init__(self, compute):
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key):
+        value = self[key] = self.compute(key)
+        return value
+
+
 class CfiTable:
     """Call frame information of one ELF file, looked up by svma."""
 
@@ -851,7 +897,9 @@ class CfiTable:
         for sec in (eh_frame, debug_frame):
             if sec is not None and sec.data:
                 self._sections.append([sec, None])
-        self._rows = {}
+        # svma -> CfiRow or None, each found on first use: what row_for
+        # answers, and what the unwinder indexes (a dict lookup, no call)
+        self.rows = _Memo(self._find_row)
         self.stats_fdes_decoded = 0
 
     # -- construction -----------------------------------------------------
@@ -901,21 +949,18 @@ class CfiTable:
 
     def row_for(self, svma):
         """The CfiRow in force at svma, or None when no FDE covers it (or the
-        covering FDE is malformed)."""
-        try:
-            return self._rows[svma]
-        except KeyError:
-            pass
-        row = None
+        covering FDE is malformed); the same as self.rows[svma]."""
+        return self.rows[svma]
+
+    def _find_row(self, svma):
         for entry in self._sections:
             try:
                 row = self._row_in(entry, svma)
             except Exception:       # a malformed section never escapes
                 row = None
             if row is not None:
-                break
-        self._rows[svma] = row
-        return row
+                return row
+        return None
 
     def _index(self, entry):
         """The FDE index of one section, built on first use."""

@@ -7,7 +7,8 @@ import struct
 
 from symbolize.arch import AARCH64, X86_64, get_arch
 from symbolize.cfi import CfiTable
-from symbolize.unwind import STOP_REASONS, StackSnapshot, UnwindModule, unwind_dwarf
+from symbolize.unwind import (INNERMOST, STOP_REASONS, StackSnapshot, UnwindModule,
+                              Unwinder, UnwindStop, unwind_dwarf)
 from limits import uleb
 
 EH_ADDR = 0x100000      # where the synthetic .eh_frame "is loaded"
@@ -248,6 +249,70 @@ def test_bad_inputs_never_raise():
         result = unwind_dwarf("x86_64", regs, stack_from(0x8000, words), one_module(table))
         assert result.stop_reason in STOP_REASONS
         assert result.frames[0] == regs["rip"]
+
+
+def x86_program_with_saves():
+    """x86_program, and k at 0x4000 that saves r12, rbx and rbp apart (a gap
+    between r12 and rbx): CFA = rsp+48, r12 at cfa-40, rbx at cfa-24, rbp at
+    cfa-16; a caller in h finds its CFA through the restored rbp."""
+    eh = EhFrame(ra_column=16, code_align=1, data_align=-8,
+                 initial=def_cfa(7, 8) + offset(16, 1))
+    eh.fde(0x1000, 0x100, advance(1) + def_cfa_offset(16) + offset(6, 2))
+    eh.fde(0x2000, 0x100)
+    eh.fde(0x3000, 0x100, def_cfa(6, 16) + offset(6, 2))
+    eh.fde(0x4000, 0x100, def_cfa_offset(48) + offset(12, 5) + offset(3, 3) + offset(6, 2))
+    return eh.table()
+
+
+def _random_walks(seed, count):
+    """(regs, stack) pairs over x86_program_with_saves(): good stacks, cut
+    ones, garbage."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        words = [rng.choice([0, 0x2010, 0x1005, 0x3010, 0x3020, 0x4010, 0x8008, 0x8020,
+                             0x8040, 0x8060, rng.getrandbits(64)])
+                 for _ in range(rng.randrange(0, 40))]
+        regs = {"rip": rng.choice([0x1000, 0x1001, 0x2005, 0x3004, 0x3010, 0x4010]),
+                "rsp": 0x8000, "rbp": rng.choice([0, 0x8000, 0x8010, 0x8020, 0x7000]),
+                "rbx": rng.choice([1, 0x8000])}
+        yield regs, stack_from(0x8000, words)
+
+
+def test_step_by_step_equals_walk():
+    """A caller driving Unwinder.step frame by frame finds what walk finds."""
+    unwinder = Unwinder.for_arch("x86_64")
+    find = one_module(x86_program_with_saves())
+    for named, stack in _random_walks(7, 300):
+        walked = unwinder.walk(*unwinder.regs_from_names(named), stack, find)
+        ip, regs = unwinder.regs_from_names(named)
+        kind = INNERMOST
+        frames, cfas = [ip], []
+        while True:
+            try:
+                ip, regs, kind, cfa = unwinder.step(ip, regs, kind, stack, find)
+            except UnwindStop as stop:
+                if stop.cfa is not None:
+                    cfas.append(stop.cfa)
+                reason, address = stop.reason, stop.address
+                break
+            frames.append(ip)
+            cfas.append(cfa)
+            if len(frames) >= 127:
+                reason, address = "max-depth", None
+                break
+        assert (frames, cfas, reason, address) == (
+            walked.frames, walked.cfas, walked.stop_reason, walked.stop_address)
+
+
+def test_saved_slots_read_at_once_equal_rule_by_rule():
+    """A StackSnapshot lets the step read a row's saved registers in one call
+    (CfiRow.saved_slots); any other reader goes rule by rule: the same walk."""
+    find = one_module(x86_program_with_saves())
+    for named, stack in _random_walks(11, 300):
+        fast = unwind_dwarf("x86_64", named, stack, find)
+        slow = unwind_dwarf("x86_64", named, lambda address: stack(address), find)
+        assert (fast.frames, fast.cfas, fast.stop_reason, fast.stop_address) == (
+            slow.frames, slow.cfas, slow.stop_reason, slow.stop_address)
 
 
 def test_fde_lookup_without_eh_frame_hdr_and_bounds():
