@@ -60,7 +60,7 @@ USER_TYPE_START = 64
 
 
 #: Records perf's --stats calls by a shorter name than the enum's.
-STATS_NAMES = {
+STATS_NAMES: dict[int, str] = {
     RecordType.HEADER_ATTR: "ATTR",
     RecordType.HEADER_EVENT_TYPE: "EVENT_TYPE",
     RecordType.HEADER_TRACING_DATA: "TRACING_DATA",
