@@ -10,7 +10,7 @@ no back-pointer to the file it came from.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
@@ -24,6 +24,9 @@ from .plain import plain
 from .records import body_schemas, header_attr_schema, read_format_schema
 from .sample import id_position_in_sample, id_position_in_trailer
 
+if TYPE_CHECKING:
+    from .errors import InputName
+
 
 class DecodeContext:
     """What decoding a record of one recording needs besides its bytes: the
@@ -32,7 +35,8 @@ class DecodeContext:
     `path` names the recording in errors."""
     __slots__ = ("little", "path", "attrs", "id_to_attr", "sample_id_pos", "trailer_id_pos")
 
-    def __init__(self, little: bool, path: str | None = None, attrs: list[EventAttr] | None = None,
+    def __init__(self, little: bool, path: InputName | None = None,
+                 attrs: list[EventAttr] | None = None,
                  id_to_attr: dict[int, EventAttr] | None = None) -> None:
         self.little = little
         self.path = path
@@ -138,7 +142,7 @@ class Record:
 
 
 def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAttr | None,
-                  little: bool, path: str | None = None,
+                  little: bool, path: InputName | None = None,
                   offset: int | None = None) -> dict[str, Any]:
     """The fields of a record body (after its 8-byte header) as a dict: a
     SAMPLE's by its attr's layout, a kernel record's by its body schema plus

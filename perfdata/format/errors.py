@@ -6,11 +6,19 @@ error at its offset.  Both carry the file name and the byte offset.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # What names an input in messages: its path, or a stream's name (an int
+    # for a file object made from a file descriptor, as os.fdopen makes).
+    InputName = str | int
+
 
 class PerfDataError(Exception):
     """Base of everything the reader raises on bad input."""
 
-    def __init__(self, message: str, path: str | None = None, offset: int | None = None) -> None:
+    def __init__(self, message: str, path: InputName | None = None,
+                 offset: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.path = path

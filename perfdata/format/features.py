@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import Any, BinaryIO, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
 import construct as cs
 
@@ -28,6 +28,9 @@ from .endian import ints
 from .errors import CorruptError
 from .constructs import Counted, describe_construct_error, stream_left
 from .plain import plain
+
+if TYPE_CHECKING:
+    from .errors import InputName
 
 #: Strings are padded to this alignment (NAME_ALIGN in perf).
 NAME_ALIGN = 64
@@ -387,8 +390,9 @@ def parse_bpf_prog_info(entry: Mapping[str, Any], little: bool = True) -> dict[s
 # ------------------------------------------------------------------- parsing
 
 
-def parse_feature(fid: int, data: bytes | memoryview, little: bool = True, path: str | None = None,
-                  offset: int | None = None, nr_cpus_avail: int | None = None) -> Any:
+def parse_feature(fid: int, data: bytes | memoryview, little: bool = True,
+                  path: InputName | None = None, offset: int | None = None,
+                  nr_cpus_avail: int | None = None) -> Any:
     """The parsed feature section `fid` from its bytes.
 
     Returns str for the string features, int for TOTAL_MEM, CLOCKID and

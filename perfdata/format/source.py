@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     import struct
 
+    from .errors import InputName
+
 CHUNK = 1 << 20
 
 
@@ -171,7 +173,7 @@ class ByteSource:
 
 
 
-def open_input(path: str | os.PathLike[str] | BinaryIO | None) -> tuple[BinaryIO, bool, str]:
+def open_input(path: str | os.PathLike[str] | BinaryIO | None) -> tuple[BinaryIO, bool, InputName]:
     """Open a path (or '-' for standard input) for reading; refuse non-files."""
     if path == "-" or path is None:
         # (os.sys is the sys module, which typeshed's os does not export)

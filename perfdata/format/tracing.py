@@ -36,6 +36,7 @@ from .errors import CorruptError
 from .constructs import Counted, describe_construct_error
 
 if TYPE_CHECKING:
+    from .errors import InputName
     # What EventFormat.decode gives a field.
     FieldValue = int | str | bytes | list[int | bytes] | None
 
@@ -347,7 +348,7 @@ def _parse_cmdlines(text: str) -> dict[int, str]:
     return out
 
 
-def parse_tracing_data(data: bytes | memoryview, path: str | None = None,
+def parse_tracing_data(data: bytes | memoryview, path: InputName | None = None,
                        offset: int | None = None) -> TracingData:
     """Parse tracing data bytes into a TracingData; CorruptError if they do not
     decode."""

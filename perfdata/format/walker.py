@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 from .compression import Decompressor
 from .constants import Feature, RecordType as RT, USER_TYPE_START, record_type_name
@@ -29,6 +29,9 @@ from .decoder import DecodeContext, Record
 from .errors import CorruptError, PerfDataError, TruncatedError
 from .records import event_header_struct
 from .source import ByteSource
+
+if TYPE_CHECKING:
+    from .errors import InputName
 
 # A TRACING_DATA payload larger than this is refused (no sane recording has one).
 MAX_TRACING_DATA = 1 << 30
@@ -90,11 +93,12 @@ class WalkOwner(Protocol):
     warnings: list[str]
     truncated_at: int       # set where the input ends inside a record
 
-    def note_skipped(self, path: str | None, offset: int, count: int, why: str) -> None: ...
+    def note_skipped(self, path: InputName | None, offset: int, count: int,
+                     why: str) -> None: ...
 
     def decompress_limit(self) -> int: ...
 
-    def apply_user_record(self, rec: Record, path: str | None) -> None: ...
+    def apply_user_record(self, rec: Record, path: InputName | None) -> None: ...
 
     def tracing_data_read(self, data: bytes, in_record: bool) -> None: ...
 
@@ -110,7 +114,7 @@ class RecordWalker:
     fast_least: dict[int, int]
 
     def __init__(self, owner: WalkOwner, ctx: DecodeContext, src: ByteSource,
-                 file_index: int = 0, path: str | None = None) -> None:
+                 file_index: int = 0, path: InputName | None = None) -> None:
         self.owner = owner
         self.ctx = ctx
         self.src = src

@@ -4,9 +4,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    # (kind, text): the text is a str, None at the end of input (T_NONE), which
-    # the parser tests by the kind before it reads the text
-    Token = tuple[int, Any]
+    # A token's text: a str, None at the end of input (T_NONE), which the
+    # parser tests by the kind before it reads the text (Any: mypy cannot).
+    TokenText = Any
+    Token = tuple[int, TokenText]           # (kind, text)
 
 # ---------------------------------------------------------------- tokens
 T_ERROR, T_NONE, T_SPACE, T_NEWLINE, T_OP, T_DELIM, T_ITEM, T_DQUOTE, \

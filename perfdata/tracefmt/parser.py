@@ -12,7 +12,7 @@ from .lexer import (T_DELIM, T_DQUOTE, T_ERROR, T_ITEM, T_NEWLINE, T_NONE, T_OP,
 
 if TYPE_CHECKING:
     from ..format.tracing import EventFormat, FieldFormat
-    from .lexer import Token
+    from .lexer import Token, TokenText
 
 
 # ---------------------------------------------------------------- print args
@@ -210,7 +210,7 @@ class _Parser:
         kind, tok = self.lex.token()
         return self.process_arg_token(arg, tok, kind)
 
-    def process_arg_token(self, arg: _Arg, tok: str, kind: int) -> Token:
+    def process_arg_token(self, arg: _Arg, tok: TokenText, kind: int) -> Token:
         if kind == T_ITEM:
             if tok == "REC":
                 return self.process_entry(arg)
