@@ -6,22 +6,31 @@
             if rec.name == "SAMPLE":
                 print(rec.parse()["ip"])
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, BinaryIO
+
 from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
 from .format.container import PerfFile
 from .format.decoder import Record
 
+if TYPE_CHECKING:
+    import os
+
+    from .arrow import ArrowTables
+
 __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]
 
 
-def open(path, **options):
+def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
     """Open a perf.data file, a `perf record --threads` directory, a binary
     stream, or '-' for standard input (pipe mode)."""
     return PerfFile(path, **options)
 
 
-def to_arrow(path, **options):
+def to_arrow(path: str | os.PathLike[str], **options: Any) -> ArrowTables:
     """The symbolized samples of a file as two pyarrow Tables, (samples,
     stacks) (needs pyarrow; options: debug_dirs, symfs, archive).  Tables
     and columns, and the record-batch iterator for large files:

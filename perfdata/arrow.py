@@ -29,7 +29,19 @@ A stack with no frame has no row.  Batches are bounded (`batch_size` rows),
 so a file of any size is converted in bounded memory; only the distinct
 stacks seen are remembered.
 """
+from __future__ import annotations
+
 import collections
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import os
+
+    import pyarrow as pa
+
+    from .format.container import PerfFile
+    from .frames import StackFrame
+    from .symbolized import SampleSymbolizer, SymbolizedSample
 
 BATCH_ROWS = 65536
 
@@ -40,7 +52,7 @@ STACK_COLUMNS = ("stack_id", "depth", "symbol", "dso", "address", "dso_address",
                  "kernel", "build_id")
 
 
-def schemas():
+def schemas() -> tuple[pa.Schema, pa.Schema]:
     """(samples schema, stacks schema) as pyarrow Schemas."""
     import pyarrow as pa
     samples = pa.schema([
@@ -58,7 +70,7 @@ def schemas():
     return samples, stacks
 
 
-def _weight(fields, sample_type):
+def _weight(fields: dict[str, Any], sample_type: int) -> int | None:
     w = fields.get("weight")
     if w is None:
         return None
@@ -68,17 +80,17 @@ def _weight(fields, sample_type):
     return w
 
 
-def _u64(value):
+def _u64(value: int | None) -> int | None:
     return None if value is None else value & 0xffffffffffffffff
 
 
 class _Columns:
-    def __init__(self, names):
+    def __init__(self, names: Sequence[str]) -> None:
         self.names = names
-        self.data = {n: [] for n in names}
+        self.data: dict[str, list[Any]] = {n: [] for n in names}
         self.rows = 0
 
-    def batch(self, schema):
+    def batch(self, schema: pa.Schema) -> pa.RecordBatch:
         import pyarrow as pa
         arrays = [pa.array(self.data[n], type=schema.field(n).type) for n in self.names]
         self.data = {n: [] for n in self.names}
@@ -86,7 +98,8 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def record_batches(samples, batch_size=BATCH_ROWS):
+def record_batches(samples: Iterable[SymbolizedSample],
+                   batch_size: int = BATCH_ROWS) -> Iterator[tuple[str, pa.RecordBatch]]:
     """("samples" or "stacks", pyarrow.RecordBatch) pairs from an iterable of
     SymbolizedSamples (a SampleSymbolizer), each batch at most batch_size
     rows; a stack's rows come before or with the first samples batch that
@@ -95,8 +108,10 @@ def record_batches(samples, batch_size=BATCH_ROWS):
     rows = _Columns(SAMPLE_COLUMNS)
     frames_out = _Columns(STACK_COLUMNS)
     s = rows.data
-    stack_ids = {}          # frame key tuple -> id
-    by_list = {}            # id(frames) -> (frames, stack id): the symbolizer shares lists
+    stack_ids: dict[tuple[Any, ...], int] = {}      # frame key tuple -> id
+    # id(frames) -> (frames, stack id): the symbolizer shares lists
+    by_list: dict[int, tuple[list[StackFrame], int]] = {}
+    sid: int | None
     for sample in samples:
         frames = sample.frames
         hit = by_list.get(id(frames))
@@ -148,7 +163,9 @@ def record_batches(samples, batch_size=BATCH_ROWS):
         yield "samples", rows.batch(sample_schema)
 
 
-def open_samples(path, debug_dirs=(), symfs=None, archive=None):
+def open_samples(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
+                 symfs: str | None = None,
+                 archive: str | None = None) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer) of a file, with the library's defaults
     (the symbol cache of `perfdata` commands included)."""
     import perfdata
@@ -168,13 +185,15 @@ def open_samples(path, debug_dirs=(), symfs=None, archive=None):
     return pf, SampleSymbolizer(pf, symbolizer)
 
 
-def to_arrow(path, debug_dirs=(), symfs=None, archive=None, batch_size=BATCH_ROWS):
+def to_arrow(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
+             symfs: str | None = None, archive: str | None = None,
+             batch_size: int = BATCH_ROWS) -> ArrowTables:
     """ArrowTables(samples, stacks) of a perf.data file (pyarrow Tables; the
     schemas are in this module's docstring).  For a large file iterate
     record_batches() instead."""
     import pyarrow as pa
     sample_schema, stack_schema = schemas()
-    got = {"samples": [], "stacks": []}
+    got: dict[str, list[pa.RecordBatch]] = {"samples": [], "stacks": []}
     pf, samples = open_samples(path, debug_dirs, symfs, archive)
     with pf:
         for name, batch in record_batches(samples, batch_size):

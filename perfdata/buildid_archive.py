@@ -4,11 +4,14 @@
 `extract_archive` read it back, refusing any member outside the layout, any
 path that climbs out of the directory, and sizes beyond the limits.
 """
+from __future__ import annotations
+
 import io
 import os
 import re
 import tarfile
 import tempfile
+from typing import Sequence
 
 from .format.errors import PerfDataError
 
@@ -18,7 +21,7 @@ _NAME_OK = re.compile(r"^(\.build-id/[0-9a-f]{2}/[0-9a-f]{6,126}(\.debug)?"
                       r"|\[kernel\.kallsyms\]/[0-9a-f]{8,128}/kallsyms|MANIFEST\.txt)$")
 
 
-def safe_name(name):
+def safe_name(name: str) -> bool:
     """A relative path that stays inside the directory it is unpacked in."""
     if not name or "\0" in name or "\\" in name or name.startswith("/") or len(name) > 4096:
         return False
@@ -31,7 +34,8 @@ class ArchiveError(PerfDataError):
     with `perfdata: error: ...` and status 2 wherever it is opened)."""
 
 
-def write_archive(items, out_path, level=10):
+def write_archive(items: Sequence[tuple[str, str, str, str]], out_path: str,
+                  level: int = 10) -> None:
     import zstandard
     manifest = "".join("%s %s %s\n" % (arc, kind, orig) for arc, _, kind, orig in items)
     tmp = out_path + ".tmp"
@@ -53,7 +57,7 @@ def write_archive(items, out_path, level=10):
     os.replace(tmp, out_path)
 
 
-def extract_archive(archive, dest):
+def extract_archive(archive: str, dest: str) -> str:
     """Unpack an archive made by write_archive into dest (created); returns
     dest.  Raises ArchiveError on anything outside the layout."""
     import zstandard
@@ -78,7 +82,8 @@ def extract_archive(archive, dest):
                 with os.fdopen(fd, "wb") as out:
                     left = ti.size
                     while left:
-                        chunk = src.read(min(left, 1 << 20))
+                        # (a regular member: extractfile gives its file)
+                        chunk = src.read(min(left, 1 << 20))  # type: ignore[union-attr]
                         if not chunk:
                             raise ArchiveError("%s: %r is cut short" % (archive, name))
                         out.write(chunk)
@@ -91,7 +96,7 @@ def extract_archive(archive, dest):
     return dest
 
 
-def open_archive(archive):
+def open_archive(archive: str) -> str:
     """Unpack into a new temporary directory (removed at exit); for an
     `--archive FILE` option: pass the result as a debug dir."""
     import atexit

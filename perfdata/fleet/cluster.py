@@ -8,16 +8,26 @@ paths).  Each file is one task; partial results are merged pairwise, by
 tasks on the workers, level by level (a tree: log2(N) levels, no worker
 receives every partial); the client receives the last one.
 """
+from __future__ import annotations
+
 import contextlib
 import logging
 import os
+from typing import TYPE_CHECKING, Any, Iterator
 
 from . import FleetError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    import distributed
+
+    from .partials import Partial
 
 FAN_IN = 2
 
 
-def _import_dask():
+def _import_dask() -> ModuleType:
     try:
         import distributed
     except ImportError:
@@ -27,7 +37,8 @@ def _import_dask():
 
 
 @contextlib.contextmanager
-def dask_client(scheduler=None, workers=None, timeout=10.0):
+def dask_client(scheduler: str | None = None, workers: int | None = None,
+                timeout: float = 10.0) -> Iterator[distributed.Client]:
     """A connected distributed.Client, closed (with its local cluster) at exit."""
     distributed = _import_dask()
     for name in ("distributed", "distributed.client", "distributed.comm",
@@ -56,7 +67,7 @@ def dask_client(scheduler=None, workers=None, timeout=10.0):
             cluster.close()
 
 
-def _connect(distributed, address, timeout):
+def _connect(distributed: ModuleType, address: str, timeout: float) -> distributed.Client:
     """A Client of the scheduler at `address`, or FleetError.  A Client that
     fails to connect complains from its finalizer (a traceback on stderr):
     that is silenced while it is collected."""
@@ -81,7 +92,7 @@ def _connect(distributed, address, timeout):
 _SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
 
 
-def probe(address, timeout):
+def probe(address: str, timeout: float) -> None:
     """Refuse an address that is not a scheduler's, or a tcp:// one nothing
     listens at, before a Client is made (a Client that fails to connect
     prints a traceback from its finalizer)."""
@@ -91,6 +102,7 @@ def probe(address, timeout):
         raise FleetError("--scheduler %s: not a Dask address (tcp://HOST:PORT)" % address)
     if scheme != "tcp":
         return
+    port: str | int                     # the text, then the number
     host, colon, port = rest.rpartition(":")
     host = host.strip("[]")
     try:
@@ -104,7 +116,8 @@ def probe(address, timeout):
                          % (address, exc.strerror or exc))
 
 
-def tree_reduce(client, paths, kind, options, fan_in=FAN_IN):
+def tree_reduce(client: distributed.Client, paths: list[str], kind: str, options: dict[str, Any],
+                fan_in: int = FAN_IN) -> Partial:
     """The merged Partial of `paths`: one file_partial task per file, then
     merge_partials tasks over groups of `fan_in`, level by level."""
     import uuid

@@ -11,18 +11,31 @@ report    per event: samples, event count and the histogram entries with
            their self/children periods and sample counts, and lost samples
 so `fleet collapse` over files is the sum of `collapse` over each.
 """
+from __future__ import annotations
+
 import argparse
 import io
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING, Any, Iterable, TextIO
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
+    from ..symbolized import SampleSymbolizer
+    from ..views.collapse import CollapseOptions
+    from ..views.flamegraph import Node
+    # a flame graph stack: (name, kind, dso) of each frame, outermost first
+    FramePath = tuple[tuple[str, str, str | None], ...]
 
 
 class Partial:
     """What some files added up to, and what went wrong with the others."""
     __slots__ = ("kind", "data", "files", "samples", "errors", "warnings")
 
-    def __init__(self, kind, data=None, files=0, samples=0, errors=(), warnings=()):
+    def __init__(self, kind: str, data: dict[str, Any] | None = None, files: int = 0,
+                 samples: int = 0, errors: Iterable[tuple[str, str]] = (),
+                 warnings: Iterable[tuple[str, str]] = ()) -> None:
         self.kind = kind
         self.data = data
         self.files = files                  # files read
@@ -30,34 +43,36 @@ class Partial:
         self.errors = list(errors)          # [(path, message)] of the files skipped
         self.warnings = list(warnings)      # [(path, message)]
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
             setattr(self, k, v)
 
 
 # ------------------------------------------------------------------ per file
 
-def _collapse(pf, samples, args, notes):
+def _collapse(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
+              notes: TextIO) -> dict[str, int]:
     from ..views.collapse import collapse_samples, options_from_args
     return collapse_samples(samples, options_from_args(args), note_stream=notes)
 
 
-def flame_options(args):
+def flame_options(args: argparse.Namespace) -> CollapseOptions:
     from ..views.collapse import CollapseOptions
     return CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
                            event_filter=args.event_filter)
 
 
-def _flamegraph(pf, samples, args, notes):
+def _flamegraph(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
+                notes: TextIO) -> dict[str, Any]:
     from ..views.flamegraph import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args), note_stream=notes)
     for sample in samples:
         builder.add(sample)
-    paths = {}
-    todo = [(child, ()) for child in builder.root.children.values()]
+    paths: dict[FramePath, int] = {}
+    todo: list[tuple[Node, FramePath]] = [(child, ()) for child in builder.root.children.values()]
     while todo:
         node, above = todo.pop()
         path = above + ((node.name, node.kind, node.dso),)
@@ -67,7 +82,8 @@ def _flamegraph(pf, samples, args, notes):
     return {"paths": paths, "events": [builder.event_name] if builder.event_name else []}
 
 
-def _report(pf, samples, args, notes):
+def _report(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
+            notes: TextIO) -> dict[str, Any]:
     from ..views.report import build_report, parse_sort
     report = build_report(pf, samples, parse_sort(args.sort), children=args.children,
                           progress=False)
@@ -88,7 +104,7 @@ def _report(pf, samples, args, notes):
 COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}
 
 
-def _describe(exc):
+def _describe(exc: Exception) -> str:
     from ..format.errors import PerfDataError
     if isinstance(exc, PerfDataError):
         return exc.describe()
@@ -97,7 +113,7 @@ def _describe(exc):
     return "internal error: %s: %s" % (type(exc).__name__, exc)
 
 
-def file_partial(path, kind, options):
+def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
     """The Partial of one profile: `options` are the command's parsed
     arguments (a dict).  The archive given by --archive, else FILE.tar.zst
     beside the file, is unpacked for this file and removed after."""
@@ -130,13 +146,15 @@ def file_partial(path, kind, options):
     messages += [line[len("perfdata: note: "):] if line.startswith("perfdata: note: ")
                  else line for line in notes.getvalue().splitlines()]
     seen = set()
-    warnings = [(path, m) for m in messages if not (m in seen or seen.add(m))]
+    # (set.add gives None: the test keeps each message's first)
+    warnings = [(path, m) for m in messages
+                if not (m in seen or seen.add(m))]  # type: ignore[func-returns-value]
     return Partial(kind, data, files=1, samples=count, warnings=warnings)
 
 
 # ------------------------------------------------------------------ merging
 
-def _add_counts(a, b):
+def _add_counts(a: dict[Any, int], b: dict[Any, int]) -> dict[Any, int]:
     if len(a) < len(b):
         a, b = b, a
     out = dict(a)
@@ -145,16 +163,16 @@ def _add_counts(a, b):
     return out
 
 
-def _merge_collapse(a, b):
+def _merge_collapse(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     return _add_counts(a, b)
 
 
-def _merge_flamegraph(a, b):
+def _merge_flamegraph(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     events = list(a["events"]) + [e for e in b["events"] if e not in a["events"]]
     return {"paths": _add_counts(a["paths"], b["paths"]), "events": events}
 
 
-def _merge_report(a, b):
+def _merge_report(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     events = {name: [v[0], v[1], dict(v[2])] for name, v in a["events"].items()}
     for name, (nsamples, total, entries) in b["events"].items():
         mine = events.get(name)
@@ -176,7 +194,7 @@ def _merge_report(a, b):
 MERGE = {"collapse": _merge_collapse, "flamegraph": _merge_flamegraph, "report": _merge_report}
 
 
-def merge_partials(*parts):
+def merge_partials(*parts: Partial) -> Partial:
     """One Partial of several (their files' results added; errors and
     warnings kept in order).  A new object: the inputs are not changed."""
     out = Partial(parts[0].kind)
@@ -190,7 +208,7 @@ def merge_partials(*parts):
     return out
 
 
-def local_partial(paths, kind, options):
+def local_partial(paths: Iterable[str], kind: str, options: dict[str, Any]) -> Partial:
     """The merged Partial of `paths` computed in this process (no Dask): the
     reference the fleet's result equals, and a fallback for tools."""
     return merge_partials(*[file_partial(os.path.abspath(p), kind, options) for p in paths])

@@ -7,27 +7,30 @@ directory holding `data`) as one file; `perfdata archive` outputs
 expands to what it matches.  Paths are made absolute: the workers of a
 remote cluster must see the same file system (or the same mount points).
 """
+from __future__ import annotations
+
 import fnmatch
 import glob
 import os
+from typing import Iterable, Iterator
 
 from . import FleetError
 
 ARCHIVE_SUFFIX = ".tar.zst"
 
 
-def is_threads_dir(path):
+def is_threads_dir(path: str) -> bool:
     """A `perf record --threads` directory (perf's layout: data, data.N)."""
     return os.path.isdir(path) and os.path.isfile(os.path.join(path, "data"))
 
 
-def _looks_like_profile(name):
+def _looks_like_profile(name: str) -> bool:
     if name.endswith(ARCHIVE_SUFFIX):
         return False
     return name.startswith("perf.data") or fnmatch.fnmatch(name, "*.data")
 
 
-def _walk(directory):
+def _walk(directory: str) -> Iterator[str]:
     for root, dirs, files in os.walk(directory):
         dirs.sort()
         keep = []
@@ -43,7 +46,7 @@ def _walk(directory):
                 yield os.path.join(root, name)
 
 
-def expand_paths(items):
+def expand_paths(items: Iterable[str]) -> list[str]:
     """The absolute paths of the profiles `items` name, in order, each once."""
     out = []
     for item in items:
@@ -76,7 +79,7 @@ def expand_paths(items):
     return unique
 
 
-def archive_beside(path):
+def archive_beside(path: str) -> str | None:
     """FILE.tar.zst next to FILE (made by `perfdata archive`), or None."""
     candidate = path.rstrip("/") + ARCHIVE_SUFFIX
     return candidate if os.path.isfile(candidate) else None

@@ -5,11 +5,17 @@ fields that fit and keeps the bytes after the last known field as
 `unknown_tail`, so attrs of a newer perf than ours (perf 6.1 refuses anything
 over 128 bytes) read without loss.
 """
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING, Any, Mapping
 
 import construct as cs
 
 from .endian import ints
+
+if TYPE_CHECKING:
+    import struct
 
 # (name, bits) of the u64 bitfield at offset 40, from bit 0 upwards.
 ATTR_FLAG_BITS = (
@@ -27,7 +33,7 @@ ATTR_FLAG_BITS = (
 )
 
 
-def _flags_schema(little):
+def _flags_schema(little: bool) -> cs.Construct:
     fields = [name / cs.BitsInteger(bits) for name, bits in ATTR_FLAG_BITS]
     if little:
         # A little-endian C bitfield starts at the least significant bit of the
@@ -38,7 +44,7 @@ def _flags_schema(little):
     return cs.BitStruct(*fields)
 
 
-def _attr_fields(little):
+def _attr_fields(little: bool) -> tuple[tuple[str, cs.Construct, int], ...]:
     i = ints(little)
     return (
         ("type", i.u32, 0),
@@ -73,7 +79,7 @@ ATTR_DEFAULTS = {name: 0 for name, _, _ in _attr_fields(True) if name != "flags"
 
 
 @functools.lru_cache(maxsize=None)
-def attr_schema(size, little=True):
+def attr_schema(size: int, little: bool = True) -> cs.Struct:
     """The construct schema of a perf_event_attr of `size` bytes."""
     subcons = []
     end = 0
@@ -88,9 +94,9 @@ def attr_schema(size, little=True):
     return cs.Struct(*subcons)
 
 
-def complete_attr(parsed):
+def complete_attr(parsed: Mapping[str, Any]) -> dict[str, Any]:
     """A dict of every attr field, with the zero defaults of fields too new for it."""
-    out = dict(ATTR_DEFAULTS)
+    out: dict[str, Any] = dict(ATTR_DEFAULTS)
     out.update({k: v for k, v in parsed.items() if not k.startswith("_")})
     flags = parsed.get("flags")
     if flags is not None:
@@ -101,12 +107,12 @@ def complete_attr(parsed):
 
 
 @functools.lru_cache(maxsize=None)
-def _attr_head_struct(little):
+def _attr_head_struct(little: bool) -> struct.Struct:
     from .fastpath import derive_struct
     return derive_struct(attr_schema(8, little))       # type, size
 
 
-def attr_size_at(buf, offset=0, little=True):
+def attr_size_at(buf: bytes | memoryview, offset: int = 0, little: bool = True) -> int:
     """Bytes of the perf_event_attr at `offset`, from its own `size` field
     (0 means VER0's 64, as perf reads it)."""
     return _attr_head_struct(little).unpack_from(buf, offset)[1] or 64

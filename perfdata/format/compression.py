@@ -5,6 +5,8 @@ piece of it and the records inside may straddle two pieces.  Output is
 bounded: input is fed in small slices, and a piece that expands beyond the
 limit is an error (a zstd bomb), never an allocation of the claimed size.
 """
+from __future__ import annotations
+
 import zstandard
 
 # Largest input slice per call: a zstd block cannot expand beyond 128 KiB and
@@ -15,13 +17,13 @@ _SLICE = 256
 
 
 class Decompressor:
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
         self._left = b""
         self.total_out = 0
 
-    def feed(self, payload):
+    def feed(self, payload: bytes | memoryview) -> bytes:
         """Decompress one record's payload; return leftover + new bytes."""
         out = [self._left]
         produced = 0
@@ -40,6 +42,6 @@ class Decompressor:
         self._left = b""
         return b"".join(out)
 
-    def keep(self, rest):
+    def keep(self, rest: bytes | memoryview) -> None:
         """Bytes of a record cut at the end of a piece, for the next one."""
         self._left = bytes(rest)

@@ -3,6 +3,8 @@
 Sources: include/uapi/linux/perf_event.h, tools/lib/perf/include/perf/event.h,
 tools/perf/util/header.h.
 """
+from __future__ import annotations
+
 import enum
 
 
@@ -58,7 +60,7 @@ USER_TYPE_START = 64
 
 
 #: Records perf's --stats calls by a shorter name than the enum's.
-STATS_NAMES = {
+STATS_NAMES: dict[int, str] = {
     RecordType.HEADER_ATTR: "ATTR",
     RecordType.HEADER_EVENT_TYPE: "EVENT_TYPE",
     RecordType.HEADER_TRACING_DATA: "TRACING_DATA",
@@ -67,7 +69,7 @@ STATS_NAMES = {
 }
 
 
-def record_type_name(rtype):
+def record_type_name(rtype: int) -> str:
     try:
         return RecordType(rtype).name
     except ValueError:
@@ -151,7 +153,7 @@ class Feature(enum.IntEnum):
     PMU_CAPS = 31
 
 
-def feature_name(fid):
+def feature_name(fid: int) -> str:
     try:
         return Feature(fid).name
     except ValueError:
@@ -173,7 +175,7 @@ class CallchainContext(enum.IntEnum):
     MAX = (1 << 64) - 4095
 
 
-def is_callchain_context(value):
+def is_callchain_context(value: int) -> bool:
     return value >= CallchainContext.MAX
 
 

@@ -1,8 +1,12 @@
 """construct pieces the schemas share."""
+from __future__ import annotations
+
+from typing import Any, BinaryIO, Sequence
+
 import construct as cs
 
 
-def stream_left(stream):
+def stream_left(stream: BinaryIO) -> int:
     here = stream.tell()
     end = stream.seek(0, 2)
     stream.seek(here)
@@ -13,13 +17,13 @@ class Counted(cs.Construct):
     """A count followed by that many items, refusing a count the bytes left
     cannot hold (each item takes at least `min_item_size` bytes)."""
 
-    def __init__(self, countfield, subcon, min_item_size):
+    def __init__(self, countfield: cs.Construct, subcon: cs.Construct, min_item_size: int) -> None:
         super().__init__()
         self.countfield = countfield
         self.subcon = subcon
         self.min_item_size = min_item_size
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: cs.Container, path: str) -> cs.ListContainer:
         count = self.countfield._parsereport(stream, context, path)
         left = stream_left(stream)
         if count * self.min_item_size > left:
@@ -31,18 +35,19 @@ class Counted(cs.Construct):
             out.append(self.subcon._parsereport(stream, context, path))
         return out
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Sequence[Any], stream: BinaryIO, context: cs.Container,
+               path: str) -> Sequence[Any]:
         self.countfield._build(len(obj), stream, context, path)
         for index, item in enumerate(obj):
             context._index = index
             self.subcon._build(item, stream, context, path)
         return obj
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: cs.Container, path: str) -> int:
         raise cs.SizeofError("Counted has no fixed size", path=path)
 
 
-def describe_construct_error(exc):
+def describe_construct_error(exc: Exception) -> str:
     """A construct error as one line: what, then where in the schema."""
     text = str(exc).strip()
     where = None

@@ -7,8 +7,10 @@ found through the id map of the file's events.  `DecodeContext` holds those
 records arrive), so a `Record` carries its attr and this small context and
 no back-pointer to the file it came from.
 """
+from __future__ import annotations
+
 import struct
-from typing import Optional
+from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
@@ -22,6 +24,9 @@ from .plain import plain
 from .records import body_schemas, header_attr_schema, read_format_schema
 from .sample import id_position_in_sample, id_position_in_trailer
 
+if TYPE_CHECKING:
+    from .errors import InputName
+
 
 class DecodeContext:
     """What decoding a record of one recording needs besides its bytes: the
@@ -30,14 +35,15 @@ class DecodeContext:
     `path` names the recording in errors."""
     __slots__ = ("little", "path", "attrs", "id_to_attr", "sample_id_pos", "trailer_id_pos")
 
-    def __init__(self, little: bool, path: Optional[str] = None,
-                 attrs: Optional[list] = None, id_to_attr: Optional[dict] = None):
+    def __init__(self, little: bool, path: InputName | None = None,
+                 attrs: list[EventAttr] | None = None,
+                 id_to_attr: dict[int, EventAttr] | None = None) -> None:
         self.little = little
         self.path = path
         self.attrs = [] if attrs is None else attrs
         self.id_to_attr = {} if id_to_attr is None else id_to_attr
-        self.sample_id_pos = None
-        self.trailer_id_pos = None
+        self.sample_id_pos: int | None = None
+        self.trailer_id_pos: int | None = None
         self.refresh_id_positions()
 
     def refresh_id_positions(self) -> None:
@@ -47,7 +53,7 @@ class DecodeContext:
         self.sample_id_pos = id_position_in_sample(st)
         self.trailer_id_pos = id_position_in_trailer(st)
 
-    def attr_for(self, rtype: int, body) -> Optional[EventAttr]:
+    def attr_for(self, rtype: int, body: bytes | memoryview) -> EventAttr | None:
         """The event a kernel record belongs to, by the id in its body (the
         first event when the id is absent or unknown)."""
         attrs = self.attrs
@@ -69,7 +75,7 @@ class DecodeContext:
             ident = u64.unpack_from(body, len(body) - 8 * pos)[0]
         return self.id_to_attr.get(ident, first)
 
-    def id_known(self, rtype: int, body) -> bool:
+    def id_known(self, rtype: int, body: bytes | memoryview) -> bool:
         """A kernel record whose event id (sample or trailer) the attrs know."""
         if rtype >= USER_TYPE_START or not self.id_to_attr:
             return False
@@ -84,7 +90,8 @@ class DecodeContext:
             return False
         return first.u64.unpack_from(body, len(body) - 8 * pos)[0] in self.id_to_attr
 
-    def make_record(self, rtype: int, misc: int, size: int, offset: int, body) -> "Record":
+    def make_record(self, rtype: int, misc: int, size: int, offset: int,
+                    body: bytes | memoryview) -> Record:
         """A Record with its event and time (kernel records), not decoded."""
         attr = None
         time = None
@@ -103,8 +110,9 @@ class Record:
     __slots__ = ("type", "misc", "size", "offset", "body", "attr", "time", "file",
                  "compressed", "payload_offset", "payload_size", "ctx")
 
-    def __init__(self, ctx, rtype, misc, size, offset, body, attr=None, time=None,
-                 compressed=False, file=0):
+    def __init__(self, ctx: DecodeContext, rtype: int, misc: int, size: int, offset: int,
+                 body: bytes | memoryview, attr: EventAttr | None = None, time: int | None = None,
+                 compressed: bool = False, file: int = 0) -> None:
         self.ctx = ctx
         self.type = rtype
         self.misc = misc
@@ -115,26 +123,27 @@ class Record:
         self.time = time
         self.file = file
         self.compressed = compressed
-        self.payload_offset = None
+        self.payload_offset: int | None = None
         self.payload_size = 0
 
     @property
-    def name(self):
+    def name(self) -> str:
         return record_type_name(self.type)
 
-    def parse(self):
+    def parse(self) -> dict[str, Any]:
         """Decode the body into a dict (SAMPLE: the sample fields; kernel records:
         their fields plus `sample_id` from the trailer)."""
         ctx = self.ctx
         return decode_record(self.type, self.misc, self.body, self.attr, ctx.little,
                              ctx.path, self.offset)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<%s at %#x size %d>" % (self.name, self.offset, self.size)
 
 
-def decode_record(rtype: int, misc: int, body, attr: Optional[EventAttr], little: bool,
-                  path: Optional[str] = None, offset: Optional[int] = None) -> dict:
+def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAttr | None,
+                  little: bool, path: InputName | None = None,
+                  offset: int | None = None) -> dict[str, Any]:
     """The fields of a record body (after its 8-byte header) as a dict: a
     SAMPLE's by its attr's layout, a kernel record's by its body schema plus
     `sample_id` (the trailer, when the attr has sample_id_all), perf's own
@@ -180,7 +189,7 @@ def decode_record(rtype: int, misc: int, body, attr: Optional[EventAttr], little
                            path=path, offset=offset)
 
 
-def _mmap2_lacks_prot_flags(body):
+def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:
     """Linux 3.12-3.15 wrote MMAP2 records without prot/flags: the file name
     starts where prot would be.  prot and flags are small numbers; a path's
     first characters are not."""
@@ -189,7 +198,7 @@ def _mmap2_lacks_prot_flags(body):
         all(32 <= c < 127 for c in head[:4])
 
 
-def _split_mmap2(out, misc):
+def _split_mmap2(out: dict[str, Any], misc: int) -> None:
     raw = out.pop("id_union")
     inode = out.pop("inode")
     bid = out.pop("buildid")

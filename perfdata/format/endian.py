@@ -3,6 +3,8 @@
 The byte order is read once, from the magic, and every schema of a file is built
 from the matching `Ints` (pyelftools' structs work the same way).
 """
+from __future__ import annotations
+
 import functools
 
 import construct as cs
@@ -11,7 +13,7 @@ import construct as cs
 class Ints:
     """The construct integer types of one byte order."""
 
-    def __init__(self, little):
+    def __init__(self, little: bool) -> None:
         self.little = little
         self.prefix = "<" if little else ">"
         if little:
@@ -25,5 +27,5 @@ class Ints:
 
 
 @functools.lru_cache(maxsize=None)
-def ints(little=True):
+def ints(little: bool = True) -> Ints:
     return Ints(little)

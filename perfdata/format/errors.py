@@ -4,18 +4,27 @@ Truncated and invalid input are different things: a cut tail is what a killed
 `perf record` leaves and ends the stream with a warning; a corrupt record is an
 error at its offset.  Both carry the file name and the byte offset.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # What names an input in messages: its path, or a stream's name (an int
+    # for a file object made from a file descriptor, as os.fdopen makes).
+    InputName = str | int
 
 
 class PerfDataError(Exception):
     """Base of everything the reader raises on bad input."""
 
-    def __init__(self, message, path=None, offset=None):
+    def __init__(self, message: str, path: InputName | None = None,
+                 offset: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.path = path
         self.offset = offset
 
-    def describe(self):
+    def describe(self) -> str:
         parts = []
         if self.path is not None:
             parts.append(str(self.path))
@@ -24,7 +33,7 @@ class PerfDataError(Exception):
         parts.append(self.message)
         return ": ".join(parts)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.describe()
 
 

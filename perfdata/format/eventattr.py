@@ -1,5 +1,8 @@
 """One event of a recording: its perf_event_attr, ids, name and decoders."""
+from __future__ import annotations
+
 import struct
+from typing import Any, Iterable, Mapping
 
 from .attr import complete_attr
 from .constants import (AttrType, BRANCH_SAMPLE_CALL_STACK, ReadFormat as RF,
@@ -17,7 +20,7 @@ SOFTWARE_NAMES = ("cpu-clock", "task-clock", "page-faults", "context-switches",
                   "emulation-faults", "dummy", "bpf-output", "cgroup-switches")
 
 
-def default_event_name(attr):
+def default_event_name(attr: Mapping[str, Any]) -> str:
     """The name perf gives an event when the file does not say it."""
     etype, config = attr["type"], attr["config"]
     if etype == AttrType.HARDWARE and config < len(HARDWARE_NAMES):
@@ -35,7 +38,7 @@ def default_event_name(attr):
     return name
 
 
-def event_modifiers(attr):
+def event_modifiers(attr: Mapping[str, Any]) -> str:
     """The ':ukppHG' suffix perf adds to generic event names (evsel__add_modifiers)."""
     flags = attr["flags"]
     mods = ""
@@ -56,7 +59,8 @@ def event_modifiers(attr):
 class EventAttr:
     """An event of the file, with the sample decoders derived once from its attr."""
 
-    def __init__(self, index, attr, ids, little=True, name=None):
+    def __init__(self, index: int, attr: Mapping[str, Any], ids: Iterable[int],
+                 little: bool = True, name: str | None = None) -> None:
         self.index = index
         self.attr = complete_attr(attr)
         self.unknown_tail = attr.get("unknown_tail")
@@ -87,23 +91,23 @@ class EventAttr:
         self.u64 = struct.Struct("<Q" if little else ">Q")
 
     # Cheap reads used for ordering and counting, without a full decode.
-    def sample_time(self, body):
+    def sample_time(self, body: bytes | memoryview) -> int | None:
         off = self.sample_time_offset
         if off is None or off + 8 > len(body):
             return None
         return self.u64.unpack_from(body, off)[0]
 
-    def trailer_time(self, body):
+    def trailer_time(self, body: bytes | memoryview) -> int | None:
         back = self.trailer_time_from_end
         if back is None or back > len(body):
             return None
         return self.u64.unpack_from(body, len(body) - back)[0]
 
-    def decode_sample(self, body):
+    def decode_sample(self, body: bytes | memoryview) -> dict[str, Any]:
         out, _ = self._decode_sample(body, 0, len(body))
         return out
 
-    def decode_trailer(self, body):
+    def decode_trailer(self, body: bytes | memoryview) -> dict[str, Any] | None:
         """The sample_id trailer at the end of a non-sample kernel record body."""
         if not self.sample_id_all or self.trailer_size > len(body):
             return None
@@ -111,10 +115,10 @@ class EventAttr:
         return out
 
     @property
-    def regs_user_mask(self):
+    def regs_user_mask(self) -> int:
         return self.attr["sample_regs_user"]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "EventAttr(%d, %r, ids=%d)" % (self.index, self.name, len(self.ids))
 
 

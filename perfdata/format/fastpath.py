@@ -8,14 +8,21 @@ layout; a test checks that both give the same dict on every sample file.
 Every step checks its bounds first, so a hostile count or length raises
 `DecodeError` instead of reading or allocating beyond the record.
 """
+from __future__ import annotations
+
 import re
 import struct
+from typing import TYPE_CHECKING, Any, Callable
 
 import construct as cs
 
+if TYPE_CHECKING:
+    # decode(buf, off, end) -> (the fields, the offset after them)
+    Decoder = Callable[[bytes | memoryview, int, int], tuple[dict[str, Any], int]]
+
 
 class DecodeError(Exception):
-    def __init__(self, message, field=None, offset=None):
+    def __init__(self, message: str, field: str | None = None, offset: int | None = None) -> None:
         super().__init__(message)
         self.field = field
         self.offset = offset
@@ -25,7 +32,7 @@ class NotDerivable(Exception):
     """The schema uses a construct class the deriver does not handle."""
 
 
-def _format_field(sub):
+def _format_field(sub: cs.Construct) -> str | None:
     while isinstance(sub, cs.Renamed):
         sub = sub.subcon
     if isinstance(sub, cs.FormatField):
@@ -33,20 +40,22 @@ def _format_field(sub):
     return None
 
 
-def _is_cstring(sub):
+def _is_cstring(sub: cs.Construct) -> bool:
     return (isinstance(sub, cs.StringEncoded) and isinstance(sub.subcon, cs.NullTerminated))
 
 
-def derive_struct(schema):
+def derive_struct(schema: cs.Construct) -> struct.Struct:
     """The struct.Struct of a schema made only of fixed-size numbers (e.g.
     perf_event_header), for hot loops that unpack it in place."""
-    fmts = [_format_field(sub) for sub in getattr(schema, "subcons", ())]
+    # (str once the check below has refused a None in it)
+    fmts: list[str] = [_format_field(sub)  # type: ignore[misc]
+                       for sub in getattr(schema, "subcons", ())]
     if not fmts or None in fmts or len({f[0] for f in fmts}) != 1:
         raise NotDerivable("not a struct of numbers of one byte order")
     return struct.Struct(fmts[0][0] + "".join(f[1:] for f in fmts))
 
 
-def derive_decoder(schema):
+def derive_decoder(schema: cs.Construct) -> Decoder:
     """Return decode(buf, off, end) -> (dict, new_off) for a Struct schema.
 
     The schema is turned once into the source of one Python function (as
@@ -71,7 +80,7 @@ def derive_decoder(schema):
     return decode
 
 
-def _schema_label(schema):
+def _schema_label(schema: cs.Construct) -> str:
     names = [sub.name for sub in getattr(schema, "subcons", ()) if sub.name]
     return ",".join(names[:6]) + (",..." if len(names) > 6 else "")
 
@@ -85,20 +94,20 @@ class _Generator:
     """Writes the decoding source of one schema: locals _0, _1 ... hold the
     fields; constants (structs, expressions) go into the namespace."""
 
-    def __init__(self):
-        self.constants = {}
+    def __init__(self) -> None:
+        self.constants: dict[str, Any] = {}
         self.count = 0
 
-    def var(self):
+    def var(self) -> str:
         self.count += 1
         return "_%d" % self.count
 
-    def const(self, value, prefix):
+    def const(self, value: Any, prefix: str) -> str:
         name = "%s%d" % (prefix, len(self.constants))
         self.constants[name] = value
         return name
 
-    def expression(self, expr, fields, name):
+    def expression(self, expr: Any, fields: dict[str, str], name: str | None) -> str:
         """Source text of a count/length/condition expression of construct."""
         if not callable(expr):
             if isinstance(expr, int):
@@ -120,13 +129,15 @@ class _Generator:
         ctx = "{%s}" % ", ".join("%r: %s" % kv for kv in fields.items())
         return "%s(%s)" % (self.const(expr, "_e"), ctx)
 
-    def struct(self, schema, lines, ind):
+    def struct(self, schema: cs.Struct, lines: list[str], ind: str) -> str:
         """Emit the decoding of a Struct; return the name of the local
         holding its dict."""
-        fields = {}             # field name -> local holding it
+        fields: dict[str, str] = {}     # field name -> local holding it
+        run_names: list[str]
+        run_fmt: list[str]
         run_names, run_fmt = [], []
 
-        def flush_run():
+        def flush_run() -> None:
             if not run_names:
                 return
             packed = struct.Struct(run_fmt[0][0] + "".join(f[1:] for f in run_fmt))
@@ -164,7 +175,8 @@ class _Generator:
                                       ", ".join("%r: %s" % kv for kv in fields.items())))
         return result
 
-    def field(self, name, sub, fields, local, lines, ind):
+    def field(self, name: str | None, sub: cs.Construct, fields: dict[str, str], local: str,
+              lines: list[str], ind: str) -> None:
         """Emit code that leaves field `name` in `local`."""
         if isinstance(sub, cs.Struct):
             inner = self.struct(sub, lines, ind)

@@ -14,8 +14,11 @@ Building blocks shared by the sections:
 Counts are checked against the bytes left in the section before any item is
 read, so a count of 2**32 in a 100-byte section is an error at once.
 """
+from __future__ import annotations
+
 import functools
 import struct
+from typing import TYPE_CHECKING, Any, BinaryIO, Mapping
 
 import construct as cs
 
@@ -25,6 +28,9 @@ from .endian import ints
 from .errors import CorruptError
 from .constructs import Counted, describe_construct_error, stream_left
 from .plain import plain
+
+if TYPE_CHECKING:
+    from .errors import InputName
 
 #: Strings are padded to this alignment (NAME_ALIGN in perf).
 NAME_ALIGN = 64
@@ -42,18 +48,18 @@ COMP_ZSTD = 1
 class RawFeature:
     """A feature this module has no schema for: the bytes, and why."""
 
-    def __init__(self, fid, data, note):
+    def __init__(self, fid: int, data: bytes | memoryview, note: str) -> None:
         self.fid = fid
         self.data = bytes(data)
         self.note = note
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "RawFeature(%s, %d bytes: %s)" % (feature_name(self.fid), len(self.data),
                                                  self.note)
 
 
 # ------------------------------------------------------------ building blocks
-def _c_string(raw):
+def _c_string(raw: bytes) -> str:
     """Bytes up to the first NUL (all of them when there is none), as text."""
     end = raw.find(b"\0")
     if end >= 0:
@@ -64,10 +70,10 @@ def _c_string(raw):
 class HeaderStringAdapter(cs.Adapter):
     """perf_header_string: the text of a u32-length-prefixed NUL-padded field."""
 
-    def _decode(self, obj, context, path):
+    def _decode(self, obj: bytes, context: cs.Container, path: str) -> str:
         return _c_string(obj)
 
-    def _encode(self, obj, context, path):
+    def _encode(self, obj: str, context: cs.Container, path: str) -> bytes:
         raw = obj.encode("utf-8") + b"\0"
         return raw + bytes(-len(raw) % NAME_ALIGN)
 
@@ -76,19 +82,20 @@ class AttrOfSize(cs.Construct):
     """A perf_event_attr of the size stated in the enclosing section
     (`this._.attr_size`), read with attr.attr_schema of that size."""
 
-    def __init__(self, little):
+    def __init__(self, little: bool) -> None:
         super().__init__()
         self.little = little
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: cs.Container, path: str) -> cs.Container:
         size = context._.attr_size
         return attr_schema(size, self.little)._parsereport(stream, context, path)
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Mapping[str, Any], stream: BinaryIO, context: cs.Container,
+               path: str) -> cs.Container:
         size = context._.attr_size
         return attr_schema(size, self.little)._build(obj, stream, context, path)
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: cs.Container, path: str) -> int:
         return context._.attr_size
 
 
@@ -101,14 +108,15 @@ class CpuTopologyTail(cs.Construct):
     `nr_cpus_avail`; without it the count is the one that makes the section
     parse to its last byte."""
 
-    def __init__(self, little):
+    def __init__(self, little: bool) -> None:
         super().__init__()
         i = ints(little)
         self.core_socket = cs.Struct("core_id" / i.u32, "socket_id" / i.u32)
         self.die_lists = Counted(i.u32, _header_string(little), 4)
         self.die_id = i.u32
 
-    def _parse_with(self, stream, context, path, nr):
+    def _parse_with(self, stream: BinaryIO, context: cs.Container, path: str,
+                    nr: int) -> cs.Container:
         cpus = cs.ListContainer(self.core_socket._parsereport(stream, context, path)
                                 for _ in range(nr))
         out = cs.Container(cpus=cpus, sibling_dies=None)
@@ -119,7 +127,7 @@ class CpuTopologyTail(cs.Construct):
             cpu.die_id = self.die_id._parsereport(stream, context, path)
         return out
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: cs.Container, path: str) -> cs.Container:
         left = stream_left(stream)
         if left == 0:
             return cs.Container(cpus=None, sibling_dies=None)
@@ -146,7 +154,8 @@ class CpuTopologyTail(cs.Construct):
         raise cs.ValidationError("no cpu count makes the per-cpu topology fit %d bytes"
                                  % left, path=path)
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Mapping[str, Any], stream: BinaryIO, context: cs.Container,
+               path: str) -> Mapping[str, Any]:
         if obj.get("cpus") is None:
             return obj
         for cpu in obj["cpus"]:
@@ -157,23 +166,23 @@ class CpuTopologyTail(cs.Construct):
                 self.die_id._build(cpu["die_id"], stream, context, path)
         return obj
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: cs.Container, path: str) -> int:
         raise cs.SizeofError("variable", path=path)
 
 
 @functools.lru_cache(maxsize=None)
-def _header_string(little=True):
+def _header_string(little: bool = True) -> HeaderStringAdapter:
     return HeaderStringAdapter(cs.Prefixed(ints(little).u32, cs.GreedyBytes))
 
 
 @functools.lru_cache(maxsize=None)
-def _string_list(little=True):
+def _string_list(little: bool = True) -> Counted:
     return Counted(ints(little).u32, _header_string(little), 4)
 
 
 # ------------------------------------------------------------------- schemas
 @functools.lru_cache(maxsize=None)
-def feature_schemas(little=True):
+def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
     """{Feature: construct schema} for one byte order (TRACING_DATA excepted:
     see tracing.py)."""
     i = ints(little)
@@ -217,7 +226,7 @@ def feature_schemas(little=True):
 
     pmu_caps_entry = cs.Struct("name" / string, "value" / string)
 
-    schemas = {
+    schemas: dict[Feature | str, cs.Construct] = {
         Feature.BUILD_ID: cs.Struct("records" / cs.GreedyRange(build_id_record), cs.Terminated),
         Feature.HOSTNAME: string,
         Feature.OSRELEASE: string,
@@ -302,7 +311,7 @@ def feature_schemas(little=True):
     return schemas
 
 
-def _stream_size_of(ctx):
+def _stream_size_of(ctx: cs.Container) -> int:
     stream = ctx._io
     here = stream.tell()
     end = stream.seek(0, 2)
@@ -310,7 +319,7 @@ def _stream_size_of(ctx):
     return end
 
 
-def _pad_name(text, size):
+def _pad_name(text: str, size: int) -> bytes:
     raw = text.encode("utf-8") + b"\0"
     if len(raw) > size:
         raise cs.ValidationError("filename %r does not fit %d bytes" % (text, size))
@@ -319,7 +328,7 @@ def _pad_name(text, size):
 
 # ------------------------------------------------------------- bpf_prog_info
 @functools.lru_cache(maxsize=None)
-def bpf_prog_info_schema(little=True):
+def bpf_prog_info_schema(little: bool = True) -> cs.Struct:
     """struct bpf_prog_info (include/uapi/linux/bpf.h), the fields perf prints;
     shorter infos are zero-extended as perf does."""
     i = ints(little)
@@ -344,7 +353,7 @@ def bpf_prog_info_schema(little=True):
 BPF_PROG_INFO_SIZE = 208  # of the struct in perf 6.1's uapi (through attach_btf_id)
 
 
-def parse_bpf_prog_info(entry, little=True):
+def parse_bpf_prog_info(entry: Mapping[str, Any], little: bool = True) -> dict[str, Any]:
     """The bpf_prog_info of one BPF_PROG_INFO entry, with its arrays read from
     the entry's data (perf stores array pointers as offsets into data)."""
     schema = bpf_prog_info_schema(little)
@@ -356,7 +365,7 @@ def parse_bpf_prog_info(entry, little=True):
     data = bytes(entry["data"])
     fmt = "<" if little else ">"
 
-    def array(offset_field, count_field, item):
+    def array(offset_field: str, count_field: str, item: str) -> list[int]:
         count = info[count_field]
         offset = info[offset_field]
         width = struct.calcsize(item)
@@ -381,7 +390,9 @@ def parse_bpf_prog_info(entry, little=True):
 # ------------------------------------------------------------------- parsing
 
 
-def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=None):
+def parse_feature(fid: int, data: bytes | memoryview, little: bool = True,
+                  path: InputName | None = None, offset: int | None = None,
+                  nr_cpus_avail: int | None = None) -> Any:
     """The parsed feature section `fid` from its bytes.
 
     Returns str for the string features, int for TOTAL_MEM, CLOCKID and
@@ -427,7 +438,8 @@ def parse_feature(fid, data, little=True, path=None, offset=None, nr_cpus_avail=
                            offset=offset) from None
 
 
-def _parse_build_ids(schemas, data):
+def _parse_build_ids(schemas: dict[Feature | str, cs.Construct],
+                     data: bytes) -> list[dict[str, Any]]:
     schema = schemas[Feature.BUILD_ID]
     try:
         records = schema.parse(data).records
@@ -452,7 +464,7 @@ def _parse_build_ids(schemas, data):
     return out
 
 
-def build_feature(fid, value, little=True):
+def build_feature(fid: int, value: Any, little: bool = True) -> bytes:
     """The bytes of a feature section from a value as parse_feature returns it
     (for the schemas that parse to plain values; used by tests)."""
     fid = Feature(fid)

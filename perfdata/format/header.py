@@ -1,4 +1,6 @@
 """The file header of perf.data (file and pipe mode) and the feature section table."""
+from __future__ import annotations
+
 import functools
 
 import construct as cs
@@ -12,13 +14,13 @@ FILE_HEADER_SIZE_NO_FEATURES = 72
 
 
 @functools.lru_cache(maxsize=None)
-def file_section_schema(little=True):
+def file_section_schema(little: bool = True) -> cs.Struct:
     i = ints(little)
     return cs.Struct("offset" / i.u64, "size" / i.u64)
 
 
 @functools.lru_cache(maxsize=None)
-def file_header_schema(little=True):
+def file_header_schema(little: bool = True) -> cs.Struct:
     """struct perf_file_header (tools/perf/util/header.h)."""
     i = ints(little)
     section = file_section_schema(little)
@@ -36,25 +38,25 @@ def file_header_schema(little=True):
 
 
 @functools.lru_cache(maxsize=None)
-def pipe_header_schema(little=True):
+def pipe_header_schema(little: bool = True) -> cs.Struct:
     i = ints(little)
     return cs.Struct("magic" / cs.Bytes(8), "size" / i.u64)
 
 
 @functools.lru_cache(maxsize=None)
-def feature_table_schema(count, little=True):
+def feature_table_schema(count: int, little: bool = True) -> cs.Array:
     """The array of perf_file_section after the data, one per set feature bit."""
     return cs.Array(count, file_section_schema(little))
 
 
 @functools.lru_cache(maxsize=None)
-def _bitmap_words(little, width):
+def _bitmap_words(little: bool, width: int) -> cs.Array:
     i = ints(little)
     word = i.u64 if width == 64 else i.u32
     return cs.Array(256 // width, word)
 
 
-def feature_bits(bitmap, little=True):
+def feature_bits(bitmap: bytes, little: bool = True) -> list[int]:
     """The set feature numbers of the header bitmap, read as perf reads it.
 
     The bitmap is an array of unsigned longs of the recording machine.  For a
@@ -62,7 +64,7 @@ def feature_bits(bitmap, little=True):
     64-bit words, then 32-bit words, and keeps the one where HOSTNAME (always
     set since 2012) is set; else it assumes only BUILD_ID.
     """
-    def bits_of(width):
+    def bits_of(width: int) -> list[int]:
         words = _bitmap_words(little, width).parse(bitmap)
         return [w * width + b for w, value in enumerate(words)
                 for b in range(width) if value >> b & 1]

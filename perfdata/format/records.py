@@ -5,7 +5,10 @@ the reader strips it before a body schema sees the bytes, so these schemas
 describe the body alone.  Strings are NUL-terminated and padded to 8 bytes:
 `CString` stops at the NUL and the padding is left unread.
 """
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 import construct as cs
 
@@ -13,9 +16,12 @@ from .attr import attr_schema
 from .constants import RecordType
 from .endian import ints
 
+if TYPE_CHECKING:
+    import struct
+
 # Wire form of a record header.
 @functools.lru_cache(maxsize=None)
-def event_header_schema(little=True):
+def event_header_schema(little: bool = True) -> cs.Struct:
     i = ints(little)
     return cs.Struct("type" / i.u32, "misc" / i.u16, "size" / i.u16)
 
@@ -24,7 +30,7 @@ EVENT_HEADER_SIZE = 8
 
 
 @functools.lru_cache(maxsize=None)
-def event_header_struct(little=True):
+def event_header_struct(little: bool = True) -> struct.Struct:
     """perf_event_header as a struct.Struct (type, misc, size), derived from
     event_header_schema for the record loops."""
     from .fastpath import derive_struct
@@ -33,12 +39,12 @@ def event_header_struct(little=True):
 _string = cs.CString("utf8")
 
 
-def _padded_string(length):
+def _padded_string(length: int) -> cs.Construct:
     return cs.PaddedString(length, "utf8")
 
 
 @functools.lru_cache(maxsize=None)
-def read_format_schema(read_format, little=True):
+def read_format_schema(read_format: int, little: bool = True) -> cs.Struct:
     """The values a READ sample or record carries (perf_event_read_format)."""
     from .constants import ReadFormat as RF
     i = ints(little)
@@ -68,7 +74,7 @@ def read_format_schema(read_format, little=True):
 
 
 @functools.lru_cache(maxsize=None)
-def body_schemas(little=True):
+def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
     """Schemas of every record body whose layout does not depend on an attr."""
     i = ints(little)
     u8, u16, u32, u64, s32 = i.u8, i.u16, i.u32, i.u64, i.s32
@@ -189,7 +195,7 @@ def body_schemas(little=True):
 
 
 @functools.lru_cache(maxsize=None)
-def header_attr_schema(attr_size, little=True):
+def header_attr_schema(attr_size: int, little: bool = True) -> cs.Struct:
     """HEADER_ATTR (pipe mode): a perf_event_attr of `attr_size` bytes (its own
     size field, 0 meaning 64), then the ids of that event up to the record end."""
     return cs.Struct(

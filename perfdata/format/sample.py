@@ -6,6 +6,8 @@ from the field table below, in the kernel's order (perf_output_sample()).
 Fields are flat where the kernel writes plain numbers (pid, tid, cpu ...), so
 that the schema and the decoder derived from it (fastpath.py) give one dict.
 """
+from __future__ import annotations
+
 import functools
 
 import construct as cs
@@ -15,14 +17,15 @@ from .endian import ints
 from .records import read_format_schema
 
 
-def _regs(u64, mask):
+def _regs(u64: cs.Construct, mask: int) -> cs.Struct:
     count = bin(mask).count("1")
     return cs.Struct("abi" / u64, "regs" / cs.If(cs.this.abi != 0, cs.Array(count, u64)))
 
 
 @functools.lru_cache(maxsize=None)
-def sample_schema(sample_type, read_format=0, branch_sample_type=0,
-                  regs_user_mask=0, regs_intr_mask=0, little=True):
+def sample_schema(sample_type: int, read_format: int = 0, branch_sample_type: int = 0,
+                  regs_user_mask: int = 0, regs_intr_mask: int = 0,
+                  little: bool = True) -> cs.Struct:
     """The schema of a SAMPLE body for one attr."""
     i = ints(little)
     u16, u32, u64 = i.u16, i.u32, i.u64
@@ -94,7 +97,7 @@ def sample_schema(sample_type, read_format=0, branch_sample_type=0,
 
 
 @functools.lru_cache(maxsize=None)
-def sample_id_schema(sample_type, little=True):
+def sample_id_schema(sample_type: int, little: bool = True) -> cs.Struct:
     """The sample_id trailer that ends non-SAMPLE kernel records (sample_id_all)."""
     i = ints(little)
     f = []
@@ -113,7 +116,7 @@ def sample_id_schema(sample_type, little=True):
     return cs.Struct(*f)
 
 
-def id_position_in_sample(sample_type):
+def id_position_in_sample(sample_type: int) -> int | None:
     """Index (in u64 words) of the event id in a SAMPLE body, or None.
 
     As perf's evsel__calc_id_pos(): IDENTIFIER is always first; else ID comes
@@ -126,7 +129,7 @@ def id_position_in_sample(sample_type):
     return sum(1 for bit in (ST.IP, ST.TID, ST.TIME, ST.ADDR) if sample_type & bit)
 
 
-def id_position_in_trailer(sample_type):
+def id_position_in_trailer(sample_type: int) -> int | None:
     """Index from the END (1 = last u64) of the event id in a sample_id trailer."""
     if sample_type & ST.IDENTIFIER:
         return 1
@@ -135,14 +138,14 @@ def id_position_in_trailer(sample_type):
     return 1 + sum(1 for bit in (ST.CPU, ST.STREAM_ID) if sample_type & bit)
 
 
-def time_position_in_sample(sample_type):
+def time_position_in_sample(sample_type: int) -> int | None:
     """Index in u64 words of TIME in a SAMPLE body, or None."""
     if not sample_type & ST.TIME:
         return None
     return sum(1 for bit in (ST.IDENTIFIER, ST.IP, ST.TID) if sample_type & bit)
 
 
-def time_position_in_trailer(sample_type):
+def time_position_in_trailer(sample_type: int) -> int | None:
     """Index from the end of TIME in the sample_id trailer, or None."""
     if not sample_type & ST.TIME:
         return None

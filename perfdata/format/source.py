@@ -5,9 +5,17 @@ carry payloads after the record that may be much larger; those are skipped by
 seeking (or by reading and dropping, on a pipe), never held whole.  Memory is
 bounded by the chunk size plus the largest record.
 """
+from __future__ import annotations
+
 import io
 import os
 import stat
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import struct
+
+    from .errors import InputName
 
 CHUNK = 1 << 20
 
@@ -15,7 +23,8 @@ CHUNK = 1 << 20
 class ByteSource:
     """Sequential reads from `start` to `end` (None: to EOF) of a file object."""
 
-    def __init__(self, fileobj, start=0, end=None, seekable=True, consumed=b""):
+    def __init__(self, fileobj: BinaryIO, start: int = 0, end: int | None = None,
+                 seekable: bool = True, consumed: bytes = b"") -> None:
         self.f = fileobj
         self.seekable = seekable
         self.pos = start            # file offset of buf[0]
@@ -31,11 +40,11 @@ class ByteSource:
             self.f.seek(start)
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         """File offset of the next unread byte."""
         return self.pos + self.head
 
-    def _fill(self, need):
+    def _fill(self, need: int) -> bool:
         """Make `need` bytes available at head, if the input has them."""
         avail = len(self.buf) - self.head
         if avail >= need:
@@ -65,17 +74,17 @@ class ByteSource:
         self.head = keep
         return len(self.buf) - keep >= need
 
-    def peek(self, n):
+    def peek(self, n: int) -> memoryview:
         """memoryview of the next n bytes (fewer at the end of input)."""
         self._fill(n)
         return memoryview(self.buf)[self.head:self.head + n]
 
-    def take(self, n):
+    def take(self, n: int) -> memoryview:
         view = self.peek(n)
         self.head += len(view)
         return view
 
-    def skip(self, n):
+    def skip(self, n: int) -> int:
         """Skip n bytes; return how many were really there."""
         avail = len(self.buf) - self.head
         if n <= avail:
@@ -111,7 +120,8 @@ class ByteSource:
                 self.pos += len(data)
         return skipped
 
-    def next_record(self, header):
+    def next_record(self,
+                    header: struct.Struct) -> tuple[int, int | None, int, int, memoryview] | None:
         """(offset, type, misc, size, view) of the next record, `view` being
         the whole record (shorter than size when the input ends inside it), or
         None at the end of input.  `header` is the struct of perf_event_header;
@@ -134,14 +144,14 @@ class ByteSource:
         return (offset, rtype, misc, size) + (self.take(size),)
 
     @property
-    def known_end(self):
+    def known_end(self) -> int | None:
         """Offset of the end of the input when known (a bound, or a read
         reached the end), else None."""
         if self.end is not None:
             return self.end
         return self.pos + len(self.buf) if self.eof else None
 
-    def goto(self, offset):
+    def goto(self, offset: int) -> None:
         """Move to file offset `offset`.  Within the buffer (also backwards,
         to bytes already taken) no I/O is done.  A non-seekable source only
         goes forward past its buffer (reading and dropping the bytes); going
@@ -163,18 +173,19 @@ class ByteSource:
 
 
 
-def open_input(path):
+def open_input(path: str | os.PathLike[str] | BinaryIO | None) -> tuple[BinaryIO, bool, InputName]:
     """Open a path (or '-' for standard input) for reading; refuse non-files."""
     if path == "-" or path is None:
-        stream = getattr(os.sys.stdin, "buffer", os.sys.stdin)
-        return stream, False, "<stdin>"
+        # (os.sys is the sys module, which typeshed's os does not export)
+        stream = getattr(os.sys.stdin, "buffer", os.sys.stdin)  # type: ignore[attr-defined]
+        return stream, False, "<stdin>"  # type: ignore[return-value]
     if hasattr(path, "read"):
         seekable = False
         try:
-            seekable = path.seekable()
+            seekable = path.seekable()  # type: ignore[union-attr]  # (a stream: it has read)
         except (AttributeError, OSError, ValueError):
             pass
-        return path, seekable, getattr(path, "name", "<stream>")
+        return path, seekable, getattr(path, "name", "<stream>")  # type: ignore[return-value]
     st = os.stat(path)
     if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
         return open(path, "rb", buffering=0), False, str(path)
@@ -183,7 +194,7 @@ def open_input(path):
     return open(path, "rb"), True, str(path)
 
 
-def file_size(fileobj):
+def file_size(fileobj: BinaryIO) -> int | None:
     try:
         return os.fstat(fileobj.fileno()).st_size
     except (OSError, AttributeError, io.UnsupportedOperation):

@@ -21,10 +21,13 @@ tracefs `format` file: `name:`, `ID:`, `format:` with one
 `field:TYPE NAME; offset:N; size:N; signed:N;` line per field, and
 `print fmt:`.
 """
+from __future__ import annotations
+
 import functools
 import io
 import re
 import struct
+from typing import TYPE_CHECKING
 
 import construct as cs
 
@@ -32,15 +35,20 @@ from .endian import ints
 from .errors import CorruptError
 from .constructs import Counted, describe_construct_error
 
+if TYPE_CHECKING:
+    from .errors import InputName
+    # What EventFormat.decode gives a field.
+    FieldValue = int | str | bytes | list[int | bytes] | None
+
 TRACING_MAGIC = b"\x17\x08\x44tracing"
 
 
-def _text(raw):
+def _text(raw: bytes) -> str:
     return bytes(raw).decode("utf-8", "replace")
 
 
 @functools.lru_cache(maxsize=None)
-def tracing_prefix_schema():
+def tracing_prefix_schema() -> cs.Struct:
     """The byte-order-neutral start: magic, version, endianness, long size."""
     return cs.Struct(
         "magic" / cs.Const(TRACING_MAGIC),
@@ -51,7 +59,7 @@ def tracing_prefix_schema():
 
 
 @functools.lru_cache(maxsize=None)
-def tracing_data_schema(little=True):
+def tracing_data_schema(little: bool = True) -> cs.Struct:
     """The whole tracing data for one byte order (the one file_bigendian gives)."""
     i = ints(little)
     u32, u64 = i.u32, i.u64
@@ -76,7 +84,7 @@ def tracing_data_schema(little=True):
     )
 
 
-def _atof(text):
+def _atof(text: str) -> float:
     """C's atof: the number at the start of text, 0.0 when there is none."""
     match = re.match(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text)
     return float(match.group(0)) if match else 0.0
@@ -98,8 +106,9 @@ class FieldFormat:
     __slots__ = ("name", "type", "offset", "size", "signed", "is_array", "array_len",
                  "is_dynamic", "is_rel", "is_string", "is_pointer", "is_common")
 
-    def __init__(self, name, type, offset, size, signed, is_array=False, array_len=0,
-                 is_dynamic=False, is_rel=False, is_common=False):
+    def __init__(self, name: str, type: str, offset: int, size: int, signed: bool,
+                 is_array: bool = False, array_len: int = 0, is_dynamic: bool = False,
+                 is_rel: bool = False, is_common: bool = False) -> None:
         self.name = name
         self.type = type
         self.offset = offset
@@ -117,7 +126,8 @@ class FieldFormat:
         self.is_common = is_common
 
     @classmethod
-    def from_decl(cls, decl, offset, size, signed, is_common=False):
+    def from_decl(cls, decl: str, offset: int, size: int, signed: bool | None,
+                  is_common: bool = False) -> FieldFormat:
         decl = " ".join(decl.split())
         dynamic = rel = False
         for tag in ("__data_loc ", "__rel_loc "):
@@ -145,7 +155,7 @@ class FieldFormat:
         return cls(name, ctype, offset, size, bool(signed), is_array, array_len,
                    dynamic, rel, is_common)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra = "[%d]" % self.array_len if self.is_array else ""
         if self.is_dynamic:
             extra += " __rel_loc" if self.is_rel else " __data_loc"
@@ -153,10 +163,10 @@ class FieldFormat:
             self.type, self.name, extra, self.offset, self.size, self.signed)
 
 
-def parse_fields(text):
+def parse_fields(text: str) -> list[FieldFormat]:
     """The fields of a format text; those before the first blank line after
     `format:` are the common ones."""
-    fields = []
+    fields: list[FieldFormat] = []
     common = True
     seen_format = False
     for line in text.splitlines():
@@ -189,7 +199,8 @@ class EventFormat:
     ones too), bytes for other dynamic arrays and odd sizes; None for a field
     the raw data is too short for."""
 
-    def __init__(self, system, name, id, fields, print_fmt, little=True, long_size=8):
+    def __init__(self, system: str, name: str | None, id: int | None, fields: list[FieldFormat],
+                 print_fmt: str, little: bool = True, long_size: int = 8) -> None:
         self.system = system
         self.name = name
         self.id = id
@@ -199,21 +210,22 @@ class EventFormat:
         self.long_size = long_size
 
     @property
-    def common_fields(self):
+    def common_fields(self) -> list[FieldFormat]:
         return [f for f in self.fields if f.is_common]
 
     @property
-    def event_fields(self):
+    def event_fields(self) -> list[FieldFormat]:
         return [f for f in self.fields if not f.is_common]
 
-    def field(self, name):
+    def field(self, name: str) -> FieldFormat | None:
         for f in self.fields:
             if f.name == name:
                 return f
         return None
 
     @classmethod
-    def from_text(cls, system, text, little=True, long_size=8):
+    def from_text(cls, system: str, text: str, little: bool = True,
+                  long_size: int = 8) -> EventFormat:
         name = None
         event_id = None
         print_fmt = ""
@@ -229,22 +241,23 @@ class EventFormat:
                 print_fmt = line[len("print fmt:"):].strip()
         return cls(system, name, event_id, parse_fields(text), print_fmt, little, long_size)
 
-    def _int(self, raw, offset, size, signed):
+    def _int(self, raw: bytes, offset: int, size: int, signed: bool) -> int | bytes:
         if size not in (1, 2, 4, 8):
             return bytes(raw[offset:offset + size])
         return int.from_bytes(raw[offset:offset + size], "little" if self.little else "big",
                               signed=signed)
 
-    def decode(self, raw):
+    def decode(self, raw: bytes | memoryview) -> dict[str, FieldValue]:
         raw = bytes(raw)
-        out = {}
+        out: dict[str, FieldValue] = {}
         for f in self.fields:
             if f.offset + f.size > len(raw):
                 out[f.name] = None
                 continue
             if f.is_dynamic:
                 loc = self._int(raw, f.offset, 4, False) if f.size >= 4 else 0
-                start, length = loc & 0xffff, loc >> 16
+                # (_int reads 4 bytes as an int)
+                start, length = loc & 0xffff, loc >> 16  # type: ignore[operator]
                 if f.is_rel:
                     start += f.offset + f.size
                 data = raw[start:start + length]
@@ -269,7 +282,7 @@ class EventFormat:
                 out[f.name] = self._int(raw, f.offset, f.size, f.signed)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<EventFormat %s:%s id=%s %d fields>" % (self.system, self.name, self.id,
                                                         len(self.fields))
 
@@ -277,8 +290,10 @@ class EventFormat:
 class TracingData:
     """Parsed tracing data.  `events` maps event id to EventFormat."""
 
-    def __init__(self, version, little, long_size, page_size, header_page, header_event,
-                 ftrace_formats, events, kallsyms, printk_formats, saved_cmdlines, size):
+    def __init__(self, version: str, little: bool, long_size: int, page_size: int,
+                 header_page: str, header_event: str, ftrace_formats: list[EventFormat],
+                 events: dict[int, EventFormat], kallsyms: bytes, printk_formats: dict[int, str],
+                 saved_cmdlines: dict[int, str], size: int) -> None:
         self.version = version
         self.little = little
         self.long_size = long_size
@@ -294,18 +309,18 @@ class TracingData:
         #: bytes the tracing data takes (perf pads the record to 8 after it)
         self.size = size
 
-    def find_event(self, system, name):
+    def find_event(self, system: str, name: str) -> EventFormat | None:
         for ev in self.events.values():
             if ev.system == system and ev.name == name:
                 return ev
         return None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<TracingData version=%s %s-endian %d events>" % (
             self.version, "little" if self.little else "big", len(self.events))
 
 
-def _parse_printk(text):
+def _parse_printk(text: str) -> dict[int, str]:
     out = {}
     for line in text.splitlines():
         addr, sep, fmt = line.partition(":")
@@ -322,7 +337,7 @@ def _parse_printk(text):
     return out
 
 
-def _parse_cmdlines(text):
+def _parse_cmdlines(text: str) -> dict[int, str]:
     out = {}
     for line in text.splitlines():
         pid, _, comm = line.strip().partition(" ")
@@ -333,7 +348,8 @@ def _parse_cmdlines(text):
     return out
 
 
-def parse_tracing_data(data, path=None, offset=None):
+def parse_tracing_data(data: bytes | memoryview, path: InputName | None = None,
+                       offset: int | None = None) -> TracingData:
     """Parse tracing data bytes into a TracingData; CorruptError if they do not
     decode."""
     data = bytes(data)
@@ -349,7 +365,7 @@ def parse_tracing_data(data, path=None, offset=None):
     if prefix.long_size not in (4, 8):
         raise CorruptError("TRACING_DATA: long size %d" % prefix.long_size, path=path,
                            offset=offset)
-    events = {}
+    events: dict[int, EventFormat] = {}
     for system in parsed.systems:
         for text in system.formats:
             ev = EventFormat.from_text(system.name, _text(text), little, prefix.long_size)

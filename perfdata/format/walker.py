@@ -17,9 +17,11 @@ leave to `plausible` (a failed inline test only sends the record on to it),
 because a call per record costs the hot loop a fifth of its time (measured:
 2.07 s -> 2.49 s of CPU for 1.76 M records).
 """
+from __future__ import annotations
+
 import re
 import struct
-from typing import Iterator, Optional, Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 from .compression import Decompressor
 from .constants import Feature, RecordType as RT, USER_TYPE_START, record_type_name
@@ -28,18 +30,21 @@ from .errors import CorruptError, PerfDataError, TruncatedError
 from .records import event_header_struct
 from .source import ByteSource
 
+if TYPE_CHECKING:
+    from .errors import InputName
+
 # A TRACING_DATA payload larger than this is refused (no sane recording has one).
 MAX_TRACING_DATA = 1 << 30
 # Recovery (strict=False): what a plausible record header looks like.
 KNOWN_TYPES = frozenset(int(t) for t in RT)
 # Fixed body bytes of the kernel records (before strings and the trailer).
-MIN_BODY = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, RT.THROTTLE: 24,
-            RT.UNTHROTTLE: 24, RT.FORK: 24, RT.READ: 16, RT.MMAP2: 64, RT.AUX: 24,
-            RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
-            RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
-            RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
+MIN_BODY: dict[int, int] = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, RT.THROTTLE: 24,
+                            RT.UNTHROTTLE: 24, RT.FORK: 24, RT.READ: 16, RT.MMAP2: 64, RT.AUX: 24,
+                            RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
+                            RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
+                            RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
 # Where the name starts in the body of the records that end with one.
-_STRING_AT = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
+_STRING_AT: dict[int, int] = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # Types the inlined checks leave to the careful path, which asks `plausible`:
 # COMPRESSED records may have any size (the inlined checks test the 8-byte
 # alignment of every size), AUXTRACE and HEADER_TRACING_DATA carry a payload
@@ -54,7 +59,7 @@ _LOOKAHEAD = 2 * (1 << 16) + 16
 _NO_END = 1 << 62
 
 
-def _type_pattern(little):
+def _type_pattern(little: bool) -> re.Pattern[bytes]:
     """A regex matching the u32 type field of every known record type: resync
     tests only its matches (C speed over garbage; the same positions)."""
     types = sorted(KNOWN_TYPES)
@@ -67,7 +72,7 @@ def _type_pattern(little):
 _TYPE_PATTERNS = {True: _type_pattern(True), False: _type_pattern(False)}
 
 
-def least_sizes(trailer: int) -> dict:
+def least_sizes(trailer: int) -> dict[int, int]:
     """{known type: least plausible record size}: the header, plus for kernel
     records their fixed body and (but for SAMPLE) the sample_id trailer of
     `trailer` bytes."""
@@ -83,15 +88,17 @@ def least_sizes(trailer: int) -> dict:
 class WalkOwner(Protocol):
     """What a walker needs from the recording it walks (PerfFile is one)."""
     strict: bool
-    features: dict          # the file's feature table: COMPRESSED there means unaligned records
-    warnings: list
+    # the file's feature table: COMPRESSED there means unaligned records
+    features: dict[int, tuple[int, int]]
+    warnings: list[str]
     truncated_at: int       # set where the input ends inside a record
 
-    def note_skipped(self, path: str, offset: int, count: int, why: str) -> None: ...
+    def note_skipped(self, path: InputName | None, offset: int, count: int,
+                     why: str) -> None: ...
 
     def decompress_limit(self) -> int: ...
 
-    def apply_user_record(self, rec: Record, path: str) -> None: ...
+    def apply_user_record(self, rec: Record, path: InputName | None) -> None: ...
 
     def tracing_data_read(self, data: bytes, in_record: bool) -> None: ...
 
@@ -102,9 +109,12 @@ class RecordWalker:
     For a byte range [start, end) of a file give a `ByteSource(f, start, end)`
     whose start is a record boundary (what a parallel reader's worker needs:
     records at offsets within the range, resync never past `end`)."""
+    # {record type: least plausible size}, and the fast lane's copy
+    least: dict[int, int]
+    fast_least: dict[int, int]
 
     def __init__(self, owner: WalkOwner, ctx: DecodeContext, src: ByteSource,
-                 file_index: int = 0, path: Optional[str] = None):
+                 file_index: int = 0, path: InputName | None = None) -> None:
         self.owner = owner
         self.ctx = ctx
         self.src = src
@@ -117,12 +127,13 @@ class RecordWalker:
         # in the source's buffer, going forward only).
         self.stream = src.end is None
         self.recover = not owner.strict and (self.stream or src.seekable)
-        self.data_end = _NO_END if self.stream else src.end
+        # (src.end is an offset when the source is not a stream)
+        self.data_end: int = _NO_END if self.stream else src.end  # type: ignore[assignment]
         if self.recover and self.stream and not src.seekable:
             # The look-back into the record just read (its size may be what
             # is wrong) stays in the buffer.
             src.keep = _LOOKAHEAD
-        self.prev = None        # offset of the last good record (recovery)
+        self.prev: int | None = None    # offset of the last good record (recovery)
         # SAMPLE sizes seen: a SAMPLE far larger than every one before it may
         # hide the next records (its size field damaged).
         self.nsamples = self.max_sample = 0
@@ -133,16 +144,16 @@ class RecordWalker:
         self.align_mask = 7
         if Feature.COMPRESSED in owner.features or src.pos % 8:
             self._unaligned()
-        self.decompressor = None
+        self.decompressor: Decompressor | None = None
         self.least = self.fast_least = {}
         self.sample_min = 8
         self._refresh_rule()
 
-    def _unaligned(self):
+    def _unaligned(self) -> None:
         self.step = 1
         self.align_mask = 0
 
-    def _refresh_rule(self, fast=True):
+    def _refresh_rule(self, fast: bool = True) -> None:
         """The least sizes follow the first attr's trailer: rebuilt when an
         attr is added.  `fast`: the fast lane's copy too (the walk refreshes
         it where it applies a HEADER_ATTR itself, not inside compressed data,
@@ -168,7 +179,7 @@ class RecordWalker:
             return False
         return True
 
-    def _plausible_at(self, buf, i, at, end):
+    def _plausible_at(self, buf: bytes | memoryview, i: int, at: int, end: int) -> bool:
         """Whether a record starts at buf[i] (file offset `at`): a plausible
         header, then the next header just as plausible (or the end of the
         data); when the record carries no event id the attrs know, the one
@@ -394,7 +405,7 @@ class RecordWalker:
             yield rec
 
     # ------------------------------------------------------------- recovery
-    def _skip_damaged(self, offset, rtype, size, raw, why):
+    def _skip_damaged(self, offset: int, rtype: int, size: int, raw: memoryview, why: str) -> bool:
         """A damaged record at `offset`: note it and move the source to where
         the records go on.  False when they do not (the walk ends)."""
         src, path, owner = self.src, self.path, self.owner
@@ -409,8 +420,10 @@ class RecordWalker:
             resume = self.resync(back, offset)
             self.scanned = max(self.scanned, resume or offset)
             if resume is not None:
+                # (prev is an offset here: back < offset needs one)
                 owner.warnings.append("%s: offset %#x: record size overlaps the next "
-                                      "records (resumed at %#x)" % (path, prev, resume))
+                                      "records (resumed at %#x)"
+                                      % (path, prev, resume))  # type: ignore[str-format]
                 self.prev = None
                 src.goto(resume)
                 return True
@@ -436,7 +449,8 @@ class RecordWalker:
         src.goto(resume)
         return True
 
-    def _check_string_record(self, rtype, raw, offset, size):
+    def _check_string_record(self, rtype: int, raw: memoryview, offset: int,
+                             size: int) -> int | None:
         """MMAP, MMAP2 and COMM end with their name, padded to 8 bytes, and the
         sample_id trailer: a size well past that may hide the next records."""
         at = 8 + _STRING_AT[rtype]
@@ -455,11 +469,12 @@ class RecordWalker:
         self.src.goto(offset + size)
         return found
 
-    def _check_next(self, offset, size):
+    def _check_next(self, offset: int, size: int) -> int | None:
         """Recovery look-ahead: None when the header after this record looks
         sane; else where a plausible record starts inside this one (its size
         was too large), or 0 when none does (the next record is the bad one)."""
         src = self.src
+        buf: bytes | memoryview
         buf, head = src.buf, src.head
         if len(buf) - head < 8:
             look = src.peek(8)
@@ -479,7 +494,7 @@ class RecordWalker:
         src.goto(offset + size)
         return found or 0
 
-    def resync(self, start: int, stop: int) -> Optional[int]:
+    def resync(self, start: int, stop: int) -> int | None:
         """File offset of the first plausible record header in [start, stop)
         (stepping by 8 from start, or by 1 in files with unaligned records),
         or None.  Scans through the source's own buffer, so that no byte is
@@ -515,7 +530,7 @@ class RecordWalker:
         return None
 
     # ------------------------------------------------------ what records hold
-    def _read_payload(self, rec):
+    def _read_payload(self, rec: Record) -> None:
         """AUXTRACE data and pipe-mode tracing data follow their record."""
         src, path = self.src, self.path
         u = "<" if self.little else ">"
@@ -547,10 +562,12 @@ class RecordWalker:
                                  offset=rec.payload_offset)
         self.owner.tracing_data_read(bytes(data), False)
 
-    def _expand(self, rec):
+    def _expand(self, rec: Record) -> Iterator[Record]:
         """The records inside a COMPRESSED/COMPRESSED2 record.  perf keeps one zstd
         stream for the whole file and lets a record straddle two chunks."""
-        path, decompressor = self.path, self.decompressor
+        # (records() makes the decompressor before it expands a record)
+        decompressor: Decompressor
+        path, decompressor = self.path, self.decompressor  # type: ignore[assignment]
         body = rec.body
         if rec.type == RT.COMPRESSED2:
             if len(body) < 8:

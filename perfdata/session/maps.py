@@ -1,5 +1,8 @@
 """Memory maps of a process (or of the kernel), from MMAP and MMAP2 records."""
+from __future__ import annotations
+
 import bisect
+from typing import Iterator
 
 PROT_EXEC = 4
 
@@ -9,8 +12,9 @@ class Map:
     __slots__ = ("start", "end", "pgoff", "path", "build_id", "prot", "flags",
                  "maj", "min", "ino", "time", "is_data")
 
-    def __init__(self, start, length, pgoff, path, build_id=None, prot=PROT_EXEC, flags=0,
-                 maj=0, min=0, ino=0, time=0, is_data=False):
+    def __init__(self, start: int, length: int, pgoff: int, path: str, build_id: str | None = None,
+                 prot: int = PROT_EXEC, flags: int = 0, maj: int = 0, min: int = 0, ino: int = 0,
+                 time: int = 0, is_data: bool = False) -> None:
         self.start = start
         self.end = start + length
         self.pgoff = pgoff
@@ -22,20 +26,20 @@ class Map:
         self.time = time
         self.is_data = is_data
 
-    def file_offset(self, avma):
+    def file_offset(self, avma: int) -> int:
         """Offset in the mapped file of a process address (perf's map__map_ip)."""
         return avma - self.start + self.pgoff
 
-    def copy(self):
+    def copy(self) -> Map:
         m = Map.__new__(Map)
         for name in Map.__slots__:
             setattr(m, name, getattr(self, name))
         return m
 
-    def __contains__(self, avma):
+    def __contains__(self, avma: int) -> bool:
         return self.start <= avma < self.end
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Map(%#x-%#x %#x %s)" % (self.start, self.end, self.pgoff, self.path)
 
 
@@ -44,9 +48,9 @@ class MapGroup:
     overlaps (as perf's maps__fixup_overlappings does, keeping the parts of an
     old map that stick out on either side)."""
 
-    def __init__(self):
-        self._starts = []
-        self._maps = []
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._maps: list[Map] = []
         # Bumped on every change, so that callers may cache per (group, generation).
         self.generation = 0
         # Bumped when a map that is not a data map (MISC_MMAP_DATA) leaves
@@ -56,25 +60,25 @@ class MapGroup:
         # records data maps, a few hundred a second in a Python program).
         self.code_generation = 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._maps)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Map]:
         return iter(self._maps)
 
-    def clone(self):
+    def clone(self) -> MapGroup:
         group = MapGroup()
         group._starts = list(self._starts)
         group._maps = [m.copy() for m in self._maps]
         return group
 
-    def clear(self):
+    def clear(self) -> None:
         self._starts.clear()
         self._maps.clear()
         self.generation += 1
         self.code_generation += 1
 
-    def insert(self, new):
+    def insert(self, new: Map) -> None:
         if new.end <= new.start:
             return
         self.generation += 1
@@ -107,7 +111,7 @@ class MapGroup:
             starts.insert(k, m.start)
             maps.insert(k, m)
 
-    def find(self, avma):
+    def find(self, avma: int) -> Map | None:
         i = bisect.bisect_right(self._starts, avma) - 1
         if i >= 0:
             m = self._maps[i]

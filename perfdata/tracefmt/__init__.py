@@ -31,15 +31,27 @@ Nothing here raises on hostile input: reads past the raw data give 0 or
 nothing, and an internal failure falls back to the `[FAILED TO PARSE]`
 listing.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .parser import parse_print_fmt
 from .printer import Printer
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
+    from ..format.tracing import EventFormat, TracingData
+    from .printer import Kallsyms
 
 __all__ = ["format_trace_fields", "parse_print_fmt", "describe_raw_fields",
            "trace_long_size", "TracePrinter"]
 
 # ---------------------------------------------------------------- entry points
-def format_trace_fields(event_format, raw_bytes, *, long_size=8, little=True,
-                        pevent_cmdlines=None, kallsyms=None, printk_formats=None):
+def format_trace_fields(event_format: EventFormat, raw_bytes: bytes | memoryview | None, *,
+                        long_size: int = 8, little: bool = True,
+                        pevent_cmdlines: dict[int, str] | None = None,
+                        kallsyms: Kallsyms | None = None,
+                        printk_formats: dict[int, str] | None = None) -> str:
     """The text perf 6.1's `perf script` prints after `event_name: ` for a
     tracepoint sample of `event_format` (an EventFormat) with RAW data
     `raw_bytes`.
@@ -65,7 +77,7 @@ def format_trace_fields(event_format, raw_bytes, *, long_size=8, little=True,
         return describe_raw_fields(event_format, raw_bytes)
 
 
-def trace_long_size(tracing_data):
+def trace_long_size(tracing_data: TracingData) -> int:
     """The long size perf 6.1 gives libtraceevent for a TracingData: the size
     of the `commit` field of the ring buffer's header_page ("the commit field
     in the page is of type long, use that instead, since it represents the
@@ -79,7 +91,7 @@ def trace_long_size(tracing_data):
         return 8
 
 
-def describe_raw_fields(event_format, raw_bytes):
+def describe_raw_fields(event_format: EventFormat, raw_bytes: bytes | memoryview | None) -> str:
     """perf's `[FAILED TO PARSE] field=value ...` listing, built from
     EventFormat.decode() alone (the last-resort fallback)."""
     try:
@@ -108,7 +120,8 @@ class TracePrinter:
         text = printer.format(sample_attr["config"], raw_bytes)  # None: unknown id
     """
 
-    def __init__(self, tracing_data_bytes, kallsyms=None):
+    def __init__(self, tracing_data_bytes: bytes | memoryview,
+                 kallsyms: Kallsyms | None = None) -> None:
         from ..format.tracing import parse_tracing_data
         data = bytes(tracing_data_bytes)
         td = parse_tracing_data(data)
@@ -121,7 +134,7 @@ class TracePrinter:
         _restore_multiline_print_fmts(td, data)
 
     @classmethod
-    def for_file(cls, pf, kallsyms=None):
+    def for_file(cls, pf: PerfFile, kallsyms: Kallsyms | None = None) -> TracePrinter | None:
         """The printer of a PerfFile, or None when it has no (readable)
         tracing data."""
         from ..format.constants import Feature
@@ -132,7 +145,7 @@ class TracePrinter:
         except Exception:
             return None
 
-    def format(self, event_id, raw_bytes):
+    def format(self, event_id: int, raw_bytes: bytes | memoryview | None) -> str | None:
         ev = self.events.get(event_id)
         if ev is None:
             return None
@@ -141,7 +154,7 @@ class TracePrinter:
                                    printk_formats=self.printk)
 
 
-def _restore_multiline_print_fmts(td, data):
+def _restore_multiline_print_fmts(td: TracingData, data: bytes) -> None:
     """EventFormat.from_text keeps the first line of `print fmt:`; a few
     kernel formats (ext4_getfsmap_*, ext4_fc_stats) carry newlines inside the
     string, which perf prints.  Put the whole text back from the raw tracing
@@ -163,7 +176,7 @@ def _restore_multiline_print_fmts(td, data):
                         except ValueError:
                             pass
                         break
-                ev = td.events.get(event_id)
+                ev = td.events.get(event_id)  # type: ignore[arg-type]  # (None: no event)
                 if ev is not None and ev.system == system.name:
                     ev.print_fmt = text[at + len("print fmt:"):].strip()
     except Exception:

@@ -1,4 +1,13 @@
 """The print fmt tokenizer (libtraceevent's event-parse.c lexer, quirks kept)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # A token's text: a str, None at the end of input (T_NONE), which the
+    # parser tests by the kind before it reads the text (Any: mypy cannot).
+    TokenText = Any
+    Token = tuple[int, TokenText]           # (kind, text)
 
 # ---------------------------------------------------------------- tokens
 T_ERROR, T_NONE, T_SPACE, T_NEWLINE, T_OP, T_DELIM, T_ITEM, T_DQUOTE, \
@@ -8,7 +17,7 @@ SPACE = b" \t\n\v\f\r"
 U64 = (1 << 64) - 1
 
 
-def _ctype(ch):
+def _ctype(ch: int) -> int:
     """libtraceevent's get_type(); -1 is the end of input."""
     if ch < 0:
         return T_NONE
@@ -38,11 +47,11 @@ _FORCED = {"LOCAL_PR_FMT": b'"%s" ', "STA_PR_FMT": b'" sta:%pM" ',
 
 
 class Lexer:
-    def __init__(self, data):
+    def __init__(self, data: bytes) -> None:
         self.buf = data
         self.pos = 0
 
-    def _read(self):
+    def _read(self) -> int:
         if self.pos >= len(self.buf):
             return -1
         ch = self.buf[self.pos]
@@ -51,13 +60,13 @@ class Lexer:
         # which __read_token takes for the end of input.
         return -1 if ch >= 0x80 else ch
 
-    def _peek(self):
+    def _peek(self) -> int:
         if self.pos >= len(self.buf):
             return -1
         ch = self.buf[self.pos]
         return -1 if ch >= 0x80 else ch
 
-    def raw_token(self):
+    def raw_token(self) -> Token:
         ch = self._read()
         if ch < 0:
             return T_NONE, None
@@ -116,14 +125,14 @@ class Lexer:
             return Lexer(_FORCED[tok]).raw_token()
         return kind, tok
 
-    def token(self):
+    def token(self) -> Token:
         """read_token(): skips spaces, not newlines."""
         while True:
             kind, tok = self.raw_token()
             if kind != T_SPACE:
                 return kind, tok
 
-    def token_item(self):
+    def token_item(self) -> Token:
         """read_token_item(): skips spaces and newlines."""
         while True:
             kind, tok = self.raw_token()

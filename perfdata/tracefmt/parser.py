@@ -1,28 +1,53 @@
 """print fmt -> a tree of print args and the format segments, parsed once per
 event as libtraceevent does (its operator priorities and tree rotation, its
 helpers), with its parse-time evaluation."""
+from __future__ import annotations
+
 import functools
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from .lexer import (T_DELIM, T_DQUOTE, T_ERROR, T_ITEM, T_NEWLINE, T_NONE, T_OP, T_SQUOTE, U64,
                     Lexer, ParseError)
+
+if TYPE_CHECKING:
+    from ..format.tracing import EventFormat, FieldFormat
+    from .lexer import Token, TokenText
 
 
 # ---------------------------------------------------------------- print args
 class _Arg:
     """One print arg (struct tep_print_arg).  Mutable on purpose: the parser
     copies args over each other as libtraceevent does."""
+    # What the parser sets, by kind (an arg has its kind's only):
+    atom: str                   # atom
+    name: str                   # field, string, bitmask
+    op: str                     # op
+    left: _Arg                  # op (None only while the parser builds it)
+    right: _Arg | None          # op
+    type: str                   # type (a cast): the type
+    item: _Arg                  # type: what is cast
+    # field and string: the FieldFormat (None until found); flags, symbol,
+    # hex, hexstr, intarray: the _Arg giving the value
+    field: Any
+    delim: str | None           # flags
+    flags: list[tuple[str, str]]        # flags: (value, text)
+    symbols: list[tuple[str, str]]      # symbol: (value, text)
+    size: _Arg                  # hex, hexstr
+    count: _Arg                 # intarray
+    el_size: _Arg               # intarray
+    dynfield: FieldFormat       # dynarray, dynarraylen
 
-    def __init__(self, kind="null"):
+    def __init__(self, kind: str = "null") -> None:
         self.kind = kind
-        self.next = None
+        self.next: _Arg | None = None
         self.prio = 0
 
-    def assign(self, other):
+    def assign(self, other: _Arg) -> None:
         self.__dict__.clear()
         self.__dict__.update(other.__dict__)
 
-    def clone(self):
+    def clone(self) -> _Arg:
         new = _Arg()
         new.assign(self)
         return new
@@ -36,7 +61,7 @@ _BINARY = {">>", "<<", "&", "|", "&&", "||", "-", "+", "*", "^", "/", "%", "<", 
            "<=", ">=", "==", "!="}
 
 
-def _op_prio(op):
+def _op_prio(op: str) -> int:
     """get_op_prio(); -1 for an operator it does not know."""
     prio = _OP_PRIO1.get(op) if len(op) == 1 else _OP_PRIO2.get(op)
     return -1 if prio is None else prio
@@ -46,7 +71,7 @@ class _Event:
     """What the parser and the printer need of an EventFormat, in
     libtraceevent's terms."""
 
-    def __init__(self, fmt, long_size):
+    def __init__(self, fmt: EventFormat, long_size: int) -> None:
         self.fmt = fmt
         self.long_size = long_size
         fields = list(getattr(fmt, "fields", None) or ())
@@ -56,15 +81,15 @@ class _Event:
         for f in fields:
             self.info[id(f)] = _field_info(f, long_size)
         #: fields whose STRING flag tep_print_field() has cleared
-        self.not_string = set()
+        self.not_string: set[int] = set()
 
-    def find_any(self, name):
+    def find_any(self, name: str) -> FieldFormat | None:
         for f in self.common:
             if f.name == name:
                 return f
         return self.find(name)
 
-    def find(self, name):
+    def find(self, name: str) -> FieldFormat | None:
         for f in self.fields:
             if f.name == name:
                 return f
@@ -78,9 +103,17 @@ _TYPE_SIZE = {"u8": 1, "u16": 2, "u32": 4, "u64": 8, "s8": 1, "s16": 2, "s32": 4
 class _FieldInfo:
     __slots__ = ("array", "dynamic", "relative", "string", "long", "pointer", "signed",
                  "elementsize")
+    array: bool
+    dynamic: bool
+    relative: bool
+    string: bool
+    long: bool
+    pointer: bool
+    signed: bool
+    elementsize: int
 
 
-def _field_info(f, long_size):
+def _field_info(f: FieldFormat, long_size: int) -> _FieldInfo:
     """The flags and element size libtraceevent gives a field."""
     info = _FieldInfo()
     ctype = str(getattr(f, "type", "") or "")
@@ -116,16 +149,17 @@ def _field_info(f, long_size):
 class _Parser:
     """event_read_print() and the process_*() family of libtraceevent 6.1."""
 
-    def __init__(self, event, text):
+    def __init__(self, event: _Event, text: bytes) -> None:
         self.ev = event
         self.lex = Lexer(text)
         self.flag_field = False
 
-    def expect(self, kind, tok, want_kind, want_tok=None):
+    def expect(self, kind: int, tok: str | None, want_kind: int,
+               want_tok: str | None = None) -> None:
         if kind != want_kind or (want_tok is not None and tok != want_tok):
             raise ParseError("expected %r, read %r" % (want_tok, tok))
 
-    def parse(self):
+    def parse(self) -> tuple[str, _Arg | None]:
         kind, tok = self.lex.token()
         self.expect(kind, tok, T_DQUOTE)
         fmt = tok
@@ -140,7 +174,7 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ",")
         return fmt, self.read_args()
 
-    def read_args(self):
+    def read_args(self) -> _Arg | None:
         head = None
         last = None
         kind = T_ERROR
@@ -172,11 +206,11 @@ class _Parser:
         return head
 
     # -- process_arg / process_arg_token
-    def process_arg(self, arg):
+    def process_arg(self, arg: _Arg) -> Token:
         kind, tok = self.lex.token()
         return self.process_arg_token(arg, tok, kind)
 
-    def process_arg_token(self, arg, tok, kind):
+    def process_arg_token(self, arg: _Arg, tok: TokenText, kind: int) -> Token:
         if kind == T_ITEM:
             if tok == "REC":
                 return self.process_entry(arg)
@@ -195,11 +229,11 @@ class _Parser:
         if kind == T_DELIM and tok == "(":
             return self.process_paren(arg)
         if kind in (T_DELIM, T_OP):
-            arg.kind, arg.op, arg.left, arg.right = "op", tok, None, None
+            arg.kind, arg.op, arg.left, arg.right = "op", tok, None, None  # type: ignore[assignment]
             return self.process_op(arg, tok)
         raise ParseError("unexpected token %r" % (tok,))
 
-    def process_entry(self, arg):
+    def process_entry(self, arg: _Arg) -> Token:
         kind, tok = self.lex.token()
         self.expect(kind, tok, T_OP, "->")
         kind, tok = self.lex.token()
@@ -214,7 +248,7 @@ class _Parser:
                 raise ParseError("flag field %s not found" % tok)
         return self.lex.token()
 
-    def process_paren(self, arg):
+    def process_paren(self, arg: _Arg) -> Token:
         kind, tok = self.process_arg(arg)
         if kind == T_ERROR:
             raise ParseError("bad paren")
@@ -231,7 +265,7 @@ class _Parser:
             kind, tok = self.process_arg_token(item, tok, kind)
         return kind, tok
 
-    def process_op(self, arg, tok):
+    def process_op(self, arg: _Arg, tok: str) -> Token:
         right = None
         if arg.kind == "op" and arg.left is None:
             if len(tok) != 1 or tok not in "~!+-":
@@ -291,7 +325,7 @@ class _Parser:
             return self.process_op(right, tok)
         return kind, tok
 
-    def process_cond(self, top):
+    def process_cond(self, top: _Arg) -> Token:
         arg, left, right = _Arg("op"), _Arg(), _Arg()
         arg.left, arg.right = left, right
         kind, tok = self.process_arg(left)
@@ -309,21 +343,21 @@ class _Parser:
         top.right = arg
         return kind, tok
 
-    def process_array(self, top):
+    def process_array(self, top: _Arg) -> Token:
         arg = _Arg()
         kind, tok = self.process_arg(arg)
         self.expect(kind, tok, T_OP, "]")
         top.right = arg
         return self.lex.token_item()
 
-    def process_field_arg(self, arg):
+    def process_field_arg(self, arg: _Arg) -> Token:
         kind, tok = self.process_arg(arg)
         while kind == T_OP:
             kind, tok = self.process_op(arg, tok)
         return kind, tok
 
-    def process_fields(self):
-        entries = []
+    def process_fields(self) -> tuple[list[tuple[str, str]], int, str | None]:
+        entries: list[tuple[str, str]] = []
         while True:
             kind, tok = self.lex.token_item()
             if kind != T_OP or tok != "{":
@@ -345,7 +379,7 @@ class _Parser:
             if not (kind == T_DELIM and tok == ","):
                 return entries, kind, tok
 
-    def process_flags(self, arg):
+    def process_flags(self, arg: _Arg) -> Token:
         field = _Arg()
         kind, tok = self.process_field_arg(field)
         while kind == T_OP:
@@ -361,7 +395,7 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ")")
         return self.lex.token_item()
 
-    def process_symbols(self, arg):
+    def process_symbols(self, arg: _Arg) -> Token:
         field = _Arg()
         kind, tok = self.process_field_arg(field)
         self.expect(kind, tok, T_DELIM, ",")
@@ -370,26 +404,26 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ")")
         return self.lex.token_item()
 
-    def _delim_arg(self, delim):
+    def _delim_arg(self, delim: str) -> _Arg:
         arg = _Arg()
         kind, tok = self.process_arg(arg)
         self.expect(kind, tok, T_DELIM, delim)
         return arg
 
-    def process_hex(self, arg, kind_name):
+    def process_hex(self, arg: _Arg, kind_name: str) -> Token:
         arg.kind = kind_name
         arg.field = self._delim_arg(",")
         arg.size = self._delim_arg(")")
         return self.lex.token_item()
 
-    def process_int_array(self, arg):
+    def process_int_array(self, arg: _Arg) -> Token:
         arg.kind = "intarray"
         arg.field = self._delim_arg(",")
         arg.count = self._delim_arg(",")
         arg.el_size = self._delim_arg(")")
         return self.lex.token_item()
 
-    def process_dynamic_array(self, arg):
+    def process_dynamic_array(self, arg: _Arg) -> Token:
         kind, tok = self.lex.token()
         if kind != T_ITEM:
             raise ParseError("bad dynamic array")
@@ -406,7 +440,7 @@ class _Parser:
         # (its test of the closing bracket is inverted).
         raise ParseError("indexed dynamic array")
 
-    def process_dynamic_array_len(self, arg):
+    def process_dynamic_array_len(self, arg: _Arg) -> Token:
         kind, tok = self.lex.token()
         self.expect(kind, tok, T_ITEM)
         field = self.ev.find(tok)
@@ -417,7 +451,7 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ")")
         return self.lex.token()
 
-    def process_named(self, arg, kind_name):
+    def process_named(self, arg: _Arg, kind_name: str) -> Token:
         kind, tok = self.lex.token()
         self.expect(kind, tok, T_ITEM)
         arg.kind, arg.name, arg.field = kind_name, tok, None
@@ -425,7 +459,7 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ")")
         return self.lex.token()
 
-    def process_builtin_expect(self, arg):
+    def process_builtin_expect(self, arg: _Arg) -> Token:
         kind, tok = self.process_arg(arg)
         if kind != T_DELIM or tok != ",":
             raise ParseError("bad __builtin_expect")
@@ -435,7 +469,7 @@ class _Parser:
         self.expect(kind, tok, T_DELIM, ")")
         return self.lex.token_item()
 
-    def process_function(self, arg, name):
+    def process_function(self, arg: _Arg, name: str) -> Token:
         if name == "__print_flags":
             self.flag_field = True
             return self.process_flags(arg)
@@ -464,7 +498,7 @@ class _Parser:
 
 # ---------------------------------------------------------------- parse-time evaluation
 @functools.lru_cache(maxsize=4096)
-def strtoull(text):
+def strtoull(text: str) -> int:
     """C strtoull(text, NULL, 0), wrapped to 64 bits."""
     s = text.lstrip(" \t\n\v\f\r")
     neg = False
@@ -488,7 +522,7 @@ def strtoull(text):
     return (-n) & U64 if neg else n
 
 
-def _strtoll(text):
+def _strtoll(text: str) -> int:
     """C strtoll(text, NULL, 0) as a Python int (saturating)."""
     s = text.lstrip(" \t\n\v\f\r")
     neg = s[:1] == "-"
@@ -498,12 +532,12 @@ def _strtoll(text):
     return min(mag, (1 << 63) - 1)
 
 
-def s64(v):
+def s64(v: int) -> int:
     v &= U64
     return v - (1 << 64) if v >> 63 else v
 
 
-def _arg_num_eval(arg):
+def _arg_num_eval(arg: _Arg) -> int | None:
     """arg_num_eval(): the value of a constant expression as a long long, or
     None when it is not one."""
     if arg.kind == "atom":
@@ -516,6 +550,7 @@ def _arg_num_eval(arg):
     if arg.kind != "op":
         return None
     op = arg.op
+    left: int | None
     if op in ("-", "+") and arg.left.kind == "null":
         left = 0
     elif op == "~":
@@ -562,7 +597,7 @@ def _arg_num_eval(arg):
     return s64(v)
 
 
-def _arg_eval(arg):
+def _arg_eval(arg: _Arg) -> str:
     """arg_eval(): the text of a flag/symbol value or string."""
     if arg.kind == "atom":
         return arg.atom
@@ -576,7 +611,7 @@ def _arg_eval(arg):
     raise ParseError("invalid eval type")
 
 
-def eval_type_str(val, ctype, pointer):
+def eval_type_str(val: int, ctype: str, pointer: bool) -> int:
     if not ctype:
         return val
     if pointer:
@@ -616,11 +651,13 @@ _SIMPLE_INT = {"d": True, "i": True, "u": False}
 
 class _Segment:
     __slots__ = ("kind", "format", "arg", "len_arg", "ls", "text", "simple")
+    arg: _Arg       # (None in a text segment)
 
-    def __init__(self, kind, fmt, arg=None, len_arg=None, ls=0):
+    def __init__(self, kind: str, fmt: str, arg: _Arg | None = None, len_arg: _Arg | None = None,
+                 ls: int = 0) -> None:
         self.kind = kind            # "text", "digit", "pointer", "string"
         self.format = fmt
-        self.arg = arg
+        self.arg = arg  # type: ignore[assignment]
         self.len_arg = len_arg
         self.ls = ls
         self.text = fmt.encode("latin-1", "replace") if kind == "text" else None
@@ -633,9 +670,9 @@ class _Segment:
                                conv == "x")
 
 
-def _pointer_ext(fmt, i):
+def _pointer_ext(fmt: str, i: int) -> int:
     """parse_arg_format_pointer(): how many letters after %p belong to it."""
-    def at(k):
+    def at(k: int) -> str:
         return fmt[i + k] if i + k < len(fmt) else ""
     c = at(0)
     ret = 0
@@ -676,10 +713,10 @@ def _pointer_ext(fmt, i):
 
 
 class _ArgList:
-    def __init__(self, head):
+    def __init__(self, head: _Arg | None) -> None:
         self.cur = head
 
-    def take(self):
+    def take(self) -> _Arg:
         arg = self.cur
         if arg is None:
             raise ParseError("no argument match")
@@ -687,7 +724,7 @@ class _ArgList:
         return arg
 
 
-def _parse_conversion(fmt, start, args, out):
+def _parse_conversion(fmt: str, start: int, args: _ArgList, out: list[_Segment]) -> int:
     """parse_arg_format(): one conversion starting at fmt[start] == '%'.
     Returns how many characters it used."""
     i = start + 1
@@ -743,7 +780,7 @@ def _parse_conversion(fmt, start, args, out):
     return ret
 
 
-def _parse_literal(fmt, start, out):
+def _parse_literal(fmt: str, start: int, out: list[_Segment]) -> int:
     """parse_arg_string(): literal text up to the next conversion, with the
     backslash escapes of the format resolved."""
     buf = []
@@ -770,8 +807,8 @@ def _parse_literal(fmt, start, out):
     return max(i - start, 1)
 
 
-def _parse_segments(fmt, head):
-    segments = []
+def _parse_segments(fmt: str, head: _Arg | None) -> list[_Segment]:
+    segments: list[_Segment] = []
     args = _ArgList(head)
     i = 0
     n = len(fmt)
@@ -784,17 +821,20 @@ def _parse_segments(fmt, head):
 
 
 class _Parsed:
-    def __init__(self, event, segments, failed, why=None):
+    def __init__(self, event: _Event, segments: list[_Segment], failed: bool,
+                 why: str | None = None) -> None:
         self.event = event
         self.segments = segments
         self.failed = failed
         self.why = why
 
 
+# EventFormat -> ((its print fmt, long size), what they parsed to)
+_CACHE: weakref.WeakKeyDictionary[EventFormat, tuple[tuple[str | None, int], _Parsed]]
 _CACHE = weakref.WeakKeyDictionary()
 
 
-def parse_print_fmt(event_format, long_size=8):
+def parse_print_fmt(event_format: EventFormat, long_size: int = 8) -> _Parsed:
     """Parse an EventFormat's print fmt once; the result says whether perf 6.1
     would print `[FAILED TO PARSE]` for it (`.failed`, `.why`)."""
     key = (getattr(event_format, "print_fmt", None), long_size)

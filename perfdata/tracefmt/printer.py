@@ -1,34 +1,46 @@
 """The print args of one event evaluated over a sample's raw bytes, and the
 conversions printed as libtraceevent's C printf does."""
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING, Callable, Literal
 
 from .lexer import SPACE, U64
 from .parser import eval_type_str, s64, strtoull
 
+if TYPE_CHECKING:
+    from symbolize.kallsyms import KernelSymbols
+
+    from ..format.tracing import FieldFormat
+    from .parser import _Arg, _FieldInfo, _Parsed, _Segment
+    # Kernel symbols for %pS: a KernelSymbols, or a callable addr -> (name, start) | None.
+    Kallsyms = KernelSymbols | Callable[[int], tuple[str, int] | None]
+
 
 # ---------------------------------------------------------------- printing
 class Printer:
-    def __init__(self, parsed, raw, long_size, little, kallsyms, printk):
+    def __init__(self, parsed: _Parsed, raw: bytes | memoryview, long_size: int, little: bool,
+                 kallsyms: Kallsyms | None, printk: dict[int, str] | None) -> None:
         self.ev = parsed.event
         self.data = bytes(raw)
         self.long_size = long_size
-        self.order = "little" if little else "big"
+        self.order: Literal["little", "big"] = "little" if little else "big"
         self.little = little
         self.kallsyms = kallsyms
         self.printk = printk or {}
 
     # -- raw reads
-    def read_number(self, offset, size):
+    def read_number(self, offset: int, size: int) -> int:
         if size not in (1, 2, 4, 8) or offset < 0 or offset + size > len(self.data):
             return 0
         return int.from_bytes(self.data[offset:offset + size], self.order)
 
-    def read_native(self, offset, size):
+    def read_native(self, offset: int, size: int) -> int:
         if offset < 0 or offset + size > len(self.data):
             return 0
         return int.from_bytes(self.data[offset:offset + size], "little")
 
-    def cstring(self, offset, limit=None):
+    def cstring(self, offset: int, limit: int | None = None) -> bytes:
         if offset < 0 or offset >= len(self.data):
             return b""
         end = len(self.data) if limit is None else min(len(self.data), offset + limit)
@@ -36,11 +48,11 @@ class Printer:
         nul = chunk.find(b"\0")
         return chunk if nul < 0 else chunk[:nul]
 
-    def info(self, field):
+    def info(self, field: FieldFormat) -> _FieldInfo:
         return self.ev.info[id(field)]
 
     # -- eval_num_arg
-    def num(self, arg, depth=0):
+    def num(self, arg: _Arg, depth: int = 0) -> int:
         if depth > 200:
             return 0
         kind = arg.kind
@@ -66,7 +78,7 @@ class Printer:
             return self.read_number(f.offset, f.size) & 0xffff
         return 0
 
-    def num_op(self, arg, depth):
+    def num_op(self, arg: _Arg, depth: int) -> int:
         op = arg.op
         if op == "[":
             right = self.num(arg.right, depth) if arg.right is not None else 0
@@ -77,6 +89,7 @@ class Printer:
                     typearg = larg
                 larg = larg.item
             field_size = self.long_size
+            f: FieldFormat | None
             if larg.kind == "dynarray":
                 f = larg.dynfield
                 offset = (self.read_number(f.offset, f.size) & 0xffff) + right
@@ -100,7 +113,8 @@ class Printer:
             branch = arg.right
             if branch is None or branch.kind != "op":
                 return 0
-            return self.num(branch.left if cond else branch.right, depth)
+            # (the ':' op of a '?' has both sides)
+            return self.num(branch.left if cond else branch.right, depth)  # type: ignore[arg-type]
         left = self.num(arg.left, depth) if arg.left is not None else 0
         right = self.num(arg.right, depth) if arg.right is not None else 0
         if op == "!":
@@ -144,7 +158,7 @@ class Printer:
         return 0          # '^' and anything else: "unknown op", 0
 
     # -- print_str_arg
-    def str_arg(self, fmt, len_arg, arg, depth=0):
+    def str_arg(self, fmt: str, len_arg: int | None, arg: _Arg, depth: int = 0) -> bytes:
         if depth > 200:
             return b""
         kind = arg.kind
@@ -241,10 +255,11 @@ class Printer:
                 return b""
             cond = self.num(arg.left, depth + 1)
             branch = arg.right.left if cond else arg.right.right
-            return self.str_arg(fmt, len_arg, branch, depth + 1)
+            # (the ':' op of a '?' has both sides)
+            return self.str_arg(fmt, len_arg, branch, depth + 1)  # type: ignore[arg-type]
         return b""
 
-    def array_start(self, arg):
+    def array_start(self, arg: _Arg) -> int | None:
         """Where the array of __print_hex/__print_array starts in the data."""
         if arg.kind == "dynarray":
             f = arg.dynfield
@@ -254,7 +269,7 @@ class Printer:
             return None if field is None else field.offset
         return None
 
-    def bitmask(self, offset, size):
+    def bitmask(self, offset: int, size: int) -> bytes:
         data = self.data[offset:offset + size] if 0 <= offset else b""
         data = data + b"\0" * (size - len(data))
         nr_bits = size * 8
@@ -273,7 +288,7 @@ class Printer:
         return bytes(buf)
 
     # -- print_arg_pointer and friends
-    def pointer(self, fmt, plen, arg):
+    def pointer(self, fmt: str, plen: int, arg: _Arg) -> bytes:
         p = fmt.find("p")
         letter = fmt[p + 1:p + 2] if p >= 0 else ""
         rest = fmt[p + 1:] if p >= 0 else ""
@@ -290,7 +305,7 @@ class Printer:
         val = self.num(arg)
         return b"(nil)" if val == 0 else b"0x%x" % val
 
-    def function(self, letter, arg):
+    def function(self, letter: str, arg: _Arg) -> bytes:
         val = self.num(arg)
         found = _lookup_symbol(self.kallsyms, val)
         if found is not None:
@@ -302,7 +317,7 @@ class Printer:
         # "0x%lx" of (long)val or "0x%llx": the same on a 64-bit host
         return b"0x%x" % val
 
-    def field_bytes(self, arg, size):
+    def field_bytes(self, arg: _Arg, size: int) -> tuple[FieldFormat | None, bytes]:
         """The bytes of the FIELD arg of an address printer, or an error text."""
         if arg.kind != "field":
             return None, b"ARG TYPE NOT FIELD BUT %d" % _ARG_TYPE_NUMBER.get(arg.kind, 0)
@@ -311,7 +326,7 @@ class Printer:
             return None, b""
         return field, self.data[field.offset:field.offset + size].ljust(size, b"\0")
 
-    def mac(self, rest, arg):
+    def mac(self, rest: str, arg: _Arg) -> bytes:
         field, buf = self.field_bytes(arg, 6)
         if field is None:
             return buf
@@ -326,7 +341,7 @@ class Printer:
             buf = buf[::-1]
         return sep.join(b"%02x" % b for b in buf)
 
-    def ip(self, rest, arg):
+    def ip(self, rest: str, arg: _Arg) -> bytes:
         style = rest[:1]
         version = rest[1:2]
         tail = rest[2:]
@@ -380,7 +395,7 @@ class Printer:
             return b""
         return b""
 
-    def uuid(self, rest, arg):
+    def uuid(self, rest: str, arg: _Arg) -> bytes:
         variant = rest[1:2]
         upper = variant in ("L", "B")
         index = (3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15) \
@@ -397,7 +412,7 @@ class Printer:
                 out.append(b"-")
         return b"".join(out)
 
-    def raw_buff(self, rest, arg, plen):
+    def raw_buff(self, rest: str, arg: _Arg, plen: int) -> bytes:
         delim = {"C": b":", "D": b"-", "N": b""}.get(rest[1:2], b" ")
         if arg.kind != "dynarray":
             return b"ARG TYPE NOT FIELD BUT %d" % _ARG_TYPE_NUMBER.get(arg.kind, 0)
@@ -411,11 +426,11 @@ class Printer:
         return delim.join(b"%02x" % b for b in buf)
 
     # -- print_event_cache
-    def render(self, segments):
-        out = []
+    def render(self, segments: list[_Segment]) -> bytes:
+        out: list[bytes] = []
         for seg in segments:
             if seg.kind == "text":
-                out.append(seg.text)
+                out.append(seg.text)  # type: ignore[arg-type]  # (a text segment's)
                 continue
             simple = seg.simple
             if simple is not None:
@@ -441,14 +456,14 @@ class Printer:
         return b"".join(out)
 
     # -- tep_print_fields
-    def fields(self):
+    def fields(self) -> bytes:
         out = [b"[FAILED TO PARSE]"]
         for field in self.ev.fields:
             out.append(b" %s=" % str(field.name).encode("latin-1", "replace"))
             out.append(self.field_value(field))
         return b"".join(out)
 
-    def field_value(self, field):
+    def field_value(self, field: FieldFormat) -> bytes:
         info = self.info(field)
         if info.array:
             offset, length = field.offset, field.size
@@ -492,23 +507,23 @@ _FLAG_NAMES = {"HI_SOFTIRQ": 0, "TIMER_SOFTIRQ": 1, "NET_TX_SOFTIRQ": 2,
 
 
 @functools.lru_cache(maxsize=4096)
-def _eval_flag(text):
+def _eval_flag(text: str) -> int:
     if text[:1].isdigit() and text[:1].isascii():
         return s64(strtoull(text))
     return _FLAG_NAMES.get(text, -1)
 
 
-def _s32(v):
+def _s32(v: int) -> int:
     v &= 0xffffffff
     return v - (1 << 32) if v >> 31 else v
 
 
-def _sext(v, bits):
+def _sext(v: int, bits: int) -> int:
     v &= (1 << bits) - 1
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
-def _printable(chunk):
+def _printable(chunk: bytes) -> bool:
     for b in chunk:
         if b == 0:
             break
@@ -517,7 +532,7 @@ def _printable(chunk):
     return True
 
 
-def _ip4_reverse(tail, little):
+def _ip4_reverse(tail: str, little: bool) -> bool:
     c = tail[:1]
     if c == "h":
         return little
@@ -526,7 +541,7 @@ def _ip4_reverse(tail, little):
     return False
 
 
-def _ip4(style, reverse, buf):
+def _ip4(style: str, reverse: bool, buf: bytes) -> bytes:
     buf = bytes(buf).ljust(4, b"\0")[:4]
     if reverse:
         buf = buf[::-1]
@@ -534,12 +549,12 @@ def _ip4(style, reverse, buf):
     return fmt % tuple(buf)
 
 
-def _ip6(style, buf):
+def _ip6(style: str, buf: bytes) -> bytes:
     parts = [b"%02x%02x" % (buf[j], buf[j + 1]) for j in range(0, 16, 2)]
     return (b":" if style == "I" else b"").join(parts)
 
 
-def _ip6c(buf):
+def _ip6c(buf: bytes) -> bytes:
     words = [int.from_bytes(buf[j:j + 2], "big") for j in range(0, 16, 2)]
     v4mapped = words[:5] == [0] * 5 and words[5] == 0xffff
     isatap = (words[4] | 0x0200) == 0x0200 and words[5] == 0x5efe
@@ -582,7 +597,7 @@ def _ip6c(buf):
     return b"".join(out)
 
 
-def _lookup_symbol(kallsyms, addr):
+def _lookup_symbol(kallsyms: Kallsyms | None, addr: int) -> tuple[str, int] | None:
     """(name, start) of the kernel symbol holding addr, or None.  `kallsyms`
     is a callable addr -> (name, start) | None, or an object whose
     `lookup(addr)` gives something with `.name` and `.start` (such as
@@ -606,7 +621,7 @@ def _lookup_symbol(kallsyms, addr):
 
 # ---------------------------------------------------------------- C printf, one conversion
 @functools.lru_cache(maxsize=1024)
-def _spec(fmt):
+def _spec(fmt: str) -> tuple[str, str, str | None, str, str, str]:
     """Split one printf conversion ('%-08.3lx') into flags, width, precision,
     length letters and the conversion letter (any of them may hold '*')."""
     i = 1
@@ -634,7 +649,8 @@ def _spec(fmt):
     return flags, width, prec, mods, conv, fmt[i + 1:]
 
 
-def _resolve_star(width, prec, flags, len_arg):
+def _resolve_star(width: str, prec: str | None, flags: str,
+                  len_arg: int | None) -> tuple[int | None, int | None, str]:
     """Apply the one '*' argument perf passes (to the width or the precision)."""
     w = None
     p = None
@@ -655,7 +671,8 @@ def _resolve_star(width, prec, flags, len_arg):
     return w, p, flags
 
 
-def _pad(body, width, flags, zero_ok=False, sign=b""):
+def _pad(body: bytes, width: int | None, flags: str, zero_ok: bool = False,
+         sign: bytes = b"") -> bytes:
     width = min(width or 0, 1 << 16)
     total = len(sign) + len(body)
     if width <= total:
@@ -667,7 +684,7 @@ def _pad(body, width, flags, zero_ok=False, sign=b""):
     return b" " * (width - total) + sign + body
 
 
-def _printf_str(fmt, len_arg, value):
+def _printf_str(fmt: str, len_arg: int | None, value: bytes) -> bytes:
     """trace_seq_printf(s, fmt, [len_arg,] str) for a %s conversion."""
     try:
         flags, width, prec, mods, conv, tail = _spec(fmt)
@@ -678,7 +695,7 @@ def _printf_str(fmt, len_arg, value):
         return value
 
 
-def _printf_int(fmt, len_arg, val, ls):
+def _printf_int(fmt: str, len_arg: int | None, val: int, ls: int) -> bytes:
     """trace_seq_printf(s, fmt, [len_arg,] (cast)val) with the cast
     print_arg_number() makes for `ls` (-2 char .. 2 long long)."""
     try:

@@ -15,14 +15,26 @@ only) also under their path (DIR/usr/lib/..., --debug-dir's path layout);
 Unpacking accepts only regular files with relative names free of `..`, with
 sizes in bounds: an archive cannot write outside DIR, make links or devices.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, TextIO
 
 from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
 
+if TYPE_CHECKING:
+    import argparse
 
-def plan(ss):
+    from perfdata.symbolized import SampleSymbolizer
+    # (member name, local path, kind, original path) of an archive's file
+    Member = tuple[str, str, str, str]
+    # (path, build-id, why) of a binary the archive lacks
+    Absent = tuple[str, str | None, str]
+
+
+def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
     """[(arcname, local path, kind, original path)] for the profile, after
     running the SampleSymbolizer `ss` over it; and a list of what is absent."""
     from .buildids import collect
@@ -30,7 +42,7 @@ def plan(ss):
     sym = ss.symbolizer
     items, absent, names = [], [], set()
 
-    def add(arcname, path, kind, orig):
+    def add(arcname: str, path: str | None, kind: str, orig: str) -> None:
         if arcname not in names and path and os.path.isfile(path):
             names.add(arcname)
             items.append((arcname, path, kind, orig))
@@ -73,7 +85,7 @@ def plan(ss):
     return items, absent
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("archive", help="binaries, debug files, vdso and kallsyms of "
                               "a profile in one .tar.zst (perf archive)")
@@ -85,7 +97,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     if args.extract:
         dest = args.directory or "."
         extract_archive(args.extract, dest)     # ArchiveError: cli.py's exit 2

@@ -2,11 +2,24 @@
 build-id (as `perf buildid-list`), the samples that hit it, where its
 symbols come from here (which file, which sections) and what is missing.
 """
+from __future__ import annotations
+
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
 from perfdata.session.machine import KERNEL_DSO
+
+if TYPE_CHECKING:
+    import argparse
+
+    from perfdata.symbolized import SampleSymbolizer
+    from symbolize import Symbolizer
+    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symtab import SymbolTable
+    # (path, build-id) of a binary
+    BinaryKey = tuple[str, str | None]
 
 _SECTIONS = (".symtab", ".dynsym", ".gnu_debugdata", ".debug_info", ".debug_line",
              ".eh_frame", ".debug_frame")
@@ -17,7 +30,7 @@ class BinaryRef:
     hitting it (any frame), leaf samples, and the lookup path/build-id used."""
     __slots__ = ("path", "build_id", "samples", "leaf_samples", "lookup")
 
-    def __init__(self, path, build_id):
+    def __init__(self, path: str, build_id: str | None) -> None:
         self.path = path
         self.build_id = build_id
         self.samples = 0
@@ -25,12 +38,12 @@ class BinaryRef:
         self.lookup = (path, build_id)
 
 
-def collect(ss):
+def collect(ss: SampleSymbolizer) -> dict[BinaryKey, BinaryRef]:
     """Run the SampleSymbolizer; {(path, build_id): BinaryRef} for every
     binary of the BUILD_ID feature, the MMAP2 build-ids and the samples."""
-    refs = {}
+    refs: dict[BinaryKey, BinaryRef] = {}
 
-    def ref(path, bid):
+    def ref(path: str, bid: str | None) -> BinaryRef:
         r = refs.get((path, bid))
         if r is None:
             r = refs[(path, bid)] = BinaryRef(path, bid)
@@ -62,12 +75,13 @@ def collect(ss):
     return refs
 
 
-def describe_binary(symbolizer, ref):
+def describe_binary(symbolizer: Symbolizer, ref: BinaryRef) -> dict[str, Any]:
     """{'symbols': ..., 'binary': ..., 'debug': ..., 'missing': [...]}."""
     path, bid = ref.lookup
-    info = {"path": ref.path, "build_id": ref.build_id, "samples": ref.samples,
-            "leaf_samples": ref.leaf_samples}
+    info: dict[str, Any] = {"path": ref.path, "build_id": ref.build_id, "samples": ref.samples,
+                            "leaf_samples": ref.leaf_samples}
     missing = []
+    table: KernelSymbols | SymbolTable | None
     if ref.path.startswith(KERNEL_DSO) or ref.path.startswith("[guest.kernel"):
         table = None
         try:
@@ -114,7 +128,7 @@ def describe_binary(symbolizer, ref):
     return info
 
 
-def buildid_rows(ss):
+def buildid_rows(ss: SampleSymbolizer) -> list[dict[str, Any]]:
     refs = collect(ss)
     rows = []
     for key in sorted(refs, key=lambda k: (-refs[k].samples, k[0], k[1] or "")):
@@ -122,7 +136,7 @@ def buildid_rows(ss):
     return rows
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("buildids", help="binaries of the profile, their build-ids, "
                               "where their symbols come from (perf buildid-list)")
@@ -134,7 +148,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
     ss = make_sample_symbolizer(pf, args)

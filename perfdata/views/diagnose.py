@@ -8,12 +8,25 @@ frames they cost where that is known.  Each class is printed with its
 frames, samples, share of the samples, the binaries involved (top 5), one
 example sample and the fix.
 """
+from __future__ import annotations
+
 import json
 import os
 from collections import Counter
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from perfdata.format.constants import CallchainContext as CC
 from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from perfdata.format.eventattr import EventAttr
+    from perfdata.frames import StackFrame
+    from perfdata.session.maps import Map, MapGroup
+    from perfdata.symbolized import SampleSymbolizer, SymbolizedSample
+    # (path, build-id) of a binary
+    BinaryKey = tuple[str, str | None]
 
 # class -> (kind, title, fix); kind: "resolved", "problem" or "note"
 CLASSES = {
@@ -104,37 +117,41 @@ class ClassStats:
     __slots__ = ("name", "frames", "samples", "binaries", "bin_samples", "example",
                  "detail", "_last", "detail_bins")
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.frames = 0
         self.samples = 0
-        self.binaries = Counter()      # (path, build_id) -> frames
-        self.bin_samples = Counter()   # (path, build_id) -> samples
-        self.example = None
-        self.detail = {}
-        self._last = None
-        self.detail_bins = set()      # binaries counted for the current sample
+        self.binaries: Counter[BinaryKey] = Counter()      # (path, build_id) -> frames
+        self.bin_samples: Counter[BinaryKey] = Counter()   # (path, build_id) -> samples
+        self.example: dict[str, Any] | None = None
+        self.detail: dict[str, Any] = {}
+        self._last: int | None = None
+        self.detail_bins: set[BinaryKey] = set()      # binaries counted for the current sample
 
 
 class Diagnosis:
     """Classify the frames of a SampleSymbolizer's samples."""
 
-    def __init__(self, samples):
+    def __init__(self, samples: SampleSymbolizer) -> None:
         self.ss = samples
         self.symbolizer = samples.symbolizer
-        self.classes = {}
+        self.classes: dict[str, ClassStats] = {}
         self.total_samples = 0
         self.total_frames = 0
         self.inlined_frames = 0        # frames of inlined functions, of total_frames
-        self._fp_cache = {}
-        self._ra_cache = {}
-        self._dynsym_sizes = {}
+        # (path, build-id, function start) -> it sets up no frame pointer
+        self._fp_cache: dict[tuple[str | None, str | None, int], bool] = {}
+        # (path, build-id, address[, "raw"]) -> the names differ
+        self._ra_cache: dict[tuple[Any, ...], bool] = {}
+        # (path, build-id) -> {symbol start: size, "binary": the Binary}
+        self._dynsym_sizes: dict[tuple[str | None, str | None], dict[Any, Any]] = {}
         self._stretched_frames = 0     # resolved-dynsym frames past their symbol's size
-        self._kernel_state = None
-        self._stack_need = {}          # class detail for dwarf-stack-exhausted
+        self._kernel_state: str | None = None
+        self._stack_need: dict[str, Any] = {}          # class detail for dwarf-stack-exhausted
 
     # ------------------------------------------------------------ counting
-    def _hit(self, cls, sample, frames=1, binary=None):
+    def _hit(self, cls: str, sample: SymbolizedSample, frames: int = 1,
+             binary: BinaryKey | None = None) -> ClassStats:
         st = self.classes.get(cls)
         if st is None:
             st = self.classes[cls] = ClassStats(cls)
@@ -153,12 +170,12 @@ class Diagnosis:
                 st.bin_samples[binary] += 1
         return st
 
-    def run(self):
+    def run(self) -> Diagnosis:
         for sample in self.ss:
             self.add(sample)
         return self
 
-    def add(self, sample):
+    def add(self, sample: SymbolizedSample) -> None:
         self.total_samples += 1
         frames = sample.frames
         if frames and frames[-1].stitched:
@@ -173,6 +190,7 @@ class Diagnosis:
             broken_after = self._fp_break(sample, frames)
             if broken_after is None:
                 self._fp_truncated(sample, frames)
+        b: BinaryKey | None
         for i, f in enumerate(frames):
             if broken_after is not None and i > broken_after and not f.kernel:
                 cls, b = "fp-broken", broken_binary(frames[broken_after])
@@ -188,7 +206,8 @@ class Diagnosis:
             self._dwarf(sample, frames)
 
     # -------------------------------------------------------- frame classes
-    def _classify(self, sample, f, exclude_kernel):
+    def _classify(self, sample: SymbolizedSample, f: StackFrame,
+                  exclude_kernel: bool) -> tuple[str, BinaryKey | None]:
         binary = (f.dso_path or f.dso, f.build_id)
         if f.symbol is not None:
             src = f.source
@@ -236,7 +255,7 @@ class Diagnosis:
             return "no-debuginfo", binary
         return "no-symbol", binary
 
-    def _stretched(self, f):
+    def _stretched(self, f: StackFrame) -> bool:
         """Is a .dynsym-named frame past its symbol's own size (a symbol of
         size 0 stretched to the next one, as perf does): then the address may
         be in a static function .dynsym does not list."""
@@ -263,7 +282,7 @@ class Diagnosis:
         size = sizes.get(start)
         return size is not None and f.offset >= size
 
-    def _ra_adjusted(self, f):
+    def _ra_adjusted(self, f: StackFrame) -> bool:
         """Does the raw return address name another function than address - 1?"""
         key = (f.dso_path, f.build_id, f.address)
         hit = self._ra_cache.get(key)
@@ -279,7 +298,7 @@ class Diagnosis:
             self._ra_cache[key] = hit
         return hit
 
-    def _kernel_class(self, f):
+    def _kernel_class(self, f: StackFrame) -> str:
         if self._kernel_state is None:
             state = "kernel-no-symbol"
             table = None
@@ -301,7 +320,7 @@ class Diagnosis:
         return self._kernel_state
 
     # ------------------------------------------------------ frame pointers
-    def _fp_break(self, sample, frames):
+    def _fp_break(self, sample: SymbolizedSample, frames: list[StackFrame]) -> int | None:
         """Index of the first user frame (leaf first) in a function built
         without frame pointers that has frames after it, or None."""
         user = [i for i, f in enumerate(frames) if not f.kernel and not f.inlined]
@@ -313,7 +332,7 @@ class Diagnosis:
                 return i
         return None
 
-    def _fp_truncated(self, sample, frames):
+    def _fp_truncated(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
         """A -g chain that ends before any function that starts a stack: the
         walk lost the frame-pointer chain (a function without frame pointers
         left another value in %rbp).  Counted as a sample of fp-broken, blamed
@@ -332,7 +351,7 @@ class Diagnosis:
         fn = st.detail.setdefault("functions", Counter())
         fn[blame.symbol] += 1
 
-    def _has_no_frame_pointer(self, f):
+    def _has_no_frame_pointer(self, f: StackFrame) -> bool:
         """True when the function's code is known and sets up no frame pointer
         (x86_64: no push %rbp; mov %rsp,%rbp in its first bytes).  PLT stubs
         never do."""
@@ -356,7 +375,7 @@ class Diagnosis:
             self._fp_cache[key] = hit
         return hit
 
-    def _bottom_garbage(self, sample, frames):
+    def _bottom_garbage(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
         user = [f for f in frames if not f.kernel and not f.inlined]
         if not user or user[-1].symbol not in STACK_BOTTOMS:
             return
@@ -376,7 +395,7 @@ class Diagnosis:
             self.classes["bottom-garbage-dropped"].detail["bottom"] = user[-1].symbol
 
     # --------------------------------------------------------------- DWARF
-    def _dwarf(self, sample, frames):
+    def _dwarf(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
         unwound = sample.unwind
         if unwound is not None and unwound.frames and sample.ip is not None and \
                 unwound.frames[0] != sample.ip and sample.cpumode not in KERNEL_MODES:
@@ -426,7 +445,8 @@ class Diagnosis:
             st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
             st.detail[reason] = st.detail.get(reason, 0) + 1
 
-    def _dwarf_ra_adjusted(self, sample, frames, raw):
+    def _dwarf_ra_adjusted(self, sample: SymbolizedSample, frames: list[StackFrame],
+                           raw: Sequence[int]) -> None:
         """DWARF callers are printed at return address - 1: count those whose
         raw return address names another function (a call at a function's
         end, e.g. to a noreturn function), moving one frame of each from its
@@ -434,7 +454,8 @@ class Diagnosis:
         if not raw:
             return
         exact = set(self._unwind_of(sample, "exact_ip_frames") or ())
-        by_avma = {}
+        by_avma: dict[int, StackFrame] = {}
+        f: StackFrame | None
         for f in frames:
             if not f.kernel:
                 by_avma[f.avma] = f        # the last (outermost) of an inline group
@@ -453,7 +474,7 @@ class Diagnosis:
                         st.binaries[b] -= 1
                 self._hit("resolved-ra-adjusted", sample, 1, b)
 
-    def _names_differ(self, path, bid, file_offset):
+    def _names_differ(self, path: str | None, bid: str | None, file_offset: int) -> bool:
         """Do file_offset and file_offset - 1 lie in different functions?"""
         key = (path, bid, file_offset, "raw")
         hit = self._ra_cache.get(key)
@@ -470,10 +491,10 @@ class Diagnosis:
             self._ra_cache[key] = hit
         return hit
 
-    def _unwind_of(self, sample, attr):
+    def _unwind_of(self, sample: SymbolizedSample, attr: str) -> Any:
         return getattr(sample.unwind, attr, None)
 
-    def _binary_at(self, sample, avma):
+    def _binary_at(self, sample: SymbolizedSample, avma: int | None) -> BinaryKey | None:
         """(path, build-id) of the mapping holding avma, or None."""
         if avma is None or sample.thread is None or sample.thread.maps is None:
             return None
@@ -485,7 +506,7 @@ class Diagnosis:
         except Exception:
             return (m.path, m.build_id)
 
-    def _stack_needed(self, sample):
+    def _stack_needed(self, sample: SymbolizedSample) -> int | None:
         """Bytes from sp to the end of the stack mapping holding it: a
         snapshot that size holds the whole stack."""
         regs = (sample.fields.get("regs_user") or {})
@@ -511,7 +532,7 @@ class Diagnosis:
         return m.end - sp
 
     # -------------------------------------------------------------- report
-    def result(self):
+    def result(self) -> dict[str, Any]:
         from symbolize.packages import prefetch
         # the package manager asked once about every binary a fix may name
         prefetch(path for st in self.classes.values() for (path, _) in st.binaries
@@ -552,7 +573,7 @@ class Diagnosis:
                                          if k.startswith("not-completed:") and v}}
         return out
 
-    def _class_fix(self, name, st):
+    def _class_fix(self, name: str, st: ClassStats) -> str | None:
         if name == "resolved-dynsym":
             # said only where measured: frames named by a .dynsym symbol of
             # size 0 stretched over the code after it
@@ -580,7 +601,7 @@ class Diagnosis:
                     "%d were recorded)" % (size, need, rec))
         return None
 
-    def _binary_fix(self, name, path, bid):
+    def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
         from symbolize.packages import package_of
         if name == "fp-broken":
             pkg = package_of(path) if path and path.startswith("/") else None
@@ -590,7 +611,7 @@ class Diagnosis:
             return None
         if name not in ("no-debuginfo", "resolved-dynsym"):
             return None
-        parts = []
+        parts: list[str | None] = []
         pkg = package_of(path) if path and path.startswith("/") else None
         if pkg is not None:
             # (a command where the package manager has the package; else
@@ -607,27 +628,27 @@ class Diagnosis:
         return "; ".join(p for p in parts if p)
 
 
-def broken_binary(f):
+def broken_binary(f: StackFrame) -> BinaryKey:
     return (f.dso_path or f.dso, f.build_id)
 
 
-def _iter_maps(maps):
+def _iter_maps(maps: MapGroup | None) -> Sequence[Map]:
     return list(maps) if maps is not None else ()
 
 
-def _excludes_kernel(event):
+def _excludes_kernel(event: EventAttr) -> bool:
     try:
         return bool(event.attr["flags"]["exclude_kernel"])
     except (AttributeError, KeyError, TypeError):
         return False
 
 
-def _stack_size(sample):
+def _stack_size(sample: SymbolizedSample) -> int:
     st = sample.fields.get("stack_user") or {}
     return st.get("size") or 0
 
 
-def _x86_sets_frame_pointer(code):
+def _x86_sets_frame_pointer(code: bytes) -> bool:
     """push %rbp; mov %rsp,%rbp within the first instructions (after an
     optional endbr64)."""
     i = 4 if code[:4] == b"\xf3\x0f\x1e\xfa" else 0
@@ -644,7 +665,7 @@ def _x86_sets_frame_pointer(code):
     return False
 
 
-def describe_sample(sample):
+def describe_sample(sample: SymbolizedSample) -> dict[str, Any]:
     fr = sample.frames
     stack = []
     for f in fr[:6]:
@@ -655,7 +676,7 @@ def describe_sample(sample):
 
 
 # ------------------------------------------------------------------ text
-def describe(result, path):
+def describe(result: dict[str, Any], path: str) -> str:
     lines = []
     n = result["samples"]
     inl = result.get("inlined_frames") or 0
@@ -711,7 +732,7 @@ def describe(result, path):
 
 
 # ------------------------------------------------------------------- CLI
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("diagnose", help="why frames are [unknown] or wrong, and the fix")
     add_input_argument(p)
@@ -720,7 +741,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     import sys
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))

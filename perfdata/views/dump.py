@@ -1,11 +1,17 @@
 """`perfdata dump`: every record with its offset, type, size and decoded fields."""
+from __future__ import annotations
+
 import json
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..format.constants import RecordType as RT, feature_name
 from ..format.errors import PerfDataError
 
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
 
-def _jsonable(value):
+
+def _jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, dict):
@@ -15,7 +21,7 @@ def _jsonable(value):
     return value
 
 
-def _text(value):
+def _text(value: Any) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)
         return raw[:32].hex() + ("...(%d bytes)" % len(raw) if len(raw) > 32 else "")
@@ -30,7 +36,7 @@ def _text(value):
     return str(value)
 
 
-def describe_header(pf):
+def describe_header(pf: PerfFile) -> list[str]:
     out = []
     mode = "pipe" if pf.is_pipe else ("directory" if pf.is_directory else "file")
     out.append("# %s (%s mode, %s-endian)" % (pf.path, mode, "little" if pf.little else "big"))
@@ -42,7 +48,7 @@ def describe_header(pf):
     return out
 
 
-def describe_attrs(pf):
+def describe_attrs(pf: PerfFile) -> list[str]:
     out = []
     for ea in pf.attrs:
         out.append("# attr %d %s: %s ids=%s" % (ea.index, ea.name, _text(ea.attr), ea.ids[:16]))
@@ -51,7 +57,7 @@ def describe_attrs(pf):
     return out
 
 
-def describe_features(pf):
+def describe_features(pf: PerfFile) -> list[str]:
     out = []
     for fid in pf.feature_ids:
         offset = pf.feature_offset(fid)
@@ -60,11 +66,13 @@ def describe_features(pf):
     return out
 
 
-def dump_records(pf, write, as_json=False, order="file", strict=False):
+def dump_records(pf: PerfFile, write: Callable[[str], object], as_json: bool = False,
+                 order: str = "file", strict: bool = False) -> int:
     """Write every record; return how many."""
     count = 0
     for rec in pf.records(order=order, include_compressed=True):
         count += 1
+        fields: dict[str, Any]
         if rec.type in (RT.COMPRESSED, RT.COMPRESSED2):
             fields = {"bytes": len(rec.body)}
         else:

@@ -21,18 +21,28 @@ software clock events, whose period is in ns, else none), or 1 with
 `--weight samples`.  Frame names are the folded-stack names (perf's short
 C++ names, `[dso]` for a frame without a symbol), `file` the dso path.
 """
+from __future__ import annotations
+
 import json
 import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .collapse import CollapseOptions, frame_names, open_output
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .pprof import NS_EVENTS, PprofBuilder, profile_classes
 
+if TYPE_CHECKING:
+    import argparse
+
+    from ..format.eventattr import EventAttr
+    from ..frames import StackFrame
+    from ..symbolized import SymbolizedSample
+
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def _unit(event, weight):
+def _unit(event: EventAttr, weight: str) -> str:
     if weight == "samples":
         return "none"
     base = event.name.split(":", 1)[0]
@@ -40,18 +50,19 @@ def _unit(event, weight):
 
 
 class SpeedscopeBuilder:
-    def __init__(self, weight="period", name=None):
+    def __init__(self, weight: str = "period", name: str | None = None) -> None:
         self.weight = weight
         self.name = name
-        self.frames = []
-        self.frame_index = {}
-        self.profiles = {}      # (event index, pid, tid) -> dict
-        self.order = []
-        self.events = {}
+        self.frames: list[dict[str, str]] = []
+        self.frame_index: dict[tuple[str, str | None], int] = {}
+        # (event index, pid, tid) -> its samples, weights, comm, event, first and last time
+        self.profiles: dict[tuple[int, int, int], dict[str, Any]] = {}
+        self.order: list[tuple[int, int, int]] = []
+        self.events: dict[int, EventAttr] = {}
         self._opts = CollapseOptions()
-        self._stack_cache = {}
+        self._stack_cache: dict[int, tuple[list[StackFrame], list[int]]] = {}
 
-    def _frame(self, name, file, kernel):
+    def _frame(self, name: str, file: str | None, kernel: bool) -> int:
         key = (name, file)
         idx = self.frame_index.get(key)
         if idx is None:
@@ -62,7 +73,7 @@ class SpeedscopeBuilder:
             self.frames.append(entry)
         return idx
 
-    def _stack(self, frames):
+    def _stack(self, frames: list[StackFrame]) -> list[int]:
         hit = self._stack_cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]
@@ -77,7 +88,7 @@ class SpeedscopeBuilder:
         self._stack_cache[id(frames)] = (frames, stack)
         return stack
 
-    def add(self, sample):
+    def add(self, sample: SymbolizedSample) -> None:
         key = (sample.event.index, sample.pid, sample.tid)
         prof = self.profiles.get(key)
         if prof is None:
@@ -92,7 +103,7 @@ class SpeedscopeBuilder:
         prof["weights"].append(w)
         prof["last"] = sample.time
 
-    def document(self):
+    def document(self) -> dict[str, Any]:
         profiles = []
         several_events = len(self.events) > 1
         keys = sorted(self.order, key=lambda k: (k[0], k[1], k[2]))
@@ -124,7 +135,7 @@ class SpeedscopeBuilder:
         return doc
 
 
-def _exporter():
+def _exporter() -> str:
     """speedscope's recommended "name@version"."""
     try:
         from importlib.metadata import version
@@ -133,7 +144,7 @@ def _exporter():
         return "perfdata"
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     import os
     if args.format == "pprof":
         return run_pprof(args, out)
@@ -155,7 +166,7 @@ def run(args, out):
 
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("export", help="the profile in another tool's format (speedscope)")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
@@ -168,7 +179,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def run_pprof(args, out):
+def run_pprof(args: argparse.Namespace, out: TextIO) -> None:
     import gzip
     if args.output is None or args.output == "-":
         stream = getattr(out, "buffer", None)
@@ -192,8 +203,10 @@ def run_pprof(args, out):
         if not builder.add(sample):
             skipped += 1
     if skipped:
+        # (a sample was skipped: the builder holds another event)
         sys.stderr.write("perfdata: note: pprof holds one event (%s); %d samples of other "
-                         "events left out\n" % (builder.event.name, skipped))
+                         "events left out\n"
+                         % (builder.event.name, skipped))  # type: ignore[union-attr]
     if not builder.samples:
         sys.stderr.write("perfdata: note: no samples; the profile is empty\n")
     try:
@@ -203,7 +216,7 @@ def run_pprof(args, out):
             stream.close()
 
 
-def run_parquet(args, out):
+def run_parquet(args: argparse.Namespace, out: TextIO) -> None:
     from .parquet import output_dir, require_pyarrow, write_dataset
     require_pyarrow()
     directory = output_dir(args.output)

@@ -10,24 +10,33 @@ file is read with the same options as the single-file command, and its
 that cannot be read is named on stderr and left out; the run fails (exit 2)
 only when no file can be read, or the cluster cannot be reached.
 """
+from __future__ import annotations
+
 import sys
 import types
+from typing import TYPE_CHECKING, Any, Iterable, TextIO
 
 from ..fleet import FleetError
 from .collapse import add_collapse_options, folded_lines, open_output
 from .options import add_symbolize_options
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..fleet.partials import Partial
+    from .flamegraph import FlameGraphBuilder
 
 # Arguments of the run itself, not of each file's reading.
 _RUN_ONLY = ("func", "paths", "scheduler", "workers", "connect_timeout", "command",
              "fleet_command", "output", "traceback")
 
 
-def file_options(args):
+def file_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed arguments each file is read with (a picklable dict)."""
     return {k: v for k, v in vars(args).items() if k not in _RUN_ONLY}
 
 
-def compute(args, kind):
+def compute(args: argparse.Namespace, kind: str) -> Partial:
     """The merged Partial of the files args.paths names, from the cluster;
     errors and warnings printed on stderr."""
     from ..fleet.cluster import dask_client, tree_reduce
@@ -43,15 +52,15 @@ def compute(args, kind):
     return result
 
 
-def report_problems(result, stream=None):
+def report_problems(result: Partial, stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
 
-    def _own(path, message):        # the reader's messages name the file already
+    def _own(path: str, message: str) -> str:        # the reader's messages name the file already
         return message[len(path) + 2:] if message.startswith(path + ": ") else message
     for path, message in result.errors:
         message = _own(path, message)
         stream.write("perfdata: warning: %s: skipped: %s\n" % (path, message))
-    by_message = {}
+    by_message: dict[str, list[str]] = {}
     for path, message in result.warnings:
         message = _own(path, message)
         by_message.setdefault(message, []).append(path)
@@ -63,7 +72,7 @@ def report_problems(result, stream=None):
                     "; %d skipped" % len(result.errors) if result.errors else ""))
 
 
-def _write(args, out, text_or_lines):
+def _write(args: argparse.Namespace, out: TextIO, text_or_lines: str | Iterable[str]) -> None:
     stream, close = open_output(args.output, out)
     try:
         if isinstance(text_or_lines, str):
@@ -75,12 +84,12 @@ def _write(args, out, text_or_lines):
             stream.close()
 
 
-def run_collapse(args, out):
+def run_collapse(args: argparse.Namespace, out: TextIO) -> None:
     result = compute(args, "collapse")
     _write(args, out, folded_lines(result.data or {}))
 
 
-def report_text(data, sort_keys, children):
+def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> str:
     """perf report's table of a merged report Partial's data."""
     from .report import Entry, EventHistogram, Report
     report = Report(sort_keys, children)
@@ -101,14 +110,15 @@ def report_text(data, sort_keys, children):
     return report.describe(attrs, lost=data["lost"])
 
 
-def run_report(args, out):
+def run_report(args: argparse.Namespace, out: TextIO) -> None:
     from .report import parse_sort
     keys = parse_sort(args.sort)
     result = compute(args, "report")
-    _write(args, out, report_text(result.data, keys, args.children))
+    # (compute() raised if no file was read: there is data)
+    _write(args, out, report_text(result.data, keys, args.children))  # type: ignore[arg-type]
 
 
-def flame_builder(data, args):
+def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphBuilder:
     """A FlameGraphBuilder holding a merged flamegraph Partial's stacks."""
     from ..fleet.partials import flame_options
     from .flamegraph import FlameGraphBuilder
@@ -119,11 +129,11 @@ def flame_builder(data, args):
     return builder
 
 
-def run_flamegraph(args, out):
+def run_flamegraph(args: argparse.Namespace, out: TextIO) -> None:
     from .flamegraph import check_width, render_svg
     check_width(args)
     result = compute(args, "flamegraph")
-    builder = flame_builder(result.data, args)
+    builder = flame_builder(result.data, args)  # type: ignore[arg-type]  # (as in run_report)
     subtitle = "%d profiles%s" % (result.files, " - %s" % builder.event_name
                                   if builder.event_name else "")
     _write(args, out, render_svg(builder, title=args.title, subtitle=subtitle,
@@ -131,7 +141,7 @@ def run_flamegraph(args, out):
                                  min_width=args.minwidth))
 
 
-def _add_run_options(p):
+def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="perf.data files, globs (quoted) or directories (their *.data "
                         "and perf.data* files)")
@@ -146,7 +156,7 @@ def _add_run_options(p):
                    help="give up reaching --scheduler after this long (default 10)")
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("fleet", help="collapse, report or flamegraph over many "
                               "files, on Dask (pip install 'perfdata[fleet]')")
     sub = p.add_subparsers(dest="fleet_command", required=True)

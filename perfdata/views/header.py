@@ -21,16 +21,22 @@ differences (tests/test_header_view.py lists them where they show):
 * A truncated HEADER_FEATURE record (pipe mode) prints `# FEATURE: <error>`;
   perf reports it on stderr.
 """
+from __future__ import annotations
+
 import os
 import struct
 import time
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ..format.constants import Feature
 from ..format.errors import PerfDataError
 from ..format.features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
 from ..format.header import feature_bits
 from .units import unit_number
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
 
 #: Features perf 6.1 knows (HEADER_LAST_FEATURE): bits at or above are ignored.
 HEADER_LAST_FEATURE = 32
@@ -77,27 +83,27 @@ class _BitsPrinter:
     """perf's __p_bits writes into one buffer shared by all fields; a value
     with only unknown bits leaves the previous field's text in it."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.buf = ""
 
-    def bits(self, value, names):
+    def bits(self, value: int, names: Iterable[tuple[str, int]]) -> str:
         text = "|".join(name for name, bit in names if value & bit)
         if text:
             self.buf = text
         return self.buf
 
-    def set(self, text):
+    def set(self, text: str) -> str:
         self.buf = text
         return text
 
 
-def describe_attr(attr):
+def describe_attr(attr: Mapping[str, Any]) -> list[str]:
     """', name = value' pairs of perf_event_attr__fprintf, without the first ', '."""
     flags = attr["flags"]
     p = _BitsPrinter()
     out = []
 
-    def add(name, value, fmt):
+    def add(name: str, value: int, fmt: Callable[[int], str]) -> None:
         if value:
             out.append("%s = %s" % (name, fmt(value)))
 
@@ -136,7 +142,7 @@ def describe_attr(attr):
     return out
 
 
-def _attr_check(attr):
+def _attr_check(attr: Mapping[str, Any]) -> bool:
     """perf_attr_check(): False when perf 6.1 refuses the attr."""
     if attr["flags"].get("reserved_1") or attr.get("reserved_2") or attr.get("aux_action"):
         return False
@@ -149,7 +155,7 @@ def _attr_check(attr):
     return True
 
 
-def describe_event_desc(events):
+def describe_event_desc(events: list[dict[str, Any]] | None) -> list[str]:
     if events is None or not all(_attr_check(ev["attr"]) for ev in events):
         return ["# event desc: not available or unable to read"]
     lines = []
@@ -166,13 +172,15 @@ def describe_event_desc(events):
 
 
 # ----------------------------------------------------------------- helpers
-def parse_cpu_list(text):
+def parse_cpu_list(text: str) -> list[int]:
     """The cpus of a list like '0-3,8' (perf_cpu_map__new), sorted, unique."""
-    cpus = set()
+    cpus: set[int] = set()
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
+        lo: str | int                   # the text, then the number
+        hi: str | int
         lo, sep, hi = part.partition("-")
         try:
             lo = int(lo)
@@ -185,10 +193,12 @@ def parse_cpu_list(text):
     return sorted(cpus)
 
 
-def format_ranges(numbers):
+def format_ranges(numbers: Iterable[int]) -> str:
     """'0-3,8' from sorted numbers (cpu_map__snprint, bitmap_scnprintf)."""
     parts = []
-    start = prev = None
+    start: int | None
+    prev: int                   # (read once start is a number)
+    start = prev = None  # type: ignore[assignment]
     for n in numbers:
         if start is None:
             start = prev = n
@@ -202,16 +212,16 @@ def format_ranges(numbers):
     return ",".join(parts)
 
 
-def _usec(ts):
+def _usec(ts: int) -> str:
     """timestamp__scnprintf_usec."""
     return "%d.%06d" % (ts // 1000000000, ts % 1000000000 // 1000)
 
 
-def _escape_arg(arg):
+def _escape_arg(arg: str) -> str:
     return arg.replace("'", "\\'")
 
 
-def _c_int(value):
+def _c_int(value: int) -> int:
     """A u32 printed with %d."""
     value &= 0xffffffff
     return value - (1 << 32) if value & 0x80000000 else value
@@ -223,7 +233,7 @@ _BTF_KIND_EXTRA = {1: lambda v: 4, 3: lambda v: 12, 4: lambda v: 12 * v, 5: lamb
                    15: lambda v: 12 * v, 17: lambda v: 4, 19: lambda v: 12 * v}
 
 
-def _btf_type_name(btf, type_id, little):
+def _btf_type_name(btf: bytes, type_id: int, little: bool) -> str | None:
     """The name of BTF type `type_id`, or None."""
     e = "<" if little else ">"
     if len(btf) < 24:
@@ -250,7 +260,8 @@ def _btf_type_name(btf, type_id, little):
     return btf[start:stop].decode("utf-8", "replace")
 
 
-def describe_bpf_prog_info(infos, btfs, little):
+def describe_bpf_prog_info(infos: list[dict[str, Any]], btfs: dict[int, bytes],
+                           little: bool) -> list[str]:
     lines = []
     for info in infos:
         count = info["nr_jited_ksyms"]
@@ -258,7 +269,7 @@ def describe_bpf_prog_info(infos, btfs, little):
             continue
         btf = btfs.get(info["btf_id"]) if info["btf_id"] else None
 
-        def name(sub):
+        def name(sub: int) -> str:
             tag = info["prog_tags_array"][sub].hex()
             short = None
             if btf is not None and info["func_info_rec_size"]:
@@ -281,7 +292,7 @@ def describe_bpf_prog_info(infos, btfs, little):
     return lines
 
 
-def _bpf_func_name(info, btf, sub, little):
+def _bpf_func_name(info: dict[str, Any], btf: bytes, sub: int, little: bool) -> str | None:
     data = info.get("_data", b"")
     off = info["func_info"] + sub * info["func_info_rec_size"]
     if off + 8 > len(data):
@@ -294,14 +305,14 @@ def _bpf_func_name(info, btf, sub, little):
 class _State:
     """What perf's perf_env holds across features (as the print_* read it)."""
 
-    def __init__(self, pf):
+    def __init__(self, pf: PerfFile) -> None:
         self.pf = pf
-        self.nrcpus = None
-        self.bpf_btfs = {}
-        self.event_names = {}       # index -> name, from EVENT_DESC
+        self.nrcpus: dict[str, int] | None = None
+        self.bpf_btfs: dict[int, bytes] = {}
+        self.event_names: dict[int, str] = {}      # index -> name, from EVENT_DESC
 
 
-def _feature_lines(fid, value, state, full):
+def _feature_lines(fid: Feature, value: Any, state: _State, full: bool) -> list[str]:
     """The lines perf prints for one feature, from its parsed value."""
     F = Feature
     if fid in NO_PRINT:
@@ -378,7 +389,7 @@ def _feature_lines(fid, value, state, full):
     if fid == F.DIR_FORMAT:
         return ["# directory data version : %d" % value]
     if fid == F.BPF_PROG_INFO:
-        infos = {}
+        infos: dict[int, dict[str, Any]] = {}
         for entry in value:
             info = parse_bpf_prog_info(entry, state.pf.little)
             info["_data"] = bytes(entry["data"])
@@ -404,7 +415,7 @@ def _feature_lines(fid, value, state, full):
     return []
 
 
-def _safe_lines(fid, value, state, full):
+def _safe_lines(fid: Feature, value: Any, state: _State, full: bool) -> list[str]:
     """_feature_lines, degrading to an error line for values it cannot print
     (a BPF_PROG_INFO whose arrays point outside its data, say)."""
     try:
@@ -415,14 +426,14 @@ def _safe_lines(fid, value, state, full):
         return ["# %s: cannot print: %s" % (fid.name, exc)]
 
 
-def _pmu_caps_line(pmu, caps):
+def _pmu_caps_line(pmu: str, caps: list[dict[str, str]]) -> str:
     if not caps:
         return "# %s pmu capabilities: not available" % pmu
     return "# %s pmu capabilities: %s" % (pmu, ", ".join("%s=%s" % (c["name"], c["value"])
                                                           for c in caps))
 
 
-def _clock_data_lines(value):
+def _clock_data_lines(value: dict[str, int]) -> list[str]:
     tod = value["tod_ns"]
     sec, usec = tod // 1000000000, tod % 1000000000 // 1000
     ref = value["clockid_ns"]
@@ -439,7 +450,7 @@ def _clock_data_lines(value):
             % (tstr, sec, usec, csec, cnsec, name)]
 
 
-def _cpu_topology_lines(value, state):
+def _cpu_topology_lines(value: dict[str, Any], state: _State) -> list[str]:
     lines = ["# sibling sockets : %s" % s for s in value["sibling_cores"]]
     dies = value["sibling_dies"]
     if dies:
@@ -463,7 +474,7 @@ def _cpu_topology_lines(value, state):
     return lines
 
 
-def _group_lines(groups, state):
+def _group_lines(groups: list[dict[str, Any]], state: _State) -> list[str]:
     """process_group_desc then print_group_desc, over the file's events."""
     attrs = state.pf.attrs
     names = [state.event_names.get(i, a.name) for i, a in enumerate(attrs)]
@@ -488,7 +499,7 @@ def _group_lines(groups, state):
             current = "# group: %s{%s" % (lead[0], name)
             nr = lead[1] - 1
         elif nr:
-            current += ",%s" % name
+            current += ",%s" % name  # type: ignore[operator]  # (nr: a group is open)
             nr -= 1
             if nr == 0:
                 lines.append(current + "}")
@@ -498,7 +509,8 @@ def _group_lines(groups, state):
     return lines
 
 
-def _parse(pf, fid, data, state, offset=None):
+def _parse(pf: PerfFile, fid: Feature, data: bytes, state: _State,
+           offset: int | None = None) -> Any:
     nr_cpus = None
     if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
         nr_cpus = state.nrcpus["nr_cpus_available"]
@@ -517,12 +529,12 @@ def _parse(pf, fid, data, state, offset=None):
     return value
 
 
-def _string_size(text):
+def _string_size(text: str) -> int:
     """perf's string_size(): what it assumes a string took in the section."""
     return (len(text.encode("utf-8")) + 1 + NAME_ALIGN - 1) // NAME_ALIGN * NAME_ALIGN + 4
 
 
-def _perf_topology_cut(value, section_size, nr_cpus):
+def _perf_topology_cut(value: dict[str, Any], section_size: int, nr_cpus: int) -> None:
     """process_cpu_topology() decides whether the per-cpu ids and the die
     lists are present from a size it computes with string_size(), not from
     the lengths stored in the file: cut what perf would not read."""
@@ -545,14 +557,14 @@ CONSTANT_LINES = {
 }
 
 
-def _error_line(fid, exc):
+def _error_line(fid: Feature, exc: PerfDataError) -> str:
     message = exc.message
     if message.startswith(fid.name + ": "):
         message = message[len(fid.name) + 2:]
     return "# %s: %s" % (fid.name, message)
 
 
-def _captured_on(pf):
+def _captured_on(pf: PerfFile) -> str:
     try:
         mtime = os.stat(pf.path).st_mtime      # a directory's `data` file
     except (OSError, TypeError):
@@ -564,7 +576,7 @@ _PIPE_HEAD = ["# data offset    : 0", "# data size      : 0", "# feat offset    
               "# ========", "#"]
 
 
-def describe_pipe_header_start(pf):
+def describe_pipe_header_start(pf: PerfFile) -> str:
     """Pipe mode: what perf prints of the header before it reads the stream
     (perf script --header then prints each HEADER_FEATURE record as it meets
     it: PipeFeaturePrinter)."""
@@ -573,7 +585,7 @@ def describe_pipe_header_start(pf):
     return "\n".join(lines) + "\n"
 
 
-def describe_header(pf, full=False):
+def describe_header(pf: PerfFile, full: bool = False) -> str:
     """The text `perf report --header-only` prints for `pf` (`-I` with full),
     ending with a newline."""
     lines = ["# ========", _captured_on(pf),
@@ -625,17 +637,18 @@ def describe_header(pf, full=False):
 
 #: Pipe mode: the HEADER_FEATURE records of a PerfFile, read once (a stream
 #: cannot be read twice).
+_PIPE_FEATURES: weakref.WeakKeyDictionary[PerfFile, list[tuple[int | None, bytes | str]]]
 _PIPE_FEATURES = weakref.WeakKeyDictionary()
 
 
-def _pipe_feature_records(pf):
+def _pipe_feature_records(pf: PerfFile) -> list[tuple[int | None, bytes | str]]:
     """[(fid, bytes) or (None, error message)] in stream order."""
     try:
         return _PIPE_FEATURES[pf]
     except (KeyError, TypeError):
         pass
     from ..format.constants import RecordType
-    out = []
+    out: list[tuple[int | None, bytes | str]] = []
     try:
         for rec in pf.records(order="file"):
             if rec.type != RecordType.HEADER_FEATURE:
@@ -654,7 +667,7 @@ def _pipe_feature_records(pf):
     return out
 
 
-def _pipe_features(pf, full):
+def _pipe_features(pf: PerfFile, full: bool) -> list[str]:
     """Pipe mode: perf prints each HEADER_FEATURE record as it meets it."""
     printer = PipeFeaturePrinter(pf, full)
     lines = []
@@ -669,23 +682,25 @@ class PipeFeaturePrinter:
     """The lines perf prints for the HEADER_FEATURE records of a pipe, one
     record at a time (perf_event__process_feature())."""
 
-    def __init__(self, pf, full=False):
+    def __init__(self, pf: PerfFile, full: bool = False) -> None:
         self.state = _State(pf)
         self.full = full
         self.pending = ""       # perf's printf("# %s") without a newline
         self.stopped = False
 
-    def feed(self, fid, data):
+    def feed(self, fid: int | None, data: bytes | str) -> list[str]:
         """fid None: data is the record's decoding error."""
         if self.stopped:
             return []
+        # (data is the error message when fid is None, the section's bytes else)
         if fid is None:
-            out = ["# FEATURE: %s" % data]
+            out = ["# FEATURE: %s" % data]  # type: ignore[str-bytes-safe]
         elif fid == 0 or fid >= HEADER_LAST_FEATURE:
             self.stopped = True     # perf stops at an invalid feature record
             return []
         else:
-            out = _pipe_feature_lines(Feature(fid), data, self.state, self.full)
+            out = _pipe_feature_lines(Feature(fid), data, self.state,  # type: ignore[arg-type]
+                                      self.full)
         if fid in NO_PRINT:
             self.pending += "# %s" % Feature(fid).name
             return []
@@ -694,17 +709,17 @@ class PipeFeaturePrinter:
             self.pending = ""
         return out
 
-    def feed_record(self, fields):
+    def feed_record(self, fields: Mapping[str, Any]) -> str:
         """A parsed HEADER_FEATURE record's lines, as text."""
         lines = self.feed(fields["feat_id"], bytes(fields["data"]))
         return "".join(line + "\n" for line in lines)
 
-    def finish(self):
+    def finish(self) -> list[str]:
         pending, self.pending = self.pending, ""
         return [pending] if pending else []
 
 
-def _pipe_feature_lines(fid, data, state, full):
+def _pipe_feature_lines(fid: Feature, data: bytes, state: _State, full: bool) -> list[str]:
     if fid in FULL_ONLY and not full:
         try:
             _parse(state.pf, fid, data, state)

@@ -12,8 +12,11 @@ Also here: the weight and instruction latency of WEIGHT / WEIGHT_STRUCT
 samples (arch/x86/util/event.c) and the page-size names (get_page_size_name()
 in util/session.c).
 """
+from __future__ import annotations
+
 import functools
 from collections import namedtuple
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..format.constants import SampleType as ST
 from .units import unit_number
@@ -23,7 +26,7 @@ class BitField(namedtuple("BitField", "shift width")):
     """One member of union perf_mem_data_src (little-endian bit-field order)."""
     __slots__ = ()
 
-    def of(self, value):
+    def of(self, value: int) -> int:
         return (value >> self.shift) & ((1 << self.width) - 1)
 
 
@@ -71,27 +74,27 @@ LOCK_NAMES = ((LOCK_NA, "N/A"), (LOCK_LOCKED, "Yes"))
 SCRIPT_TEXT_MAX = 99
 
 
-def _bit_names(mask, names):
+def _bit_names(mask: int, names: Sequence[str]) -> list[str]:
     return [name for bit, name in enumerate(names) if mask >> bit & 1]
 
 
-def _first_name(mask, table, default="No"):
+def _first_name(mask: int, table: Iterable[tuple[int, str]], default: str = "No") -> str:
     for flag, name in table:
         if mask & flag:
             return name
     return default
 
 
-def _hit_miss(text, mask, hit, miss):
+def _hit_miss(text: str, mask: int, hit: int, miss: int) -> str:
     return text + (" hit" if mask & hit else "") + (" miss" if mask & miss else "")
 
 
-def op_text(src):
+def op_text(src: int) -> str:
     """perf_mem__op_scnprintf"""
     return _first_name(MEM_OP.of(src), OP_NAMES)
 
 
-def lvl_text(src):
+def lvl_text(src: int) -> str:
     """perf_mem__lvl_scnprintf: 'Remote ', the hop or the level bits, the
     level number, then hit/miss from the level bits."""
     m = MEM_LVL.of(src)
@@ -110,26 +113,26 @@ def lvl_text(src):
     return _hit_miss(out or "N/A", m, LVL_HIT, LVL_MISS)
 
 
-def snoop_text(src):
+def snoop_text(src: int) -> str:
     """perf_mem__snp_scnprintf: the snoop bits, then the snoopx bits."""
     names = (_bit_names(MEM_SNOOP.of(src), SNOOP_ACCESS) +
              _bit_names(MEM_SNOOPX.of(src), SNOOPX_ACCESS))
     return " or ".join(names) or "N/A"
 
 
-def tlb_text(src):
+def tlb_text(src: int) -> str:
     """perf_mem__tlb_scnprintf"""
     m = MEM_DTLB.of(src)
     text = " or ".join(_bit_names(m & ~(TLB_HIT | TLB_MISS), TLB_ACCESS)) or "N/A"
     return _hit_miss(text, m, TLB_HIT, TLB_MISS)
 
 
-def lock_text(src):
+def lock_text(src: int) -> str:
     """perf_mem__lck_scnprintf"""
     return _first_name(MEM_LOCK.of(src), LOCK_NAMES)
 
 
-def blk_text(src):
+def blk_text(src: int) -> str:
     """perf_mem__blk_scnprintf: each name with a leading blank."""
     m = MEM_BLK.of(src)
     if not m or m & BLK_NA:
@@ -137,7 +140,7 @@ def blk_text(src):
     return (" Data" if m & BLK_DATA else "") + (" Addr" if m & BLK_ADDR else "")
 
 
-def meminfo_text(src):
+def meminfo_text(src: int) -> str:
     """perf_script__meminfo_scnprintf"""
     return "|OP %s|LVL %s|SNP %s|TLB %s|LCK %s|BLK %s" % (
         op_text(src), lvl_text(src), snoop_text(src), tlb_text(src), lock_text(src),
@@ -145,7 +148,7 @@ def meminfo_text(src):
 
 
 @functools.lru_cache(maxsize=4096)
-def data_src_text(src):
+def data_src_text(src: int) -> str:
     """What data_src__fprintf() prints before padding: the value in 16 hex
     columns, a blank and the decoded text, cut to perf's buffer.  (perf pads it
     on the right to the widest text printed so far: ScriptFormatter does.)"""
@@ -153,7 +156,8 @@ def data_src_text(src):
     return ("%16x %s" % (src, meminfo_text(src)))[:SCRIPT_TEXT_MAX]
 
 
-def weight_and_ins_lat(fields, sample_type):
+def weight_and_ins_lat(fields: Mapping[str, Any],
+                       sample_type: int) -> tuple[int | None, int | None]:
     """(weight, ins_lat) as perf 6.1 on x86 reads them: WEIGHT is the whole
     u64; WEIGHT_STRUCT gives var1_dw and var2_w.  None for what the sample
     lacks (ins_lat without WEIGHT_STRUCT)."""
@@ -168,6 +172,6 @@ def weight_and_ins_lat(fields, sample_type):
     return w, None
 
 
-def page_size_name(size):
+def page_size_name(size: int) -> str:
     """get_page_size_name(): 4096 -> '4K'; 0 -> 'N/A'."""
     return unit_number(size) if size else "N/A"

@@ -4,9 +4,15 @@ columns: perfdata/arrow.py), written batch by batch with pyarrow (one row
 group per batch), so memory stays bounded on a file of any size.  pandas,
 Polars, DuckDB and Spark read them with no perfdata installed.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Iterable
 
 from .errors import CommandError
+
+if TYPE_CHECKING:
+    from ..symbolized import SymbolizedSample
 
 TABLES = ("samples", "stacks")
 
@@ -15,7 +21,7 @@ class ExportError(CommandError):
     """The dataset cannot be written (no pyarrow, no -o, an unwritable DIR)."""
 
 
-def require_pyarrow():
+def require_pyarrow() -> None:
     try:
         import pyarrow            # noqa: F401
         import pyarrow.parquet    # noqa: F401
@@ -23,7 +29,7 @@ def require_pyarrow():
         raise ExportError("parquet output needs pyarrow (pip install 'perfdata[fleet]')")
 
 
-def output_dir(path):
+def output_dir(path: str | None) -> str:
     """DIR, created when absent; an existing DIR must not hold a dataset
     already (it would be half replaced on an error)."""
     if not path or path == "-":
@@ -35,7 +41,8 @@ def output_dir(path):
     return path
 
 
-def write_dataset(samples, directory, batch_size=None):
+def write_dataset(samples: Iterable[SymbolizedSample], directory: str,
+                  batch_size: int | None = None) -> dict[str, int]:
     """Write the SymbolizedSamples of `samples` as DIR/samples.parquet and
     DIR/stacks.parquet; {table: rows written}."""
     import pyarrow.parquet as pq

@@ -4,9 +4,19 @@ library: `go tool pprof`, Pyroscope and Grafana read it.
 profile.proto is described below once, as data; the message classes are made
 from that description at run time, so no generated code or protoc is needed.
 """
+from __future__ import annotations
+
 import functools
+from typing import TYPE_CHECKING
 
 from .collapse import CollapseOptions, frame_names
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    from ..format.eventattr import EventAttr
+    from ..frames import StackFrame
+    from ..symbolized import SymbolizedSample
 
 # Events whose period is time in nanoseconds (perf's software clocks).
 NS_EVENTS = ("cpu-clock", "task-clock")
@@ -44,7 +54,7 @@ PROFILE_PROTO = (
 
 
 @functools.lru_cache(maxsize=1)
-def profile_classes():
+def profile_classes() -> dict[str, type[Message]]:
     """{message name: class} of profile.proto (needs the protobuf package)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     fdp = descriptor_pb2.FileDescriptorProto(name="perfdata/profile.proto",
@@ -71,32 +81,35 @@ def profile_classes():
 class PprofBuilder:
     """Aggregates symbolized samples into one pprof Profile (one event)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.strings = {"": 0}
-        self.functions = {}      # (name, dso) -> id
-        self.locations = {}      # (name, dso) -> (id, function id, mapping id)
-        self.mappings = {}       # dso -> (id, build-id)
-        self.samples = {}        # (loc ids, pid, tid, comm) -> [count, period]
-        self.event = None
+        self.functions: dict[tuple[str, str], int] = {}      # (name, dso) -> id
+        # (name, dso) -> (id, function id, mapping id)
+        self.locations: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self.mappings: dict[str, tuple[int, str | None]] = {}    # dso -> (id, build-id)
+        # (loc ids, pid, tid, comm) -> [count, period]
+        self.samples: dict[tuple[tuple[int, ...], int, int, str], list[int]] = {}
+        self.event: EventAttr | None = None
         self._opts = CollapseOptions()
-        self._stack_cache = {}
-        self.first_time = None
-        self.last_time = None
+        # id(frames) -> (frames, location ids)
+        self._stack_cache: dict[int, tuple[list[StackFrame], tuple[int, ...]]] = {}
+        self.first_time: int | None = None
+        self.last_time: int | None = None
 
-    def _s(self, text):
+    def _s(self, text: str) -> int:
         idx = self.strings.get(text)
         if idx is None:
             idx = self.strings[text] = len(self.strings)
         return idx
 
-    def _mapping(self, fr):
+    def _mapping(self, fr: StackFrame) -> int:
         dso = fr.dso or "[unknown]"
         hit = self.mappings.get(dso)
         if hit is None:
             hit = self.mappings[dso] = (len(self.mappings) + 1, fr.build_id)
         return hit[0]
 
-    def _location(self, name, fr):
+    def _location(self, name: str, fr: StackFrame) -> int:
         dso = fr.dso or "[unknown]"
         key = (name, dso)
         hit = self.locations.get(key)
@@ -108,10 +121,11 @@ class PprofBuilder:
             hit = self.locations[key] = (len(self.locations) + 1, fid, mid)
         return hit[0]
 
-    def _stack(self, frames):
+    def _stack(self, frames: list[StackFrame]) -> tuple[int, ...]:
         hit = self._stack_cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]
+        ids: list[int] | tuple[int, ...]        # (made a list, kept a tuple)
         ids = []
         for fr in frames:                       # leaf first, as pprof wants
             for name in reversed(frame_names(fr, self._opts)):
@@ -122,7 +136,7 @@ class PprofBuilder:
         self._stack_cache[id(frames)] = (frames, ids)
         return ids
 
-    def add(self, sample):
+    def add(self, sample: SymbolizedSample) -> bool:
         """Count a sample; False when it is of another event than the first."""
         if self.event is None:
             self.event = sample.event
@@ -140,7 +154,7 @@ class PprofBuilder:
             self.last_time = sample.time
         return True
 
-    def profile(self):
+    def profile(self) -> Message:
         """The Profile message."""
         P = profile_classes()
         event = self.event.name if self.event is not None else "samples"
@@ -173,6 +187,6 @@ class PprofBuilder:
         prof.string_table.extend(self.strings)    # insertion order = index order
         return prof
 
-    def encode(self):
+    def encode(self) -> bytes:
         """The serialized Profile (not yet gzipped)."""
         return self.profile().SerializeToString()

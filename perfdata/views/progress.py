@@ -8,28 +8,36 @@ nothing at all.  Wrap an iterator of symbolized samples:
     for sample in sample_progress(samples, pf, "collapse"):
         ...
 """
+from __future__ import annotations
+
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Iterable, Iterator, Literal, TextIO
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
+    from ..symbolized import SymbolizedSample
 
 _REDRAW_SECONDS = 0.1
 
 
-def _is_terminal(stream):
+def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError, OSError):
         return False
 
 
-def _mib(n):
+def _mib(n: float) -> str:
     return "%.1f" % (n / 1048576.0)
 
 
 class Progress:
     """A one-line bar: `label  42% [#####.....] 12.3/40.0 MiB  1234 samples`."""
 
-    def __init__(self, total, label="", stream=None, enabled=None, unit="samples"):
+    def __init__(self, total: int | None, label: str = "", stream: TextIO | None = None,
+                 enabled: bool | None = None, unit: str = "samples") -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
         self.total = total if total and total > 0 else None
@@ -40,7 +48,7 @@ class Progress:
         self._last = 0.0
         self._drawn = False
 
-    def update(self, position=None, count=1):
+    def update(self, position: int | None = None, count: int = 1) -> None:
         self.count += count
         if position is not None and position > self.position:
             self.position = position
@@ -51,7 +59,7 @@ class Progress:
             self._last = now
             self._draw()
 
-    def _draw(self):
+    def _draw(self) -> None:
         width = 30
         if self.total:
             frac = min(1.0, self.position / self.total)
@@ -68,7 +76,7 @@ class Progress:
         except (OSError, ValueError):
             self.enabled = False
 
-    def close(self):
+    def close(self) -> None:
         if self.enabled and self._drawn:
             try:
                 self.stream.write("\r\x1b[K")
@@ -77,15 +85,15 @@ class Progress:
                 pass
         self._drawn = False
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False
 
 
-def input_size(pf):
+def input_size(pf: PerfFile) -> int | None:
     """Bytes of input to read: the file, or all the data files of a
     `perf record --threads` directory; None for a pipe."""
     if getattr(pf, "is_directory", False):
@@ -99,7 +107,9 @@ def input_size(pf):
     return getattr(pf, "size", None)
 
 
-def sample_progress(samples, pf, label="", stream=None, enabled=None):
+def sample_progress(samples: Iterable[SymbolizedSample], pf: PerfFile, label: str = "",
+                    stream: TextIO | None = None,
+                    enabled: bool | None = None) -> Iterator[SymbolizedSample]:
     """The samples of `samples`, drawing the bar as they go by (without a
     bar, `samples` itself: no layer between the samples and the view)."""
     bar = Progress(input_size(pf), label, stream=stream, enabled=enabled)
@@ -108,9 +118,10 @@ def sample_progress(samples, pf, label="", stream=None, enabled=None):
     return _with_bar(samples, pf, bar)
 
 
-def _with_bar(samples, pf, bar):
+def _with_bar(samples: Iterable[SymbolizedSample], pf: PerfFile,
+              bar: Progress) -> Iterator[SymbolizedSample]:
     directory = getattr(pf, "is_directory", False)
-    done_files = {}
+    done_files: dict[int, int] = {}
     try:
         for sample in samples:
             rec = getattr(sample, "record", None)

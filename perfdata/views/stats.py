@@ -1,17 +1,26 @@
 """`perfdata stats`: record counts per type and per event, as `perf report --stats`."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..format.constants import STATS_NAMES, RecordType as RT, record_type_name
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
+    from ..format.decoder import Record
+    from ..format.eventattr import EventAttr
 
 
 class RecordStats:
     """Counts gathered while walking a file."""
 
-    def __init__(self):
-        self.by_type = {}
-        self.by_event = {}      # EventAttr index -> {type: count}
+    def __init__(self) -> None:
+        self.by_type: dict[int, int] = {}
+        self.by_event: dict[int, dict[int, int]] = {}  # EventAttr index -> {type: count}
         self.total = 0
         self.has_aux = False
 
-    def add(self, rec):
+    def add(self, rec: Record) -> None:
         self.total += 1
         self.by_type[rec.type] = self.by_type.get(rec.type, 0) + 1
         if rec.type == RT.AUXTRACE_INFO:
@@ -22,10 +31,11 @@ class RecordStats:
                 per[rec.type] = per.get(rec.type, 0) + 1
 
     @staticmethod
-    def _events_of(rec):
+    def _events_of(rec: Record) -> list[EventAttr]:
         """perf delivers a sample that reads a whole group once per member
         (deliver_sample_group), to the event each value's id belongs to."""
-        ea = rec.attr
+        ea: EventAttr
+        ea = rec.attr  # type: ignore[assignment]  # (add() passes records with an event)
         if rec.type == RT.SAMPLE and ea.reads_group:
             values = rec.parse()["read"]["values"]
             id_to_attr = rec.ctx.id_to_attr
@@ -33,7 +43,7 @@ class RecordStats:
         return [ea]
 
 
-def gather_stats(pf, stats=None):
+def gather_stats(pf: PerfFile, stats: RecordStats | None = None) -> RecordStats:
     """Count every record (into `stats`, so that what was counted before a
     fault is still there when the walk raises)."""
     stats = RecordStats() if stats is None else stats
@@ -43,11 +53,11 @@ def gather_stats(pf, stats=None):
     return stats
 
 
-def _type_label(rtype):
+def _type_label(rtype: int) -> str:
     return STATS_NAMES.get(rtype) or record_type_name(rtype)
 
 
-def describe_stats(pf, stats):
+def describe_stats(pf: PerfFile, stats: RecordStats) -> str:
     pf.resolve_event_names(pipe_event_desc=False)
     title = "Aggregated stats:"
     if stats.has_aux:

@@ -1,7 +1,8 @@
 """Sizes as perf prints them (tools/perf/util/units.c)."""
+from __future__ import annotations
 
 
-def unit_number(n):
+def unit_number(n: int) -> str:
     """unit_number__scnprintf: 24G, 512M, 4K, 100B."""
     units = "BKMG"
     i = 0
