@@ -116,11 +116,14 @@ def test_frame_pointer_chain_broken(tmp_path):
     c = util.cls(res, "fp-broken")
     assert c is not None, res
     samples = parse_samples(util.perf_script(tmp_path, data))
-    # Ground truth: every sample runs under nofp_mid, which keeps no frame
-    # pointer, so no -g chain reaches main; perf's output shows it.
+    # Ground truth: the samples under nofp_mid, which keeps no frame pointer,
+    # have no -g chain to main; perf's output shows it.  (A sample of the
+    # program's start or exit reaches no main either, unbroken: not counted.)
     lost = sum(1 for _, frames in samples if not any(s.startswith("main+") for _, s, _ in frames))
+    under = sum(1 for _, frames in samples
+                if any(s.startswith(("nofp_mid+", "fp_leaf+")) for _, s, _ in frames))
     assert lost == len(samples) > 0
-    assert c["samples"] == lost
+    assert c["samples"] == under >= 0.95 * len(samples)
     assert c["binaries"][0]["path"] == exe
     assert "-fno-omit-frame-pointer" in c["fix"] and "--call-graph=dwarf" in c["fix"]
     # The fix: a DWARF recording reaches main through nofp_mid.
