@@ -26,6 +26,8 @@ DEFAULT_MAX_STACK = 127
 # own address space, so a larger bound only holds dead stacks (52k of them,
 # 38 MiB, for 60k samples of make -j2).
 STACK_CACHE_SIZE = 16384
+# Kernel addresses (x86_64, aarch64): the upper half.
+_KERNEL_HALF = 1 << 63
 # Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
 _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 
@@ -301,10 +303,10 @@ class FrameResolver:
         machine = self.machine
         thread = sample.thread
         m = machine.find_map(thread, avma, kernel)
-        if m is None and not kernel:
+        if m is None and not kernel and avma >= _KERNEL_HALF:
             # perf falls back to the kernel maps for an address without a user map.
             km = machine.kernel_maps.find(avma)
-            if km is not None and avma >= (1 << 63):
+            if km is not None:
                 m, kernel = km, True
         if m is None and kernel:
             m = self._kernel_text_map(avma)
@@ -317,8 +319,10 @@ class FrameResolver:
                                        source="ksymbol", kernel=True,
                                        is_return_address=is_return_address)]
                 # perf prints unmapped kernel addresses against [unknown].
-            return [StackFrame(avma, avma, None, None, "[unknown]", kernel=kernel,
-                               is_return_address=is_return_address, note="no-map")]
+            # (positional: the garbage of a frame-pointer walk comes here by
+            # the thousand, and keyword arguments cost a third more)
+            return [StackFrame(avma, avma, None, None, "[unknown]", None, None, None, False,
+                               None, kernel, is_return_address, "no-map")]
         if kernel:
             path = KERNEL_DSO
             # perf prints a module by the path its MMAP record gave.
