@@ -189,6 +189,7 @@ class ScriptFormatter:
         # {id(frame): (frame, its line)} for the field set _frame_lines_for
         self._frame_lines = {}
         self._frame_lines_for = None
+        self._plain_lines = {}      # {fields: whether frame lines take the one-format path}
         self._has = {}
         # event index -> (fields, layout, header function, plain stack line)
         self._stack_plans = {}
@@ -447,14 +448,33 @@ class ScriptFormatter:
         if self._frame_lines_for is not fields:
             lines.clear()
             self._frame_lines_for = fields
+        plain = self._plain_lines.get(fields)
+        if plain is None:
+            # the default fields: one format per line (see _frame_line)
+            plain = self._plain_lines[fields] = (
+                has("sym") and has("symoff") and has("dso") and not has("srcline") and
+                self.kernel_path is None)
         parts = []
+        add = parts.append
         for fr in frames:
             hit = lines.get(id(fr))
-            if hit is None or hit[0] is not fr:
+            if hit is not None and hit[0] is fr:
+                add(hit[1])
+                continue
+            if plain and not (fr.inlined or fr.stitched):
+                if fr.symbol is None:
+                    line = "\t%16x [unknown] (%s)\n" % (fr.address, fr.dso)
+                elif fr.offset is not None:
+                    line = "\t%16x %s+0x%x (%s)\n" % (fr.address, fr.symbol, fr.offset, fr.dso)
+                else:
+                    line = "\t%16x %s (%s)\n" % (fr.address, fr.symbol, fr.dso)
+            else:
+                line = self._frame_line(fr, has, "\t", "\n")
+            add(line)
+            if fr.note != "no-map":         # (made afresh for each stack: not kept)
                 if len(lines) > FRAME_LINES_KEPT:
                     lines.clear()
-                hit = lines[id(fr)] = (fr, self._frame_line(fr, has, "\t", "\n"))
-            parts.append(hit[1])
+                lines[id(fr)] = (fr, line)
         text = "".join(parts)
         if len(self._stacks) > 16384:
             self._stacks.clear()
