@@ -26,6 +26,8 @@ DEFAULT_MAX_STACK = 127
 # own address space, so a larger bound only holds dead stacks (52k of them,
 # 38 MiB, for 60k samples of make -j2).
 STACK_CACHE_SIZE = 16384
+_CC_MAX = CC.MAX
+_KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # Kernel addresses (x86_64, aarch64): the upper half.
 _KERNEL_HALF = 1 << 63
 # Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
@@ -264,33 +266,40 @@ class FrameResolver:
         return frames
 
     def _frames_for_callchain(self, sample, ips):
+        # (the hot loop of frame-pointer recordings: names bound once)
         frames = []
+        extend = frames.extend
+        frames_for_address = self.frames_for_address
+        max_stack = self.max_stack
         kernel = sample.cpumode in KERNEL_MODES
         first = True
         depth = 0
         for index, ip in enumerate(ips):
-            if ip >= CC.MAX:
-                kernel = ip in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
+            if ip >= _CC_MAX:
+                kernel = ip in _KERNEL_CONTEXTS
                 if not kernel:
                     # The first user entry is where user space was interrupted
                     # (a syscall or an interrupt), an ip, not a return address.
                     first = True
                 continue
-            if depth >= self.max_stack:
+            if depth >= max_stack:
                 break
-            found = self.frames_for_address(sample, ip, kernel, not first)
-            frames.extend(found)
+            found = frames_for_address(sample, ip, kernel, not first)
+            extend(found)
             at_ip = first
             first = False
             depth += 1
-            if kernel and found and found[-1].symbol is not None and \
-                    found[-1].symbol.startswith(INTERRUPT_ENTRIES):
-                first = True
+            if not found:
+                continue
+            symbol = found[-1].symbol
+            if kernel:
+                if symbol is not None and symbol.startswith(INTERRUPT_ENTRIES):
+                    first = True
             # A bottom ends the stack where it is a caller (the outermost
             # frame of a new thread or process), not where it is the ip the
             # user stack starts at (clone3 in the parent, mid-syscall).
-            if not kernel and found and not at_ip and found[-1].symbol in STACK_BOTTOMS:
-                rest = sum(1 for x in ips[index + 1:] if x < CC.MAX)
+            elif not at_ip and symbol in STACK_BOTTOMS:
+                rest = sum(1 for x in ips[index + 1:] if x < _CC_MAX)
                 if rest:
                     self.counts["bottom_garbage_dropped"] = \
                         self.counts.get("bottom_garbage_dropped", 0) + rest
