@@ -119,7 +119,7 @@ class Symbolizer:
                 pass
 
     # ---------------------------------------------------------- finding
-    def binary_for(self, path: str, build_id: str | None = None) -> BinaryChoice:
+    def binary_for(self, path: str | None, build_id: str | None = None) -> BinaryChoice:
         if not isinstance(path, str):
             return BinaryChoice("missing", None, None, "no path", ())
         return self._dso(path, build_id).choice
@@ -332,7 +332,7 @@ class Symbolizer:
 
     _name = demangle_name
 
-    def lookup(self, path: str, build_id: str | None = None, svma: int | None = None, *,
+    def lookup(self, path: str | None, build_id: str | None = None, svma: int | None = None, *,
                file_offset: int | None = None, is_return_address: bool = False) -> list[Frame]:
         """Frames for one address of a binary, innermost first.
 

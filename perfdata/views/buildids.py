@@ -51,7 +51,7 @@ def collect(ss: SampleSymbolizer) -> dict[BinaryKey, BinaryRef]:
 
     for sample in ss:
         hit = set()
-        for i, f in enumerate(sample.frames):
+        for i, f in enumerate(sample.frames):  # type: ignore[union-attr]  # (no side events asked for)
             if f.dso in ("[unknown]",) and f.note == "no-map":
                 continue
             path = KERNEL_DSO if f.kernel and f.dso.startswith("[") else f.dso
