@@ -948,7 +948,7 @@ class CfiTable:
 
     @classmethod
     def from_elf(cls, path_or_file: Binary | str | IO[bytes] | bytes,
-                 debug_frame_path: Binary | str | None = None) -> CfiTable:
+                 debug_frame_path: Binary | str | IO[bytes] | bytes | None = None) -> CfiTable:
         """Table for an ELF file given as an open Binary, a path, a binary
         file object or bytes.  `debug_frame_path` names a separate debug
         file (or is its Binary) whose .debug_frame is used where .eh_frame

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .addresses import address_for_lookup, ends_call
 from .buildid import normalize_build_id
@@ -23,6 +23,9 @@ from .locate import Candidate, DebugInfoLocator
 from .minidebuginfo import load_minidebuginfo
 from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table, load_table, save_table
+
+if TYPE_CHECKING:
+    from .cachedir import CacheWhere
 
 MAX_CACHED_ADDRESSES = 1 << 20
 _USER_PSEUDO = ("[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]", "[uprobes]")
@@ -66,7 +69,7 @@ class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
-                 cache_dir: CacheDir | str | None = None) -> None:
+                 cache_dir: CacheWhere = None) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found

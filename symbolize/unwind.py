@@ -99,7 +99,7 @@ class StackSnapshot:
 
     __slots__ = ("base", "data", "end", "word", "_unpack")
 
-    def __init__(self, base: int, data: bytes, word: int = 8) -> None:
+    def __init__(self, base: int, data: bytes | memoryview, word: int = 8) -> None:
         # Any buffer (bytes, a memoryview of the record): read in place,
         # never copied; one snapshot is 8 KiB or more per sample.
         self.base = base
