@@ -196,7 +196,8 @@ def to_arrow(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
     got: dict[str, list[pa.RecordBatch]] = {"samples": [], "stacks": []}
     pf, samples = open_samples(path, debug_dirs, symfs, archive)
     with pf:
-        for name, batch in record_batches(samples, batch_size):  # type: ignore[arg-type]  # (no side events asked for)
+        # (made without side events: its items are samples)
+        for name, batch in record_batches(samples, batch_size):  # type: ignore[arg-type]
             got[name].append(batch)
     return ArrowTables(pa.Table.from_batches(got["samples"], sample_schema),
                        pa.Table.from_batches(got["stacks"], stack_schema))

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from .frames import StackFrame
     from .session.maps import Map
     from .session.threads import Thread
+    from . import unwinding
     from .stitch import StackStitcher, UserStack
-    from .unwinding import SampleUnwinder
 
 
 # (bound once: a sample is built per SAMPLE record, and reading Sample.__init__
@@ -97,7 +97,7 @@ class SampleSymbolizer:
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
                                       dwarf_inline, self.counts)
-        self.unwinder: SampleUnwinder | None = None
+        self.unwinder: unwinding.SampleUnwinder | None = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
                 for ea in pf.attrs):
@@ -176,7 +176,8 @@ class SampleSymbolizer:
         """A stack is never stitched across an exit or an exec (a FORK's tid
         may be a reused one: start it afresh too)."""
         if rtype in (RT.EXIT, RT.FORK) or (rtype == RT.COMM and record.misc & MISC_COMM_EXEC):
-            self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))  # type: ignore[union-attr]  # (registered with a stitcher)
+            # (after_apply is set to this only with a stitcher)
+            self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))  # type: ignore[union-attr]
 
     # ------------------------------------------------ frames (the resolver's)
     def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
@@ -228,7 +229,8 @@ class SampleSymbolizer:
         from REGS_USER and STACK_USER, printed as perf does: callers at their
         return address - 1, with DWARF inline chains."""
         resolver = self.resolver
-        result = self.unwinder.unwind(sample, resolver.dso_of)  # type: ignore[union-attr]  # (called with an unwinder)
+        # (called only with an unwinder)
+        result = self.unwinder.unwind(sample, resolver.dso_of)  # type: ignore[union-attr]
         if result is None or not result.frames:
             return False
         kernel_frames: Sequence[StackFrame] = ()
@@ -287,7 +289,8 @@ class SampleSymbolizer:
         thread's stack was (a return past a frame, in particular)."""
         if self.stitcher is None or "regs_user" not in sample.fields:
             return
-        result = self.unwinder.unwind(sample, self.resolver.dso_of)  # type: ignore[union-attr]  # (a stitcher: an unwinder)
+        # (a stitcher is made only with an unwinder)
+        result = self.unwinder.unwind(sample, self.resolver.dso_of)  # type: ignore[union-attr]
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,

@@ -348,9 +348,11 @@ def _decode_cie_uncached(sec: _Section, offset: int) -> _Cie:
 def _fde_address_range(sec: _Section, cie: _Cie, pos: int) -> tuple[int, int, int]:
     """(start, end, pos) of an FDE's initial_location/address_range at pos."""
     if sec.is_eh:
-        start, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]  # (.eh_frame: set)
+        # (.eh_frame: the CIE has an FDE encoding)
+        start, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]
         # the range has the same format but no application
-        size, pos = sec.read_encoded(pos, cie.fde_encoding & 0x0F)  # type: ignore[operator]  # (as above)
+        # (the same encoding)
+        size, pos = sec.read_encoded(pos, cie.fde_encoding & 0x0F)  # type: ignore[operator]
     else:
         # .debug_frame: plain target addresses of the CIE's address size
         pair = struct.Struct(sec.endian + ("QQ" if cie.address_size == 8 else "II"))
@@ -437,9 +439,9 @@ class CfiRow:
     def __init__(self, cfa: CfaRule, rules: dict[int, Rule], ra_column: int, signal_frame: bool,
                  address_size: int = 8, endian: str = "<") -> None:
         if cfa[0] == "expr":
-            self.cfa_register = None
-            self.cfa_offset = 0
-            self.cfa_expression = cfa[1]
+            self.cfa_register: int | None = None
+            self.cfa_offset: int = 0
+            self.cfa_expression: bytes | None = cfa[1]
         else:
             self.cfa_register, self.cfa_offset = cfa
             self.cfa_expression = None
@@ -458,7 +460,8 @@ class CfiRow:
         return "CfiRow(cfa=%s, %s)" % (cfa, rules)
 
 
-_SLOT_READERS: dict[str, Callable[..., tuple[Any, ...]]] = {}  # struct format -> Struct.unpack_from (rows share a few layouts)
+# struct format -> Struct.unpack_from (rows share a few layouts)
+_SLOT_READERS: dict[str, Callable[..., tuple[Any, ...]]] = {}
 
 
 def _saved_slots(rules: dict[int, Rule], address_size: int, endian: str) -> SavedSlots | None:
@@ -474,7 +477,8 @@ def _saved_slots(rules: dict[int, Rule], address_size: int, endian: str) -> Save
     for offset, _ in slots:
         if offset < at:
             return None
-        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)  # type: ignore[union-attr]  # (a list until joined)
+        # (a list until joined below)
+        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)  # type: ignore[union-attr]
         at = offset + address_size
     fmt = "".join(fmt)
     unpack_from = _SLOT_READERS.get(fmt)
@@ -544,7 +548,8 @@ def _run_program(cie: _Cie, sec: _Section, pos: int, end: int, loc: int, cfa: Cf
         elif op == DW_CFA_set_loc:
             if sec.is_eh:
                 # encoded like the FDE's initial location
-                new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]  # (.eh_frame: set)
+                # (.eh_frame: the CIE has an FDE encoding)
+                new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]
             else:
                 size = cie.address_size
                 new_loc = int.from_bytes(data[pos:pos + size], sec.endian_name)
@@ -1088,13 +1093,15 @@ def _sections_of(binary: Binary) -> tuple[_Section | None, _Section | None, _Sec
     s = binary.get_section(".eh_frame_hdr")
     data = binary.section_data(s)
     if data is not None:
-        hdr = _Section(data, s.addr, True, endian, asize, datarel_base=s.addr)  # type: ignore[union-attr]  # (data: s is there)
+        # (data: the section is there)
+        hdr = _Section(data, s.addr, True, endian, asize, datarel_base=s.addr)  # type: ignore[union-attr]
     s = binary.get_section(".eh_frame")
     data = binary.section_data(s)
     if data is not None:
         # datarel in .eh_frame itself is relative to the GOT (i386 ABI);
         # x86_64 and aarch64 compilers use pcrel there
-        eh = _Section(data, s.addr, True, endian, asize,  # type: ignore[union-attr]  # (data: s is there)
+        # (data: the section is there)
+        eh = _Section(data, s.addr, True, endian, asize,  # type: ignore[union-attr]
                       datarel_base=got.addr if got is not None else None)
     data = binary.section_data(".debug_frame")
     if data is not None:

@@ -268,7 +268,7 @@ class DebuginfodLocator(DebugInfoLocator):
         yield from super().candidates_for_binary(path, build_id)
         yield from self._fetched(path, build_id, "executable")
 
-    def candidates_for_debug(  # type: ignore[override]
+    def candidates_for_debug(  # type: ignore[override]  # (as above)
             self, path: str, build_id: str | None = None,
             debuglink: tuple[str, int] | None = None,
             binary_path: str | None = None) -> Iterator[Candidate]:

@@ -267,7 +267,8 @@ class LineInfo:
         self._names_added = False
         return self.cache.write_json(self.names_cache, {
             "format": _names_format(),
-            "names": [[svma, list(names)] for svma, names in sorted(self._names.items())]})  # type: ignore[union-attr]  # (names learnt: loaded)
+            # (names learnt: _names was loaded)
+            "names": [[svma, list(names)] for svma, names in sorted(self._names.items())]})  # type: ignore[union-attr]
 
     def srcline(self, svma: int) -> str | None:
         """'file:line' of the address from the line table, or None."""
@@ -315,7 +316,8 @@ class LineInfo:
                 secs[key] = None          # absent, or unreadable (already warned)
                 continue
             data = bytes(data)
-            secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]  # (data: sec is there)
+            # (data: the section is there)
+            secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
         if secs["debug_info_sec"] is None or secs["debug_abbrev_sec"] is None:
             return False
         self._sections = secs
@@ -329,7 +331,8 @@ class LineInfo:
         the abbreviations, DIEs and line states it cached. The section streams
         are shared: pyelftools seeks before it reads."""
         from elftools.dwarf.dwarfinfo import DWARFInfo
-        return DWARFInfo(config=self._config, **self._sections)  # type: ignore[arg-type]  # (after _load_sections)
+        # (called after _load_sections set them)
+        return DWARFInfo(config=self._config, **self._sections)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ CUs
     def _cu_offset_for(self, addr: int) -> int | None:
@@ -561,7 +564,8 @@ class LineInfo:
             elif ref.form == "DW_FORM_ref_addr":
                 # Through the long-lived DWARFInfo, which keeps the unit
                 # headers it has read: another unit's DIE is parsed alone.
-                die = self._dwarf.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]  # (walks run after _dwarfinfo())
+                # (walks run after _dwarfinfo() made it)
+                die = self._dwarf.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]
             else:
                 break                         # ref_sig8, supplementary files
         w.names[key] = name

@@ -184,7 +184,8 @@ class DebugInfoLocator:
         has_bid = bid is not None and len(bid) >= 4
         for d in self.debug_dirs:
             if has_bid:
-                base = os.path.join(d, ".build-id", bid[:2], bid[2:])  # type: ignore[index]  # (has_bid: a str)
+                # (has_bid: bid is a str)
+                base = os.path.join(d, ".build-id", bid[:2], bid[2:])  # type: ignore[index]
                 out.append(Candidate(base + ".debug", "debug-dir"))
             if not pseudo:
                 p = _rooted(d, path)
@@ -202,7 +203,8 @@ class DebugInfoLocator:
             if not root:
                 continue
             if has_bid:
-                out.append(Candidate(os.path.join(root, ".build-id", bid[:2], bid[2:]) + ".debug",  # type: ignore[index]  # (has_bid)
+                # (has_bid: bid is a str)
+                out.append(Candidate(os.path.join(root, ".build-id", bid[:2], bid[2:]) + ".debug",  # type: ignore[index]
                                      origin))
             if not pseudo:
                 p = _rooted(root, path)

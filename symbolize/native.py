@@ -45,7 +45,8 @@ _PT_LOAD, _PT_DYNAMIC, _PT_NULL = 1, 2, 0
 
 _TAG = None
 _MISSING = object()
-_symbolic: ModuleType | None = _MISSING  # type: ignore[assignment]  # (_MISSING: not looked for yet)
+# (_MISSING: not looked for yet)
+_symbolic: ModuleType | None = _MISSING  # type: ignore[assignment]
 
 
 def _module() -> ModuleType | None:
@@ -115,11 +116,13 @@ def _copy_without_symbols(binary: Binary, dst: IO[bytes]) -> bool:
         if phnum and phentsize >= 56 and phoff + phnum * phentsize <= binary.size:
             for i in range(phnum):
                 at = phoff + i * phentsize
+                # (None past the end: a TypeError, caught below)
                 if struct.unpack("<I", binary.read(at, 4))[0] == _PT_DYNAMIC:  # type: ignore[arg-type]
                     patches.append((at, _PT_NULL))
         if shnum and shentsize >= 64 and shoff + shnum * shentsize <= binary.size:
             for i in range(shnum):
                 at = shoff + i * shentsize + 4
+                # (None past the end: a TypeError, caught below)
                 if struct.unpack("<I", binary.read(at, 4))[0] in (_SHT_SYMTAB, _SHT_DYNSYM):  # type: ignore[arg-type]
                     patches.append((at, _SHT_PROGBITS))
         for at, value in patches:
@@ -211,7 +214,8 @@ class NativeIndex:
                 if self.cache.write(self.cache_file, blob):
                     # The same file's index under an older tag is stale.
                     import glob
-                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):  # type: ignore[type-var, operator]  # (cache_file: a prefix)
+                    # (a cache_file: cache_prefix is set)
+                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):  # type: ignore[type-var, operator]
                         if old != self.cache_file:
                             try:
                                 os.unlink(old)

@@ -159,7 +159,8 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
         base = gotplt.addr if gotplt is not None else 0
         types, header, default_slot = _I386, 16, 16
 
-        def decode(code: bytes, addr: int) -> int | None:  # type: ignore[misc]  # (called positionally, as the others)
+        # (its parameter named otherwise: called positionally, as the others)
+        def decode(code: bytes, addr: int) -> int | None:  # type: ignore[misc]
             return _i386_got_slot(code, addr, base)
     else:
         return []

@@ -216,7 +216,8 @@ class Symbolizer:
         if not b.ok:
             if b.error_kind != "missing":
                 self._warn(cand.path, "open", f"{cand.path}: {b.error_kind}: {b.error}")
-            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind  # type: ignore[return-value]  # (not ok: error_kind set)
+            # (not ok: error_kind is set)
+            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind  # type: ignore[return-value]
         if not debug and not b.has_code and b.get_section(".dynsym") is None:
             b.close()
             return None, "no-code"
@@ -257,7 +258,8 @@ class Symbolizer:
                 ("m", minidebug is not None),
                 ("c", binary is not None and binary.has_code)) if on)
             disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.json")
-            table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]  # (enabled: a path)
+            # (enabled: path_for gave a path)
+            table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
                 self._tables[bid] = table
                 return table

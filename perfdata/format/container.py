@@ -71,7 +71,8 @@ class PerfFile:
         self._build_id_records: list[bytes] = []
         self.tracing_data: bytes | None = None  # bytes of HEADER_TRACING_DATA (pipe mode)
         self.event_types: list[Any] = []
-        self.header: dict[str, Any] = None  # type: ignore[assignment]  # (set by _read_header below)
+        # (never None once made: _read_header, below, sets it or raises)
+        self.header: dict[str, Any] = None  # type: ignore[assignment]
         self.is_pipe = False
         self.is_directory = False
         self.data_files: list[str] = []
@@ -253,7 +254,8 @@ class PerfFile:
         names = sorted((n for n in os.listdir(self._dir_path)
                         if n.startswith("data.") and n[5:].isdigit()),
                        key=lambda n: int(n[5:]))
-        self.data_files = [os.path.join(self._dir_path, n) for n in names]  # type: ignore[arg-type]  # (a directory)
+        # (a directory's: _dir_path is set)
+        self.data_files = [os.path.join(self._dir_path, n) for n in names]  # type: ignore[arg-type]
 
     @property
     def input_paths(self) -> list[InputName]:
@@ -456,9 +458,11 @@ class PerfFile:
         Recovery stays inside the range."""
         if self.is_pipe:
             raise PerfDataError("a stream has no byte ranges", path=self.path)
-        if not self._data_start <= start <= end <= self._data_end:  # type: ignore[operator]  # (file mode: an end)
+        # (file mode: the data section has an end)
+        if not self._data_start <= start <= end <= self._data_end:  # type: ignore[operator]
             raise ValueError("[%#x, %#x) is not inside the data section [%#x, %#x)"
-                             % (start, end, self._data_start, self._data_end))  # type: ignore[str-format]  # (as above)
+                             # (that end)
+                             % (start, end, self._data_start, self._data_end))  # type: ignore[str-format]
         try:
             f = open(self.path, "rb")
         except OSError as exc:

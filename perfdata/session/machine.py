@@ -66,7 +66,8 @@ class Machine:
         elif rtype == RT.FORK:
             self._fork(fields, time)
         elif rtype == RT.EXIT:
-            th = self.threads.get(fields["tid"])  # type: ignore[assignment]  # (the name of another branch)
+            # (th is a Thread in another branch; here it may be None)
+            th = self.threads.get(fields["tid"])  # type: ignore[assignment]
             if th is not None:
                 th.exited = time
             self.counts["exit"] += 1

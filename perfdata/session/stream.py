@@ -181,7 +181,8 @@ class SessionStream:
                         continue
                 ea = rec.attr
                 try:
-                    fields = ea.decode_sample(rec.body)  # type: ignore[union-attr]  # (None: an error, below)
+                    # (no attr: an AttributeError, taken as a damaged sample below)
+                    fields = ea.decode_sample(rec.body)  # type: ignore[union-attr]
                 except Exception:
                     fields = self._decode_damaged(rec)
                     if fields is None:
@@ -190,7 +191,8 @@ class SessionStream:
                 if ea.reads_group:  # type: ignore[union-attr]  # (decoded: it has its attr)
                     yield from self._group_members(rec, fields, thread)
                 else:
-                    yield make_sample(rec, fields, ea, thread)  # type: ignore[arg-type]  # (as above)
+                    # (decoded: the sample has its attr)
+                    yield make_sample(rec, fields, ea, thread)  # type: ignore[arg-type]
                 continue
             if rtype in SESSION_TYPES:
                 try:

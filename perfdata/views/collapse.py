@@ -265,7 +265,8 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
         error: Described | None
         mine, error = {}, None
         try:
-            collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]  # (no side events asked for)
+            # (made without side events: its items are samples)
+            collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
         return mine, run_warnings(wpf, samples), error

@@ -172,7 +172,7 @@ class Diagnosis:
 
     def run(self) -> Diagnosis:
         for sample in self.ss:
-            self.add(sample)  # type: ignore[arg-type]  # (no side events asked for)
+            self.add(sample)  # type: ignore[arg-type]  # (made without side events)
         return self
 
     def add(self, sample: SymbolizedSample) -> None:
@@ -512,7 +512,8 @@ class Diagnosis:
         regs = (sample.fields.get("regs_user") or {})
         unwinder = self.ss.unwinder
         try:
-            named = unwinder.arch.regs_from_perf(sample.event.attr["sample_regs_user"],  # type: ignore[union-attr]  # (stack-exhausted: DWARF)
+            # (stack-exhausted: a DWARF unwind, so an unwinder)
+            named = unwinder.arch.regs_from_perf(sample.event.attr["sample_regs_user"],  # type: ignore[union-attr]
                                                  regs.get("regs") or ())
             sp = named.get(unwinder.arch.sp)  # type: ignore[union-attr]  # (as above)
         except Exception:

@@ -551,7 +551,8 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
         mine, error = FlameGraphBuilder(args.weight, opts), None
         try:
             for sample in samples:
-                mine.add(sample, samples.ordinal)  # type: ignore[arg-type]  # (no side events asked for)
+                # (made without side events: its items are samples)
+                mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
         return mine, run_warnings(wpf, samples), error

@@ -466,7 +466,7 @@ def build_report(pf: PerfFile, samples: SampleSymbolizer, sort_keys: list[str],
     for sample in it:
         if ordered:
             report.order = samples.ordinal
-        report.add(sample)  # type: ignore[arg-type]  # (no side events asked for)
+        report.add(sample)  # type: ignore[arg-type]  # (made without side events)
     return report
 
 

@@ -540,7 +540,8 @@ class ScriptFormatter:
             table = self.kernel_symbols
             if callable(table) and not hasattr(table, "lookup"):
                 table = table()
-            self._tracer = TracePrinter.for_file(self.pf, table) or False  # type: ignore[arg-type]  # (a table by now)
+            # (a table or None by now)
+            self._tracer = TracePrinter.for_file(self.pf, table) or False  # type: ignore[arg-type]
         if not self._tracer:
             return ""
         return self._tracer.format(sample.event.attr["config"],
@@ -791,7 +792,8 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
                 k, text = samples.ordinal // block, fmt.format_side_event(item)
             else:
                 k = (samples.ordinal - 1) // block
-                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]  # (a sample)
+                # (not a side event: a sample)
+                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
             if k != current:
                 if parts:
                     yield current, "".join(parts)  # type: ignore[misc]  # (parts: current is set)
@@ -844,7 +846,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
                 if not args.json:
                     add(fmt.format_side_event(item))
             else:
-                add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]  # (a sample)
+                # (not a side event: a sample)
+                add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
             if len(pending) >= 256:
                 out.write("".join(pending))
                 pending.clear()
