@@ -1,9 +1,18 @@
 """Command line of perfdata: argument parsing, one call per command, exit codes."""
+from __future__ import annotations
+
 import argparse
 import gc
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import NoReturn
+
+    from perfdata.format.container import PerfFile
 
 EXIT_BAD_INPUT = 2
 # Allocations between young-generation collections (CPython's default: 700).
@@ -13,12 +22,12 @@ GC_YOUNG_THRESHOLD = 50000
 from perfdata.views.options import add_input_argument, print_warnings
 
 
-def _open(path, strict=False):
+def _open(path: str, strict: bool = False) -> PerfFile:
     from perfdata.views.options import open_profile
     return open_profile(path, strict)
 
 
-def cmd_stats(args, out):
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> None:
     from perfdata.views.stats import RecordStats, describe_stats, gather_stats
     pf = _open(args.file, args.strict)
     stats = RecordStats()
@@ -29,7 +38,7 @@ def cmd_stats(args, out):
         print_warnings(pf)
 
 
-def cmd_dump(args, out):
+def cmd_dump(args: argparse.Namespace, out: TextIO) -> None:
     from perfdata.views import dump
     pf = _open(args.file, args.strict)
     if not args.json:
@@ -42,7 +51,7 @@ def cmd_dump(args, out):
         print_warnings(pf)
 
 
-def cmd_header(args, out):
+def cmd_header(args: argparse.Namespace, out: TextIO) -> None:
     from perfdata.views.header import describe_header
     pf = _open(args.file, args.strict)
     out.write(describe_header(pf, full=args.full))
@@ -52,11 +61,11 @@ def cmd_header(args, out):
 class _Parser(argparse.ArgumentParser):
     """A command line refused in one line (perf's usage text aside), exit 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
 
 
-def build_parser(wanted=None):
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; `wanted` is the sub-command on the command line, if known.
 
     Only that command's module is imported (start-up time); the others are
@@ -107,7 +116,7 @@ COMMAND_MODULES = {
 }
 
 
-def _join_dash_values(argv):
+def _join_dash_values(argv: Iterable[str]) -> list[str]:
     """perf accepts `-F -period`; argparse would take -period for an option."""
     out = []
     it = iter(argv)
@@ -121,7 +130,7 @@ def _join_dash_values(argv):
     return out
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = _join_dash_values(sys.argv[1:] if argv is None else argv)
     wanted = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(wanted)
@@ -167,7 +176,7 @@ def main(argv=None):
     return 0
 
 
-def _flush_quietly(out):
+def _flush_quietly(out: TextIO) -> None:
     try:
         out.flush()
     except (BrokenPipeError, OSError):

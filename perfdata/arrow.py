@@ -110,7 +110,7 @@ def record_batches(samples: Iterable[SymbolizedSample],
     s = rows.data
     stack_ids: dict[tuple[Any, ...], int] = {}      # frame key tuple -> id
     # id(frames) -> (frames, stack id): the symbolizer shares lists
-    by_list: dict[int, tuple[list[StackFrame], int]] = {}
+    by_list: dict[int, tuple[Sequence[StackFrame], int]] = {}
     sid: int | None
     for sample in samples:
         frames = sample.frames
@@ -196,7 +196,8 @@ def to_arrow(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
     got: dict[str, list[pa.RecordBatch]] = {"samples": [], "stacks": []}
     pf, samples = open_samples(path, debug_dirs, symfs, archive)
     with pf:
-        for name, batch in record_batches(samples, batch_size):
+        # (made without side events: its items are samples)
+        for name, batch in record_batches(samples, batch_size):  # type: ignore[arg-type]
             got[name].append(batch)
     return ArrowTables(pa.Table.from_batches(got["samples"], sample_schema),
                        pa.Table.from_batches(got["stacks"], stack_schema))

@@ -4,10 +4,22 @@ address space, the binary behind it (by build-id, the vdso, the kernel, a
 JIT's perf map) and turns the symbolizer's answer into StackFrames, with
 DWARF inline chains and perf's return-address rules; it owns the caches.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any
 
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .session.machine import KERNEL_DSO
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from symbolize import KernelSymbols, Symbolizer
+
+    from .session.machine import Machine
+    from .session.maps import Map, MapGroup
+    from .session.stream import Sample
 
 KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # Outermost frames: nothing calls them, so what a frame-pointer walk finds
@@ -40,9 +52,11 @@ class StackFrame:
                  "source", "inlined", "srcline", "kernel", "is_return_address", "note",
                  "stitched")
 
-    def __init__(self, avma, address, symbol, offset, dso, dso_path=None, build_id=None,
-                 source=None, inlined=False, srcline=None, kernel=False,
-                 is_return_address=False, note=None, stitched=False):
+    def __init__(self, avma: int | None, address: int, symbol: str | None, offset: int | None,
+                 dso: str, dso_path: str | None = None, build_id: str | None = None,
+                 source: str | None = None, inlined: bool = False, srcline: str | None = None,
+                 kernel: bool = False, is_return_address: bool = False, note: str | None = None,
+                 stitched: bool = False) -> None:
         self.avma = avma
         self.address = address          # what perf prints: map-relative for user maps
         self.symbol = symbol            # None: [unknown]
@@ -59,7 +73,7 @@ class StackFrame:
         # taken from the thread's other samples to complete a cut stack (--stitch)
         self.stitched = stitched
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
 
 
@@ -70,8 +84,10 @@ class FrameResolver:
     address and of whole stacks.  One per run (or per worker process): it
     knows the session's Machine, not the file."""
 
-    def __init__(self, machine, symbolizer, build_ids, warnings, recorded_release=lambda: None,
-                 max_stack=DEFAULT_MAX_STACK, dwarf_inline=True, counts=None):
+    def __init__(self, machine: Machine, symbolizer: Symbolizer, build_ids: dict[str, str],
+                 warnings: list[str], recorded_release: Callable[[], str | None] = lambda: None,
+                 max_stack: int = DEFAULT_MAX_STACK, dwarf_inline: bool = True,
+                 counts: dict[str, int] | None = None) -> None:
         self.machine = machine
         self.symbolizer = symbolizer
         # binary path -> build-id, as recorded (updated as MMAP2 records come)
@@ -84,14 +100,17 @@ class FrameResolver:
         # Frames by address (shared by every stack through it), stacks by
         # their addresses and address space, the inline chains added to the
         # frames of an address: bounded, cleared when full.
-        self._frame_cache = {}
-        self._stack_cache = {}
-        self._dwarf_cache = {}        # (id(frames of an address), is_return): (frames, with inlines)
-        self._dso_cache = {}
-        self._perfmap_seen = {}
-        self._kernel_ok = None
+        # (frames of an address, or its inline chain: a tuple of names)
+        self._frame_cache: dict[tuple, tuple] = {}
+        self._stack_cache: dict[tuple, tuple] = {}   # key -> (maps, frames, ...)
+        # (id(frames of an address), is_return): (frames, with inlines)
+        self._dwarf_cache: dict[tuple[int, bool],
+                                tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
+        self._dso_cache: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+        self._perfmap_seen: dict[str, bool] = {}
+        self._kernel_ok: bool | None = None
 
-    def leaf_frames(self, sample):
+    def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
         """The frames of the sample's own ip (perf's machine__resolve()):
         what -S, --dsos look at."""
         if sample.ip is None:
@@ -99,7 +118,8 @@ class FrameResolver:
         return self.frames_for_address(sample, sample.ip, sample.cpumode in KERNEL_MODES,
                                        False)
 
-    def dwarf_stack(self, sample, kernel_frames, user, exact):
+    def dwarf_stack(self, sample: Sample, kernel_frames: Sequence[StackFrame],
+                    user: Iterable[int], exact: tuple[int, ...]) -> list[StackFrame]:
         """The frames of a DWARF-unwound stack: the kernel part, then each
         user address with its inline chain (callers at address - 1, but the
         exact_ip ones).  Samples with the same unwound stack in the same
@@ -133,13 +153,14 @@ class FrameResolver:
         cache[key] = (maps, frames, kernel_frames)
         return frames
 
-    def kernel_symbols(self):
+    def kernel_symbols(self) -> KernelSymbols | None:
         """The kallsyms table of the profiled kernel, or None."""
         if not self.kernel_symbols_usable():
             return None
         return self.symbolizer.kernel_symbols(self.build_ids.get(KERNEL_DSO))
 
-    def lbr_frames(self, sample, ips, entries):
+    def lbr_frames(self, sample: Sample, ips: list[int], entries: list[dict[str, Any]]
+                   ) -> list[StackFrame] | None:
         """perf's resolve_lbr_callchain_sample(): with LBR call-stack mode the
         user part of the stack comes from the branch records: where the last
         call went (the current function), then every call site, innermost
@@ -154,10 +175,10 @@ class FrameResolver:
             frames.extend(self.frames_for_address(sample, avma, False, False))
         return frames
 
-    def _build_id_of(self, m):
+    def _build_id_of(self, m: Map) -> str | None:
         return self.dso_of(m)[1]
 
-    def dso_of(self, m):
+    def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map.  The vdso has
         no file: perf's build-id cache may hold its image; else, as perf does,
         this machine's own vdso stands in, used silently only when its
@@ -181,7 +202,7 @@ class FrameResolver:
             self._dso_cache[key] = hit
         return hit
 
-    def dwarf_frames(self, sample, avma, is_return):
+    def dwarf_frames(self, sample: Sample, avma: int, is_return: bool) -> Sequence[StackFrame]:
         """perf's unwind_entry(): the frame at `avma` plus, from DWARF, the
         chain of functions inlined there, each printed with the containing
         symbol's offset.  perf prints an unwound caller at its return address
@@ -204,7 +225,8 @@ class FrameResolver:
         self._dwarf_cache[key] = (base, out)
         return out
 
-    def _dwarf_frames_of(self, sample, avma, is_return, base):
+    def _dwarf_frames_of(self, sample: Sample, avma: int, is_return: bool,
+                         base: Sequence[StackFrame]) -> Sequence[StackFrame]:
         # (offset 0: the symbolizer named what is at the address itself,
         # address - 1 being padding; that one perf prints as is.)
         if is_return and base and base[-1].offset != 0:
@@ -245,10 +267,10 @@ class FrameResolver:
                 out.append(f)
         return out or [head]
 
-    def _symbol_name(self, name):
+    def _symbol_name(self, name: str | None) -> str | None:
         return self.symbolizer.demangle_name(name)
 
-    def frames_for_callchain(self, sample, ips):
+    def frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
         """Frames of a kernel-recorded callchain (-g): context markers switch
         between kernel and user; every frame but the first is a return address.
         The result is shared by every sample with the same stack in the same
@@ -265,9 +287,9 @@ class FrameResolver:
         self._stack_cache[key] = (maps, frames)
         return frames
 
-    def _frames_for_callchain(self, sample, ips):
+    def _frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
         # (the hot loop of frame-pointer recordings: names bound once)
-        frames = []
+        frames: list[StackFrame] = []
         extend = frames.extend
         frames_for_address = self.frames_for_address
         max_stack = self.max_stack
@@ -308,7 +330,8 @@ class FrameResolver:
                 break
         return frames
 
-    def frames_for_address(self, sample, avma, kernel, is_return_address):
+    def frames_for_address(self, sample: Sample, avma: int, kernel: bool,
+                           is_return_address: bool) -> Sequence[StackFrame]:
         machine = self.machine
         thread = sample.thread
         m = machine.find_map(thread, avma, kernel)
@@ -340,7 +363,7 @@ class FrameResolver:
                 return [StackFrame(avma, avma, None, None, dso, m.path, kernel=True,
                                    is_return_address=is_return_address,
                                    note="kernel-mismatch")]
-            key = (KERNEL_DSO, avma, is_return_address, dso)
+            key: tuple = (KERNEL_DSO, avma, is_return_address, dso)
             hit = self._frame_cache.get(key)
             if hit is None:
                 hit = self._cache_frames(key, self._lookup(
@@ -375,13 +398,13 @@ class FrameResolver:
                 avma)
         return hit
 
-    def _perfmap_exists(self, path):
+    def _perfmap_exists(self, path: str) -> bool:
         got = self._perfmap_seen.get(path)
         if got is None:
             got = self._perfmap_seen[path] = os.path.isfile(path)
         return got
 
-    def _kernel_text_map(self, avma):
+    def _kernel_text_map(self, avma: int) -> Map | None:
         """The kernel's map for an address past its MMAP's end (_etext) that
         a kernel symbol covers (.init.text: start_kernel): perf's kernel map
         reaches the last kallsyms symbol."""
@@ -397,7 +420,8 @@ class FrameResolver:
             return None
         return main if s is not None and s.module is None else None
 
-    def _cache_frames(self, key, frames, avma):
+    def _cache_frames(self, key: tuple, frames: tuple[StackFrame, ...], avma: int
+                      ) -> tuple[StackFrame, ...]:
         for f in frames:
             f.avma = avma
         if len(self._frame_cache) > 500000:
@@ -405,7 +429,7 @@ class FrameResolver:
         self._frame_cache[key] = frames
         return frames
 
-    def kernel_symbols_usable(self):
+    def kernel_symbols_usable(self) -> bool:
         """Kernel symbols are looked up only for the kernel that was profiled:
         by build-id when the file has one (the symbolizer checks it), else only
         if this machine runs the release the file names (perf 6.1 uses this
@@ -424,8 +448,9 @@ class FrameResolver:
                         % (release or "unknown", os.uname().release))
         return self._kernel_ok
 
-    def _lookup(self, path, bid, svma, file_offset, is_ret, printed, dso, kernel,
-                display_path=None):
+    def _lookup(self, path: str, bid: str | None, svma: int | None, file_offset: int | None,
+                is_ret: bool, printed: int, dso: str, kernel: bool,
+                display_path: str | None = None) -> tuple[StackFrame, ...]:
         try:
             found = self.symbolizer.lookup(path, bid, svma, file_offset=file_offset,
                                            is_return_address=is_ret)
@@ -450,7 +475,7 @@ class FrameResolver:
         return tuple(frames)
 
 
-def _at_call(frame):
+def _at_call(frame: StackFrame) -> StackFrame:
     """A return-address frame shown at the call instruction (address - 1)."""
     f = with_avma(frame, frame.avma - 1 if frame.avma else frame.avma)
     f.address -= 1
@@ -459,7 +484,7 @@ def _at_call(frame):
     return f
 
 
-def with_avma(frame, avma):
+def with_avma(frame: StackFrame, avma: int | None) -> StackFrame:
     f = StackFrame.__new__(StackFrame)
     for name in StackFrame.__slots__:
         setattr(f, name, getattr(frame, name))
@@ -467,7 +492,7 @@ def with_avma(frame, avma):
     return f
 
 
-def _all_in_code_maps(maps, addresses):
+def _all_in_code_maps(maps: MapGroup, addresses: Iterable[int]) -> bool:
     """Does every address lie in a map of `maps` that is not a data map?"""
     for avma in addresses:
         m = maps.find(avma)

@@ -32,7 +32,13 @@ its thread that shows its outer frames.
 Knows nothing of symbols: a `finish(sample, stack)` callback turns the
 frames found into printed ones.
 """
+from __future__ import annotations
+
 from collections import deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable, Iterable, Sequence
 
 #: stop reasons of an unwind that reached the real end of its stack
 BOTTOM_REASONS = frozenset(("outermost",))
@@ -66,7 +72,8 @@ class UserStack:
     of pcs the sample's own unwind found (the others are stitched)."""
     __slots__ = ("pcs", "cfas", "exact", "sp", "bottom", "own")
 
-    def __init__(self, pcs, cfas, sp, exact=frozenset(), bottom=False):
+    def __init__(self, pcs: Iterable[int], cfas: Sequence[int], sp: int,
+                 exact: Iterable[int] = frozenset(), bottom: bool = False) -> None:
         self.pcs = list(pcs)
         self.cfas = list(cfas[:len(self.pcs)])
         self.sp = sp
@@ -74,22 +81,22 @@ class UserStack:
         self.bottom = bottom
         self.own = len(self.pcs)
 
-    def linkable(self):
+    def linkable(self) -> bool:
         """Has a return address whose slot's address is known: can be matched."""
         return len(self.pcs) >= 2 and len(self.cfas) >= len(self.pcs) - 1
 
-    def top(self):
+    def top(self) -> int:
         """The highest stack address the known frames reach."""
         return max(self.cfas, default=self.sp)
 
-    def copy(self):
+    def copy(self) -> UserStack:
         c = UserStack.__new__(UserStack)
         c.pcs, c.cfas, c.sp = list(self.pcs), list(self.cfas), self.sp
         c.exact, c.bottom, c.own = self.exact, self.bottom, self.own
         return c
 
 
-def extend_from(cut, other):
+def extend_from(cut: UserStack, other: UserStack) -> str:
     """Compare the cut stack `cut` with `other`, another sample's stack of the
     same thread (taken just before or just after it, with no sample between
     that was not compared): extend `cut` in place with the frames `other`
@@ -134,13 +141,13 @@ def extend_from(cut, other):
     return _EXTENDED
 
 
-def _elsewhere(later, earlier):
+def _elsewhere(later: UserStack, earlier: UserStack) -> bool:
     """Does `later` lie on another stack than `earlier`, certainly: entirely
     below it, or entirely above the end of a stack known to its bottom?"""
     return later.top() < earlier.sp or (earlier.bottom and later.sp > earlier.top())
 
 
-def _extend_from_recent(cut, recent):
+def _extend_from_recent(cut: UserStack, recent: list[UserStack]) -> str:
     """Extend a cut stack from the thread's recent stacks, latest first.  One
     that lies on another stack says nothing: entirely below the link, or
     above the end of an older complete stack that holds the link (the
@@ -155,7 +162,7 @@ def _extend_from_recent(cut, recent):
     return _NO_INFO
 
 
-def _above_its_stack(cut, other, known):
+def _above_its_stack(cut: UserStack, other: UserStack, known: Iterable[UserStack]) -> bool:
     """Does `other` lie above the end of the stack holding the link of
     `cut`, as one of the `known` complete stacks shows that stack's end?
     (A stack's end does not move: the main stack's, a thread's, a
@@ -169,10 +176,14 @@ class _Held:
     while it is cut and open) or a side event."""
     __slots__ = ("item", "thread", "stack", "open")
 
-    def __init__(self, item, thread=None, stack=None, open_=False):
+    # item: a sample or anything else of the run, handed back as it is
+    def __init__(self, item: Any, thread: Hashable | None = None,
+                 stack: UserStack | None = None, open_: bool = False) -> None:
         self.item = item
         self.thread = thread
-        self.stack = stack
+        # (None only for an item never open: the groups, finish() and the
+        # comparisons see open ones only)
+        self.stack: UserStack = stack  # type: ignore[assignment]
         self.open = open_
 
 
@@ -183,18 +194,18 @@ RECENT_STACKS = 4
 class _ThreadState:
     __slots__ = ("recent", "open")
 
-    def __init__(self):
+    def __init__(self) -> None:
         # The latest sample's UserStack (as far as known) first, then older
         # ones that every later sample lay entirely below: another stack
         # (a coroutine's) ran in between, and said nothing about them.
-        self.recent = []
+        self.recent: list[UserStack] = []
         # The thread's cut samples still open, by their link (_link_key):
         # those with the same link fare alike, compared once per sample (a
         # thread that stays deep has thousands).  Closed ones leave lazily.
-        self.open = {}
+        self.open: dict[tuple[int, int, int | None], deque[_Held]] = {}
 
 
-def _link_key(stack):
+def _link_key(stack: UserStack) -> tuple[int, int, int | None]:
     """What extend_from() looks at in a cut stack: its outermost return
     address, the CFA below which it lies, the caller's CFA if known."""
     n = len(stack.pcs)
@@ -202,7 +213,7 @@ def _link_key(stack):
             stack.cfas[n - 1] if len(stack.cfas) >= n else None)
 
 
-def _extend_like(stack, extended, before):
+def _extend_like(stack: UserStack, extended: UserStack, before: int) -> None:
     """Give `stack` (same link as `extended` had) what extend_from() added to
     `extended`, which had `before` frames."""
     n = len(stack.pcs)
@@ -220,25 +231,27 @@ class StackStitcher:
     called for each cut sample completed (stack.pcs beyond stack.own are the
     stitched frames)."""
 
-    def __init__(self, finish, lookahead=DEFAULT_LOOKAHEAD):
+    def __init__(self, finish: Callable[[Any, UserStack], object],
+                 lookahead: int = DEFAULT_LOOKAHEAD) -> None:
         self.finish = finish
         self.lookahead = max(1, lookahead)
-        self._queue = deque()
-        self._threads = {}
+        self._queue: deque[_Held] = deque()
+        self._threads: dict[Hashable, _ThreadState] = {}
         # completed-from-later: of the completed, those a later sample completed
         self.counts = {"cut": 0, "completed": 0, "completed-from-later": 0}
         for reason in NOT_COMPLETED_REASONS:
             self.counts["not-completed:" + reason] = 0
 
-    def not_completed(self):
+    def not_completed(self) -> int:
         return sum(v for k, v in self.counts.items() if k.startswith("not-completed:"))
 
     # ------------------------------------------------------------ input
-    def add_other(self, item):
+    def add_other(self, item: Any) -> None:
         self._queue.append(_Held(item))
         self._bound()
 
-    def add_sample(self, sample, thread, stack, stop_reason, shown=True):
+    def add_sample(self, sample: Any, thread: Hashable, stack: UserStack | None,
+                   stop_reason: str | None, shown: bool = True) -> None:
         """thread: a key naming the thread (pid, tid); stack: the sample's
         UserStack, or None when it has no unwound user stack.  shown=False:
         a sample the filters (--time, --cpu, -S ...) leave out, which still
@@ -303,7 +316,7 @@ class StackStitcher:
                                    if _elsewhere(latest, r)][:RECENT_STACKS - 1]
         self._bound()
 
-    def end_thread(self, thread):
+    def end_thread(self, thread: Hashable) -> None:
         """The thread exited or exec'd: its open stacks stay cut, its state
         goes (a new thread or image with the same tid starts afresh)."""
         state = self._threads.pop(thread, None)
@@ -313,7 +326,7 @@ class StackStitcher:
                     if held.open:
                         self._close(held, "thread-end")
 
-    def close(self):
+    def close(self) -> None:
         """The end of the input: what is still open stays cut."""
         for state in self._threads.values():
             for members in state.open.values():
@@ -323,7 +336,7 @@ class StackStitcher:
             state.open = {}
 
     # ----------------------------------------------------------- output
-    def ready(self):
+    def ready(self) -> list[Any]:
         """The items at the head of the queue no longer waited for, in order."""
         queue = self._queue
         out = []
@@ -332,7 +345,7 @@ class StackStitcher:
         return out
 
     # ---------------------------------------------------------- helpers
-    def _bound(self):
+    def _bound(self) -> None:
         # The look-ahead is full: the oldest open sample stays cut.
         while len(self._queue) > self.lookahead:
             head = self._queue[0]
@@ -341,7 +354,7 @@ class StackStitcher:
             self._close(head, "lookahead")      # (its group drops it lazily)
 
     @staticmethod
-    def _add_open(state, members):
+    def _add_open(state: _ThreadState, members: deque[_Held]) -> None:
         """File open cut samples (a deque, the same link) under their link."""
         key = _link_key(members[0].stack)
         group = state.open.get(key)
@@ -350,11 +363,11 @@ class StackStitcher:
         else:
             group.extend(m for m in members if m.open)
 
-    def _complete(self, held):
+    def _complete(self, held: _Held) -> None:
         held.open = False
         self.counts["completed"] += 1
         self.finish(held.item, held.stack)
 
-    def _close(self, held, reason):
+    def _close(self, held: _Held, reason: str) -> None:
         held.open = False
         self.counts["not-completed:" + reason] += 1

@@ -7,6 +7,10 @@ into a `SymbolizedSample` whose frames carry the address, the symbol, the
 offset, the dso, the build-id, inlined frames and source lines.  Views
 (script, folded stacks, reports) format these.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from symbolize import DebugInfoLocator, Symbolizer
 
 from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
@@ -15,6 +19,21 @@ from .format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
 from .session.stream import (BuildId, LostSamples, Sample, SessionStream, SideEvent,
                              recorded_build_ids)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+
+    from symbolize import KernelSymbols
+    from symbolize.unwind import UnwindResult
+
+    from .format.container import PerfFile
+    from .format.decoder import Record
+    from .format.eventattr import EventAttr
+    from .frames import StackFrame
+    from .session.maps import Map
+    from .session.threads import Thread
+    from . import unwinding
+    from .stitch import StackStitcher, UserStack
 
 
 # (bound once: a sample is built per SAMPLE record, and reading Sample.__init__
@@ -27,11 +46,12 @@ class SymbolizedSample(Sample):
     why the unwind stopped and the UnwindResult."""
     __slots__ = ("frames", "stop_reason", "unwind")
 
-    def __init__(self, record, fields, event, thread):
+    def __init__(self, record: Record, fields: dict[str, Any], event: EventAttr,
+                 thread: Thread | None) -> None:
         _init_sample(self, record, fields, event, thread)
-        self.frames = []
-        self.stop_reason = None
-        self.unwind = None
+        self.frames: Sequence[StackFrame] = []
+        self.stop_reason: str | None = None
+        self.unwind: UnwindResult | None = None
 
 
 class SampleSymbolizer:
@@ -40,10 +60,17 @@ class SampleSymbolizer:
     filters, symbolizes and stitches; what the stream says of lost samples
     and build-ids is kept in lost_samples and build_ids."""
 
-    def __init__(self, pf, symbolizer=None, max_stack=DEFAULT_MAX_STACK, inline=True,
-                 demangle=True, unwind="auto", filters=None, dwarf_inline=True,
-                 side_events=(), strict=False, leaf_filter=None, side_cpus=None,
-                 order="time", stitch=False, stitch_lookahead=None, share=None):
+    def __init__(self, pf: PerfFile, symbolizer: Symbolizer | None = None,
+                 max_stack: int = DEFAULT_MAX_STACK, inline: bool = True, demangle: bool = True,
+                 unwind: str = "auto",
+                 filters: Callable[[SymbolizedSample], bool] | None = None,
+                 dwarf_inline: bool = True, side_events: Iterable[int] = (),
+                 strict: bool = False,
+                 leaf_filter: Callable[[SymbolizedSample, Sequence[StackFrame]], bool]
+                 | None = None,
+                 side_cpus: Collection[int] | None = None, order: str = "time",
+                 stitch: bool = False, stitch_lookahead: int | None = None,
+                 share: tuple[int, int, int] | None = None) -> None:
         self.pf = pf
         # side_events, side_cpus, order, strict, share: the stream's (see
         # SessionStream); the session (threads, maps) follows every record.
@@ -70,7 +97,7 @@ class SampleSymbolizer:
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
                                       dwarf_inline, self.counts)
-        self.unwinder = None
+        self.unwinder: unwinding.SampleUnwinder | None = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
                 for ea in pf.attrs):
@@ -86,7 +113,7 @@ class SampleSymbolizer:
                 pf.warnings.append("no unwinder for architecture %s" % arch)
         # --stitch: DWARF stacks cut by the snapshot completed from the
         # thread's other samples (a no-op without DWARF samples).
-        self.stitcher = None
+        self.stitcher: StackStitcher | None = None
         if stitch and self.unwinder is not None:
             from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
             self.stitcher = StackStitcher(self._finish_stitched,
@@ -94,17 +121,17 @@ class SampleSymbolizer:
             self.stream.after_apply = self._thread_restarts
 
     @property
-    def ordinal(self):
+    def ordinal(self) -> int:
         """SAMPLE records seen so far (in a sharded run, see SessionStream)."""
         return self.stream.ordinal
 
     @property
-    def share(self):
+    def share(self) -> tuple[int, int, int] | None:
         """(block, jobs, index) of a sharded run's worker, else None."""
         return self.stream.share
 
     # ------------------------------------------------------------ iteration
-    def __iter__(self):
+    def __iter__(self) -> Iterator[SymbolizedSample | SideEvent]:
         try:
             if self.stitcher is not None:
                 yield from self._stitched(self._samples())
@@ -116,7 +143,7 @@ class SampleSymbolizer:
             if flush is not None:
                 flush()
 
-    def _samples(self):
+    def _samples(self) -> Iterator[SymbolizedSample | SideEvent]:
         """The stream's samples filtered and symbolized, its side events as
         they come; its lost-sample counts and build-ids kept."""
         counts = self.counts
@@ -125,6 +152,7 @@ class SampleSymbolizer:
         leaf_frames = self.resolver.leaf_frames
         symbolize = self._symbolize_sample
         build_ids = self.build_ids
+        event: Any      # (told apart by its exact type, kind, below)
         for event in self.stream:
             kind = type(event)
             if kind is SymbolizedSample:
@@ -144,33 +172,35 @@ class SampleSymbolizer:
             elif kind is BuildId:
                 build_ids.setdefault(event.path, event.build_id)
 
-    def _thread_restarts(self, rtype, record, fields):
+    def _thread_restarts(self, rtype: int, record: Record, fields: dict[str, Any]) -> None:
         """A stack is never stitched across an exit or an exec (a FORK's tid
         may be a reused one: start it afresh too)."""
         if rtype in (RT.EXIT, RT.FORK) or (rtype == RT.COMM and record.misc & MISC_COMM_EXEC):
-            self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))
+            # (after_apply is set to this only with a stitcher)
+            self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))  # type: ignore[union-attr]
 
     # ------------------------------------------------ frames (the resolver's)
-    def leaf_frames(self, sample):
+    def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
         """The frames of the sample's own ip (what -S, --dsos look at)."""
         return self.resolver.leaf_frames(sample)
 
-    def frames_for_address(self, sample, avma, kernel, is_return_address):
+    def frames_for_address(self, sample: Sample, avma: int, kernel: bool,
+                           is_return_address: bool) -> Sequence[StackFrame]:
         return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
 
-    def frames_for_callchain(self, sample, ips):
+    def frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
         return self.resolver.frames_for_callchain(sample, ips)
 
-    def dso_of(self, m):
+    def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map."""
         return self.resolver.dso_of(m)
 
-    def kernel_symbols(self):
+    def kernel_symbols(self) -> KernelSymbols | None:
         """The kallsyms table of the profiled kernel, or None."""
         return self.resolver.kernel_symbols()
 
     # -------------------------------------------------------- symbolization
-    def _symbolize_sample(self, sample):
+    def _symbolize_sample(self, sample: SymbolizedSample) -> None:
         resolver = self.resolver
         fields = sample.fields
         chain = fields.get("callchain")
@@ -194,15 +224,16 @@ class SampleSymbolizer:
             kernel = sample.cpumode in KERNEL_MODES
             sample.frames = resolver.frames_for_address(sample, sample.ip, kernel, False)
 
-    def _symbolize_dwarf(self, sample, chain):
+    def _symbolize_dwarf(self, sample: SymbolizedSample, chain: dict[str, Any] | None) -> bool:
         """Kernel part of the recorded callchain, then the user stack unwound
         from REGS_USER and STACK_USER, printed as perf does: callers at their
         return address - 1, with DWARF inline chains."""
         resolver = self.resolver
-        result = self.unwinder.unwind(sample, resolver.dso_of)
+        # (called only with an unwinder)
+        result = self.unwinder.unwind(sample, resolver.dso_of)  # type: ignore[union-attr]
         if result is None or not result.frames:
             return False
-        kernel_frames = ()
+        kernel_frames: Sequence[StackFrame] = ()
         ips = chain.get("ips") if chain else None
         if ips:
             kernel_part = []
@@ -217,7 +248,7 @@ class SampleSymbolizer:
         if not kernel_sample and sample.ip is not None and user[0] != sample.ip:
             # precise_ip skid: the hardware's ip is the leaf we print, the
             # unwind itself started from the consistent REGS_USER pair.
-            self.unwinder.counts["ip_mismatch"] += 1
+            self.unwinder.counts["ip_mismatch"] += 1  # type: ignore[union-attr]  # (as above)
             user[0] = sample.ip
         exact = tuple(result.exact_ip_frames)
         sample.frames = resolver.dwarf_stack(sample, kernel_frames, user, exact)
@@ -226,11 +257,12 @@ class SampleSymbolizer:
         return True
 
     # ------------------------------------------------------------ stitching
-    def _stitched(self, items):
+    def _stitched(self, items: Iterable[SymbolizedSample | SideEvent]
+                  ) -> Iterator[SymbolizedSample | SideEvent]:
         """The items with cut stacks completed, in the same order (a cut
         sample is held back, with what follows it, until a later sample of
         its thread completes it or the look-ahead is full)."""
-        stitcher = self.stitcher
+        stitcher: StackStitcher = self.stitcher  # type: ignore[assignment]  # (called with one)
         for item in items:
             if type(item) is SymbolizedSample:
                 stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item),
@@ -241,7 +273,8 @@ class SampleSymbolizer:
         stitcher.close()
         yield from stitcher.ready()
 
-    def _user_stack(self, sample, result=None):
+    def _user_stack(self, sample: SymbolizedSample, result: UnwindResult | None = None
+                    ) -> UserStack | None:
         """The stitcher's view of a sample's unwound user stack (None: no
         view; also without a tid, as the thread would not be known)."""
         from .stitch import BOTTOM_REASONS, UserStack
@@ -251,18 +284,19 @@ class SampleSymbolizer:
         return UserStack(result.frames[:self.max_stack], result.cfas, result.sp,
                          result.exact_ip_frames, result.stop_reason in BOTTOM_REASONS)
 
-    def _left_out(self, sample):
+    def _left_out(self, sample: SymbolizedSample) -> None:
         """A sample the filters leave out still tells the stitcher where its
         thread's stack was (a return past a frame, in particular)."""
         if self.stitcher is None or "regs_user" not in sample.fields:
             return
-        result = self.unwinder.unwind(sample, self.resolver.dso_of)
+        # (a stitcher is made only with an unwinder)
+        result = self.unwinder.unwind(sample, self.resolver.dso_of)  # type: ignore[union-attr]
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,
                                      shown=False)
 
-    def _finish_stitched(self, sample, stack):
+    def _finish_stitched(self, sample: SymbolizedSample, stack: UserStack) -> None:
         """A cut sample completed: its frames, then the stitched ones (each
         marked), up to --max-stack user frames."""
         extra = stack.pcs[stack.own:self.max_stack]
@@ -275,7 +309,7 @@ class SampleSymbolizer:
         sample.frames = frames
 
 
-def _recorded_release(pf):
+def _recorded_release(pf: PerfFile) -> str | None:
     """The uname -r the file was recorded on (HEADER_OSRELEASE), or None."""
     try:
         return pf.feature(Feature.OSRELEASE)

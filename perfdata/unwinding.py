@@ -6,11 +6,27 @@ stack copy come from the same moment, so a sample ip corrected by the hardware
 (precise_ip skid) is never mixed in; when the two ips differ, the sample ip
 stays the printed leaf and the mismatch is counted.
 """
+from __future__ import annotations
+
 from functools import partial
+from typing import TYPE_CHECKING, Literal
 
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
 from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from symbolize import Binary, Symbolizer
+    from symbolize.arch import PerfColumns
+    from symbolize.unwind import UnwindResult
+
+    from .session.maps import Map, MapGroup
+    from .session.stream import Sample
+
+    # dso_of(map) -> (path to look the binary up by, build-id)
+    DsoOf = Callable[[Map], tuple[str, str | None]]
 
 
 class SampleUnwinder:
@@ -19,7 +35,8 @@ class SampleUnwinder:
     StackSnapshot) and the thread's maps as UnwindModules (module_for,
     module_finder)."""
 
-    def __init__(self, symbolizer, arch_name="x86_64", max_depth=127):
+    def __init__(self, symbolizer: Symbolizer, arch_name: str = "x86_64",
+                 max_depth: int = 127) -> None:
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
         self.unwinder = Unwinder.for_arch(self.arch)
@@ -27,17 +44,22 @@ class SampleUnwinder:
         self._narrow = self.arch.pointer_size < 8
         self._sp_column = self.arch.sp_column
         self.max_depth = max_depth
-        self._cfi = {}          # (path, build_id) -> (CfiTable or None, Binary or None)
-        self._modules = {}      # (path, build_id, start, pgoff) -> UnwindModule
-        self._by_map = {}       # id(map) -> (map, UnwindModule): the same, found faster
+        # (path, build_id) -> (CfiTable or None, Binary or None)
+        self._cfi: dict[tuple[str, str | None], tuple[CfiTable | None, Binary | None]] = {}
+        # (path, build_id, start, pgoff) -> UnwindModule
+        self._modules: dict[tuple[str, str | None, int, int], UnwindModule] = {}
+        # id(map) -> (map, UnwindModule): the same, found faster
+        self._by_map: dict[int, tuple[Map, UnwindModule]] = {}
         # id(maps) -> (maps, code_generation, _ModulesAt): per address space,
         # the module at each lookup address asked about (module_finder)
-        self._modules_at = {}
-        self._reg_layouts = {}  # sample_regs_user mask -> Arch.perf_columns(mask)
+        self._modules_at: dict[int, tuple[MapGroup, int, _ModulesAt]] = {}
+        # sample_regs_user mask -> Arch.perf_columns(mask)
+        self._reg_layouts: dict[int, PerfColumns] = {}
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
-        self.stop_reasons = {}
+        self.stop_reasons: dict[str, int] = {}
 
-    def _cfi_for(self, path, build_id):
+    def _cfi_for(self, path: str, build_id: str | None
+                 ) -> tuple[CfiTable | None, Binary | None]:
         key = (path, build_id)
         if key not in self._cfi:
             table = None
@@ -51,12 +73,12 @@ class SampleUnwinder:
             self._cfi[key] = (table, choice.binary)
         return self._cfi[key]
 
-    def module_for(self, m, dso):
+    def module_for(self, m: Map, dso: tuple[str, str | None]) -> UnwindModule:
         path, build_id = dso
         key = (path, build_id, m.start, m.pgoff)
-        mod = self._modules.get(key, False)
+        mod: UnwindModule | Literal[False] | None = self._modules.get(key, False)
         if mod is not False:
-            return mod
+            return mod  # type: ignore[return-value]  # (a module kept: never None)
         mod = None
         file_backed = not (m.path.startswith("//anon") or m.path.startswith("/memfd:") or
                            m.path == "[anon]" or
@@ -76,7 +98,7 @@ class SampleUnwinder:
         self._modules[key] = mod
         return mod
 
-    def unwind(self, sample, dso_of):
+    def unwind(self, sample: Sample, dso_of: DsoOf) -> UnwindResult | None:
         """UnwindResult for a sample, or None when it has no usable regs/stack."""
         fields = sample.fields
         regs_user = fields.get("regs_user")
@@ -111,7 +133,7 @@ class SampleUnwinder:
             # "bails out if nothing was captured"), and prints no user frame.
             self.counts["empty_stack"] += 1
             return None
-        data = stack["data"][:min(dyn, len(stack["data"]))]
+        data = stack["data"][:min(dyn, len(stack["data"]))]  # type: ignore[index]  # (dyn: a stack)
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
         result = self.unwinder.walk(ip, regs, read_stack,
@@ -120,7 +142,8 @@ class SampleUnwinder:
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
 
-    def module_finder(self, maps, dso_of):
+    def module_finder(self, maps: MapGroup | None, dso_of: DsoOf
+                      ) -> Callable[[int], UnwindModule | None]:
         """`find_module` for Unwinder.step/walk over one address space (a
         MapGroup) with `dso_of(map)` -> (path, build-id): a dict's own
         lookup (no Python call per frame once an address was seen), kept
@@ -136,7 +159,8 @@ class SampleUnwinder:
             self._modules_at[id(maps)] = entry
         return entry[2].__getitem__
 
-    def _module_at(self, maps, dso_of, avma):
+    def _module_at(self, maps: MapGroup, dso_of: DsoOf, avma: int
+                   ) -> tuple[UnwindModule | None, bool]:
         """(UnwindModule or None, may it be kept until a code map leaves)."""
         m = maps.find(avma)
         if m is None:
@@ -153,7 +177,7 @@ class SampleUnwinder:
         return hit[1], not m.is_data
 
 
-def _no_module(avma):
+def _no_module(avma: int) -> None:
     return None
 
 
@@ -164,11 +188,11 @@ class _ModulesAt(dict):
 
     LIMIT = 1 << 16
 
-    def __init__(self, find):
+    def __init__(self, find: Callable[[int], tuple[UnwindModule | None, bool]]) -> None:
         super().__init__()
         self.find = find
 
-    def __missing__(self, avma):
+    def __missing__(self, avma: int) -> UnwindModule | None:
         if len(self) > self.LIMIT:
             self.clear()
         module, keep = self.find(avma)

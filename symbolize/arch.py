@@ -11,10 +11,19 @@ Register values reach the unwinder as a dict of lowercase names -> int
 ('rip', 'rsp', 'rbp', 'rbx', ... on x86_64; 'pc', 'sp', 'x29', 'x30', ... on
 aarch64), as perf's REGS_USER names them.
 """
+from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    # Arch.perf_columns: (number of u64s, position of the ip or None, a reader
+    # of the other registers' values, their DWARF columns).
+    PerfColumns = tuple[int, int | None, Callable[[Sequence[int]], tuple[int, ...]],
+                        tuple[int, ...]]
 
 __all__ = ["Arch", "X86_64", "AARCH64", "ARCHES", "get_arch"]
 
@@ -54,7 +63,7 @@ class Arch:
     register_columns: Dict[str, int] = field(init=False, repr=False, compare=False)
     callee_saved_columns: Tuple[int, ...] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         names = {n: num for num, n in self.dwarf_names.items()}
         for alias, real in self.aliases.items():
             names.setdefault(alias, names[real])
@@ -83,13 +92,13 @@ class Arch:
     def dwarf_to_name(self, num: int) -> Optional[str]:
         return self.dwarf_names.get(num)
 
-    def regs_from_perf(self, mask: int, values) -> Dict[str, int]:
+    def regs_from_perf(self, mask: int, values: Sequence[int]) -> Dict[str, int]:
         """The regs dict for the unwinder from a sample's REGS_USER: `mask`
         is the attr's sample_regs_user, `values` the u64s in bit order."""
         names = self.perf_reg_names(mask)
         return {name: value for name, value in zip(names, values) if name is not None}
 
-    def perf_columns(self, mask: int):
+    def perf_columns(self, mask: int) -> PerfColumns:
         """How to read the registers the unwinder uses out of a REGS_USER of
         this mask (callers keep it per mask): (number of u64s, position of
         the ip or None, an itemgetter of the others' positions, their DWARF
@@ -166,7 +175,7 @@ ARCHES["x86-64"] = X86_64
 ARCHES["arm64"] = AARCH64
 
 
-def get_arch(name) -> Arch:
+def get_arch(name: str | Arch) -> Arch:
     """An Arch from its name ('x86_64', 'aarch64', 'arm64'), or the Arch itself."""
     if isinstance(name, Arch):
         return name

@@ -15,7 +15,7 @@ _BUILD_ID_RE = re.compile(r"(?:[0-9a-f]{2}){1,32}\Z")
 NT_GNU_BUILD_ID = 3
 
 
-def normalize_build_id(value) -> str | None:
+def normalize_build_id(value: str | bytes | None) -> str | None:
     """Lowercase hex str for a str/bytes build-id, or None if it is not valid.
 
     bytes are the raw note descriptor; a str may be upper case. perf.data pads
@@ -31,15 +31,15 @@ def normalize_build_id(value) -> str | None:
             hit = _normalize(value)
             if len(_NORMALIZED) < 4096:
                 _NORMALIZED[value] = hit
-        return hit
+        return hit  # type: ignore[return-value]  # (no longer _MISSING: replaced above)
     return _normalize(value)
 
 
-_NORMALIZED: dict = {}
+_NORMALIZED: dict[str, str | None] = {}
 _MISSING = object()
 
 
-def _normalize(value) -> str | None:
+def _normalize(value: str | bytes) -> str | None:
     if isinstance(value, (bytes, bytearray, memoryview)):
         value = bytes(value).hex()
     if not isinstance(value, str):
@@ -50,11 +50,11 @@ def _normalize(value) -> str | None:
     return value if _BUILD_ID_RE.match(value) else None
 
 
-def is_valid_build_id(value) -> bool:
+def is_valid_build_id(value: str | bytes | None) -> bool:
     return normalize_build_id(value) is not None
 
 
-def require_build_id(value) -> str:
+def require_build_id(value: str | bytes | None) -> str:
     """Like normalize_build_id but raises InvalidBuildIdError."""
     bid = normalize_build_id(value)
     if bid is None:

@@ -21,8 +21,18 @@ thing again), marks what it reads as used, and keeps the files it made
 within `limit` bytes, least recently used first.  A disabled CacheDir reads
 and writes nothing.
 """
+from __future__ import annotations
+
 import os
 import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import TypeAlias
+
+    # What a function of symbolize that keeps a cache takes (CacheDir.of).
+    CacheWhere: TypeAlias = "CacheDir | str | os.PathLike[str] | _Default | None"
 
 #: Total size the cache's files may take; the least recently used go first.
 CACHE_LIMIT = 512 << 20
@@ -53,7 +63,7 @@ class _Default:
     """The `where` that means perfdata's default cache directory."""
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "DEFAULT"
 
 
@@ -64,7 +74,7 @@ DEFAULT = _Default()
 class CacheDir:
     """One cache directory (root), or none (root None: disabled)."""
 
-    def __init__(self, root: "str | os.PathLike | None" = None, limit: int = CACHE_LIMIT):
+    def __init__(self, root: "str | os.PathLike | None" = None, limit: int = CACHE_LIMIT) -> None:
         self.root = os.path.expanduser(os.fspath(root)) if root else None
         self.limit = limit
         # The bound is applied at this object's first write, then again
@@ -81,27 +91,27 @@ class CacheDir:
         return cls(perfdata_cache_dir())
 
     @classmethod
-    def of(cls, where) -> "CacheDir":
+    def of(cls, where: CacheWhere) -> "CacheDir":
         """A CacheDir from what a caller gave: a CacheDir (itself), a path,
         DEFAULT (perfdata's default directory), or None / "" (disabled)."""
         if isinstance(where, CacheDir):
             return where
         if where is DEFAULT:
             return cls.default()
-        return cls(where or None)
+        return cls(where or None)  # type: ignore[arg-type]  # (DEFAULT is _Default's one instance)
 
     @property
     def enabled(self) -> bool:
         return self.root is not None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "CacheDir(%r)" % self.root
 
     # Equal by directory: running_vdso() is memoized by the CacheDir given.
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, CacheDir) and (self.root, self.limit) == (other.root, other.limit)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.root, self.limit))
 
     # ------------------------------------------------------------ names
@@ -138,7 +148,7 @@ class CacheDir:
         self._touch(path, st)
         return data
 
-    def read_json(self, path: str | None, max_size: int = 512 << 20):
+    def read_json(self, path: str | None, max_size: int = 512 << 20) -> Any:
         """The JSON document in a cache file, or None (as read(), or damaged)."""
         import json
         data = self.read(path, max_size)
@@ -159,7 +169,7 @@ class CacheDir:
             pass
 
     @staticmethod
-    def _touch(path: str, st) -> None:
+    def _touch(path: str, st: os.stat_result) -> None:
         # The last use is the access time, set here (not left to the mount's
         # atime policy); the modification time stays when the file was made.
         now = time.time()
@@ -181,7 +191,7 @@ class CacheDir:
             self.prune()
         return True
 
-    def write_json(self, path: str | None, doc) -> bool:
+    def write_json(self, path: str | None, doc: object) -> bool:
         import json
         try:
             text = json.dumps(doc)
@@ -190,14 +200,14 @@ class CacheDir:
         return self.write(path, text.encode())
 
     # ------------------------------------------------------------ the bound
-    def entries(self):
+    def entries(self) -> list[tuple[float, int, str]]:
         """(last use, size, path) of every file this cache made."""
         if self.root is None:
             return []
-        out = []
+        out: list[tuple[float, int, str]] = []
         old_tmp = time.time() - 3600
 
-        def add(entry):
+        def add(entry: os.DirEntry[str]) -> None:
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
@@ -250,7 +260,7 @@ class CacheDir:
                 pass
 
 
-def code_tag(kind: str, modules) -> str:
+def code_tag(kind: str, modules: Iterable[str]) -> str:
     """The tag a cache entry of `kind` must carry to be used: a digest of the
     symbolize modules whose code decides what it holds (a change to any of
     them makes every entry stale)."""
@@ -266,7 +276,7 @@ def code_tag(kind: str, modules) -> str:
     return "perfdata-%s-%s" % (kind, digest.hexdigest()[:16])
 
 
-def write_json(path: str, doc) -> bool:
+def write_json(path: str, doc: object) -> bool:
     """Write `doc` as JSON to path atomically; False when that fails."""
     import json
     try:
@@ -297,7 +307,7 @@ def write_atomic(path: str, data: bytes) -> bool:
         return False
 
 
-def read_json(path: str, max_size: int = 512 << 20):
+def read_json(path: str, max_size: int = 512 << 20) -> Any:
     """The JSON document at path, or None if absent, not a regular file,
     too large or damaged."""
     import json

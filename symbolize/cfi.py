@@ -13,11 +13,15 @@ no row (`row_for` returns None), like an address with no CFI at all.
 
 Addresses are svma (as stated in the ELF file).
 """
+from __future__ import annotations
 
 import bisect
 import struct
+from typing import IO, TYPE_CHECKING, Any, Literal
 
-from elftools.dwarf.constants import (
+# (pyelftools 0.33 makes most of these names at import time, from its DW_CFA
+# enum: mypy sees only those it also spells out)
+from elftools.dwarf.constants import (  # type: ignore[attr-defined]
     DW_CFA_AARCH64_negate_ra_state,
     DW_CFA_GNU_args_size,
     DW_CFA_advance_loc,
@@ -48,6 +52,20 @@ from elftools.dwarf.constants import (
     DW_CFA_val_offset_sf)
 from construct import Struct, Int8ul, Enum, BitStruct, Flag, BitsInteger, ConstructError
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from .elffile import Binary
+
+    # A row's CFA rule: (register, offset), or ("expr", a DWARF expression);
+    # the register is None before the first DW_CFA_def_cfa.
+    CfaRule = tuple[Any, Any]
+    # A register's rule: (RULE_*, argument), the argument an int (an offset
+    # or a register), a DWARF expression (bytes) or None, as the kind says.
+    Rule = tuple[str, Any]
+    # CfiRow.saved_slots: (columns, first offset from the CFA, size, unpack_from).
+    SavedSlots = tuple[tuple[int, ...], int, int, Callable[..., tuple[int, ...]]]
+
 __all__ = [
     "CfiTable", "CfiRow", "CfiError", "StackOutOfRange",
     "evaluate_expression",
@@ -70,7 +88,7 @@ class CfiError(Exception):
 class StackOutOfRange(CfiError):
     """A memory read fell outside the stack snapshot; `address` is the one wanted."""
 
-    def __init__(self, address):
+    def __init__(self, address: int) -> None:
         super().__init__("memory at 0x%x is outside the stack snapshot" % address)
         self.address = address
 
@@ -106,7 +124,7 @@ POINTER_ENCODING = BitStruct(
 DW_EH_PE_omit = 0xFF
 
 
-def describe_pointer_encoding(enc):
+def describe_pointer_encoding(enc: int) -> str:
     """'pcrel|sdata4'-style text for a DW_EH_PE_* byte (for messages)."""
     if enc == DW_EH_PE_omit:
         return "omit"
@@ -120,7 +138,7 @@ DW_EH_PE_datarel_sdata4 = 0x3B
 _PE_FIXED = {0x2: "H", 0x3: "I", 0x4: "Q", 0xA: "h", 0xB: "i", 0xC: "q"}
 
 
-def _uleb(buf, pos):
+def _uleb(buf: bytes, pos: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
@@ -132,7 +150,7 @@ def _uleb(buf, pos):
         shift += 7
 
 
-def _sleb(buf, pos):
+def _sleb(buf: bytes, pos: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
@@ -149,18 +167,20 @@ def _sleb(buf, pos):
 class _Section:
     """Bytes of one CFI section and what is needed to read pointers in it."""
 
-    def __init__(self, data, addr, is_eh, endian, address_size, datarel_base=None):
+    def __init__(self, data: bytes, addr: int, is_eh: bool, endian: str, address_size: int,
+                 datarel_base: int | None = None) -> None:
         self.data = bytes(data)
         self.addr = addr
         self.is_eh = is_eh
         self.endian = endian
         self.address_size = address_size
         self.datarel_base = datarel_base    # for DW_EH_PE_datarel (the .got on x86 / hdr)
-        self.cies = {}                      # offset -> _Cie or None
-        self.fdes = {}                      # offset -> _Fde or None
+        self.cies: dict[int, _Cie | None] = {}   # offset -> _Cie or None
+        self.fdes: dict[int, _Fde | None] = {}   # offset -> _Fde or None
 
-    def read_encoded(self, pos, enc):
+    def read_encoded(self, pos: int, enc: int) -> tuple[Any, int]:
         """(value, new_pos) of a DW_EH_PE-encoded pointer at pos."""
+        # (the value: an int, or None for DW_EH_PE_omit)
         if enc == DW_EH_PE_omit:
             return None, pos
         fmt = enc & 0x0F
@@ -197,7 +217,7 @@ class _Section:
         return value & MASK64, pos
 
     @property
-    def endian_name(self):
+    def endian_name(self) -> Literal["little", "big"]:
         return "little" if self.endian == "<" else "big"
 
 
@@ -205,13 +225,28 @@ class _Cie:
     __slots__ = ("code_align", "data_align", "ra_column", "fde_encoding",
                  "has_aug_data", "signal_frame", "instructions", "address_size",
                  "initial_cfa", "initial_rules")
+    code_align: int
+    data_align: int
+    ra_column: int
+    fde_encoding: int | None        # None in .debug_frame
+    has_aug_data: bool
+    signal_frame: bool
+    instructions: tuple[int, int]
+    address_size: int
+    initial_cfa: CfaRule
+    initial_rules: dict[int, Rule]
 
 
 class _Fde:
     __slots__ = ("cie", "start", "end", "locs", "rows")
+    cie: _Cie
+    start: int
+    end: int
+    locs: list[int]
+    rows: list[CfiRow]
 
 
-def _parse_entry_header(sec, offset):
+def _parse_entry_header(sec: _Section, offset: int) -> tuple[int, int, int, bool, int] | None:
     """(length_end, id_pos, id_value, id_is_cie, after_id) of the entry at offset,
     or None for the zero terminator."""
     data = sec.data
@@ -240,7 +275,7 @@ def _parse_entry_header(sec, offset):
     return end, id_pos, cie_id, is_cie, pos
 
 
-def _decode_cie(sec, offset):
+def _decode_cie(sec: _Section, offset: int) -> _Cie | None:
     if offset in sec.cies:
         return sec.cies[offset]
     cie = None
@@ -252,7 +287,7 @@ def _decode_cie(sec, offset):
     return cie
 
 
-def _decode_cie_uncached(sec, offset):
+def _decode_cie_uncached(sec: _Section, offset: int) -> _Cie:
     hdr = _parse_entry_header(sec, offset)
     if hdr is None or not hdr[3]:
         raise CfiError("no CIE at 0x%x" % offset)
@@ -310,12 +345,14 @@ def _decode_cie_uncached(sec, offset):
     return cie
 
 
-def _fde_address_range(sec, cie, pos):
+def _fde_address_range(sec: _Section, cie: _Cie, pos: int) -> tuple[int, int, int]:
     """(start, end, pos) of an FDE's initial_location/address_range at pos."""
     if sec.is_eh:
-        start, pos = sec.read_encoded(pos, cie.fde_encoding)
+        # (.eh_frame: the CIE has an FDE encoding)
+        start, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]
         # the range has the same format but no application
-        size, pos = sec.read_encoded(pos, cie.fde_encoding & 0x0F)
+        # (the same encoding)
+        size, pos = sec.read_encoded(pos, cie.fde_encoding & 0x0F)  # type: ignore[operator]
     else:
         # .debug_frame: plain target addresses of the CIE's address size
         pair = struct.Struct(sec.endian + ("QQ" if cie.address_size == 8 else "II"))
@@ -324,13 +361,13 @@ def _fde_address_range(sec, cie, pos):
     return start, start + size, pos
 
 
-def _cie_offset(sec, id_pos, cie_id):
+def _cie_offset(sec: _Section, id_pos: int, cie_id: int) -> int:
     # In .eh_frame the id is the distance back to the CIE; in .debug_frame it
     # is the CIE's offset in the section.
     return id_pos - cie_id if sec.is_eh else cie_id
 
 
-def _decode_fde(sec, offset):
+def _decode_fde(sec: _Section, offset: int) -> _Fde | None:
     """The _Fde at offset (its rows computed), or None when malformed."""
     try:
         return sec.fdes[offset]
@@ -345,7 +382,7 @@ def _decode_fde(sec, offset):
     return fde
 
 
-def _decode_fde_uncached(sec, offset):
+def _decode_fde_uncached(sec: _Section, offset: int) -> _Fde:
     hdr = _parse_entry_header(sec, offset)
     if hdr is None or hdr[3]:
         raise CfiError("no FDE at 0x%x" % offset)
@@ -399,11 +436,12 @@ class CfiRow:
     __slots__ = ("cfa_register", "cfa_offset", "cfa_expression", "rules",
                  "ra_column", "signal_frame", "saved_slots")
 
-    def __init__(self, cfa, rules, ra_column, signal_frame, address_size=8, endian="<"):
+    def __init__(self, cfa: CfaRule, rules: dict[int, Rule], ra_column: int, signal_frame: bool,
+                 address_size: int = 8, endian: str = "<") -> None:
         if cfa[0] == "expr":
-            self.cfa_register = None
-            self.cfa_offset = 0
-            self.cfa_expression = cfa[1]
+            self.cfa_register: int | None = None
+            self.cfa_offset: int = 0
+            self.cfa_expression: bytes | None = cfa[1]
         else:
             self.cfa_register, self.cfa_offset = cfa
             self.cfa_expression = None
@@ -412,7 +450,7 @@ class CfiRow:
         self.signal_frame = signal_frame
         self.saved_slots = _saved_slots(rules, address_size, endian)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.cfa_expression is not None:
             cfa = "expr(%s)" % self.cfa_expression.hex()
         else:
@@ -422,10 +460,11 @@ class CfiRow:
         return "CfiRow(cfa=%s, %s)" % (cfa, rules)
 
 
-_SLOT_READERS = {}      # struct format -> Struct.unpack_from (rows share a few layouts)
+# struct format -> Struct.unpack_from (rows share a few layouts)
+_SLOT_READERS: dict[str, Callable[..., tuple[Any, ...]]] = {}
 
 
-def _saved_slots(rules, address_size, endian):
+def _saved_slots(rules: dict[int, Rule], address_size: int, endian: str) -> SavedSlots | None:
     """CfiRow.saved_slots of these rules: None unless every rule is
     RULE_OFFSET and no two slots overlap."""
     if not all(kind is RULE_OFFSET for kind, _ in rules.values()):
@@ -433,12 +472,13 @@ def _saved_slots(rules, address_size, endian):
     slots = sorted((arg, column) for column, (_, arg) in rules.items())
     word = "Q" if address_size == 8 else "I"
     first = slots[0][0] if slots else 0
-    fmt = [endian]
+    fmt: list[str] | str = [endian]
     at = first
     for offset, _ in slots:
         if offset < at:
             return None
-        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)
+        # (a list until joined below)
+        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)  # type: ignore[union-attr]
         at = offset + address_size
     fmt = "".join(fmt)
     unpack_from = _SLOT_READERS.get(fmt)
@@ -454,7 +494,9 @@ MAX_REMEMBER_DEPTH = 64
 MAX_RULES_PER_ROW = 96
 
 
-def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
+def _run_program(cie: _Cie, sec: _Section, pos: int, end: int, loc: int, cfa: CfaRule | None,
+                 rules: dict[int, Rule] | None, initial_cie: _Cie | None
+                 ) -> tuple[CfaRule, dict[int, Rule], list[tuple[int, CfiRow]]]:
     """Execute the CFA instructions in sec.data[pos:end] from address `loc`.
     Returns (cfa, rules, rows) with rows a list of (loc, CfiRow), one per
     address range, in address order.  `initial_cie` is None while running
@@ -465,16 +507,17 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
     rules = dict(rules) if rules else {}
     if cfa is None:
         cfa = (None, 0)
-    stack = []
-    rows = []
+    stack: list[tuple[CfaRule, dict[int, Rule]]] = []
+    rows: list[tuple[int, CfiRow]] = []
     init_rules = cie.initial_rules if initial_cie is not None else {}
 
-    def emit(at):
+    def emit(at: int) -> None:
         # Real CFI describes a few dozen registers at most; a hostile program
         # describing thousands would make every row a copy of them all.
-        if len(rules) > MAX_RULES_PER_ROW:
-            raise CfiError("CFI describes %d registers" % len(rules))
-        rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame,
+        # (rules and cfa are set before: mypy gives a closure their declared types)
+        if len(rules) > MAX_RULES_PER_ROW:  # type: ignore[arg-type]
+            raise CfiError("CFI describes %d registers" % len(rules))  # type: ignore[arg-type]
+        rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame,  # type: ignore[arg-type]
                                 cie.address_size, sec.endian)))
 
     n = end
@@ -505,7 +548,8 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
         elif op == DW_CFA_set_loc:
             if sec.is_eh:
                 # encoded like the FDE's initial location
-                new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)
+                # (.eh_frame: the CIE has an FDE encoding)
+                new_loc, pos = sec.read_encoded(pos, cie.fde_encoding)  # type: ignore[arg-type]
             else:
                 size = cie.address_size
                 new_loc = int.from_bytes(data[pos:pos + size], sec.endian_name)
@@ -629,7 +673,7 @@ def _run_program(cie, sec, pos, end, loc, cfa, rules, initial_cie):
     return cfa, rules, rows
 
 
-def _restore(rules, init_rules, reg):
+def _restore(rules: dict[int, Rule], init_rules: dict[int, Rule], reg: int) -> None:
     if reg in init_rules:
         rules[reg] = init_rules[reg]
     else:
@@ -639,7 +683,9 @@ def _restore(rules, init_rules, reg):
 # ---------------------------------------------------------------------------
 # DWARF expressions (the subset CFI uses: glibc, PLT stubs, signal frames)
 
-def evaluate_expression(expr, get_register, read_word, initial=(), address_size=8):
+def evaluate_expression(expr: bytes, get_register: Callable[[int], int | None],
+                        read_word: Callable[[int], int | None], initial: Sequence[int] = (),
+                        address_size: int = 8) -> int:
     """Value left on top of the stack after running DWARF expression `expr`.
 
     `get_register(dwarf_number)` returns a register value or None (unknown);
@@ -650,16 +696,16 @@ def evaluate_expression(expr, get_register, read_word, initial=(), address_size=
     mask = (1 << (8 * address_size)) - 1
     sign = 1 << (8 * address_size - 1)
 
-    def signed(v):
+    def signed(v: int) -> int:
         return v - (mask + 1) if v & sign else v
 
-    def reg(num):
+    def reg(num: int) -> int:
         v = get_register(num)
         if v is None:
             raise CfiError("expression needs unknown register %d" % num)
         return v
 
-    def deref(addr):
+    def deref(addr: int) -> int:
         v = read_word(addr)
         if v is None:
             raise StackOutOfRange(addr)
@@ -757,14 +803,14 @@ _CONST_FORMATS = {0x08: "B", 0x09: "b", 0x0A: "H", 0x0B: "h",
                   0x0C: "I", 0x0D: "i", 0x0E: "Q", 0x0F: "q"}
 
 
-def _div(a, b, signed, mask):
+def _div(a: int, b: int, signed: Callable[[int], int], mask: int) -> int:
     if b == 0:
         raise CfiError("division by zero in expression")
     q = abs(signed(a)) // abs(signed(b))
     return q if (signed(a) < 0) == (signed(b) < 0) else -q
 
 
-def _mod(a, b, signed, mask):
+def _mod(a: int, b: int, signed: Callable[[int], int], mask: int) -> int:
     if b == 0:
         raise CfiError("modulo by zero in expression")
     return a % b
@@ -798,18 +844,18 @@ _BINARY = {
 class _Index:
     """Sorted FDE start addresses of one section, for binary search."""
 
-    def __init__(self, starts, offsets):
+    def __init__(self, starts: list[int], offsets: list[int]) -> None:
         self.starts = starts        # svma of each FDE's first instruction, sorted
         self.offsets = offsets      # offset of that FDE in its section
 
-    def find(self, svma):
+    def find(self, svma: int) -> int | None:
         i = bisect.bisect_right(self.starts, svma) - 1
         if i < 0:
             return None
         return self.offsets[i]
 
 
-def _hdr_index(hdr, eh):
+def _hdr_index(hdr: _Section, eh: _Section) -> _Index | None:
     """_Index from .eh_frame_hdr's sorted table, or None if it has none we can read."""
     data = hdr.data
     if len(data) < 4:
@@ -843,7 +889,7 @@ def _hdr_index(hdr, eh):
     return _Index(starts, fdes)
 
 
-def _scan_index(sec):
+def _scan_index(sec: _Section) -> _Index:
     """_Index built by walking entry headers (no CFA programs are decoded).
     Used for .debug_frame, and for .eh_frame without a usable .eh_frame_hdr."""
     pairs = []
@@ -878,11 +924,11 @@ class _Memo(dict):
     """key -> compute(key), computed on first use."""
     __slots__ = ("compute",)
 
-    def __init__(self, compute):
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
         super().__init__()
         self.compute = compute
 
-    def __missing__(self, key):
+    def __missing__(self, key: Any) -> Any:
         value = self[key] = self.compute(key)
         return value
 
@@ -890,22 +936,24 @@ class _Memo(dict):
 class CfiTable:
     """Call frame information of one ELF file, looked up by svma."""
 
-    def __init__(self, eh_frame=None, eh_frame_hdr=None, debug_frame=None):
+    def __init__(self, eh_frame: _Section | None = None, eh_frame_hdr: _Section | None = None,
+                 debug_frame: _Section | None = None) -> None:
         """Sections as _Section objects; use from_elf() or from_sections()."""
-        self._sections = []         # (_Section, lazily built _Index or None)
+        self._sections: list[list[Any]] = []  # (_Section, lazily built _Index or None)
         self._eh_hdr = eh_frame_hdr
         for sec in (eh_frame, debug_frame):
             if sec is not None and sec.data:
                 self._sections.append([sec, None])
         # svma -> CfiRow or None, each found on first use: what row_for
         # answers, and what the unwinder indexes (a dict lookup, no call)
-        self.rows = _Memo(self._find_row)
+        self.rows: dict[int, CfiRow | None] = _Memo(self._find_row)
         self.stats_fdes_decoded = 0
 
     # -- construction -----------------------------------------------------
 
     @classmethod
-    def from_elf(cls, path_or_file, debug_frame_path=None):
+    def from_elf(cls, path_or_file: Binary | str | IO[bytes] | bytes,
+                 debug_frame_path: Binary | str | IO[bytes] | bytes | None = None) -> CfiTable:
         """Table for an ELF file given as an open Binary, a path, a binary
         file object or bytes.  `debug_frame_path` names a separate debug
         file (or is its Binary) whose .debug_frame is used where .eh_frame
@@ -926,9 +974,10 @@ class CfiTable:
         return cls(eh, hdr, dbg)
 
     @classmethod
-    def from_sections(cls, eh_frame=None, eh_frame_addr=0, eh_frame_hdr=None,
-                      eh_frame_hdr_addr=0, debug_frame=None, address_size=8,
-                      little_endian=True):
+    def from_sections(cls, eh_frame: bytes | None = None, eh_frame_addr: int = 0,
+                      eh_frame_hdr: bytes | None = None, eh_frame_hdr_addr: int = 0,
+                      debug_frame: bytes | None = None, address_size: int = 8,
+                      little_endian: bool = True) -> CfiTable:
         """Table from raw section bytes and their svma (for tests and for
         callers that already hold the sections, like a vdso image)."""
         endian = "<" if little_endian else ">"
@@ -947,12 +996,12 @@ class CfiTable:
     def has_cfi(self) -> bool:
         return bool(self._sections)
 
-    def row_for(self, svma):
+    def row_for(self, svma: int) -> CfiRow | None:
         """The CfiRow in force at svma, or None when no FDE covers it (or the
         covering FDE is malformed); the same as self.rows[svma]."""
         return self.rows[svma]
 
-    def _find_row(self, svma):
+    def _find_row(self, svma: int) -> CfiRow | None:
         for entry in self._sections:
             try:
                 row = self._row_in(entry, svma)
@@ -962,7 +1011,7 @@ class CfiTable:
                 return row
         return None
 
-    def _index(self, entry):
+    def _index(self, entry: list[Any]) -> _Index:
         """The FDE index of one section, built on first use."""
         sec, index = entry
         if index is None:
@@ -976,7 +1025,7 @@ class CfiTable:
             entry[1] = index
         return index
 
-    def _fde_in(self, entry, svma):
+    def _fde_in(self, entry: list[Any], svma: int) -> _Fde | None:
         """The decoded _Fde of one section covering svma, or None."""
         sec = entry[0]
         offset = self._index(entry).find(svma)
@@ -990,7 +1039,7 @@ class CfiTable:
             return None
         return fde
 
-    def _row_in(self, entry, svma):
+    def _row_in(self, entry: list[Any], svma: int) -> CfiRow | None:
         fde = self._fde_in(entry, svma)
         if fde is None:
             return None
@@ -999,7 +1048,7 @@ class CfiTable:
             return None
         return fde.rows[i]
 
-    def fde_range(self, svma):
+    def fde_range(self, svma: int) -> tuple[int, int] | None:
         """(start, end) svma range of the FDE covering svma, or None."""
         for entry in self._sections:
             try:
@@ -1011,7 +1060,8 @@ class CfiTable:
         return None
 
 
-def _read_elf_sections(source):
+def _read_elf_sections(source: Binary | str | IO[bytes] | bytes
+                       ) -> tuple[_Section | None, _Section | None, _Section | None]:
     """(eh_frame, eh_frame_hdr, debug_frame) _Sections of an ELF file: an
     open Binary (the one the symbolizer already holds), a path, a binary
     file object or bytes."""
@@ -1031,7 +1081,7 @@ def _read_elf_sections(source):
         binary.close()
 
 
-def _sections_of(binary):
+def _sections_of(binary: Binary) -> tuple[_Section | None, _Section | None, _Section | None]:
     if not binary.ok:
         raise CfiError(binary.error or "not an ELF file")
     endian = "<" if binary.little_endian else ">"
@@ -1043,13 +1093,15 @@ def _sections_of(binary):
     s = binary.get_section(".eh_frame_hdr")
     data = binary.section_data(s)
     if data is not None:
-        hdr = _Section(data, s.addr, True, endian, asize, datarel_base=s.addr)
+        # (data: the section is there)
+        hdr = _Section(data, s.addr, True, endian, asize, datarel_base=s.addr)  # type: ignore[union-attr]
     s = binary.get_section(".eh_frame")
     data = binary.section_data(s)
     if data is not None:
         # datarel in .eh_frame itself is relative to the GOT (i386 ABI);
         # x86_64 and aarch64 compilers use pcrel there
-        eh = _Section(data, s.addr, True, endian, asize,
+        # (data: the section is there)
+        eh = _Section(data, s.addr, True, endian, asize,  # type: ignore[union-attr]
                       datarel_base=got.addr if got is not None else None)
     data = binary.section_data(".debug_frame")
     if data is not None:

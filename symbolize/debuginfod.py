@@ -26,11 +26,15 @@ import os
 import sys
 import time
 import urllib.parse
+from typing import TYPE_CHECKING, Any
 
 from .buildid import normalize_build_id
 from .cachedir import user_cache_dir
 from .elffile import Binary
 from .locate import Candidate, DebugInfoLocator, _is_pseudo
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 KINDS = ("debuginfo", "executable")
 DEFAULT_TIMEOUT = 30.0            # seconds without progress (connect or read)
@@ -50,7 +54,7 @@ def urls_from_env() -> list[str]:
     return parse_urls(os.environ.get("DEBUGINFOD_URLS", ""))
 
 
-def parse_urls(text) -> list[str]:
+def parse_urls(text: str | None) -> list[str]:
     """A space-separated list of server URLs; only http and https are kept."""
     out = []
     for u in (text or "").split():
@@ -70,7 +74,7 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def _env_number(name, default, kind=float):
+def _env_number(name: str, default: float, kind: type[float] | type[int] = float) -> float:
     try:
         value = kind(os.environ[name])
         return value if value > 0 else default
@@ -81,8 +85,9 @@ def _env_number(name, default, kind=float):
 class DebuginfodClient:
     """Fetch files by build-id from debuginfod servers into the local cache."""
 
-    def __init__(self, urls, cache_dir: str | None = None, timeout: float | None = None,
-                 max_size: int | None = None, progress=None):
+    def __init__(self, urls: str | list[str] | tuple[str, ...], cache_dir: str | None = None,
+                 timeout: float | None = None, max_size: int | None = None,
+                 progress: bool | None = None) -> None:
         self.urls = parse_urls(" ".join(urls) if isinstance(urls, (list, tuple)) else urls)
         self.cache_dir = os.path.expanduser(cache_dir) if cache_dir else default_cache_dir()
         self.timeout = timeout or _env_number("DEBUGINFOD_TIMEOUT", DEFAULT_TIMEOUT)
@@ -96,7 +101,7 @@ class DebuginfodClient:
     def cache_path(self, build_id: str, kind: str) -> str:
         return os.path.join(self.cache_dir, build_id, kind)
 
-    def fetch(self, build_id, kind: str = "debuginfo") -> str | None:
+    def fetch(self, build_id: str | None, kind: str = "debuginfo") -> str | None:
         """Path of a verified local copy of the file, downloading it if needed;
         None (and a warning per failed server) when no server has it."""
         bid = normalize_build_id(build_id)
@@ -242,11 +247,11 @@ class DebuginfodLocator(DebugInfoLocator):
     from debuginfod.  The lists are generators: the fetch happens only when
     the Symbolizer has tried every local candidate and none verified."""
 
-    def __init__(self, client: DebuginfodClient, *args, **kwargs):
+    def __init__(self, client: DebuginfodClient, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.client = client
 
-    def _fetched(self, path, build_id, kind):
+    def _fetched(self, path: str, build_id: str | None, kind: str) -> Iterator[Candidate]:
         bid = normalize_build_id(build_id)
         if bid is None or _is_pseudo(path):
             return
@@ -257,16 +262,22 @@ class DebuginfodLocator(DebugInfoLocator):
         if got is not None:
             yield Candidate(got, "debuginfod")
 
-    def candidates_for_binary(self, path, build_id=None):
+    # (lazy lists: every caller of a locator only iterates its candidates)
+    def candidates_for_binary(  # type: ignore[override]
+            self, path: str, build_id: str | None = None) -> Iterator[Candidate]:
         yield from super().candidates_for_binary(path, build_id)
         yield from self._fetched(path, build_id, "executable")
 
-    def candidates_for_debug(self, path, build_id=None, debuglink=None, binary_path=None):
+    def candidates_for_debug(  # type: ignore[override]  # (as above)
+            self, path: str, build_id: str | None = None,
+            debuglink: tuple[str, int] | None = None,
+            binary_path: str | None = None) -> Iterator[Candidate]:
         yield from super().candidates_for_debug(path, build_id, debuglink, binary_path)
         yield from self._fetched(path, build_id, "debuginfo")
 
 
-def make_locator(urls=None, **locator_kwargs) -> DebugInfoLocator:
+def make_locator(urls: str | list[str] | tuple[str, ...] | None = None,
+                 **locator_kwargs: Any) -> DebugInfoLocator:
     """The locator for these debuginfod URLs (a string or list; None: from
     $DEBUGINFOD_URLS): a plain DebugInfoLocator when there are none."""
     parsed = parse_urls(" ".join(urls) if isinstance(urls, (list, tuple)) else urls) \

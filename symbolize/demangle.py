@@ -22,10 +22,17 @@ from __future__ import annotations
 import functools
 import os
 import re
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # (cplus_demangle_v3, free, the library's path, ctypes.string_at)
+    _Libiberty = tuple[Any, Any, str, Callable[[int], bytes]]
 
 _cxxfilt = None      # imported at the first C++ name: its import runs
                      # ctypes.util.find_library, a good part of start-up
-_iberty = None       # (cplus_demangle_v3, free) from libbfd, or False
+_iberty: _Libiberty | Literal[False] | None = None   # from libbfd, or False
 
 _LEGACY_HASH = re.compile(r"h[0-9a-f]{16}\Z")
 _SUFFIX = re.compile(r"(@plt|@@?[A-Za-z0-9_.]+)\Z")
@@ -68,7 +75,7 @@ def cxx_demangler() -> str:
     return "libiberty (%s)" % lib[2] if lib else "cxxfilt (__cxa_demangle)"
 
 
-def _libiberty():
+def _libiberty() -> _Libiberty | Literal[False]:
     global _iberty
     if _iberty is None:
         import ctypes           # (at the first C++ name: start-up time)
@@ -280,7 +287,7 @@ _MAX_DEPTH = 200
 
 
 class _V0:
-    def __init__(self, sym: str):
+    def __init__(self, sym: str) -> None:
         self.s = sym
         self.pos = 0
         self.depth = 0
@@ -351,7 +358,7 @@ class _V0:
             raw = _punycode(raw)
         return raw, dis
 
-    def backref(self, fn):
+    def backref(self, fn: Callable[[], str]) -> str:
         start = self.pos - 1
         i = self.base62()
         if i >= start:
@@ -363,7 +370,7 @@ class _V0:
         finally:
             self.pos = saved
 
-    def enter(self):
+    def enter(self) -> None:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise _Invalid("depth")
@@ -409,7 +416,7 @@ class _V0:
         finally:
             self.depth -= 1
 
-    def impl_path(self):
+    def impl_path(self) -> None:
         self.opt_base62("s")
         self.path(False)
 

@@ -12,7 +12,14 @@ import mmap
 import os
 import stat
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    D = TypeVar("D")
 
 from .buildid import parse_build_id_notes
 
@@ -40,7 +47,7 @@ class LoadSegment(NamedTuple):
 
 
 class SectionHeader(NamedTuple):
-    index: int
+    index: int  # type: ignore[assignment]  # (a field named as tuple.index, read as a field)
     name: str
     type: int          # raw sh_type
     flags: int
@@ -59,14 +66,15 @@ class Binary:
     """
 
     def __init__(self, path: str, *, max_size: int = MAX_BINARY_SIZE,
-                 data: bytes | None = None):
+                 data: bytes | None = None) -> None:
         self.path = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
         self.error: str | None = None
         self.error_kind: str | None = None
         self.warnings: list[str] = []
         self.size = 0
-        self._buf = None          # mmap or bytes: the whole file
-        self._elf = None
+        # (None only while not ok, or closed: nothing reads it then)
+        self._buf: bytes | mmap.mmap = None  # type: ignore[assignment]  # mmap or bytes: the whole file
+        self._elf: ElfHeader | None = None
         self._elf_failed = False
         self._sections: list[SectionHeader] | None = None
         self._by_name: dict[str, SectionHeader] | None = None
@@ -136,7 +144,7 @@ class Binary:
                 self._buf.close()
             except (BufferError, ValueError):
                 pass      # a memoryview still refers to it; the GC will do it
-        self._buf = None
+        self._buf = None  # type: ignore[assignment]  # (closed)
         self._elf = None
 
     def __repr__(self) -> str:
@@ -162,7 +170,7 @@ class Binary:
         if len(self.warnings) < 100:       # a damaged file can fail everywhere
             self.warnings.append(f"{self.path}: {message}")
 
-    def _guard(self, what: str, fn, default=None):
+    def _guard(self, what: str, fn: Callable[[], T], default: D | None = None) -> T | D | None:
         try:
             return fn()
         except RecursionError:
@@ -173,7 +181,7 @@ class Binary:
 
     # ----- pyelftools -----------------------------------------------------
     @property
-    def elf(self):
+    def elf(self) -> ElfHeader | None:
         """The ELF header and pyelftools' structs for this file's class and
         byte order (an ElfHeader), built on first use; None if it fails."""
         if self._elf is None and self.ok and not self._elf_failed:
@@ -183,7 +191,7 @@ class Binary:
                 self._fail("truncated", "ELF header could not be parsed")
         return self._elf
 
-    def _header(self):
+    def _header(self) -> Any:
         elf = self.elf
         return elf.header if elf is not None else None
 
@@ -204,7 +212,7 @@ class Binary:
         from its description: tables are then unpacked with one
         struct.iter_unpack instead of a construct parse per entry."""
         fmt, names = "<" if self.little_endian else ">", []
-        for sub in getattr(self.elf.structs, name).subcons:
+        for sub in getattr(self.elf.structs, name).subcons:  # type: ignore[union-attr]  # (parsed)
             inner = sub
             while not hasattr(inner, "packer") and hasattr(inner, "subcon"):
                 inner = inner.subcon         # an enum adapter over a number
@@ -402,7 +410,7 @@ class Binary:
     def build_id(self) -> str | None:
         if self._build_id is False:
             self._build_id = self._guard("build-id note", self._find_build_id)
-        return self._build_id
+        return self._build_id  # type: ignore[return-value]  # (computed: no longer False)
 
     def _find_build_id(self) -> str | None:
         le = self.little_endian
@@ -459,7 +467,7 @@ class ElfHeader:
     ELF header and pyelftools' structs for this file's class, byte order,
     type and machine, as ELFFile builds them."""
 
-    def __init__(self, buf):
+    def __init__(self, buf: bytes | mmap.mmap) -> None:
         from elftools.elf.structs import ELFStructs
         ident = bytes(buf[:16])
         if len(ident) < 16 or ident[:4] != b"\x7fELF":
@@ -478,6 +486,6 @@ class ElfHeader:
                                              self.header["e_ident"]["EI_OSABI"])
 
 
-def open_binary(path: str, **kw) -> Binary:
+def open_binary(path: str, **kw: Any) -> Binary:
     """Binary(path): never raises; check `.ok` / `.error`."""
     return Binary(path, **kw)

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .cachedir import DEFAULT, CacheDir
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+    from .cachedir import CacheWhere
 from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_entries, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
@@ -37,9 +42,9 @@ _BINDINGS = {"T": STB_GLOBAL, "D": STB_GLOBAL, "B": STB_GLOBAL, "W": STB_WEAK,
 
 
 class KernelSymbols:
-    def __init__(self, symbols=()):
-        self._syms = sorted(symbols, key=lambda s: s.start)
-        self._starts = [s.start for s in self._syms]
+    def __init__(self, symbols: Iterable[KernelSymbol] = ()) -> None:
+        self._syms: list[KernelSymbol] | _LazySymbols = sorted(symbols, key=lambda s: s.start)
+        self._starts: Sequence[int] = [s.start for s in self._syms]
         self.warnings: list[str] = []
 
     @classmethod
@@ -98,7 +103,7 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def from_file(cls, path: str, cache=DEFAULT) -> "KernelSymbols":
+    def from_file(cls, path: str, cache: CacheWhere = DEFAULT) -> "KernelSymbols":
         """Parse a kallsyms file; an unreadable one gives an empty table with
         a warning.  Parsed tables are kept in a cache file keyed by the text's
         hash (parsing the 120k lines of a kernel's kallsyms takes a second),
@@ -155,7 +160,7 @@ class KernelSymbols:
     def __len__(self) -> int:
         return len(self._syms)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[KernelSymbol]:
         return iter(self._syms)
 
     def lookup(self, address: int) -> KernelSymbol | None:
@@ -168,7 +173,7 @@ class KernelSymbols:
         return s if address < s.start + s.size else None
 
 
-def _read_kallsyms(path: str):
+def _read_kallsyms(path: str) -> bytes | str:
     """The bytes of a kallsyms file, or a warning string."""
     import os
     import stat
@@ -245,16 +250,18 @@ class _LazySymbols:
     stay one string with an array of where each ends, not 120,000 strings."""
     __slots__ = ("names", "name_ends", "starts", "sizes", "modules", "module_ends")
 
-    def __init__(self, names, name_ends, starts, sizes, modules, module_ends):
+    def __init__(self, names: str, name_ends: array[int], starts: array[int], sizes: array[int],
+                 modules: str, module_ends: array[int]) -> None:
         self.names, self.name_ends = names, name_ends
         self.starts, self.sizes = starts, sizes
         self.modules, self.module_ends = modules, module_ends
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.starts)
 
     @classmethod
-    def build(cls, names, starts, sizes, modules):
+    def build(cls, names: list[str], starts: array[int], sizes: array[int],
+              modules: list[str]) -> _LazySymbols:
         """From lists of names and modules ('' for the kernel) and arrays."""
         name_ends, module_ends = array("Q"), array("Q")
         n = m = 0
@@ -266,17 +273,17 @@ class _LazySymbols:
         return cls("".join(names), name_ends, starts, sizes, "".join(modules), module_ends)
 
     @staticmethod
-    def _cut(text, ends, i):
+    def _cut(text: str, ends: array[int], i: int) -> str:
         return text[ends[i - 1] if i else 0:ends[i]]
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> KernelSymbol:
         if i < 0:
             i += len(self.starts)
         module = self._cut(self.modules, self.module_ends, i)
         return KernelSymbol(self._cut(self.names, self.name_ends, i), self.starts[i],
                             self.sizes[i], module or None)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[KernelSymbol]:
         return (self[i] for i in range(len(self.starts)))
 
 

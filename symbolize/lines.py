@@ -34,10 +34,22 @@ import io
 import os
 import struct
 from array import array
-from typing import NamedTuple
+from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .cachedir import CacheDir
 from .elffile import Binary
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from elftools.construct.lib.container import Container
+    from elftools.dwarf.compileunit import CompileUnit
+    from elftools.dwarf.die import DIE
+    from elftools.dwarf.dwarfinfo import DWARFInfo
+    from elftools.dwarf.structs import DWARFStructs
+
+    from .cachedir import CacheWhere
+    from .native import NativeIndex
 
 
 class InlineFrame(NamedTuple):
@@ -77,7 +89,7 @@ _MAX_NESTING = 64          # namespaces, lexical blocks, inlined scopes
 _MAX_NAME_LINKS = 16       # DW_AT_abstract_origin / DW_AT_specification hops
 
 
-def _text(value) -> str | None:
+def _text(value: object) -> str | None:
     """A string attribute's value; None when pyelftools could not resolve it
     (e.g. an offset into a supplementary file it was not given)."""
     if isinstance(value, bytes):
@@ -97,7 +109,8 @@ class _Scope:
     """A function (DW_TAG_subprogram with code) or an inlined call in it."""
     __slots__ = ("ranges", "name", "call_file", "call_line", "children", "is_inline")
 
-    def __init__(self, ranges, name, call_file, call_line, children, is_inline):
+    def __init__(self, ranges: list[tuple[int, int]], name: str | None, call_file: int | None,
+                 call_line: int | None, children: list[_Scope], is_inline: bool) -> None:
         self.ranges = ranges
         self.name = name
         self.call_file = call_file
@@ -118,7 +131,7 @@ class _CUData:
     __slots__ = ("func_starts", "funcs", "row_addrs", "row_files", "row_lines", "files",
                  "offset", "lines_loaded")
 
-    def __init__(self, offset=0):
+    def __init__(self, offset: int = 0) -> None:
         self.offset = offset
         # The line table is decoded on first need (srcline, file:line of
         # inlined calls): the function tree alone names inlined frames, and
@@ -137,7 +150,7 @@ class _Walk:
     afterwards with every DIE it cached), the unit, its base address."""
     __slots__ = ("dwarf", "cu", "base", "ranges", "names")
 
-    def __init__(self, dwarf, cu, base):
+    def __init__(self, dwarf: DWARFInfo, cu: CompileUnit, base: int) -> None:
         self.dwarf = dwarf
         self.cu = cu
         self.base = base
@@ -150,8 +163,8 @@ class LineInfo:
     its separate debug file). Methods never raise; failures become warnings on
     the binary and None / [] answers."""
 
-    def __init__(self, binary: Binary, cache=None, native: bool = True, *,
-                 cache_key: tuple[str, str] | None = None):
+    def __init__(self, binary: Binary, cache: CacheWhere = None, native: bool = True, *,
+                 cache_key: tuple[str, str] | None = None) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) under which function_names() keeps its answers
         across runs, and the native index its symcache; `which` tells a
@@ -164,12 +177,12 @@ class LineInfo:
         self.names_cache = self.cache.path_for(
             "inline", cache_key[0], "-%s.json" % cache_key[1]) if cache_key else None
         self._native_arg = native
-        self._native = None
+        self._native: NativeIndex | Literal[False] | None = None
         self._names: dict[int, tuple] | None = None
         self._names_added = False
         self._sections: dict | None = None
-        self._config = None
-        self._dwarf = None                # long-lived: aranges, cross-unit references
+        self._config: Any = None          # pyelftools' DwarfConfig
+        self._dwarf: DWARFInfo | None = None  # long-lived: aranges, cross-unit references
         self._failed = False
         self._aranges: list[tuple[int, int, int]] | None = None
         self._aranges_starts: list[int] = []
@@ -221,7 +234,7 @@ class LineInfo:
         if native is not None:
             native.prepare()
 
-    def _native_index(self):
+    def _native_index(self) -> NativeIndex | None:
         """native.NativeIndex of the file, or None (off, or no wheel)."""
         if self._native is None:
             self._native = False
@@ -254,7 +267,8 @@ class LineInfo:
         self._names_added = False
         return self.cache.write_json(self.names_cache, {
             "format": _names_format(),
-            "names": [[svma, list(names)] for svma, names in sorted(self._names.items())]})
+            # (names learnt: _names was loaded)
+            "names": [[svma, list(names)] for svma, names in sorted(self._names.items())]})  # type: ignore[union-attr]
 
     def srcline(self, svma: int) -> str | None:
         """'file:line' of the address from the line table, or None."""
@@ -273,7 +287,7 @@ class LineInfo:
         return None
 
     # ------------------------------------------------------------ DWARFInfo
-    def _dwarfinfo(self):
+    def _dwarfinfo(self) -> DWARFInfo | None:
         """The long-lived DWARFInfo (aranges, unit headers, other units' DIEs
         that names refer to), or None when there is no usable DWARF."""
         if self._dwarf is None and not self._failed:
@@ -302,7 +316,8 @@ class LineInfo:
                 secs[key] = None          # absent, or unreadable (already warned)
                 continue
             data = bytes(data)
-            secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)
+            # (data: the section is there)
+            secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
         if secs["debug_info_sec"] is None or secs["debug_abbrev_sec"] is None:
             return False
         self._sections = secs
@@ -310,13 +325,14 @@ class LineInfo:
                                    default_address_size=8 if b.is_64 else 4)
         return True
 
-    def _new_dwarfinfo(self):
+    def _new_dwarfinfo(self) -> DWARFInfo:
         """A pyelftools DWARFInfo over the loaded sections. Making one parses
         nothing, so each CU is decoded through a new one, which goes away with
         the abbreviations, DIEs and line states it cached. The section streams
         are shared: pyelftools seeks before it reads."""
         from elftools.dwarf.dwarfinfo import DWARFInfo
-        return DWARFInfo(config=self._config, **self._sections)
+        # (called after _load_sections set them)
+        return DWARFInfo(config=self._config, **self._sections)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ CUs
     def _cu_offset_for(self, addr: int) -> int | None:
@@ -416,7 +432,7 @@ class LineInfo:
         except Exception as e:
             self.binary.warn(f"DWARF unit at {offset:#x}: lines: {type(e).__name__}: {e}")
 
-    def _children(self, die, cu):
+    def _children(self, die: DIE, cu: CompileUnit) -> Iterator[DIE]:
         """The child DIEs of die, as pyelftools parses them. A child's subtree
         is skipped through DW_AT_sibling when it points forward, else by a
         linear scan to the null entry that ends it; both stop at the unit's
@@ -445,7 +461,7 @@ class LineInfo:
             pos = nxt                         # always forward: a DIE is at least one byte
 
     @staticmethod
-    def _skip_subtree(cu, stream, pos: int, end: int) -> int:
+    def _skip_subtree(cu: CompileUnit, stream: IO[bytes], pos: int, end: int) -> int:
         from elftools.dwarf.die import DIE
         depth = 1
         while depth and pos < end:
@@ -457,7 +473,7 @@ class LineInfo:
                 depth += 1
         return pos
 
-    def _collect_functions(self, die, w: _Walk, out: list, depth: int) -> None:
+    def _collect_functions(self, die: DIE, w: _Walk, out: list, depth: int) -> None:
         """Concrete functions of a CU (at its top level and in namespaces and
         classes), each with the inlined calls in its body."""
         if depth > 32:
@@ -473,7 +489,7 @@ class LineInfo:
             elif tag in _CONTAINER_TAGS:
                 self._collect_functions(child, w, out, depth + 1)
 
-    def _collect_scopes(self, die, w: _Walk, out: list, depth: int) -> None:
+    def _collect_scopes(self, die: DIE, w: _Walk, out: list, depth: int) -> None:
         if depth > _MAX_NESTING:
             return
         for child in self._children(die, w.cu):
@@ -494,7 +510,7 @@ class LineInfo:
                 self._collect_scopes(child, w, s.children, depth + 1)
                 out.append(s)
 
-    def _die_ranges(self, die, w: _Walk) -> list[tuple[int, int]]:
+    def _die_ranges(self, die: DIE, w: _Walk) -> list[tuple[int, int]]:
         a = die.attributes
         lo = a.get("DW_AT_low_pc")
         hi = a.get("DW_AT_high_pc")
@@ -514,7 +530,7 @@ class LineInfo:
         out = []
         for e in w.ranges.get_range_list_at_offset(rng.value, cu=w.cu):
             if hasattr(e, "base_address"):
-                base = e.base_address
+                base = e.base_address  # type: ignore[union-attr]  # (hasattr above)
                 continue
             b, en = e.begin_offset, e.end_offset
             if not e.is_absolute:
@@ -524,7 +540,7 @@ class LineInfo:
                 out.append((b, en))
         return out
 
-    def _name(self, die, w: _Walk) -> str | None:
+    def _name(self, die: DIE, w: _Walk) -> str | None:
         """Linkage name (else DW_AT_name) of a DIE, following
         DW_AT_abstract_origin and DW_AT_specification, across units."""
         key = die.offset
@@ -548,14 +564,15 @@ class LineInfo:
             elif ref.form == "DW_FORM_ref_addr":
                 # Through the long-lived DWARFInfo, which keeps the unit
                 # headers it has read: another unit's DIE is parsed alone.
-                die = self._dwarf.get_DIE_from_refaddr(ref.raw_value)
+                # (walks run after _dwarfinfo() made it)
+                die = self._dwarf.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]
             else:
                 break                         # ref_sig8, supplementary files
         w.names[key] = name
         return name
 
     # ------------------------------------------------------------ lines
-    def _load_lines(self, data: _CUData, w: _Walk, top) -> None:
+    def _load_lines(self, data: _CUData, w: _Walk, top: DIE) -> None:
         prog = w.dwarf.line_program_for_CU(w.cu)
         if prog is None:
             return
@@ -580,7 +597,7 @@ class LineInfo:
         data.row_lines = array("q", [r[2] if -(1 << 63) <= r[2] < (1 << 63) else 0 for r in rows])
 
     @staticmethod
-    def _file_names(hdr, top) -> list[str | None]:
+    def _file_names(hdr: Container, top: DIE) -> list[str | None]:
         """File names by the index the line rows use, joined as addr2line
         joins them."""
         comp_dir = top.attributes.get("DW_AT_comp_dir")
@@ -612,7 +629,7 @@ class LineInfo:
 
     # ------------------------------------------------------------ answers
     @staticmethod
-    def _file(cu: _CUData, index) -> str | None:
+    def _file(cu: _CUData, index: int | None) -> str | None:
         if not isinstance(index, int):
             return None
         return cu.files[index] if 0 <= index < len(cu.files) else None
@@ -665,7 +682,7 @@ class LineInfo:
         return out
 
 
-def _fixed_layout(construct) -> tuple[str, list[str]] | None:
+def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
     """(struct format, names) of a pyelftools struct of numbers: for each
     field the first fixed-size number found in it (for the initial length,
     its 32-bit form); None when a field has none."""
@@ -684,7 +701,7 @@ def _fixed_layout(construct) -> tuple[str, list[str]] | None:
     return fmt, names
 
 
-def _read_aranges(data: bytes, structs) -> list[tuple[int, int, int]] | None:
+def _read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
     """(begin, end, CU offset) of every range of .debug_aranges, read as
     pyelftools' ARanges reads them but with struct: its construct parse of
     each address costs 80 ms on libc's 2,000 ranges.  The set header layout
@@ -731,7 +748,7 @@ def _names_format() -> str:
     return _NAMES_FORMAT
 
 
-def _low_pc(top) -> int:
+def _low_pc(top: DIE) -> int:
     """The unit's base address for its range lists (DW_AT_low_pc, else 0)."""
     lo = top.attributes.get("DW_AT_low_pc")
     return lo.value if lo is not None and isinstance(lo.value, int) else 0

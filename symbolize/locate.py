@@ -20,7 +20,10 @@ binary), `debug` (its debug info), `kallsyms` or `vdso`.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 from .buildid import build_id_path_parts, normalize_build_id
 
@@ -48,7 +51,7 @@ def _rooted(root: str, path: str, suffix: str = "") -> str | None:
     return os.path.join(root, norm) + suffix
 
 
-def valid_debuglink_name(name) -> bool:
+def valid_debuglink_name(name: object) -> bool:
     return (isinstance(name, str) and bool(name) and "/" not in name and "\0" not in name
             and name not in (".", "..") and ".." not in name)
 
@@ -65,7 +68,7 @@ def parse_path_map(text: str) -> tuple[str, str]:
     return ("/" if old == "//" else old), os.path.abspath(os.path.expanduser(new))
 
 
-def map_path(path: str, path_map) -> str | None:
+def map_path(path: str, path_map: Iterable[tuple[str, ...]]) -> str | None:
     """The recorded path rewritten by the longest matching OLD prefix of
     path_map ((OLD, NEW) pairs; a prefix matches whole path components),
     or None when no prefix matches."""
@@ -91,9 +94,10 @@ class DebugInfoLocator:
     under OLD is looked for under NEW, and never at its recorded path, which
     on this machine may hold another file."""
 
-    def __init__(self, debug_dirs=(), symfs: str | None = None,
+    def __init__(self, debug_dirs: Iterable[str] | None = (), symfs: str | None = None,
                  buildid_dir: str | None = "~/.debug",
-                 system_debug: str | None = "/usr/lib/debug", path_map=()):
+                 system_debug: str | None = "/usr/lib/debug",
+                 path_map: Iterable[str | Iterable[str]] | None = ()) -> None:
         self.debug_dirs = [os.path.expanduser(d) for d in (debug_dirs or ())]
         self.symfs = os.path.expanduser(symfs) if symfs else None
         self.path_map = [parse_path_map(m) if isinstance(m, str) else tuple(m)
@@ -109,7 +113,7 @@ class DebugInfoLocator:
             self.warnings.append(msg)
 
     @staticmethod
-    def _bid_parts(build_id) -> tuple[str, str] | None:
+    def _bid_parts(build_id: str | None) -> tuple[str, str] | None:
         bid = normalize_build_id(build_id)
         if bid is None or len(bid) < 4:
             return None
@@ -129,7 +133,8 @@ class DebugInfoLocator:
                 out.append(os.path.join(p, bid))
         return out
 
-    def candidates_for_binary(self, path: str, build_id=None) -> list[Candidate]:
+    def candidates_for_binary(self, path: str, build_id: str | None = None
+                              ) -> list[Candidate]:
         """Files that may be the binary itself (with its code), best first."""
         bid = normalize_build_id(build_id)
         if build_id is not None and bid is None:
@@ -162,7 +167,8 @@ class DebugInfoLocator:
             out.append(Candidate(os.path.normpath(path), "original"))
         return _dedup(out)
 
-    def candidates_for_debug(self, path: str, build_id=None, debuglink=None,
+    def candidates_for_debug(self, path: str, build_id: str | None = None,
+                             debuglink: tuple[str, int] | None = None,
                              binary_path: str | None = None) -> list[Candidate]:
         """Files that may hold the binary's debug info (.symtab, DWARF).
 
@@ -178,7 +184,8 @@ class DebugInfoLocator:
         has_bid = bid is not None and len(bid) >= 4
         for d in self.debug_dirs:
             if has_bid:
-                base = os.path.join(d, ".build-id", bid[:2], bid[2:])
+                # (has_bid: bid is a str)
+                base = os.path.join(d, ".build-id", bid[:2], bid[2:])  # type: ignore[index]
                 out.append(Candidate(base + ".debug", "debug-dir"))
             if not pseudo:
                 p = _rooted(d, path)
@@ -196,7 +203,8 @@ class DebugInfoLocator:
             if not root:
                 continue
             if has_bid:
-                out.append(Candidate(os.path.join(root, ".build-id", bid[:2], bid[2:]) + ".debug",
+                # (has_bid: bid is a str)
+                out.append(Candidate(os.path.join(root, ".build-id", bid[:2], bid[2:]) + ".debug",  # type: ignore[index]
                                      origin))
             if not pseudo:
                 p = _rooted(root, path)
@@ -209,7 +217,8 @@ class DebugInfoLocator:
             out += self._debuglink_candidates(path, debuglink, binary_path)
         return _dedup(out)
 
-    def _debuglink_candidates(self, path, debuglink, binary_path) -> list[Candidate]:
+    def _debuglink_candidates(self, path: str, debuglink: tuple[str, int],
+                              binary_path: str | None) -> list[Candidate]:
         try:
             name, crc = debuglink
         except (TypeError, ValueError):
@@ -244,7 +253,7 @@ class DebugInfoLocator:
                     out.append(Candidate(os.path.join(p, name), "debuglink", crc))
         return out
 
-    def candidates_for_kallsyms(self, build_id=None) -> list[Candidate]:
+    def candidates_for_kallsyms(self, build_id: str | None = None) -> list[Candidate]:
         """perf's saved copy of /proc/kallsyms for this kernel build (in a
         debug dir or perf's build-id cache), then the running kernel's (right only if the build-ids agree: the caller checks)."""
         out = []

@@ -28,9 +28,15 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import IO, TYPE_CHECKING, Any
 
 from .cachedir import CacheDir
 from .elffile import Binary
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from .cachedir import CacheWhere
 
 # ELF machines symbolic names, by pyelftools' e_machine names.
 _ARCHES = {"EM_X86_64": "x86_64", "EM_AARCH64": "arm64"}
@@ -39,10 +45,11 @@ _PT_LOAD, _PT_DYNAMIC, _PT_NULL = 1, 2, 0
 
 _TAG = None
 _MISSING = object()
-_symbolic = _MISSING
+# (_MISSING: not looked for yet)
+_symbolic: ModuleType | None = _MISSING  # type: ignore[assignment]
 
 
-def _module():
+def _module() -> ModuleType | None:
     """The `symbolic` package, or None where it is not installed (or
     disabled by PERFDATA_NATIVE=0)."""
     global _symbolic
@@ -82,7 +89,7 @@ def cache_prefix(cache: CacheDir, build_id: str, which: str) -> str | None:
     return cache.path_for("symcache", build_id, "-" + which)
 
 
-def _copy_without_symbols(binary: Binary, dst) -> bool:
+def _copy_without_symbols(binary: Binary, dst: IO[bytes]) -> bool:
     """Write to the open file `dst` a copy of the ELF file with its symbol
     tables hidden from symbolic; False for a file this does not handle (not
     64-bit little-endian ELF).  The copy goes through the kernel (or, for a
@@ -102,18 +109,21 @@ def _copy_without_symbols(binary: Binary, dst) -> bool:
             dst.write(data)
         dst.flush()
         head = binary.read(0, 64)
-        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
+        # (a read that runs past the file is None: a TypeError, caught below)
+        phoff, shoff = struct.unpack_from("<QQ", head, 0x20)  # type: ignore[arg-type]
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)  # type: ignore[arg-type]
         patches = []
         if phnum and phentsize >= 56 and phoff + phnum * phentsize <= binary.size:
             for i in range(phnum):
                 at = phoff + i * phentsize
-                if struct.unpack("<I", binary.read(at, 4))[0] == _PT_DYNAMIC:
+                # (None past the end: a TypeError, caught below)
+                if struct.unpack("<I", binary.read(at, 4))[0] == _PT_DYNAMIC:  # type: ignore[arg-type]
                     patches.append((at, _PT_NULL))
         if shnum and shentsize >= 64 and shoff + shnum * shentsize <= binary.size:
             for i in range(shnum):
                 at = shoff + i * shentsize + 4
-                if struct.unpack("<I", binary.read(at, 4))[0] in (_SHT_SYMTAB, _SHT_DYNSYM):
+                # (None past the end: a TypeError, caught below)
+                if struct.unpack("<I", binary.read(at, 4))[0] in (_SHT_SYMTAB, _SHT_DYNSYM):  # type: ignore[arg-type]
                     patches.append((at, _SHT_PROGBITS))
         for at, value in patches:
             dst.seek(at)
@@ -128,15 +138,16 @@ class NativeIndex:
     """The symcache of one ELF file: names of the inline chain at an address.
     `names()` answers None wherever lines.py must answer instead."""
 
-    def __init__(self, binary: Binary, cache=None, cache_key: tuple[str, str] | None = None):
+    def __init__(self, binary: Binary, cache: CacheWhere = None,
+                 cache_key: tuple[str, str] | None = None) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) the symcache is kept under (cache_prefix() plus
         the tag); without them it is built in every run."""
         self.binary = binary
         self.cache = CacheDir.of(cache if cache_key else None)
         self.cache_prefix = cache_prefix(self.cache, *cache_key) if cache_key else None
-        self.cache_file = None
-        self._index = None
+        self.cache_file: str | None = None
+        self._index: Any = None           # symbolic's SymCache
         self._failed = False
         segs = binary.load_segments if binary.ok else []
         # symcache addresses are relative to the first PT_LOAD's address.
@@ -144,7 +155,7 @@ class NativeIndex:
         self.built = False                # built here (not read from the cache)
         self.error: str | None = None     # why symbolic could not build it
 
-    def _symcache(self):
+    def _symcache(self) -> Any:
         if self._index is None and not self._failed:
             self._failed = True
             sym = _module()
@@ -157,7 +168,7 @@ class NativeIndex:
             self._failed = self._index is None
         return self._index
 
-    def _load(self, sym):
+    def _load(self, sym: ModuleType) -> Any:
         path = self.cache_file
         if not path or not os.path.isfile(path):
             return None
@@ -171,7 +182,7 @@ class NativeIndex:
         # Damaged or stale: built again (and the file replaced).
         return None
 
-    def _build(self, sym, arch):
+    def _build(self, sym: ModuleType, arch: str) -> Any:
         import tempfile
         where = os.path.dirname(self.cache_file) if self.cache_file else None
         if where:
@@ -203,7 +214,8 @@ class NativeIndex:
                 if self.cache.write(self.cache_file, blob):
                     # The same file's index under an older tag is stale.
                     import glob
-                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):
+                    # (a cache_file: cache_prefix is set)
+                    for old in glob.glob(glob.escape(self.cache_prefix) + "-*.symc"):  # type: ignore[type-var, operator]
                         if old != self.cache_file:
                             try:
                                 os.unlink(old)

@@ -12,7 +12,10 @@ import os
 import re
 import shutil
 import subprocess
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 TIMEOUT = 10
 _GLOB = set("*?[]\\")
@@ -29,7 +32,7 @@ class Package(NamedTuple):
     installable: bool | None = None   # the package manager has it (None: not asked)
 
 
-def _run(argv) -> str | None:
+def _run(argv: list[str]) -> str | None:
     """Standard output (also when some of several paths were not found, as
     dpkg -S and rpm -qf then exit 1 after printing the others)."""
     try:
@@ -65,14 +68,14 @@ def _variants(path: str) -> list[str]:
 _DPKG_OWNERS: dict = {}      # path -> "pkg[:arch]" or None, from prefetch()
 
 
-def _askable(path) -> bool:
+def _askable(path: object) -> bool:
     return isinstance(path, str) and path.startswith("/") and "\0" not in path \
         and "\n" not in path and not _GLOB & set(path) and len(path) <= 4096
 
 
-def _dpkg_owners(variants) -> dict:
+def _dpkg_owners(variants: list[str]) -> dict:
     out = _run(["dpkg", "-S", "--", *variants]) or ""
-    owners = {}
+    owners: dict[str, str] = {}
     for line in out.splitlines():
         owner, sep, file = line.partition(": ")
         file = file.strip()
@@ -81,7 +84,7 @@ def _dpkg_owners(variants) -> dict:
     return owners
 
 
-def prefetch(paths) -> None:
+def prefetch(paths: Iterable[str]) -> None:
     """Ask the package manager about many files at once (one dpkg -S, one
     apt-cache policy), for package_of() to answer from."""
     if not shutil.which("dpkg"):
@@ -98,7 +101,7 @@ def prefetch(paths) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def package_of(path) -> Package | None:
+def package_of(path: str) -> Package | None:
     """The package that installed `path`, or None (not packaged, no package
     manager, or a path we do not ask about)."""
     if not _askable(path):
@@ -145,7 +148,7 @@ def _debian_debug_candidates(pkg: str) -> list[str]:
 _APT_KNOWN: dict = {}
 
 
-def apt_candidates(names) -> dict:
+def apt_candidates(names: Iterable[str]) -> dict:
     """{name: whether apt can install it}, from one `apt-cache policy` run
     (a Candidate that is not "(none)"; a name apt does not know: False);
     {} when apt-cache cannot be asked."""

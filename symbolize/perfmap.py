@@ -10,7 +10,10 @@ import bisect
 import os
 import re
 import stat
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 MAX_PERFMAP_SIZE = 512 << 20
 _LINE = re.compile(r"\s*(?:0[xX])?([0-9a-fA-F]{1,16})\s+(?:0[xX])?([0-9a-fA-F]{1,16})\s+(.+?)\s*\Z")
@@ -32,7 +35,7 @@ def is_perfmap_path(path: str) -> bool:
 
 
 class PerfMap:
-    def __init__(self, symbols=()):
+    def __init__(self, symbols: Iterable[MapSymbol] = ()) -> None:
         by_start: dict[int, MapSymbol] = {}
         for s in symbols:
             by_start[s.start] = s
@@ -84,7 +87,7 @@ class PerfMap:
     def __len__(self) -> int:
         return len(self._syms)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[MapSymbol]:
         return iter(self._syms)
 
     def lookup(self, address: int) -> MapSymbol | None:

@@ -147,7 +147,8 @@ def synthesize_plt_symbols(binary: Binary,
         return []
 
 
-def _synthesize(binary, name_for_address):
+def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | None
+                ) -> list[PltSymbol]:
     machine = binary.machine
     if machine == "EM_X86_64":
         types, decode, header, default_slot = _X86_64, _x86_64_got_slot, 16, 16
@@ -158,7 +159,8 @@ def _synthesize(binary, name_for_address):
         base = gotplt.addr if gotplt is not None else 0
         types, header, default_slot = _I386, 16, 16
 
-        def decode(code, addr):
+        # (its parameter named otherwise: called positionally, as the others)
+        def decode(code: bytes, addr: int) -> int | None:  # type: ignore[misc]
             return _i386_got_slot(code, addr, base)
     else:
         return []
@@ -183,7 +185,7 @@ def _synthesize(binary, name_for_address):
     plt_sec = binary.get_section(".plt.sec")
     plt_got = binary.get_section(".plt.got")
 
-    def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[_Reloc] | None):
+    def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[_Reloc] | None) -> None:
         data = binary.section_data(sec)
         if not data or sec.type == SHT_NOBITS:
             return

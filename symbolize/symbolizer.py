@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .addresses import address_for_lookup, ends_call
 from .buildid import normalize_build_id
@@ -23,6 +23,9 @@ from .locate import Candidate, DebugInfoLocator
 from .minidebuginfo import load_minidebuginfo
 from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table, load_table, save_table
+
+if TYPE_CHECKING:
+    from .cachedir import CacheWhere
 
 MAX_CACHED_ADDRESSES = 1 << 20
 _USER_PSEUDO = ("[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]", "[uprobes]")
@@ -54,7 +57,8 @@ class BinaryChoice(NamedTuple):
 class _Dso:
     __slots__ = ("choice", "table", "lines", "minidebug")
 
-    def __init__(self, choice, table, lines, minidebug):
+    def __init__(self, choice: BinaryChoice, table: SymbolTable | None, lines: LineInfo | None,
+                 minidebug: Binary | None) -> None:
         self.choice = choice
         self.table = table
         self.lines = lines
@@ -65,7 +69,7 @@ class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
-                 cache_dir: CacheDir | str | None = None):
+                 cache_dir: CacheWhere = None) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
@@ -103,7 +107,7 @@ class Symbolizer:
             self._warned.add(key)
             self.warnings.append(message)
 
-    def _drain(self, *objs) -> None:
+    def _drain(self, *objs: Binary | DebugInfoLocator | KernelSymbols | PerfMap | None) -> None:
         for o in objs:
             if o is None:
                 continue
@@ -118,12 +122,12 @@ class Symbolizer:
                 pass
 
     # ---------------------------------------------------------- finding
-    def binary_for(self, path: str, build_id=None) -> BinaryChoice:
+    def binary_for(self, path: str | None, build_id: str | None = None) -> BinaryChoice:
         if not isinstance(path, str):
             return BinaryChoice("missing", None, None, "no path", ())
         return self._dso(path, build_id).choice
 
-    def _dso(self, path: str, build_id) -> _Dso:
+    def _dso(self, path: str, build_id: str | None) -> _Dso:
         bid = normalize_build_id(build_id)
         key = (path, bid)
         d = self._dsos.get(key)
@@ -203,7 +207,8 @@ class Symbolizer:
             reason = f"symbols from {', '.join(table.sources)}"
         return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines, minidebug)
 
-    def _try(self, cand: Candidate, bid: str | None, debug: bool = False):
+    def _try(self, cand: Candidate, bid: str | None, debug: bool = False
+             ) -> tuple[Binary | None, str]:
         """Open one candidate; (Binary, 'found') or (None, why not)."""
         if not os.path.lexists(cand.path):
             return None, "missing"
@@ -211,7 +216,8 @@ class Symbolizer:
         if not b.ok:
             if b.error_kind != "missing":
                 self._warn(cand.path, "open", f"{cand.path}: {b.error_kind}: {b.error}")
-            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind
+            # (not ok: error_kind is set)
+            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind  # type: ignore[return-value]
         if not debug and not b.has_code and b.get_section(".dynsym") is None:
             b.close()
             return None, "no-code"
@@ -238,7 +244,8 @@ class Symbolizer:
         b.close()
         return None, "unverifiable"
 
-    def _table_for(self, binary, debug, minidebug, bid) -> SymbolTable:
+    def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
+                   bid: str | None) -> SymbolTable:
         if bid is not None and bid in self._tables:
             return self._tables[bid]
         disk = None
@@ -251,7 +258,8 @@ class Symbolizer:
                 ("m", minidebug is not None),
                 ("c", binary is not None and binary.has_code)) if on)
             disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.json")
-            table = load_table(disk, cache=self.cache)
+            # (enabled: path_for gave a path)
+            table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
                 self._tables[bid] = table
                 return table
@@ -272,7 +280,7 @@ class Symbolizer:
             if lines is not None:
                 lines.save_names()
 
-    def prepare(self, path: str, build_id=None, inline_names: bool = False) -> None:
+    def prepare(self, path: str, build_id: str | None = None, inline_names: bool = False) -> None:
         """Find and load a binary now (its symbol table, and with
         inline_names the native index of its DWARF), writing what the cache
         keeps: so that processes sharing the cache directory can each build
@@ -291,7 +299,7 @@ class Symbolizer:
         if said:
             self._deferred[(path, normalize_build_id(build_id))] = said
 
-    def prepare_kernel(self, build_id=None) -> None:
+    def prepare_kernel(self, build_id: str | None = None) -> None:
         """kernel_symbols() now, its warnings held as prepare() holds them."""
         mark = len(self.warnings)
         try:
@@ -302,15 +310,15 @@ class Symbolizer:
         if said:
             self._deferred[("[kernel.kallsyms]", normalize_build_id(build_id))] = said
 
-    def _say_deferred(self, key) -> None:
+    def _say_deferred(self, key: tuple[str, str | None]) -> None:
         said = self._deferred.pop(key, None)
         if said:
             self.warnings.extend(said)
 
-    def symbol_table(self, path: str, build_id=None) -> SymbolTable | None:
+    def symbol_table(self, path: str, build_id: str | None = None) -> SymbolTable | None:
         return self._dso(path, build_id).table
 
-    def line_info(self, path: str, build_id=None) -> LineInfo | None:
+    def line_info(self, path: str, build_id: str | None = None) -> LineInfo | None:
         """The LineInfo of a binary (its DWARF, from the binary or its debug
         file), for callers that need the raw inline chain; None without DWARF."""
         return self._dso(path, build_id).lines
@@ -329,7 +337,7 @@ class Symbolizer:
 
     _name = demangle_name
 
-    def lookup(self, path: str, build_id=None, svma: int | None = None, *,
+    def lookup(self, path: str | None, build_id: str | None = None, svma: int | None = None, *,
                file_offset: int | None = None, is_return_address: bool = False) -> list[Frame]:
         """Frames for one address of a binary, innermost first.
 
@@ -353,7 +361,8 @@ class Symbolizer:
         self._frames[outer_key] = tuple(frames)
         return frames
 
-    def _lookup(self, path, build_id, svma, file_offset, is_return_address) -> list[Frame]:
+    def _lookup(self, path: str, build_id: str | None, svma: int | None, file_offset: int | None,
+                is_return_address: bool) -> list[Frame]:
         bid = normalize_build_id(build_id)
         if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel") or (
                 path.startswith("[") and path.endswith("]") and path not in _USER_PSEUDO):
@@ -391,7 +400,8 @@ class Symbolizer:
         got = ends_call(bytes(code), b.machine)
         return True if got is None else got
 
-    def _resolve(self, dso: _Dso, path, bid, svma, is_ret) -> list[Frame]:
+    def _resolve(self, dso: _Dso, path: str, bid: str | None, svma: int,
+                 is_ret: bool) -> list[Frame]:
         # A return address is looked up at address - 1 (the call) only where
         # a call ends there: a frame-pointer walk also yields addresses that
         # no call pushed (a function's first byte after a jmp), named as is.
@@ -466,17 +476,17 @@ class Symbolizer:
         return table
 
     @property
-    def given_kernel_symbols(self):
+    def given_kernel_symbols(self) -> KernelSymbols | str | None:
         """The kernel symbols the caller gave (a KernelSymbols table, e.g. from
         a vmlinux, or a kallsyms file's path), or None: then they are found
         by the kernel's build-id."""
         return self._kallsyms
 
-    def kernel_symbols(self, build_id=None) -> KernelSymbols:
+    def kernel_symbols(self, build_id: str | None = None) -> KernelSymbols:
         """The kernel's symbol table (kallsyms) for a kernel build-id."""
         return self._kernel_table(normalize_build_id(build_id))
 
-    def kernel_symbols_file(self, build_id=None) -> str | None:
+    def kernel_symbols_file(self, build_id: str | None = None) -> str | None:
         """The kallsyms file kernel_symbols() read for this build-id (perf's
         saved copy, a --kallsyms file, or /proc/kallsyms of the same kernel);
         None when the symbols came from elsewhere (a vmlinux) or nowhere."""
@@ -484,7 +494,8 @@ class Symbolizer:
         self._kernel_table(bid)
         return self._kernel_files.get(bid)
 
-    def _lookup_kernel(self, path, bid, address, is_ret) -> list[Frame]:
+    def _lookup_kernel(self, path: str, bid: str | None, address: int | None,
+                       is_ret: bool) -> list[Frame]:
         if address is None:
             return [Frame(None, None, None, path, bid, None)]
         table = self._kernel_table(bid)
@@ -500,7 +511,7 @@ class Symbolizer:
             return [Frame(None, None, address, path, bid, None)]
         return [Frame(self._name(s.name), address - s.start, address, path, bid, "kallsyms")]
 
-    def _lookup_perfmap(self, path, address, is_ret) -> list[Frame]:
+    def _lookup_perfmap(self, path: str, address: int | None, is_ret: bool) -> list[Frame]:
         if address is None:
             return [Frame(None, None, None, path, None, None)]
         pm = self._perfmaps.get(path)

@@ -13,9 +13,14 @@ from __future__ import annotations
 import bisect
 import struct
 from operator import itemgetter
-from typing import Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from .elffile import Binary, SHF_ALLOC
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .cachedir import CacheDir
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
@@ -186,7 +191,7 @@ def fixup_entries(ents: list[list], *, is_kallsyms: bool = False) -> list[list]:
 class SymbolTable:
     """Sorted symbols of one binary; `lookup(svma)` by binary search."""
 
-    def __init__(self, symbols: Iterable[Symbol] = ()):
+    def __init__(self, symbols: Iterable[Symbol] = ()) -> None:
         self._syms: list[Symbol] = sorted(symbols, key=lambda s: s.start)
         self._starts = [s.start for s in self._syms]
         self.sources: tuple[str, ...] = tuple(sorted({s.source for s in self._syms}))
@@ -199,7 +204,7 @@ class SymbolTable:
     def __len__(self) -> int:
         return len(self._syms)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Symbol]:
         return iter(self._syms)
 
     def lookup(self, svma: int) -> Symbol | None:
@@ -282,7 +287,7 @@ def cache_format() -> str:
     return _CACHE_FORMAT
 
 
-def save_table(table: SymbolTable, path: str, cache=None) -> bool:
+def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> bool:
     """Write a table as JSON (atomically: a reader never sees half a file);
     cache: the CacheDir the file belongs to (its bound then applies)."""
     doc = {"format": cache_format(),
@@ -293,7 +298,8 @@ def save_table(table: SymbolTable, path: str, cache=None) -> bool:
     return write_json(path, doc)
 
 
-def load_table(path: str, max_size: int = 512 << 20, cache=None) -> SymbolTable | None:
+def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = None
+               ) -> SymbolTable | None:
     """A table saved by save_table, or None if absent, damaged or foreign;
     cache: the CacheDir the file belongs to (it counts as used)."""
     if cache is not None:

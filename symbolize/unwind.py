@@ -12,16 +12,34 @@ It never raises on bad input: a missing mapping, missing or malformed CFI,
 an expression it cannot evaluate or a read beyond the snapshot all end the
 walk with a `stop_reason`.
 """
+from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from .addresses import address_for_lookup
 from .arch import get_arch
 from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_UNDEFINED, RULE_SAME_VALUE, RULE_OFFSET, RULE_VAL_OFFSET,
                   RULE_REGISTER, RULE_EXPRESSION, RULE_VAL_EXPRESSION)
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from .arch import Arch
+    from .cfi import CfiRow, CfiTable
+
+    class ModuleLike(Protocol):
+        """What `find_module` returns: an UnwindModule, or any object with
+        these attributes (and maybe `frame_pointer_step`)."""
+        @property
+        def cfi(self) -> CfiTable | None: ...
+        @property
+        def bias(self) -> int: ...
+
+    # A step's result: (caller's ip, caller's regs, how it was found, this frame's CFA).
+    Step = tuple[int, dict[int, int], str, int]
 
 __all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "unwind_columns", "UnwindResult",
            "UnwindModule", "StackSnapshot", "address_for_lookup", "STOP_REASONS",
@@ -66,7 +84,7 @@ class UnwindModule:
     CFI, may one frame-pointer step be tried (code without CFI: hand-written
     assembly, JIT code)?  Not for a binary that could not be found: its CFI
     exists but is out of reach, and its code usually keeps no frame pointer."""
-    cfi: object
+    cfi: CfiTable | None
     bias: int
     frame_pointer_step: bool = True
 
@@ -81,7 +99,7 @@ class StackSnapshot:
 
     __slots__ = ("base", "data", "end", "word", "_unpack")
 
-    def __init__(self, base: int, data: bytes, word: int = 8):
+    def __init__(self, base: int, data: bytes | memoryview, word: int = 8) -> None:
         # Any buffer (bytes, a memoryview of the record): read in place,
         # never copied; one snapshot is 8 KiB or more per sample.
         self.base = base
@@ -111,7 +129,8 @@ class UnwindStop(Exception):
     text, and the frame's CFA when it was computed before the stop (None
     otherwise)."""
 
-    def __init__(self, reason, address=None, detail="", cfa=None):
+    def __init__(self, reason: str, address: int | None = None, detail: str = "",
+                 cfa: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.address = address
@@ -143,7 +162,7 @@ class Unwinder:
     __slots__ = ("arch", "ptr_mask", "_sp_column", "_fp_column", "_ra_column", "_ip_column",
                  "_ra_is_ip", "_callee_saved_columns", "_callee_saved_and_sp", "_ra_mask")
 
-    def __init__(self, arch):
+    def __init__(self, arch: str | Arch) -> None:
         arch = get_arch(arch)
         self.arch = arch
         self.ptr_mask = (1 << (8 * arch.pointer_size)) - 1
@@ -159,7 +178,7 @@ class Unwinder:
         self._ra_mask = arch.ra_mask
 
     @classmethod
-    def for_arch(cls, arch) -> "Unwinder":
+    def for_arch(cls, arch: str | Arch) -> "Unwinder":
         """The shared Unwinder of an architecture (an Arch or its name)."""
         arch = get_arch(arch)
         unwinder = _UNWINDERS.get(arch.name)
@@ -167,7 +186,7 @@ class Unwinder:
             unwinder = _UNWINDERS[arch.name] = cls(arch)
         return unwinder
 
-    def regs_from_names(self, named: dict):
+    def regs_from_names(self, named: dict) -> tuple[int | None, dict[int, int]]:
         """(ip, regs) from register name -> value (lowercase names of the
         arch, or perf's aliases); values masked to the pointer size."""
         columns = self.arch.register_columns
@@ -187,7 +206,8 @@ class Unwinder:
         return ip, regs
 
     def walk(self, ip: Optional[int], regs: dict, read_stack: Callable[[int], Optional[int]],
-             find_module: Callable[[int], object], max_depth: int = 127) -> UnwindResult:
+             find_module: Callable[[int], ModuleLike | None],
+             max_depth: int = 127) -> UnwindResult:
         """The stack from the frame at `ip` with registers `regs` (a dict the
         walk takes over), at most `max_depth` frames: `step` until it stops."""
         result = UnwindResult()
@@ -222,7 +242,7 @@ class Unwinder:
         return result
 
     def step(self, ip: int, regs: dict, kind: str, read_stack: Callable[[int], Optional[int]],
-             find_module: Callable[[int], object]):
+             find_module: Callable[[int], ModuleLike | None]) -> Step:
         """The caller of the frame at `ip` with registers `regs` (not
         changed), found as `kind` says (INNERMOST for the registers a walk
         starts from; else what the step that found this frame returned):
@@ -320,7 +340,9 @@ class Unwinder:
             raise UnwindStop("bad-cfi", None, "%s: %s" % (type(exc).__name__, exc),
                              cfa) from None
 
-    def _step_without_cfi(self, ip, regs, sp, is_return_address, module, cfi, read_stack):
+    def _step_without_cfi(self, ip: int, regs: dict[int, int], sp: int, is_return_address: bool,
+                          module: ModuleLike, cfi: CfiTable | None,
+                          read_stack: Callable[[int], int | None]) -> Step:
         if is_return_address and cfi is not None:
             # A "return address" at the first byte of a function with CFI,
             # while the byte before it has none, was pushed, not left by a
@@ -343,7 +365,7 @@ class Unwinder:
             ra = read_stack(fp + arch.fp_saved_ra)
         if saved_fp is None or ra is None:
             raise UnwindStop("no-cfi", ip)
-        new_sp = fp + arch.fp_caller_sp
+        new_sp = fp + arch.fp_caller_sp  # type: ignore[operator]  # (saved_fp read: fp is set)
         ra &= self._ra_mask
         if ra == 0:
             raise UnwindStop("zero-ra", cfa=new_sp)
@@ -351,17 +373,18 @@ class Unwinder:
             raise UnwindStop("cfa-not-increasing", ip, cfa=new_sp)
         return ra, {self._sp_column: new_sp, fp_col: saved_fp}, FRAME_POINTER, new_sp
 
-    def _get_reg(self, ip, regs):
+    def _get_reg(self, ip: int, regs: dict[int, int]) -> Callable[[int], int | None]:
         """A register reader for DWARF expressions over one frame."""
         ip_col, ra_col, ra_is_ip = self._ip_column, self._ra_column, self._ra_is_ip
 
-        def get_reg(num):
+        def get_reg(num: int) -> int | None:
             if num == ip_col or (ra_is_ip and num == ra_col):
                 return ip
             return regs.get(num)
         return get_reg
 
-    def _apply_rules(self, row, ip, regs, new, cfa, sp, read_stack):
+    def _apply_rules(self, row: CfiRow, ip: int, regs: dict[int, int], new: dict[int, int],
+                     cfa: int, sp: int, read_stack: Callable[[int], int | None]) -> bool:
         """Every kind of rule, in the row's order, into `new`; True when the
         return address is undefined (the outermost frame)."""
         mask = self.ptr_mask
@@ -408,11 +431,12 @@ class Unwinder:
         return ra_undefined
 
 
-_UNWINDERS = {}     # arch name -> Unwinder
+_UNWINDERS: dict[str, Unwinder] = {}     # arch name -> Unwinder
 
 
-def unwind_dwarf(arch, regs: dict, read_stack: Callable[[int], Optional[int]],
-                 find_module: Callable[[int], object], max_depth: int = 127) -> UnwindResult:
+def unwind_dwarf(arch: str | Arch, regs: dict, read_stack: Callable[[int], Optional[int]],
+                 find_module: Callable[[int], ModuleLike | None],
+                 max_depth: int = 127) -> UnwindResult:
     """Walk the stack from `regs` (register name -> value, lowercase names of
     `arch`) using DWARF CFI.
 
@@ -426,15 +450,17 @@ def unwind_dwarf(arch, regs: dict, read_stack: Callable[[int], Optional[int]],
     return unwinder.walk(ip, by_column, read_stack, find_module, max_depth)
 
 
-def unwind_columns(arch, ip: Optional[int], regs: dict,
+def unwind_columns(arch: str | Arch, ip: Optional[int], regs: dict,
                    read_stack: Callable[[int], Optional[int]],
-                   find_module: Callable[[int], object], max_depth: int = 127) -> UnwindResult:
+                   find_module: Callable[[int], ModuleLike | None],
+                   max_depth: int = 127) -> UnwindResult:
     """unwind_dwarf with the registers already by DWARF column (a dict the
     walk takes over) and the ip apart: Unwinder.walk."""
     return Unwinder.for_arch(arch).walk(ip, regs, read_stack, find_module, max_depth)
 
 
-def _unreadable_slot(col, addr, sp, regs, ra_col):
+def _unreadable_slot(col: int, addr: int, sp: int, regs: dict[int, int],
+                     ra_col: int) -> int | None:
     """Value for a register whose save slot lies outside the snapshot.
 
     Only the return address is essential (StackOutOfRange ends the walk).

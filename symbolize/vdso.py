@@ -6,17 +6,23 @@ so does this module: it copies the [vdso] mapping of the current process into
 a cache file once and reports its build-id, so the caller can check that it
 is the image the profile saw (same build-id) or say that it assumed so.
 """
+from __future__ import annotations
+
 import functools
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 from .cachedir import DEFAULT, CacheDir
 from .elffile import Binary
 
+if TYPE_CHECKING:
+    from .cachedir import CacheWhere
+
 MAX_VDSO = 1 << 20
 
 
-def running_vdso(cache=DEFAULT):
+def running_vdso(cache: CacheWhere = DEFAULT) -> tuple[str, str] | None:
     """(path of a file holding this process's vdso, its build-id) or None.
     The image is kept in `cache` (a CacheDir or a directory's path; by
     default perfdata's cache directory) as vdso-BUILDID.so.  The symbolizer
@@ -27,7 +33,7 @@ def running_vdso(cache=DEFAULT):
 
 
 @functools.lru_cache(maxsize=1)
-def _running_vdso(cache: CacheDir):
+def _running_vdso(cache: CacheDir) -> tuple[str, str] | None:
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -54,7 +60,7 @@ def _running_vdso(cache: CacheDir):
     # writes nothing never has to apply the cache's bound); a damaged one is
     # replaced.
     if cache.read(kept, MAX_VDSO) == image or cache.write(kept, image):
-        return kept, build_id
+        return kept, build_id  # type: ignore[return-value]  # (kept: a path)
     from .cachedir import write_atomic
     scratch = os.path.join(tempfile.gettempdir(), name)
     return (scratch, build_id) if write_atomic(scratch, image) else None

@@ -56,7 +56,8 @@ class Partial:
 def _collapse(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
               notes: TextIO) -> dict[str, int]:
     from ..views.collapse import collapse_samples, options_from_args
-    return collapse_samples(samples, options_from_args(args), note_stream=notes)
+    # (made without side events: its items are samples)
+    return collapse_samples(samples, options_from_args(args), note_stream=notes)  # type: ignore[arg-type]
 
 
 def flame_options(args: argparse.Namespace) -> CollapseOptions:
@@ -70,7 +71,7 @@ def _flamegraph(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespac
     from ..views.flamegraph import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args), note_stream=notes)
     for sample in samples:
-        builder.add(sample)
+        builder.add(sample)  # type: ignore[arg-type]  # (made without side events)
     paths: dict[FramePath, int] = {}
     todo: list[tuple[Node, FramePath]] = [(child, ()) for child in builder.root.children.values()]
     while todo:

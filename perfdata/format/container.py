@@ -9,9 +9,11 @@ by `decoder` (which needs no file); this module puts them together:
 mode attrs and features arrive as records: the walk hands those back here
 (`apply_user_record`).
 """
+from __future__ import annotations
+
 import os
 import struct
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Literal
 
 import construct as cs
 
@@ -28,6 +30,12 @@ from .records import body_schemas, event_header_struct, header_attr_schema
 from .source import ByteSource, file_size, open_input
 from .walker import MAX_TRACING_DATA, RecordWalker
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .errors import InputName
+    from .tracing import EventFormat, TracingData
+
 # Attr sizes perf knows, plus the 16-byte ids section: how perf tells the byte
 # order of a file with the old PERFFILE magic from its attr_size.
 _V1_FILE_ATTR_SIZES = tuple(s + 16 for s in (64, 72, 80, 96, 104, 112, 120, 128, 136, 144))
@@ -38,33 +46,39 @@ MAX_IDS = 1 << 24
 
 class PerfFile:
     """An open perf.data.  Use `perfdata.open(path)`."""
+    truncated_at: int       # set by a walk where the input ends inside a record
+    _data_start: int
+    _data_end: int | None   # None: a stream's
 
-    def __init__(self, path, max_decompressed=None, strict=False):
+    def __init__(self, path: str | os.PathLike[str] | BinaryIO | None,
+                 max_decompressed: int | None = None, strict: bool = False) -> None:
         """strict: stop with CorruptError at the first corrupt record of the
         data section.  By default (file mode) the reader skips it, finds the
         next plausible record header, notes the skipped range in `skipped`
         and `warnings`, and goes on."""
         self.path_arg = path
         self.strict = strict
-        self.skipped = []           # (path, offset, bytes, why) of skipped corrupt data
-        self.warnings = []
-        self.attrs = []
-        self.id_to_attr = {}
-        self.features = {}          # fid -> (offset, size) in file mode
-        self._feature_data = {}     # fid -> bytes (pipe mode, HEADER_FEATURE)
-        self._feature_cache = {}
+        # (path, offset, bytes, why) of skipped corrupt data
+        self.skipped: list[tuple[InputName | None, int, int, str]] = []
+        self.warnings: list[str] = []
+        self.attrs: list[EventAttr] = []
+        self.id_to_attr: dict[int, EventAttr] = {}
+        self.features: dict[int, tuple[int, int]] = {}  # fid -> (offset, size) in file mode
+        self._feature_data: dict[int, bytes] = {}  # fid -> bytes (pipe mode, HEADER_FEATURE)
+        self._feature_cache: dict[int, Any] = {}
         # HEADER_BUILD_ID records of pipe mode, whole: together they have the
         # layout of the BUILD_ID feature section.
-        self._build_id_records = []
-        self.tracing_data = None    # bytes of HEADER_TRACING_DATA (pipe mode)
-        self.event_types = []
-        self.header = None
+        self._build_id_records: list[bytes] = []
+        self.tracing_data: bytes | None = None  # bytes of HEADER_TRACING_DATA (pipe mode)
+        self.event_types: list[Any] = []
+        # (never None once made: _read_header, below, sets it or raises)
+        self.header: dict[str, Any] = None  # type: ignore[assignment]
         self.is_pipe = False
         self.is_directory = False
-        self.data_files = []
-        self.stats = {}
+        self.data_files: list[str] = []
+        self.stats: dict[str, Any] = {}
         self.max_decompressed = max_decompressed
-        self._dir_path = None
+        self._dir_path: str | os.PathLike[str] | None = None
         if not hasattr(path, "read") and path not in ("-", None) and os.path.isdir(path):
             self.is_directory = True
             self._dir_path = path
@@ -77,10 +91,10 @@ class PerfFile:
         self._read_header()
 
     # ----------------------------------------------------------------- header
-    def _error(self, cls, message, offset):
+    def _error(self, cls: type[PerfDataError], message: str, offset: int) -> PerfDataError:
         return cls(message, path=self.path, offset=offset)
 
-    def _read_at(self, offset, size):
+    def _read_at(self, offset: int, size: int) -> bytes:
         """Bytes [offset, offset+size) of a seekable file, bounded by its size."""
         if self.size is not None and (offset > self.size or size > self.size - offset):
             raise self._error(TruncatedError, "section of %d bytes runs past the end of "
@@ -91,7 +105,7 @@ class PerfFile:
             raise self._error(TruncatedError, "file ends inside a section", offset + len(data))
         return data
 
-    def _read_header(self):
+    def _read_header(self) -> None:
         if self._seekable:
             self._f.seek(0)
         head = _read_upto(self._f, 16)
@@ -169,7 +183,7 @@ class PerfFile:
         if self.is_directory:
             self._find_data_files()
 
-    def _read_attrs(self, hdr):
+    def _read_attrs(self, hdr: cs.Container) -> None:
         stride = hdr.attr_size
         if hdr.attrs.size == 0:
             return
@@ -206,20 +220,21 @@ class PerfFile:
                                          % (ids_sec.size // 8), raw))
             self._add_attr(attr, ids)
 
-    def _add_attr(self, attr, ids, name=None):
+    def _add_attr(self, attr: Mapping[str, Any], ids: list[int], name: str | None = None
+                  ) -> EventAttr:
         ea = EventAttr(len(self.attrs), attr, ids, self.little, name)
         self.attrs.append(ea)
         for i in ids:
             self.id_to_attr.setdefault(i, ea)
         return ea
 
-    def _read_feature_table(self, feature_ids):
+    def _read_feature_table(self, feature_ids: list[int]) -> None:
         if not feature_ids:
             return
         offset = self._data_end
         count = len(feature_ids)
         try:
-            raw = self._read_at(offset, count * 16)
+            raw = self._read_at(offset, count * 16)  # type: ignore[arg-type]  # (file mode: an end)
         except TruncatedError as exc:
             self.warnings.append("feature section table: %s" % exc)
             return
@@ -235,14 +250,15 @@ class PerfFile:
         if unknown:
             self.warnings.append("unknown feature bits: %s" % ", ".join(map(str, unknown)))
 
-    def _find_data_files(self):
+    def _find_data_files(self) -> None:
         names = sorted((n for n in os.listdir(self._dir_path)
                         if n.startswith("data.") and n[5:].isdigit()),
                        key=lambda n: int(n[5:]))
-        self.data_files = [os.path.join(self._dir_path, n) for n in names]
+        # (a directory's: _dir_path is set)
+        self.data_files = [os.path.join(self._dir_path, n) for n in names]  # type: ignore[arg-type]
 
     @property
-    def input_paths(self):
+    def input_paths(self) -> list[InputName]:
         """The files the profile is read from: the file (for the directory
         format of `perf record --threads`, its `data` file with the header)
         and the directory's data.N files; empty for a stream."""
@@ -261,17 +277,17 @@ class PerfFile:
         return self._data_start, self._data_end
 
     @property
-    def feature_ids(self):
+    def feature_ids(self) -> list[int]:
         return sorted(set(self.features) | set(self._feature_data))
 
-    def has_feature(self, fid):
+    def has_feature(self, fid: int) -> bool:
         return fid in self.features or fid in self._feature_data
 
-    def feature_offset(self, fid):
+    def feature_offset(self, fid: int) -> int | None:
         sec = self.features.get(fid)
         return sec[0] if sec else None
 
-    def feature_bytes(self, fid):
+    def feature_bytes(self, fid: int) -> bytes | None:
         if fid in self._feature_data:
             return self._feature_data[fid]
         sec = self.features.get(fid)
@@ -281,7 +297,7 @@ class PerfFile:
             return None
         return self._read_at(*sec)
 
-    def feature(self, fid):
+    def feature(self, fid: int) -> Any:
         """The parsed feature section, or None when absent."""
         if fid in self._feature_cache:
             return self._feature_cache[fid]
@@ -296,11 +312,11 @@ class PerfFile:
         self._feature_cache[fid] = result
         return result
 
-    def recorded_build_ids(self):
+    def recorded_build_ids(self) -> dict[str, str]:
         """{file name: build-id in hex} the recording lists: its BUILD_ID
         feature, or in pipe mode the HEADER_BUILD_ID records read so far."""
         if self._build_id_records:
-            data = b"".join(self._build_id_records)
+            data: bytes | None = b"".join(self._build_id_records)
         else:
             data = self.feature_bytes(Feature.BUILD_ID)
         if not data:
@@ -313,7 +329,7 @@ class PerfFile:
         except PerfDataError as exc:
             self.warnings.append("BUILD_ID: %s" % exc)
             return {}
-        out = {}
+        out: dict[str, str] = {}
         for entry in entries or ():
             name, bid = entry.get("filename"), entry.get("build_id")
             if name and bid:
@@ -321,7 +337,7 @@ class PerfFile:
                                else bid)
         return out
 
-    def resolve_event_names(self, pipe_event_desc=True):
+    def resolve_event_names(self, pipe_event_desc: bool = True) -> None:
         """Name events as perf does: EVENT_DESC names (by id), then tracepoints
         from the tracing data formats, else the name computed from the attr.
 
@@ -358,9 +374,9 @@ class PerfFile:
                     ea.name = "%s:%s" % (fmt.system, fmt.name)
                     ea.named_by = "tracing_data"
 
-    _tracing = None
+    _tracing: TracingData | Literal[False] | None = None
 
-    def tracing(self):
+    def tracing(self) -> TracingData | None:
         """The parsed TRACING_DATA (event formats, kernel sizes), or None."""
         if self._tracing is None:
             self._tracing = False
@@ -375,7 +391,7 @@ class PerfFile:
                     self.warnings.append("tracing data: %s" % exc)
         return self._tracing or None
 
-    def tracepoint_formats(self):
+    def tracepoint_formats(self) -> dict[int, EventFormat]:
         """{tracepoint id: EventFormat} from the tracing data ({} if none)."""
         tracing = self.tracing()
         return tracing.events if tracing is not None else {}
@@ -383,7 +399,7 @@ class PerfFile:
     # --------------------------------------------------------------- records
     _pipe_setup_done = False
 
-    def _pipe_setup(self):
+    def _pipe_setup(self) -> None:
         """Pipe mode: attrs and features arrive as records.  Read records until
         the first SAMPLE, so that `attrs` and `feature()` are usable before
         iteration; the records read are kept and replayed by `records()`."""
@@ -399,17 +415,17 @@ class PerfFile:
         except PerfDataError as exc:
             self._pending_error = exc
 
-    _pending = ()
-    _pipe_iter = None
-    _pending_error = None
+    _pending: list[Record] | tuple[()] = ()
+    _pipe_iter: Iterator[Record] | None = None
+    _pending_error: PerfDataError | None = None
 
-    def _main_source(self):
+    def _main_source(self) -> ByteSource:
         if self.is_pipe:
             return ByteSource(self._f, PIPE_HEADER_SIZE, None, self._seekable,
                               consumed=b"" if self._seekable else self._consumed[PIPE_HEADER_SIZE:])
         return ByteSource(self._f, self._data_start, self._data_end, True)
 
-    def _file_order(self):
+    def _file_order(self) -> Iterator[Record]:
         if self.is_pipe:
             if not self._pipe_setup_done:
                 self._pipe_setup()
@@ -417,7 +433,7 @@ class PerfFile:
             self._pending = []
             if self._pending_error:
                 raise self._pending_error
-            yield from self._pipe_iter
+            yield from self._pipe_iter  # type: ignore[misc]  # (set by _pipe_setup)
             return
         yield from self._walk(self._main_source(), 0)
         for index, path in enumerate(self.data_files, 1):
@@ -429,7 +445,8 @@ class PerfFile:
                 end = file_size(f)
                 yield from self._walk(ByteSource(f, 0, end, True), index, path)
 
-    def _walk(self, src, file_index, path=None):
+    def _walk(self, src: ByteSource, file_index: int, path: InputName | None = None
+              ) -> Iterator[Record]:
         return RecordWalker(self, self.ctx, src, file_index, path).records()
 
     def walk_range(self, start: int, end: int) -> Iterator[Record]:
@@ -441,9 +458,11 @@ class PerfFile:
         Recovery stays inside the range."""
         if self.is_pipe:
             raise PerfDataError("a stream has no byte ranges", path=self.path)
-        if not self._data_start <= start <= end <= self._data_end:
+        # (file mode: the data section has an end)
+        if not self._data_start <= start <= end <= self._data_end:  # type: ignore[operator]
             raise ValueError("[%#x, %#x) is not inside the data section [%#x, %#x)"
-                             % (start, end, self._data_start, self._data_end))
+                             # (that end)
+                             % (start, end, self._data_start, self._data_end))  # type: ignore[str-format]
         try:
             f = open(self.path, "rb")
         except OSError as exc:
@@ -451,7 +470,8 @@ class PerfFile:
         with f:
             yield from self._walk(ByteSource(f, start, end, True), 0)
 
-    def records(self, order="time", include_compressed=False):
+    def records(self, order: str = "time", include_compressed: bool = False
+                ) -> Iterator[Record]:
         """Iterate over the records.
 
         order='file': as stored; 'time': as perf delivers them (default).
@@ -488,15 +508,15 @@ class PerfFile:
                 push(time, rec)
         yield from queue.flush_all()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Record]:
         return self.records()
 
-    def samples(self, order="time"):
+    def samples(self, order: str = "time") -> Iterator[Record]:
         for rec in self.records(order):
             if rec.type == RT.SAMPLE:
                 yield rec
 
-    def note_skipped(self, path: str, offset: int, count: int, why: str) -> None:
+    def note_skipped(self, path: InputName | None, offset: int, count: int, why: str) -> None:
         """The walk skipped `count` corrupt bytes at `offset` of `path`."""
         self.skipped.append((path, offset, count, why))
         self.warnings.append("%s: offset %#x: skipped %d bytes (corrupt record)"
@@ -526,7 +546,7 @@ class PerfFile:
         else:
             self._feature_data[Feature.TRACING_DATA] = data
 
-    def apply_user_record(self, rec: Record, path: str) -> None:
+    def apply_user_record(self, rec: Record, path: InputName | None) -> None:
         """perf's own records that define the file's events and features
         (the walk hands each one over as it reads it)."""
         rtype = rec.type
@@ -563,20 +583,20 @@ class PerfFile:
         return decode_record(rec.type, rec.misc, rec.body, rec.attr, self.little,
                              self.path, rec.offset)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self._f.close()
         except OSError:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> PerfFile:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _read_upto(f, n):
+def _read_upto(f: BinaryIO, n: int) -> bytes:
     """n bytes, or fewer only at the end of input (a pipe may return less)."""
     parts = []
     got = 0
@@ -589,6 +609,6 @@ def _read_upto(f, n):
     return b"".join(parts)
 
 
-def _fname(fid):
+def _fname(fid: int) -> str:
     from .constants import feature_name
     return feature_name(fid)

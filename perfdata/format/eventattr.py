@@ -58,6 +58,9 @@ def event_modifiers(attr: Mapping[str, Any]) -> str:
 
 class EventAttr:
     """An event of the file, with the sample decoders derived once from its attr."""
+    # what named it, where PerfFile.resolve_event_names did: "event_desc" or
+    # "tracing_data" (unset otherwise)
+    named_by: str
 
     def __init__(self, index: int, attr: Mapping[str, Any], ids: Iterable[int],
                  little: bool = True, name: str | None = None) -> None:

@@ -4,6 +4,10 @@ Feed it every record in delivery (time) order; it keeps threads, processes,
 their maps, the kernel's maps and the KSYMBOL/BPF symbols, as perf's
 machine.c does.  It knows nothing of symbols or binaries.
 """
+from __future__ import annotations
+
+from typing import Any
+
 from ..format.constants import (MISC_COMM_EXEC, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL,
                                 MISC_KERNEL, MISC_MMAP_DATA, RecordType as RT)
 from .maps import Map, MapGroup
@@ -16,26 +20,26 @@ KERNEL_DSO = "[kernel.kallsyms]"
 class KernelSymbol:
     __slots__ = ("start", "end", "name", "kind")
 
-    def __init__(self, start, length, name, kind):
+    def __init__(self, start: int, length: int, name: str, kind: int) -> None:
         self.start, self.end, self.name, self.kind = start, start + length, name, kind
 
 
 class Machine:
-    def __init__(self):
-        self.threads = {}
-        self.processes = {}
+    def __init__(self) -> None:
+        self.threads: dict[int, Thread] = {}
+        self.processes: dict[int, Process] = {}
         self.kernel_maps = MapGroup()
-        self.ksymbols = []      # KernelSymbol from KSYMBOL records (bpf, ool)
+        self.ksymbols: list[KernelSymbol] = []  # KernelSymbol from KSYMBOL records (bpf, ool)
         self.counts = {"comm_exec": 0, "fork": 0, "exit": 0, "mmap": 0}
 
     # --------------------------------------------------------------- threads
-    def process(self, pid):
+    def process(self, pid: int) -> Process:
         proc = self.processes.get(pid)
         if proc is None:
             proc = self.processes[pid] = Process(pid)
         return proc
 
-    def thread(self, pid, tid):
+    def thread(self, pid: int | None, tid: int) -> Thread:
         """The thread, created as perf's machine__findnew_thread does if unseen."""
         th = self.threads.get(tid)
         # (the usual case, a known thread of the same pid, decided first: a
@@ -48,7 +52,7 @@ class Machine:
         return th
 
     # ----------------------------------------------------------- processing
-    def apply(self, rtype, fields, misc=0, time=0):
+    def apply(self, rtype: int, fields: dict[str, Any], misc: int = 0, time: int = 0) -> None:
         """Update the state with one parsed record."""
         if rtype == RT.COMM:
             th = self.thread(fields["pid"], fields["tid"])
@@ -62,7 +66,8 @@ class Machine:
         elif rtype == RT.FORK:
             self._fork(fields, time)
         elif rtype == RT.EXIT:
-            th = self.threads.get(fields["tid"])
+            # (th is a Thread in another branch; here it may be None)
+            th = self.threads.get(fields["tid"])  # type: ignore[assignment]
             if th is not None:
                 th.exited = time
             self.counts["exit"] += 1
@@ -72,7 +77,7 @@ class Machine:
             self.ksymbols.append(KernelSymbol(fields["addr"], fields["len"], fields["name"],
                                               fields["ksym_type"]))
 
-    def _fork(self, f, time):
+    def _fork(self, f: dict[str, Any], time: int) -> None:
         self.counts["fork"] += 1
         parent = self.thread(f["ppid"], f["ptid"])
         old = self.threads.pop(f["tid"], None)
@@ -89,7 +94,7 @@ class Machine:
             th.set_comm(old.comm, time)
         self.threads[f["tid"]] = th
 
-    def _mmap(self, rtype, f, misc, time):
+    def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
         self.counts["mmap"] += 1
         filename = f["filename"]
         prot = f.get("prot", 4 if not misc & MISC_MMAP_DATA else 1)
@@ -109,12 +114,12 @@ class Machine:
             return
         self.process(f["pid"]).maps.insert(m)
 
-    def find_map(self, thread, avma, kernel):
+    def find_map(self, thread: Thread | None, avma: int, kernel: bool) -> Map | None:
         if kernel:
             return self.kernel_maps.find(avma)
         return thread.maps.find(avma) if thread is not None else None
 
-    def find_ksymbol(self, avma):
+    def find_ksymbol(self, avma: int) -> KernelSymbol | None:
         for sym in self.ksymbols:
             if sym.start <= avma < sym.end:
                 return sym

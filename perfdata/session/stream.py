@@ -16,9 +16,26 @@ It knows nothing of symbols or binaries: the symbolizing layer consumes it
 (perfdata/symbolized.py), and can have the stream build its own sample
 objects (sample_class) so a sample is allocated once.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..format.constants import MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT
 from ..format.errors import PerfDataError
 from .machine import KERNEL_DSO, Machine
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Iterator
+
+    from ..format.container import PerfFile
+    from ..format.decoder import Record
+    from ..format.eventattr import EventAttr
+    from typing import TypeAlias
+
+    from .threads import Thread
+
+    # What the stream hands out.
+    StreamEvent: TypeAlias = "Sample | SideEvent | LostSamples | BuildId"
 
 # The records that change the session (threads, maps, kernel symbols).
 SESSION_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYMBOL))
@@ -37,7 +54,8 @@ class Sample:
     __slots__ = ("record", "fields", "event", "thread", "comm", "pid", "tid", "time", "cpu",
                  "period", "ip", "cpumode")
 
-    def __init__(self, record, fields, event, thread):
+    def __init__(self, record: Record, fields: dict[str, Any], event: EventAttr,
+                 thread: Thread | None) -> None:
         get = fields.get
         self.record = record
         self.fields = fields
@@ -61,7 +79,7 @@ class SideEvent:
     none: a sample_id without a tid, FINISHED_ROUND)."""
     __slots__ = ("record", "fields", "thread")
 
-    def __init__(self, record, fields, thread):
+    def __init__(self, record: Record, fields: dict[str, Any], thread: Thread | None) -> None:
         self.record = record
         self.fields = fields
         self.thread = thread
@@ -74,7 +92,7 @@ class LostSamples:
     lost (perf 6.1 predates the flag and adds them in)."""
     __slots__ = ("record", "count")
 
-    def __init__(self, record, count):
+    def __init__(self, record: Record, count: int) -> None:
         self.record = record
         self.count = count
 
@@ -83,16 +101,16 @@ class BuildId:
     """A build-id (hex) the records name for a file path."""
     __slots__ = ("path", "build_id")
 
-    def __init__(self, path, build_id):
+    def __init__(self, path: str, build_id: str) -> None:
         self.path = path
         self.build_id = build_id
 
 
-def recorded_build_ids(pf):
+def recorded_build_ids(pf: PerfFile) -> dict[str, str]:
     """{path: build-id} the recording lists (BUILD_ID feature, or in pipe mode
     the HEADER_BUILD_ID records read so far), perf's kernel entry also under
     [kernel.kallsyms]."""
-    out = {}
+    out: dict[str, str] = {}
     for name, bid in pf.recorded_build_ids().items():
         out.setdefault(name, bid)
         if name.startswith(KERNEL_DSO):
@@ -118,8 +136,12 @@ class SessionStream:
     record.  `ordinal` counts the SAMPLE records seen so far.
     """
 
-    def __init__(self, pf, side_events=(), side_cpus=None, order="time", strict=False,
-                 share=None, sample_class=Sample, after_apply=None):
+    def __init__(self, pf: PerfFile, side_events: Iterable[int] = (),
+                 side_cpus: Collection[int] | None = None, order: str = "time",
+                 strict: bool = False, share: tuple[int, int, int] | None = None,
+                 sample_class: type[Sample] = Sample,
+                 after_apply: Callable[[int, Record, dict[str, Any]], object] | None = None
+                 ) -> None:
         self.pf = pf
         self.machine = Machine()
         self.side_events = frozenset(side_events)
@@ -131,10 +153,10 @@ class SessionStream:
         self.after_apply = after_apply
         self.ordinal = 0
         self.samples_skipped = 0        # damaged samples (not strict)
-        self._read_values = {}          # group member id -> its counter at the last sample
-        self._announced = set()         # paths of the HEADER_BUILD_ID build-ids handed out
+        self._read_values: dict[int, int] = {}  # group member id -> its counter at the last sample
+        self._announced: set[str] = set()  # paths of the HEADER_BUILD_ID build-ids handed out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[StreamEvent]:
         pf = self.pf
         pf.resolve_event_names()
         machine = self.machine
@@ -147,7 +169,7 @@ class SessionStream:
         if share is not None:
             block, jobs, index = share
 
-            def mine():         # does the current block belong to this worker?
+            def mine() -> bool:  # does the current block belong to this worker?
                 return self.ordinal // block % jobs == index
         for rec in pf.records(self.order):
             rtype = rec.type
@@ -159,16 +181,18 @@ class SessionStream:
                         continue
                 ea = rec.attr
                 try:
-                    fields = ea.decode_sample(rec.body)
+                    # (no attr: an AttributeError, taken as a damaged sample below)
+                    fields = ea.decode_sample(rec.body)  # type: ignore[union-attr]
                 except Exception:
                     fields = self._decode_damaged(rec)
                     if fields is None:
                         continue
                 thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
-                if ea.reads_group:
+                if ea.reads_group:  # type: ignore[union-attr]  # (decoded: it has its attr)
                     yield from self._group_members(rec, fields, thread)
                 else:
-                    yield make_sample(rec, fields, ea, thread)
+                    # (decoded: the sample has its attr)
+                    yield make_sample(rec, fields, ea, thread)  # type: ignore[arg-type]
                 continue
             if rtype in SESSION_TYPES:
                 try:
@@ -217,7 +241,7 @@ class SessionStream:
                 elif self._side_cpu_ok(rec, fields):
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
 
-    def _decode_damaged(self, rec):
+    def _decode_damaged(self, rec: Record) -> dict[str, Any] | None:
         """The fields of a sample the fast decoder refused, by the reader's
         own decoder; None (with a warning) when it is damaged, unless strict."""
         try:
@@ -230,7 +254,8 @@ class SessionStream:
             self.samples_skipped += 1
             return None
 
-    def _group_members(self, rec, fields, thread):
+    def _group_members(self, rec: Record, fields: dict[str, Any], thread: Thread
+                       ) -> list[Sample]:
         """A sample that reads a whole group stands for one sample per member
         whose counter grew (perf's deliver_sample_group)."""
         read = fields.get("read") or {}
@@ -254,7 +279,7 @@ class SessionStream:
             out.append(sample)
         return out
 
-    def _side_thread(self, rtype, fields):
+    def _side_thread(self, rtype: int, fields: dict[str, Any]) -> Thread | None:
         """The thread perf script's print_event() names: the record's own
         pid/tid, or its sample_id's (none without a tid)."""
         if rtype in _OWN_THREAD_TYPES:
@@ -265,7 +290,7 @@ class SessionStream:
             return None
         return self.machine.thread(sid.get("pid", -1), tid)
 
-    def _side_cpu_ok(self, rec, fields):
+    def _side_cpu_ok(self, rec: Record, fields: dict[str, Any]) -> bool:
         """perf's filter_cpu() for a side event: its sample_id's cpu (0
         without sample_id_all; none, which passes, without PERF_SAMPLE_CPU)."""
         cpus = self.side_cpus
@@ -273,7 +298,7 @@ class SessionStream:
             return True
         ea = rec.attr
         if ea is not None and not ea.sample_id_all:
-            cpu = 0
+            cpu: int | None = 0
         else:
             cpu = (fields.get("sample_id") or {}).get("cpu")
         return cpu is None or cpu in cpus

@@ -51,7 +51,8 @@ def collect(ss: SampleSymbolizer) -> dict[BinaryKey, BinaryRef]:
 
     for sample in ss:
         hit = set()
-        for i, f in enumerate(sample.frames):
+        # (made without side events: its items are samples)
+        for i, f in enumerate(sample.frames):  # type: ignore[union-attr]
             if f.dso in ("[unknown]",) and f.note == "no-map":
                 continue
             path = KERNEL_DSO if f.kernel and f.dso.startswith("[") else f.dso

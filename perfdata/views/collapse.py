@@ -23,14 +23,28 @@ The output is what FlameGraph's stackcollapse-perf.pl prints when it reads
   event);
 * lines are sorted as strings.
 """
+from __future__ import annotations
+
 import re
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from ..format.constants import AttrType, SampleType as ST
 from ..format.errors import PerfDataError
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .sharded import add_jobs_argument
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterable, Sequence
+
+    from ..format.container import PerfFile
+    from ..format.eventattr import EventAttr
+    from ..frames import StackFrame
+    from ..session.stream import Sample
+    from ..symbolized import SymbolizedSample
+    from .sharded import Described, Share
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -39,8 +53,9 @@ _JIT_DSO = re.compile(r"/tmp/perf-\d+\.map")
 
 
 class CollapseOptions:
-    def __init__(self, pid=False, tid=False, addrs=False, kernel=False, jit=False,
-                 weight="period", event_filter=None):
+    def __init__(self, pid: bool = False, tid: bool = False, addrs: bool = False,
+                 kernel: bool = False, jit: bool = False, weight: str = "period",
+                 event_filter: str | None = None) -> None:
         self.pid = pid
         self.tid = tid
         self.addrs = addrs
@@ -50,7 +65,7 @@ class CollapseOptions:
         self.event_filter = event_filter
 
 
-def root_name(sample, opts):
+def root_name(sample: Sample, opts: CollapseOptions) -> str:
     comm = sample.comm
     if opts.tid:
         name = "%s-%s/%s" % (comm, sample.pid, sample.tid)
@@ -61,7 +76,8 @@ def root_name(sample, opts):
     return name.replace(" ", "_")
 
 
-def frame_names(frame, opts, java=False):
+def frame_names(frame: StackFrame, opts: CollapseOptions, java: bool = False
+                ) -> Sequence[str]:
     """The folded names of one printed frame (one name, except for perf's
     old `a->b` inline notation), as stackcollapse-perf.pl makes them."""
     raw = frame.symbol if frame.symbol is not None else "[unknown]"
@@ -97,7 +113,8 @@ def frame_names(frame, opts, java=False):
     return out
 
 
-def stack_names(frames, opts, java=False):
+def stack_names(frames: Sequence[StackFrame], opts: CollapseOptions, java: bool = False
+                ) -> list[str]:
     """Names of a leaf-first frame list, root first."""
     names = []
     for frame in reversed(frames):
@@ -110,13 +127,13 @@ def stack_names(frames, opts, java=False):
     return names
 
 
-def shows_period(event):
+def shows_period(event: EventAttr) -> bool:
     """Whether perf script's default output shows a period for this event
     (then stackcollapse-perf.pl counts it)."""
     return event.attr["type"] != AttrType.TRACEPOINT and bool(event.sample_type & ST.PERIOD)
 
 
-def sample_weight(sample, weight):
+def sample_weight(sample: Sample, weight: str) -> int:
     if weight == "samples":
         return 1
     if not shows_period(sample.event):
@@ -127,13 +144,13 @@ def sample_weight(sample, weight):
 class EventFilter:
     """The script's event filter: the first non-tracepoint event, or a name."""
 
-    def __init__(self, name=None, stream=None):
+    def __init__(self, name: str | None = None, stream: TextIO | None = None) -> None:
         self.name = name
         self.defaulted = name is None
         self.warned = False
         self.stream = stream
 
-    def keep(self, event):
+    def keep(self, event: EventAttr) -> bool:
         if event.attr["type"] == AttrType.TRACEPOINT:
             return True
         if self.name is None:
@@ -148,12 +165,14 @@ class EventFilter:
         return False
 
 
-def collapse_samples(samples, opts, note_stream=None, counts=None):
+def collapse_samples(samples: Iterable[SymbolizedSample], opts: CollapseOptions,
+                     note_stream: TextIO | None = None, counts: dict[str, int] | None = None
+                     ) -> dict[str, int]:
     """{folded stack: count} of an iterable of SymbolizedSamples (added to
     `counts` as they come, so a fault mid-file keeps what went before)."""
     if counts is None:
         counts = {}
-    cache = {}
+    cache: dict[tuple[int, str], tuple[Sequence[StackFrame], str]] = {}
     events = EventFilter(opts.event_filter, note_stream)
     for sample in samples:
         if not events.keep(sample.event):
@@ -174,18 +193,18 @@ def collapse_samples(samples, opts, note_stream=None, counts=None):
     return counts
 
 
-def folded_lines(counts):
+def folded_lines(counts: dict[str, int]) -> list[str]:
     return ["%s %d\n" % (k, counts[k]) for k in sorted(counts)]
 
 
-def options_from_args(args):
+def options_from_args(args: argparse.Namespace) -> CollapseOptions:
     return CollapseOptions(pid=args.pid_root, tid=args.tid_root, addrs=args.addrs,
                            kernel=args.kernel or args.all, jit=args.jit or args.all,
                            weight="samples" if args.samples else "period",
                            event_filter=args.event_filter)
 
 
-def open_output(path, out):
+def open_output(path: str | None, out: TextIO) -> tuple[TextIO, bool]:
     """(stream, whether to close it): `out` for None or '-', else the file;
     CommandError when it cannot be written."""
     if path is None or path == "-":
@@ -196,11 +215,11 @@ def open_output(path, out):
         raise CommandError("%s: %s" % (path, exc.strerror or exc))
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     from .collapse import open_output
     stream, close = open_output(args.output, out)
     opts = options_from_args(args)
-    counts = {}
+    counts: dict[str, int] = {}
     try:
         run_ = SampleRun(args, "collapse")
         jobs = collapse_jobs(args, run_.pf, opts.event_filter)
@@ -221,7 +240,7 @@ def run(args, out):
 SHARD_BLOCK = 512
 
 
-def collapse_jobs(args, pf, event_filter):
+def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | None) -> int:
     """Worker processes for collapse (and flamegraph): -j, but one where the
     counted event is the first one seen (no --event-filter and several
     non-tracepoint events: only the whole file's order says which)."""
@@ -233,17 +252,21 @@ def collapse_jobs(args, pf, event_filter):
     return default_jobs(args.jobs, pf)
 
 
-def _collapse_sharded(args, opts, jobs, pf, counts):
+def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int,
+                      pf: PerfFile, counts: dict[str, int]) -> None:
     """collapse_samples over `jobs` workers' shares of the samples, added up
     into counts (the folded lines are sorted: the sum is the same text)."""
     from .options import print_warnings
     from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
 
-    def compute(share):
+    def compute(share: Share) -> tuple[dict[str, int], list[str], Described | None]:
         wpf, samples = open_share(args, share)
+        mine: dict[str, int]
+        error: Described | None
         mine, error = {}, None
         try:
-            collapse_samples(samples, opts, counts=mine)
+            # (made without side events: its items are samples)
+            collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
         return mine, run_warnings(wpf, samples), error
@@ -258,7 +281,7 @@ def _collapse_sharded(args, opts, jobs, pf, counts):
 
 
 
-def add_collapse_options(p):
+def add_collapse_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("folded stacks (stackcollapse-perf.pl's options)")
     # --pid/--tid are the shared sample filters; the script's root flags are these.
     g.add_argument("--pid-root", "--with-pid", dest="pid_root", action="store_true",
@@ -276,7 +299,7 @@ def add_collapse_options(p):
                    help="count samples (default: sum of periods, as the script does)")
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("collapse", help="folded stacks, as stackcollapse-perf.pl")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")

@@ -172,7 +172,7 @@ class Diagnosis:
 
     def run(self) -> Diagnosis:
         for sample in self.ss:
-            self.add(sample)
+            self.add(sample)  # type: ignore[arg-type]  # (made without side events)
         return self
 
     def add(self, sample: SymbolizedSample) -> None:
@@ -320,7 +320,7 @@ class Diagnosis:
         return self._kernel_state
 
     # ------------------------------------------------------ frame pointers
-    def _fp_break(self, sample: SymbolizedSample, frames: list[StackFrame]) -> int | None:
+    def _fp_break(self, sample: SymbolizedSample, frames: Sequence[StackFrame]) -> int | None:
         """Index of the first user frame (leaf first) in a function built
         without frame pointers that has frames after it, or None."""
         user = [i for i, f in enumerate(frames) if not f.kernel and not f.inlined]
@@ -332,7 +332,7 @@ class Diagnosis:
                 return i
         return None
 
-    def _fp_truncated(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
+    def _fp_truncated(self, sample: SymbolizedSample, frames: Sequence[StackFrame]) -> None:
         """A -g chain that ends before any function that starts a stack: the
         walk lost the frame-pointer chain (a function without frame pointers
         left another value in %rbp).  Counted as a sample of fp-broken, blamed
@@ -375,7 +375,7 @@ class Diagnosis:
             self._fp_cache[key] = hit
         return hit
 
-    def _bottom_garbage(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
+    def _bottom_garbage(self, sample: SymbolizedSample, frames: Sequence[StackFrame]) -> None:
         user = [f for f in frames if not f.kernel and not f.inlined]
         if not user or user[-1].symbol not in STACK_BOTTOMS:
             return
@@ -395,7 +395,7 @@ class Diagnosis:
             self.classes["bottom-garbage-dropped"].detail["bottom"] = user[-1].symbol
 
     # --------------------------------------------------------------- DWARF
-    def _dwarf(self, sample: SymbolizedSample, frames: list[StackFrame]) -> None:
+    def _dwarf(self, sample: SymbolizedSample, frames: Sequence[StackFrame]) -> None:
         unwound = sample.unwind
         if unwound is not None and unwound.frames and sample.ip is not None and \
                 unwound.frames[0] != sample.ip and sample.cpumode not in KERNEL_MODES:
@@ -445,7 +445,7 @@ class Diagnosis:
             st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
             st.detail[reason] = st.detail.get(reason, 0) + 1
 
-    def _dwarf_ra_adjusted(self, sample: SymbolizedSample, frames: list[StackFrame],
+    def _dwarf_ra_adjusted(self, sample: SymbolizedSample, frames: Sequence[StackFrame],
                            raw: Sequence[int]) -> None:
         """DWARF callers are printed at return address - 1: count those whose
         raw return address names another function (a call at a function's
@@ -454,7 +454,7 @@ class Diagnosis:
         if not raw:
             return
         exact = set(self._unwind_of(sample, "exact_ip_frames") or ())
-        by_avma: dict[int, StackFrame] = {}
+        by_avma: dict[int | None, StackFrame] = {}
         f: StackFrame | None
         for f in frames:
             if not f.kernel:
@@ -512,9 +512,10 @@ class Diagnosis:
         regs = (sample.fields.get("regs_user") or {})
         unwinder = self.ss.unwinder
         try:
-            named = unwinder.arch.regs_from_perf(sample.event.attr["sample_regs_user"],
+            # (stack-exhausted: a DWARF unwind, so an unwinder)
+            named = unwinder.arch.regs_from_perf(sample.event.attr["sample_regs_user"],  # type: ignore[union-attr]
                                                  regs.get("regs") or ())
-            sp = named.get(unwinder.arch.sp)
+            sp = named.get(unwinder.arch.sp)  # type: ignore[union-attr]  # (as above)
         except Exception:
             return None
         if sp is None or sample.thread is None:

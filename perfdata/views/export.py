@@ -34,6 +34,7 @@ from .pprof import NS_EVENTS, PprofBuilder, profile_classes
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
 
     from ..format.eventattr import EventAttr
     from ..frames import StackFrame
@@ -60,7 +61,7 @@ class SpeedscopeBuilder:
         self.order: list[tuple[int, int, int]] = []
         self.events: dict[int, EventAttr] = {}
         self._opts = CollapseOptions()
-        self._stack_cache: dict[int, tuple[list[StackFrame], list[int]]] = {}
+        self._stack_cache: dict[int, tuple[Sequence[StackFrame], list[int]]] = {}
 
     def _frame(self, name: str, file: str | None, kernel: bool) -> int:
         key = (name, file)
@@ -73,7 +74,7 @@ class SpeedscopeBuilder:
             self.frames.append(entry)
         return idx
 
-    def _stack(self, frames: list[StackFrame]) -> list[int]:
+    def _stack(self, frames: Sequence[StackFrame]) -> list[int]:
         hit = self._stack_cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]

@@ -18,15 +18,31 @@ script gives
 The stacks are the folded stacks of `perfdata collapse` (same names, the
 comm as root frame), merged by name at each level, siblings in name order.
 """
+from __future__ import annotations
+
 import re
 import sys
 import zlib
+from typing import TYPE_CHECKING, Any, TextIO
 from xml.sax.saxutils import escape
 
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .sharded import add_jobs_argument
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterable, Sequence
+
+    from ..format.container import PerfFile
+    from ..frames import StackFrame
+    from ..symbolized import SymbolizedSample
+    from .sharded import Described, Share
+
+    # A stack's path from its outermost frame: (name, kind, dso) each.
+    Path = list[tuple[str, str, str]]
+    Rgb = tuple[int, ...]
 
 FRAME_HEIGHT = 16
 FONT_SIZE = 12
@@ -48,18 +64,19 @@ KIND_COLORS = {
 class Node:
     __slots__ = ("name", "value", "self_value", "children", "kind", "dso", "first")
 
-    def __init__(self, name, kind="user", dso=None, first=0):
+    def __init__(self, name: str, kind: str = "user", dso: str | None = None,
+                 first: int = 0) -> None:
         self.name = name
         self.value = 0
         self.self_value = 0
-        self.children = {}
+        self.children: dict[str, Node] = {}
         self.kind = kind
         self.dso = dso
         # the sample that made it (its kind and dso are that sample's frame's,
         # as when one process adds every sample in order)
         self.first = first
 
-    def merge(self, other):
+    def merge(self, other: Node) -> None:
         """Add another tree of the same root (a worker's share of the samples)."""
         self.value += other.value
         self.self_value += other.self_value
@@ -73,7 +90,7 @@ class Node:
                 mine.merge(theirs)
 
 
-def frame_kind(frame):
+def frame_kind(frame: StackFrame) -> str:
     if frame.kernel:
         return "kernel"
     dso = frame.dso or ""
@@ -89,16 +106,17 @@ def frame_kind(frame):
 class FlameGraphBuilder:
     """Merges symbolized samples into a tree of frames."""
 
-    def __init__(self, weight="samples", collapse_options=None, note_stream=None):
+    def __init__(self, weight: str = "samples", collapse_options: CollapseOptions | None = None,
+                 note_stream: TextIO | None = None) -> None:
         self.weight = weight
         self.opts = collapse_options or CollapseOptions()
         self.root = Node("all", "root")
         self.events = EventFilter(self.opts.event_filter, note_stream)
         self.samples = 0
-        self._cache = {}
-        self.event_name = None
+        self._cache: dict[int, tuple[Sequence[StackFrame], Path]] = {}
+        self.event_name: str | None = None
 
-    def _path(self, frames, java):
+    def _path(self, frames: Sequence[StackFrame], java: bool) -> Path:
         hit = self._cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]
@@ -113,7 +131,7 @@ class FlameGraphBuilder:
         self._cache[id(frames)] = (frames, path)
         return path
 
-    def add(self, sample, order=0):
+    def add(self, sample: SymbolizedSample, order: int = 0) -> None:
         """One sample; `order`: its place in the file's samples, where workers
         each add a share of them (see merge)."""
         if not self.events.keep(sample.event):
@@ -130,7 +148,8 @@ class FlameGraphBuilder:
         node.value += w
         self.add_path(self._path(sample.frames, root.startswith("java")), w, node, order)
 
-    def add_path(self, path, weight, node=None, order=0):
+    def add_path(self, path: Iterable[tuple[str, str, str | None]], weight: int,
+                 node: Node | None = None, order: int = 0) -> None:
         """weight for one stack, path (name, kind, dso) from the outermost
         frame, below node (by default the graph's root, which counts it too)."""
         if node is None:
@@ -144,7 +163,7 @@ class FlameGraphBuilder:
             node.value += weight
         node.self_value += weight
 
-    def merge(self, other):
+    def merge(self, other: FlameGraphBuilder) -> None:
         """Add the samples another builder of the same options added (a
         worker's share, each added with its order in the file)."""
         self.root.merge(other.root)
@@ -152,28 +171,28 @@ class FlameGraphBuilder:
         if self.event_name is None:
             self.event_name = other.event_name
 
-    def __getstate__(self):         # what crosses from a worker: no caches
+    def __getstate__(self) -> dict[str, Any]:  # what crosses from a worker: no caches
         return {"weight": self.weight, "opts": self.opts, "root": self.root,
                 "samples": self.samples, "event_name": self.event_name}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._cache = {}
         self.events = EventFilter(self.opts.event_filter)
 
 
-def _hash_name(name):
+def _hash_name(name: str) -> tuple[float, float]:
     """Two stable numbers in [0, 1) from a name (flamegraph.pl hashes the
     name too, so one function keeps its colour across graphs)."""
     h = zlib.crc32(name.encode("utf-8", "replace"))
     return (h & 0xffff) / 65536.0, ((h >> 16) & 0xffff) / 65536.0
 
 
-def _mix(lo, hi, t):
+def _mix(lo: Rgb, hi: Rgb, t: float) -> Rgb:
     return tuple(int(a + (b - a) * t) for a, b in zip(lo, hi))
 
 
-def _dso_color(dso):
+def _dso_color(dso: str | None) -> Rgb:
     if dso in ("[unknown]", None):
         return KIND_COLORS["unknown"][0]
     import colorsys
@@ -182,7 +201,7 @@ def _dso_color(dso):
     return int(r * 255), int(g * 255), int(bl * 255)
 
 
-def node_color(node, scheme):
+def node_color(node: Node, scheme: str) -> Rgb:
     if node.kind == "root":
         lo, hi = KIND_COLORS["root"]
         return _mix(lo, hi, _hash_name(node.name)[0])
@@ -195,7 +214,7 @@ def node_color(node, scheme):
     return _mix(lo, hi, _hash_name(node.name)[0])
 
 
-def fit_label(name, width_px):
+def fit_label(name: str, width_px: float) -> str:
     chars = int((width_px - 6) / (FONT_SIZE * FONT_WIDTH))
     if chars < 3:
         return ""
@@ -204,12 +223,13 @@ def fit_label(name, width_px):
     return name[:chars - 2] + ".."
 
 
-def _attr(text):
+def _attr(text: str) -> str:
     return escape(text, {'"': "&quot;", "\n": "&#10;"})
 
 
-def render_svg(builder, title=None, subtitle=None, width=1200, reverse=False,
-               colors="kind", min_width=MIN_WIDTH_PX):
+def render_svg(builder: FlameGraphBuilder, title: str | None = None,
+               subtitle: str | None = None, width: int = 1200, reverse: bool = False,
+               colors: str = "kind", min_width: float = MIN_WIDTH_PX) -> str:
     """The SVG text of a FlameGraphBuilder's tree."""
     title = title if title is not None else ("Icicle Graph" if reverse else "Flame Graph")
     unit = "samples" if builder.weight == "samples" else "period"
@@ -237,7 +257,7 @@ def render_svg(builder, title=None, subtitle=None, width=1200, reverse=False,
     ypad2 = FONT_SIZE * 2 + 10
     levels = max_depth + 1 if total else 0
     height = ypad1 + ypad2 + levels * FRAME_HEIGHT + (0 if total else 3 * FRAME_HEIGHT)
-    out = []
+    out: list[str] = []
     w = out.append
     w('<?xml version="1.0" standalone="no"?>\n')
     w('<svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" '
@@ -469,12 +489,12 @@ _SCRIPT = r"""
 """
 
 
-def check_width(args):
+def check_width(args: argparse.Namespace) -> None:
     if args.width < 100 or args.width > 100000:
         raise CommandError("--width must be between 100 and 100000")
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     import os
     check_width(args)
     from .collapse import open_output
@@ -507,7 +527,7 @@ def run(args, out):
 SHARD_BLOCK = 512
 
 
-def flamegraph_jobs(args, pf):
+def flamegraph_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     """Worker processes for a flame graph: -j, but one for a file of several
     events (the graph is of the first one seen: only the whole file's order
     says which)."""
@@ -517,19 +537,22 @@ def flamegraph_jobs(args, pf):
     return default_jobs(args.jobs, pf)
 
 
-def _build_sharded(args, opts, jobs, pf, builder):
+def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, pf: PerfFile,
+                   builder: FlameGraphBuilder) -> None:
     """The builder's tree from `jobs` workers' shares of the samples, each
     node keeping the kind and dso of the first sample that made it."""
     from ..format.errors import PerfDataError
     from .options import print_warnings
     from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
 
-    def compute(share):
+    def compute(share: Share) -> tuple[FlameGraphBuilder, list[str], Described | None]:
         wpf, samples = open_share(args, share)
+        error: Described | None
         mine, error = FlameGraphBuilder(args.weight, opts), None
         try:
             for sample in samples:
-                mine.add(sample, samples.ordinal)
+                # (made without side events: its items are samples)
+                mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
         return mine, run_warnings(wpf, samples), error
@@ -543,7 +566,7 @@ def _build_sharded(args, opts, jobs, pf, builder):
         raise worker_error(error)
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("flamegraph", help="an interactive SVG flame graph")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write the SVG here (default: standard output)")
@@ -553,7 +576,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def add_flamegraph_options(p):
+def add_flamegraph_options(p: argparse.ArgumentParser) -> None:
     """The drawing options (also those of `perfdata fleet flamegraph`)."""
     p.add_argument("--title", help="title (default: Flame Graph, or Icicle Graph)")
     p.add_argument("--colors", choices=("kind", "dso"), default="kind",

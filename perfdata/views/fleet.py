@@ -95,19 +95,21 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> s
     report = Report(sort_keys, children)
     attrs = []
     for index, (name, (nsamples, total, entries)) in enumerate(data["events"].items()):
-        hist = EventHistogram(types.SimpleNamespace(name=name, index=index))
+        # (stand-ins with the attributes Report reads)
+        hist = EventHistogram(types.SimpleNamespace(name=name, index=index))  # type: ignore[arg-type]
         hist.samples = nsamples
         hist.total_period = total
         for key, (self_period, kids, count, unresolved, level, values, comm) in \
                 entries.items():
-            entry = Entry(values, level, unresolved, types.SimpleNamespace(comm=comm))
+            # (a stand-in, as above)
+            entry = Entry(values, level, unresolved, types.SimpleNamespace(comm=comm))  # type: ignore[arg-type]
             entry.self_period = self_period
             entry.children = kids
             entry.samples = count
             hist.entries[key] = entry
         report.hists[index] = hist
         attrs.append(types.SimpleNamespace(index=index))
-    return report.describe(attrs, lost=data["lost"])
+    return report.describe(attrs, lost=data["lost"])  # type: ignore[arg-type]  # (as above)
 
 
 def run_report(args: argparse.Namespace, out: TextIO) -> None:

@@ -681,6 +681,7 @@ def _pipe_features(pf: PerfFile, full: bool) -> list[str]:
 class PipeFeaturePrinter:
     """The lines perf prints for the HEADER_FEATURE records of a pipe, one
     record at a time (perf_event__process_feature())."""
+    record_type: int        # the record type it prints (script.py sets it)
 
     def __init__(self, pf: PerfFile, full: bool = False) -> None:
         self.state = _State(pf)

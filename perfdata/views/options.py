@@ -1,10 +1,30 @@
 """Options shared by every command that symbolizes samples (script, collapse,
 flamegraph, report, export, diagnose): one definition, so a command line
 written for one works for the others, with perf's spellings."""
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import TypeVar
+
+    from symbolize.cachedir import CacheDir
+    from symbolize.kallsyms import KernelSymbols
+
+    from ..format.container import PerfFile
+    from ..frames import StackFrame
+    from ..session.stream import Sample
+    from ..symbolized import SampleSymbolizer, SymbolizedSample
+
+    T = TypeVar("T")
+    # --time: [(start_ns or None, stop_ns or None)], or PercentRanges
+    TimeRanges = list[tuple[int | None, int | None]]
 
 
-def print_warnings(pf, extra=()):
+def print_warnings(pf: PerfFile, extra: Iterable[str] = ()) -> None:
     """Each warning of a run once on stderr (the file's, then the symbolizer's)."""
     import sys
     seen = set()
@@ -14,19 +34,19 @@ def print_warnings(pf, extra=()):
             sys.stderr.write("perfdata: warning: %s\n" % message)
 
 
-def add_input_argument(p):
+def add_input_argument(p: argparse.ArgumentParser) -> None:
     """The input file, positional or with perf's -i."""
     p.add_argument("file", nargs="?", default="perf.data")
     p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
 
 
-def _free(p, *names):
+def _free(p: argparse.ArgumentParser, *names: str) -> list[str]:
     """The option strings a command has not taken for itself (archive's -C
     is --directory): perf's short forms where they are free."""
     return [n for n in names if n not in p._option_string_actions]
 
 
-def path_map_entry(text):
+def path_map_entry(text: str) -> tuple[str, str]:
     """argparse type of --path-map: (OLD, NEW)."""
     import argparse
     from symbolize.locate import parse_path_map
@@ -36,7 +56,7 @@ def path_map_entry(text):
         raise argparse.ArgumentTypeError(str(exc))
 
 
-def add_symbolize_options(p):
+def add_symbolize_options(p: argparse.ArgumentParser) -> None:
     """Options every command that symbolizes shares (one definition)."""
     g = p.add_argument_group("symbols")
     g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
@@ -95,12 +115,12 @@ def add_symbolize_options(p):
 
 # Option values, parsed (and refused with argparse's one-line error) once.
 
-def _arg_error(message):
+def _arg_error(message: str) -> argparse.ArgumentTypeError:
     import argparse
     return argparse.ArgumentTypeError(message)
 
 
-def int_list(text):
+def int_list(text: str) -> frozenset[int]:
     """'1,2,3' (perf's intlist): a frozenset of ints."""
     try:
         return frozenset(int(x) for x in text.split(",") if x.strip())
@@ -108,14 +128,14 @@ def int_list(text):
         raise _arg_error("not a comma-separated list of numbers: %r" % text)
 
 
-def name_list(text):
+def name_list(text: str) -> frozenset[str]:
     """perf's strlist: comma-separated names, blanks around them dropped."""
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
-def cpu_list(text):
+def cpu_list(text: str) -> frozenset[int]:
     """perf_cpu_map__new(): '0-2,5'; a cpu twice or a range downwards is invalid."""
-    cpus = set()
+    cpus: set[int] = set()
     for part in text.split(","):
         lo, dash, hi = part.partition("-")
         try:
@@ -132,7 +152,7 @@ def cpu_list(text):
     return frozenset(cpus)
 
 
-def symbol_list(text):
+def symbol_list(text: str) -> tuple[frozenset[str], frozenset[int]]:
     """perf's -S list (symbol.c setup_list and setup_addrlist): an entry
     that reads whole as a hexadecimal number (strtoul base 16: '0x401000',
     '401000', and also a name such as 'add') is an address; the others are
@@ -151,7 +171,7 @@ class PercentRanges(tuple):
     '50%'): (start, end) fractions, made times once the file's first and last
     sample times are known (resolve)."""
 
-    def resolve(self, first, last):
+    def resolve(self, first: int, last: int) -> list[tuple[int, int]]:
         """[(start_ns, end_ns)] as perf's set_percent_time() computes them."""
         total = last - first
         out = []
@@ -164,7 +184,7 @@ class PercentRanges(tuple):
         return out
 
 
-def _percent(text):
+def _percent(text: str) -> float:
     """perf's parse_percent(): a number, then '%' (what follows it is ignored)."""
     number, sign, _ = text.partition("%")
     if not sign or not number or number != number.lstrip() or number != number.rstrip():
@@ -172,9 +192,11 @@ def _percent(text):
     return float(number) / 100.0
 
 
-def _percent_ranges(text):
+def _percent_ranges(text: str) -> PercentRanges:
     """perf_time__percent_parse_str(): 'a%/n' slices, or 'a%-b%' ranges,
     comma separated, or one 'a%' (the first slice of that size)."""
+    lo: str | float         # (the text of a bound, then the fraction)
+    hi: str | float
     pairs = []
     if "/" in text or "-" in text:
         for piece in text.split(","):
@@ -200,17 +222,19 @@ def _percent_ranges(text):
     return PercentRanges(pairs)
 
 
-def time_ranges(text):
+def time_ranges(text: str) -> TimeRanges | PercentRanges:
     """perf's --time: 'start,stop' in seconds (either may be empty), several
     ranges separated by spaces: [(start_ns or None, stop_ns or None)]; or in
     percent of the profile's span (PercentRanges)."""
+    lo: str | int | None    # (the text of a bound, then the time)
+    hi: str | int | None
     if "%" in text:
         try:
             return _percent_ranges(text)
         except ValueError:
             raise _arg_error("invalid time range %r (percent: 10%%/2, 0%%-10%%,30%%-40%% "
                              "or 50%%)" % text)
-    ranges = []
+    ranges: TimeRanges = []
     try:
         for part in text.split():
             lo, _, hi = part.partition(",")
@@ -225,11 +249,13 @@ def time_ranges(text):
     return ranges
 
 
-def _parsed(value, parse):
+def _parsed(value: T | str, parse: Callable[[str], T]) -> T:
     return parse(value) if isinstance(value, str) else value
 
 
-def make_sample_filter(args, first_sample_time=0, sample_span=None):
+def make_sample_filter(args: argparse.Namespace, first_sample_time: int = 0,
+                       sample_span: tuple[int, int] | None = None
+                       ) -> Callable[[Sample], bool] | None:
     """The filters a sample passes before it is symbolized (pid, tid, comm,
     cpu, time): None when none is given, so that they cost nothing.
     first_sample_time: with --reltime perf reads --time relative to it;
@@ -251,7 +277,7 @@ def make_sample_filter(args, first_sample_time=0, sample_span=None):
     if pids is None and tids is None and comms is None and ranges is None and cpus is None:
         return None
 
-    def keep(sample):
+    def keep(sample: Sample) -> bool:
         if pids is not None and sample.pid not in pids:
             return False
         if tids is not None and sample.tid not in tids:
@@ -267,7 +293,8 @@ def make_sample_filter(args, first_sample_time=0, sample_span=None):
     return keep
 
 
-def make_leaf_filter(args):
+def make_leaf_filter(args: argparse.Namespace
+                     ) -> Callable[[Sample, Sequence[StackFrame]], bool] | None:
     """perf's -S and --dsos (machine__resolve): they look at the sample's own
     ip only: the dso of its map (by full path or base name) and the function
     there (not an inlined one), or for -S a hexadecimal entry equal to the
@@ -279,13 +306,13 @@ def make_leaf_filter(args):
     names, addrs = syms if syms is not None else (None, None)
     import os
 
-    def keep(sample, leaf):
+    def keep(sample: Sample, leaf: Sequence[StackFrame]) -> bool:
         frame = next((f for f in leaf if not f.inlined), None)
         mapped = frame is not None and frame.note != "no-map"
         if dsos is not None:
             if not mapped:
                 return False
-            dso = frame.dso
+            dso = frame.dso  # type: ignore[union-attr]  # (mapped: a frame)
             if dso not in dsos and os.path.basename(dso) not in dsos and \
                     _module_name(dso) not in dsos:
                 return False
@@ -293,12 +320,12 @@ def make_leaf_filter(args):
             if frame is not None and frame.symbol is not None and \
                     frame.symbol in names:
                 return True
-            return mapped and sample.ip in addrs
+            return mapped and sample.ip in addrs  # type: ignore[operator]  # (-S: addrs too)
         return True
     return keep
 
 
-def _module_name(path):
+def _module_name(path: str) -> str | None:
     """A kernel module's perf short name: /lib/modules/.../nf_nat.ko -> [nf_nat]."""
     if not path.endswith((".ko", ".ko.xz", ".ko.gz", ".ko.zst")):
         return None
@@ -307,7 +334,8 @@ def _module_name(path):
     return "[%s]" % base.replace("-", "_")
 
 
-def kernel_symbols_from_args(pf, args):
+def kernel_symbols_from_args(pf: PerfFile, args: argparse.Namespace
+                             ) -> KernelSymbols | str | None:
     """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
     if getattr(args, "vmlinux", None):
         from symbolize.kallsyms import KernelSymbols
@@ -319,7 +347,7 @@ def kernel_symbols_from_args(pf, args):
     return args.kallsyms
 
 
-def cache_from_args(args):
+def cache_from_args(args: argparse.Namespace) -> CacheDir:
     """The one CacheDir every cache of the run uses: --symbol-cache DIR,
     else $PERFDATA_CACHE_DIR or ~/.cache/perfdata; disabled by
     --no-symbol-cache (nothing is read from it or written to it)."""
@@ -330,7 +358,7 @@ def cache_from_args(args):
     return CacheDir(chosen) if chosen else CacheDir.default()
 
 
-def sample_span(pf):
+def sample_span(pf: PerfFile) -> tuple[int, int]:
     """The file's (first, last) sample time (HEADER_SAMPLE_TIME), or (0, 0)."""
     from ..format.constants import Feature
     from ..format.errors import PerfDataError
@@ -341,18 +369,18 @@ def sample_span(pf):
     return got.get("first_sample_time", 0) or 0, got.get("last_sample_time", 0) or 0
 
 
-def first_sample_time(pf):
+def first_sample_time(pf: PerfFile) -> int:
     """The file's first sample time (HEADER_SAMPLE_TIME), or 0."""
     return sample_span(pf)[0]
 
 
-def check_cpu_filter(pf, args):
+def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
     """perf_session__cpu_bitmap(): -C needs samples that carry their cpu."""
     if getattr(args, "cpu", None) is None:
         return
     from ..format.constants import SampleType as ST
     from ..format.errors import PerfDataError
-    first = {}
+    first: dict[int, Any] = {}
     for ea in pf.attrs:
         if ea.attr["type"] < 6:         # PERF_TYPE_MAX: not the dynamic PMUs
             first.setdefault(ea.attr["type"], ea)
@@ -371,14 +399,16 @@ def check_cpu_filter(pf, args):
                             % (max(cpus), nr))
 
 
-def open_profile(path, strict=False):
+def open_profile(path: str, strict: bool = False) -> PerfFile:
     """The PerfFile every command reads: `perfdata --strict` (stop at the
     first fault) reaches every command through here."""
     import perfdata
     return perfdata.open(path, strict=strict)
 
 
-def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None, share=None):
+def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: Iterable[int] = (),
+                           order: str = "time", stitch: bool | None = None,
+                           share: tuple[int, int, int] | None = None) -> SampleSymbolizer:
     """The SampleSymbolizer the options describe (order='file' for perf
     script's --show-round-events, which turns perf's time ordering off;
     stitch: True or False whatever --stitch says)."""
@@ -436,7 +466,7 @@ def make_sample_symbolizer(pf, args, side_events=(), order="time", stitch=None, 
                             share=share)
 
 
-def shown_kernel_path(samples, args):
+def shown_kernel_path(samples: SampleSymbolizer, args: argparse.Namespace) -> str | None:
     """perf script --show-kernel-path prints the kernel dso's long name: the
     vmlinux its symbols were read from (dso__load_vmlinux); from kallsyms
     that name stays [kernel.kallsyms], so then nothing changes.  None or the
@@ -453,14 +483,16 @@ class SampleRun:
     samples, with a progress bar on a terminal; the run's warnings are printed
     once when the iteration ends, also after an error."""
 
-    def __init__(self, args, label, side_events=()):
+    def __init__(self, args: argparse.Namespace, label: str,
+                 side_events: Iterable[int] = ()) -> None:
         self.pf = open_profile(args.file, getattr(args, "strict", False))
         self.samples = make_sample_symbolizer(self.pf, args, side_events)
         self.label = label
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[SymbolizedSample]:
         from .progress import sample_progress
         try:
-            yield from sample_progress(self.samples, self.pf, self.label)
+            # (samples only: no caller of SampleRun asks for side events)
+            yield from sample_progress(self.samples, self.pf, self.label)  # type: ignore[misc]
         finally:
             print_warnings(self.pf, self.samples.symbolizer.warnings)

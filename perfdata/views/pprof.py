@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from .collapse import CollapseOptions, frame_names
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from google.protobuf.message import Message
 
     from ..format.eventattr import EventAttr
@@ -92,7 +94,7 @@ class PprofBuilder:
         self.event: EventAttr | None = None
         self._opts = CollapseOptions()
         # id(frames) -> (frames, location ids)
-        self._stack_cache: dict[int, tuple[list[StackFrame], tuple[int, ...]]] = {}
+        self._stack_cache: dict[int, tuple[Sequence[StackFrame], tuple[int, ...]]] = {}
         self.first_time: int | None = None
         self.last_time: int | None = None
 
@@ -121,7 +123,7 @@ class PprofBuilder:
             hit = self.locations[key] = (len(self.locations) + 1, fid, mid)
         return hit[0]
 
-    def _stack(self, frames: list[StackFrame]) -> tuple[int, ...]:
+    def _stack(self, frames: Sequence[StackFrame]) -> tuple[int, ...]:
         hit = self._stack_cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]

@@ -16,8 +16,12 @@ import time
 from typing import TYPE_CHECKING, Iterable, Iterator, Literal, TextIO
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from ..format.container import PerfFile
-    from ..symbolized import SymbolizedSample
+
+    # (a sample; or a side event: they go by too, as they are)
+    T = TypeVar("T")
 
 _REDRAW_SECONDS = 0.1
 
@@ -107,9 +111,9 @@ def input_size(pf: PerfFile) -> int | None:
     return getattr(pf, "size", None)
 
 
-def sample_progress(samples: Iterable[SymbolizedSample], pf: PerfFile, label: str = "",
+def sample_progress(samples: Iterable[T], pf: PerfFile, label: str = "",
                     stream: TextIO | None = None,
-                    enabled: bool | None = None) -> Iterator[SymbolizedSample]:
+                    enabled: bool | None = None) -> Iterator[T]:
     """The samples of `samples`, drawing the bar as they go by (without a
     bar, `samples` itself: no layer between the samples and the view)."""
     bar = Progress(input_size(pf), label, stream=stream, enabled=enabled)
@@ -118,8 +122,7 @@ def sample_progress(samples: Iterable[SymbolizedSample], pf: PerfFile, label: st
     return _with_bar(samples, pf, bar)
 
 
-def _with_bar(samples: Iterable[SymbolizedSample], pf: PerfFile,
-              bar: Progress) -> Iterator[SymbolizedSample]:
+def _with_bar(samples: Iterable[T], pf: PerfFile, bar: Progress) -> Iterator[T]:
     directory = getattr(pf, "is_directory", False)
     done_files: dict[int, int] = {}
     try:

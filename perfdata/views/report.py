@@ -11,7 +11,10 @@ address (`[.] 0x00000000000011de`, map-relative as perf prints it).
 `--children` adds perf's inclusive column: every entry on a sample's stack
 gets the sample's period once, sorted by that, then by self.
 """
+from __future__ import annotations
+
 import sys
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL)
@@ -21,6 +24,17 @@ from .options import (add_input_argument, add_symbolize_options, make_sample_sym
                       open_profile, print_warnings)
 from .progress import sample_progress
 from .sharded import add_jobs_argument
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Iterable, Sequence
+
+    from ..format.container import PerfFile
+    from ..format.eventattr import EventAttr
+    from ..frames import StackFrame
+    from ..session.threads import Thread
+    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from .sharded import Described, Share
 
 SORT_KEYS = {
     "comm": "Command",
@@ -49,8 +63,8 @@ class ReportError(CommandError):
     pass
 
 
-def parse_sort(text):
-    keys = []
+def parse_sort(text: str | None) -> list[str]:
+    keys: list[str] = []
     for key in (text or DEFAULT_SORT).split(","):
         key = key.strip()
         if not key:
@@ -71,7 +85,7 @@ def parse_sort(text):
 _MODULE_EXT = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
 
 
-def dso_short_name(frame):
+def dso_short_name(frame: StackFrame) -> str:
     """perf's dso short name: the file name, `[name]` for a kernel module."""
     dso = frame.dso or "[unknown]"
     if dso.startswith("["):
@@ -86,7 +100,7 @@ def dso_short_name(frame):
     return base
 
 
-def _addr_text(address):
+def _addr_text(address: int) -> str:
     # perf: "%-#.*llx" with 16 digits: C's '#' adds no 0x to zero.
     return "0x%016x" % address if address else "%016x" % 0
 
@@ -95,7 +109,8 @@ class Entry:
     __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved", "thread",
                  "first")
 
-    def __init__(self, key, level, unresolved, thread=None, first=0):
+    def __init__(self, key: tuple[Any, ...], level: str, unresolved: bool,
+                 thread: Thread | _Comm | None = None, first: int = 0) -> None:
         self.key = key
         self.level = level
         self.self_period = 0
@@ -105,16 +120,16 @@ class Entry:
         self.thread = thread        # of the sample that made the entry (perf's he->thread)
         self.first = first          # that sample's place in the file (sharded runs)
 
-    def __getstate__(self):         # a worker's entry: the thread by its comm only
+    def __getstate__(self) -> dict[str, Any]:  # a worker's entry: the thread by its comm only
         state = {k: getattr(self, k) for k in self.__slots__}
         state["thread"] = _Comm(_thread_comm(self.thread))
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
             setattr(self, k, v)
 
-    def merge(self, other):
+    def merge(self, other: Entry) -> None:
         """Add another worker's entry of the same key; the level and thread
         are those of the entry made first, as in one process."""
         self.self_period += other.self_period
@@ -129,24 +144,24 @@ class _Comm:
     """A thread as the table prints it, from a worker (its last comm)."""
     __slots__ = ("comm",)
 
-    def __init__(self, comm):
+    def __init__(self, comm: str) -> None:
         self.comm = comm
 
-    def __getstate__(self):
+    def __getstate__(self) -> str:
         return self.comm
 
-    def __setstate__(self, comm):
+    def __setstate__(self, comm: str) -> None:
         self.comm = comm
 
 
 class EventHistogram:
-    def __init__(self, event):
+    def __init__(self, event: EventAttr) -> None:
         self.event = event
-        self.entries = {}
+        self.entries: dict[tuple[Any, ...], Entry] = {}
         self.total_period = 0
         self.samples = 0
 
-    def merge(self, other):
+    def merge(self, other: EventHistogram) -> None:
         """Add another worker's histogram of the same event; the entries stay
         in the order they were first made (ties in the table keep it)."""
         self.total_period += other.total_period
@@ -164,14 +179,15 @@ class EventHistogram:
 class Report:
     """Histograms per event of symbolized samples."""
 
-    def __init__(self, sort_keys, children=False, sampler=None):
+    def __init__(self, sort_keys: list[str], children: bool = False,
+                 sampler: SampleSymbolizer | None = None) -> None:
         self.sort_keys = sort_keys
         self.children = children
         self.sampler = sampler
-        self.hists = {}
+        self.hists: dict[int, EventHistogram] = {}
         self.order = 0          # the place in the file of the sample being added
 
-    def merge(self, other):
+    def merge(self, other: Report) -> None:
         """Add the histograms of another worker's share of the samples."""
         for index, theirs in other.hists.items():
             mine = self.hists.get(index)
@@ -180,20 +196,23 @@ class Report:
             else:
                 mine.merge(theirs)
 
-    def __getstate__(self):         # what crosses from a worker: no sampler
+    def __getstate__(self) -> dict[str, Any]:  # what crosses from a worker: no sampler
         return {"sort_keys": self.sort_keys, "children": self.children,
                 "hists": {i: (h.event.index, h.entries, h.total_period, h.samples)
                           for i, h in self.hists.items()}}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.sort_keys, self.children = state["sort_keys"], state["children"]
         self.sampler, self.order, self.hists = None, 0, {}
         for i, (index, entries, total, samples) in state["hists"].items():
-            hist = self.hists[i] = EventHistogram(_EventIndex(index))
+            # (a stand-in: _report_sharded gives it the run's EventAttr)
+            hist = self.hists[i] = EventHistogram(_EventIndex(index))  # type: ignore[arg-type]
             hist.entries, hist.total_period, hist.samples = entries, total, samples
 
-    def _frame_entry(self, hist, sample, frame, level, suffix="", in_chain=False):
-        values = []
+    def _frame_entry(self, hist: EventHistogram, sample: SymbolizedSample, frame: StackFrame,
+                     level: str, suffix: str = "", in_chain: bool = False) -> Entry:
+        key: str | tuple[Any, ...]      # (a sort key's name, then the entry's key)
+        values: list[Any] = []
         for key in self.sort_keys:
             if key == "comm":
                 values.append(sample.comm)
@@ -226,7 +245,7 @@ class Report:
                                               sample.thread, self.order)
         return entry
 
-    def _entry_address(self, sample, frame):
+    def _entry_address(self, sample: SymbolizedSample, frame: StackFrame) -> int:
         """perf's al->addr for an entry without a symbol: map-relative, also
         in a kernel module ([name]); absolute in the kernel image."""
         if frame.kernel and frame.avma is not None and self.sampler is not None:
@@ -241,7 +260,8 @@ class Report:
                     return m.file_offset(frame.avma)
         return frame.address
 
-    def _real_frame(self, sample, frames, index):
+    def _real_frame(self, sample: SymbolizedSample, frames: Sequence[StackFrame], index: int
+                    ) -> tuple[StackFrame, int]:
         """The frame at `index` as the symbol table names it: perf report's
         entries are symbols, not the inlined functions perf script shows."""
         frame = frames[index]
@@ -261,7 +281,7 @@ class Report:
                 return again[-1], j - 1
         return frame, j - 1
 
-    def add(self, sample):
+    def add(self, sample: SymbolizedSample) -> None:
         hist = self.hists.get(sample.event.index)
         if hist is None:
             hist = self.hists[sample.event.index] = EventHistogram(sample.event)
@@ -293,7 +313,8 @@ class Report:
                     e.children += period
 
     # ---------------------------------------------------------------- text
-    def _cell(self, key, value, level, thread=None):
+    def _cell(self, key: str, value: Any, level: str, thread: Thread | _Comm | None = None
+              ) -> str:
         if key == "sym":
             kind, v = value[:2]
             return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
@@ -301,8 +322,8 @@ class Report:
             return "%7d:%s" % (value, _thread_comm(thread))
         return value
 
-    def _sort_key(self, entry):
-        parts = []
+    def _sort_key(self, entry: Entry) -> tuple[Any, ...]:
+        parts: list[Any] = []
         for key, value in zip(self.sort_keys, entry.key):
             if key == "sym":
                 kind, v = value[:2]
@@ -316,7 +337,7 @@ class Report:
             return (-entry.children, -entry.self_period, parts)
         return (-entry.self_period, parts)
 
-    def describe(self, attrs, lost=0):
+    def describe(self, attrs: Iterable[EventAttr], lost: int = 0) -> str:
         out = ["# To display the perf.data header info, please use "
                "--header/--header-only options.\n", "#\n", "#\n",
                "# Total Lost Samples: %d\n" % lost, "#\n"]
@@ -328,7 +349,8 @@ class Report:
         out.append("#\n#\n")
         return "".join(out)
 
-    def _describe_hist(self, hist):
+    def _describe_hist(self, hist: EventHistogram) -> list[str]:
+        k: str | None           # (a sort key's name; None for a percent column)
         out = ["# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
                "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
         total = hist.total_period or 1
@@ -392,9 +414,9 @@ class Report:
         out.append("\n\n")
         return out
 
-    def percentages(self):
+    def percentages(self) -> dict[str, dict[tuple[str, ...], tuple[float, float]]]:
         """{event name: {key tuple: (self %, children %)}}: for tests and tools."""
-        result = {}
+        result: dict[str, dict[tuple[str, ...], tuple[float, float]]] = {}
         for hist in self.hists.values():
             total = hist.total_period or 1
             table = result.setdefault(hist.event.name, {})
@@ -408,11 +430,11 @@ class Report:
         return result
 
 
-def _thread_comm(thread):
+def _thread_comm(thread: Thread | _Comm | None) -> str:
     return thread.comm if thread is not None else ""
 
 
-def _unit_number(n):
+def _unit_number(n: int) -> str:
     """perf's convert_unit(): 2387 -> '2K', 140 -> '140 '."""
     unit = " "
     if n > 1000000000:
@@ -428,11 +450,13 @@ class _EventIndex:
     """A worker histogram's event, until the run's own EventAttr replaces it."""
     __slots__ = ("index",)
 
-    def __init__(self, index):
+    def __init__(self, index: int) -> None:
         self.index = index
 
 
-def build_report(pf, samples, sort_keys, children=False, progress=True, report=None):
+def build_report(pf: PerfFile, samples: SampleSymbolizer, sort_keys: list[str],
+                 children: bool = False, progress: bool = True,
+                 report: Report | None = None) -> Report:
     """The Report of the samples (added to `report` if given: a fault
     mid-file leaves it holding the samples before the fault)."""
     if report is None:
@@ -442,7 +466,7 @@ def build_report(pf, samples, sort_keys, children=False, progress=True, report=N
     for sample in it:
         if ordered:
             report.order = samples.ordinal
-        report.add(sample)
+        report.add(sample)  # type: ignore[arg-type]  # (made without side events)
     return report
 
 
@@ -450,7 +474,7 @@ def build_report(pf, samples, sort_keys, children=False, progress=True, report=N
 SHARD_BLOCK = 512
 
 
-def report_jobs(args, pf):
+def report_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     """Worker processes for the table: -j, but one with --stitch (it needs
     the thread's other samples)."""
     from .sharded import default_jobs
@@ -459,13 +483,15 @@ def report_jobs(args, pf):
     return default_jobs(args.jobs, pf)
 
 
-def _report_sharded(args, keys, jobs, pf):
+def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: PerfFile
+                    ) -> tuple[Report, int]:
     """(Report, lost samples) from `jobs` workers' shares of the samples."""
     from ..format.errors import PerfDataError
     from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
 
-    def compute(share):
+    def compute(share: Share) -> tuple[tuple[Report, int], list[str], Described | None]:
         wpf, samples = open_share(args, share)
+        error: Described | None
         mine, error = Report(keys, args.children, sampler=samples), None
         try:
             build_report(wpf, samples, keys, children=args.children, progress=False,
@@ -490,7 +516,7 @@ def _report_sharded(args, keys, jobs, pf):
     return report, lost
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     keys = parse_sort(args.sort)
     stream, close = open_output(args.output, out)
     if args.call_graph != "none":
@@ -517,7 +543,7 @@ def run(args, out):
 
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("report", help="overhead table, as perf report --stdio")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
@@ -527,7 +553,7 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def add_report_options(p):
+def add_report_options(p: argparse.ArgumentParser) -> None:
     """The table's options (also those of `perfdata fleet report`)."""
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
                    help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
@@ -541,6 +567,6 @@ def add_report_options(p):
     p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
 
 
-def argparse_suppress():
+def argparse_suppress() -> str:
     import argparse
     return argparse.SUPPRESS

@@ -5,9 +5,12 @@ the sample header line (comm, pid/tid, cpu, time, period, event), then either
 the ip/sym/dso on the same line or, for samples with a stack, one line per
 frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 """
+from __future__ import annotations
+
 import functools
 import json
 import os
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
                                 MISC_SWITCH_OUT_PREEMPT, AttrType, RecordType as RT,
@@ -16,6 +19,35 @@ from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from .memdata import data_src_text, page_size_name, weight_and_ins_lat
 from ..tracefmt import TracePrinter
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Generator, Sequence
+
+    from symbolize.kallsyms import KernelSymbols
+
+    from ..format.container import PerfFile
+    from ..format.eventattr import EventAttr
+    from ..frames import StackFrame
+    from ..session.stream import SideEvent
+    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from .header import PipeFeaturePrinter
+    from .sharded import Described, Share
+
+    # The fields a sample of one event prints, in order.
+    Fields = tuple[str, ...]
+    # A field printed before or after the ip: appends its text to `out`.
+    Printer = Callable[[SymbolizedSample, list[str]], None]
+    # ScriptFormatter._layout: (has, then comm pid tid cpu time period event
+    # trace ip: is it printed, then the printers before and after the ip)
+    Layout = tuple[Callable[[str], bool], bool, bool, bool, bool, bool, bool, bool, bool,
+                   bool, tuple[Printer, ...], tuple[Printer, ...]]
+    # ScriptFormatter._plan: (fields, layout, header function, plain stack line)
+    Plan = tuple[Fields, Layout, Callable[[SymbolizedSample], str], bool]
+    # parse_field_spec: (attr type or None, exact, add, remove)
+    FieldSpec = tuple[int | None, list[str], list[str], list[str]]
+    # kernel_symbols: a table, or what loads it when first needed
+    KernelTable = KernelSymbols | Callable[[], KernelSymbols | None]
 
 ALL_FIELDS = ("comm", "pid", "tid", "time", "cpu", "event", "ip", "sym", "symoff", "dso",
               "addr", "period", "srcline", "trace", "callindent", "iregs", "uregs",
@@ -44,7 +76,7 @@ _BEFORE_IP = ("addr", "data_src", "weight", "ins_lat")
 _AFTER_IP = ("phys_addr", "data_page_size", "code_page_size")
 
 
-def default_fields(event, any_tracepoint_callchain=False):
+def default_fields(event: EventAttr, any_tracepoint_callchain: bool = False) -> list[str]:
     if event.attr["type"] == AttrType.TRACEPOINT:
         fields = list(_DEFAULT_TRACE)
         if any_tracepoint_callchain:
@@ -70,7 +102,7 @@ PERF_FIELDS = frozenset(ALL_FIELDS) | frozenset((
     "synth", "metric", "srccode", "tod", "brstackinsnlen", "machine_pid", "vcpu"))
 
 
-def field_spec(text):
+def field_spec(text: str) -> str:
     """-F as perf checks it (parse_output_fields): an unknown field or event
     type, or +/-fields mixed with plain ones, is refused before anything is
     read."""
@@ -96,7 +128,7 @@ def field_spec(text):
     return text
 
 
-def parse_field_spec(spec):
+def parse_field_spec(spec: str | None) -> FieldSpec | None:
     """perf's -F syntax: 'comm,tid,ip' or 'type:comm,tid' or '+field'/'-field'.
 
     (attr type or None, exact, add, remove): with a type (hw, sw, trace, raw,
@@ -108,6 +140,9 @@ def parse_field_spec(spec):
     if ":" in spec.split(",")[0]:
         name, spec = spec.split(":", 1)
         etype = _SPEC_TYPES.get(name)
+    add: list[str]
+    remove: list[str]
+    exact: list[str]
     add, remove, exact = [], [], []
     for item in spec.split(","):
         item = item.strip()
@@ -122,7 +157,7 @@ def parse_field_spec(spec):
     return etype, exact, add, remove
 
 
-def format_time(ns, nanosecs=False):
+def format_time(ns: int, nanosecs: bool = False) -> str:
     secs, rest = divmod(ns, 1_000_000_000)
     if nanosecs:
         return "%5d.%09d: " % (secs, rest)
@@ -134,11 +169,11 @@ class RelativeTime:
     the time of every printed line, sample or side event, less the first
     non-zero time printed, or less the previous line's (0 for the first)."""
 
-    def __init__(self, delta):
+    def __init__(self, delta: bool) -> None:
         self.delta = delta
         self.last = 0
 
-    def __call__(self, t):
+    def __call__(self, t: int) -> int:
         if self.delta:
             last, self.last = self.last, t
             return t - last if last else 0
@@ -147,29 +182,31 @@ class RelativeTime:
         return t - self.last
 
 
-def _carries_stack(event):
+def _carries_stack(event: EventAttr) -> bool:
     """A callchain, a branch stack, or what a DWARF unwind needs."""
     st = event.sample_type
     return bool(st & (ST.CALLCHAIN | ST.BRANCH_STACK) or
                 (st & ST.REGS_USER and st & ST.STACK_USER))
 
 
-def _print_number(field, fmt, sample, out):
+def _print_number(field: str, fmt: str, sample: SymbolizedSample, out: list[str]) -> None:
     value = sample.fields.get(field)
     if value is not None:
         out.append(fmt % value)
 
 
-def _print_page_size(field, sample, out):
+def _print_page_size(field: str, sample: SymbolizedSample, out: list[str]) -> None:
     size = sample.fields.get(field)
     if size is not None:
         out.append(" " + page_size_name(size))
 
 
 class ScriptFormatter:
-    def __init__(self, pf, field_spec=None, nanosecs=False, kernel_symbols=None,
-                 hide_call_graph=False, reltime=False, deltatime=False,
-                 full_source_path=False, kernel_path=None, feature_printer=None):
+    def __init__(self, pf: PerfFile, field_spec: str | None = None, nanosecs: bool = False,
+                 kernel_symbols: KernelTable | None = None, hide_call_graph: bool = False,
+                 reltime: bool = False, deltatime: bool = False,
+                 full_source_path: bool = False, kernel_path: str | None = None,
+                 feature_printer: PipeFeaturePrinter | None = None) -> None:
         """kernel_symbols: a kallsyms table for %pS-style tracepoint fields
         (and TEXT_POKE addresses).  hide_call_graph: perf's -G, a sample on
         one line with its own ip.  reltime/deltatime: times relative to the
@@ -184,22 +221,25 @@ class ScriptFormatter:
         self.full_source_path = full_source_path
         self.kernel_path = kernel_path
         self.feature_printer = feature_printer
-        self._name_width = None
-        self._stacks = {}
+        self._name_width: int | None = None
+        # {id(frames): (frames, fields, their text)}
+        self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
         # {id(frame): (frame, its line)} for the field set _frame_lines_for
-        self._frame_lines = {}
-        self._frame_lines_for = None
-        self._plain_lines = {}      # {fields: whether frame lines take the one-format path}
-        self._has = {}
+        self._frame_lines: dict[int, tuple[StackFrame, str]] = {}
+        self._frame_lines_for: Fields | None = None
+        # {fields: whether frame lines take the one-format path}
+        self._plain_lines: dict[Fields, bool] = {}
+        self._has: dict[Fields, Layout] = {}
         # event index -> (fields, layout, header function, plain stack line)
-        self._stack_plans = {}
-        self._flat_plans = {}
-        self._tracer = None
+        self._stack_plans: dict[int, Plan] = {}
+        self._flat_plans: dict[int, Plan] = {}
+        self._tracer: TracePrinter | Literal[False] | None = None
         self.kernel_symbols = kernel_symbols
-        self._fields = {}
+        self._fields: dict[int, Fields] = {}
         self._data_src_width = 0
 
-    def fields_for(self, event):
+    def fields_for(self, event: EventAttr) -> Fields:
+        got: Sequence[str] | None
         got = self._fields.get(event.index)
         if got is None:
             # (Not with -G: perf's use_callchain is off then.)
@@ -221,7 +261,7 @@ class ScriptFormatter:
             self._fields[event.index] = got = tuple(got)
         return got
 
-    def _layout(self, fields):
+    def _layout(self, fields: Fields) -> Layout:
         """What a field set prints, worked out once per set."""
         has = frozenset(fields).__contains__
         before_ip = tuple(self._printer(f) for f in _BEFORE_IP if has(f))
@@ -229,7 +269,7 @@ class ScriptFormatter:
         return (has, has("comm"), has("pid"), has("tid"), has("cpu"), has("time"),
                 has("period"), has("event"), has("trace"), has("ip"), before_ip, after_ip)
 
-    def _plan(self, event, has_stack):
+    def _plan(self, event: EventAttr, has_stack: bool) -> Plan:
         """What the samples of one event print, worked out once per event
         (and whether it has a stack): (fields, layout, header function,
         whether the line is just the header and the stack)."""
@@ -245,7 +285,7 @@ class ScriptFormatter:
         (self._stack_plans if has_stack else self._flat_plans)[event.index] = plan
         return plan
 
-    def format(self, sample):
+    def format(self, sample: SymbolizedSample) -> str:
         event = sample.event
         has_stack = (event.has_callchain or len(sample.frames) > 1) and not self.hide_call_graph
         plan = (self._stack_plans if has_stack else self._flat_plans).get(event.index)
@@ -290,13 +330,14 @@ class ScriptFormatter:
         text = "".join(out)
         return text[:-1] if text.endswith("\n\n") else text
 
-    def name_width(self):
+    def name_width(self) -> int:
         if self._name_width is None:
             # After the names are final (EVENT_DESC, tracing data).
             self._name_width = max((len(ea.name) for ea in self.pf.attrs), default=0)
         return self._name_width
 
-    def _header_for(self, event, layout, has_stack):
+    def _header_for(self, event: EventAttr, layout: Layout, has_stack: bool
+                    ) -> Callable[[SymbolizedSample], str]:
         """The start of the line of a sample of one event (comm to event
         name), as one % format: a function generated once per event (the
         event name, its width and which fields print are fixed by then),
@@ -342,7 +383,7 @@ class ScriptFormatter:
             f, a = cpu_at
             body += "    if s.cpu is None:\n        return %r %% (%s)\n" % (
                 "".join(fmt[:f] + fmt[f + 1:]), "".join(x + ", " for x in args[:a] + args[a + 1:]))
-        namespace = {"rel": self.reltime}
+        namespace: dict[str, Any] = {"rel": self.reltime}
         exec("def header(s):\n%s    return %r %% (%s)\n"
              % (body, text, "".join(x + ", " for x in args)), namespace)
         return namespace["header"]
@@ -351,14 +392,14 @@ class ScriptFormatter:
     # sample lacks (only when asked for with -F: perf refuses those) prints
     # nothing.  (perf_sample__fprintf_addr also names the symbol and dso of
     # page-fault addresses; not done here.)
-    def _printer(self, field):
+    def _printer(self, field: str) -> Printer:
         if field in ("addr", "phys_addr"):
             return functools.partial(_print_number, field, "%16x")
         if field in ("data_page_size", "code_page_size"):
             return functools.partial(_print_page_size, field)
         return getattr(self, "_print_" + field)
 
-    def _print_data_src(self, sample, out):
+    def _print_data_src(self, sample: SymbolizedSample, out: list[str]) -> None:
         src = sample.fields.get("data_src")
         if src is not None:
             text = data_src_text(src)
@@ -367,17 +408,17 @@ class ScriptFormatter:
                 self._data_src_width = len(text)
             out.append(text.ljust(self._data_src_width))
 
-    def _print_weight(self, sample, out):
+    def _print_weight(self, sample: SymbolizedSample, out: list[str]) -> None:
         weight = weight_and_ins_lat(sample.fields, sample.event.sample_type)[0]
         if weight is not None:
             out.append("%16d" % weight)
 
-    def _print_ins_lat(self, sample, out):
+    def _print_ins_lat(self, sample: SymbolizedSample, out: list[str]) -> None:
         ins_lat = weight_and_ins_lat(sample.fields, sample.event.sample_type)[1]
         if ins_lat is not None:
             out.append("%16d" % ins_lat)
 
-    def format_side_event(self, event):
+    def format_side_event(self, event: SideEvent) -> str:
         """A --show-*-events line (perf script's print_event_with_time()):
         the start of a sample line from the record's sample_id (comm,
         pid/tid, cpu, time), then the record as perf_event__fprintf()
@@ -427,7 +468,7 @@ class ScriptFormatter:
         out.append(describe_side_event(rtype, rec.misc, f, self._kernel_symbol_at))
         return "".join(out) + "\n"
 
-    def _kernel_symbol_at(self, address):
+    def _kernel_symbol_at(self, address: int) -> str:
         """'name+0xoff' of a kernel address (TEXT_POKE), or ''."""
         table = self.kernel_symbols
         if callable(table) and not hasattr(table, "lookup"):
@@ -437,8 +478,10 @@ class ScriptFormatter:
             return ""
         return "%s+0x%x" % (sym.name, address - sym.start)
 
-    def _stack_text(self, frames, fields, has):
+    def _stack_text(self, frames: Sequence[StackFrame], fields: Fields,
+                    has: Callable[[str], bool]) -> str:
         """The callchain lines; samples sharing a stack share its text."""
+        hit: tuple[Any, ...] | None     # (the stack's entry, then each frame's)
         hit = self._stacks.get(id(frames))
         if hit is not None and hit[0] is frames and hit[1] is fields:
             return hit[2]
@@ -454,7 +497,7 @@ class ScriptFormatter:
             plain = self._plain_lines[fields] = (
                 has("sym") and has("symoff") and has("dso") and not has("srcline") and
                 self.kernel_path is None)
-        parts = []
+        parts: list[str] = []
         add = parts.append
         for fr in frames:
             hit = lines.get(id(fr))
@@ -481,7 +524,8 @@ class ScriptFormatter:
         self._stacks[id(frames)] = (frames, fields, text)
         return text
 
-    def _frame_line(self, fr, has, lead, end, address=None):
+    def _frame_line(self, fr: StackFrame, has: Callable[[str], bool], lead: str, end: str,
+                    address: int | None = None) -> str:
         parts = [lead]
         parts.append("%16x" % (fr.address if address is None else address))
         if has("sym"):
@@ -511,25 +555,26 @@ class ScriptFormatter:
         parts.append(end)
         return "".join(parts)
 
-    def _trace(self, sample):
+    def _trace(self, sample: SymbolizedSample) -> str:
         if self._tracer is None:
             # kernel_symbols may be a callable that loads the table on demand.
             table = self.kernel_symbols
             if callable(table) and not hasattr(table, "lookup"):
                 table = table()
-            self._tracer = TracePrinter.for_file(self.pf, table) or False
+            # (a table or None by now)
+            self._tracer = TracePrinter.for_file(self.pf, table) or False  # type: ignore[arg-type]
         if not self._tracer:
             return ""
         return self._tracer.format(sample.event.attr["config"],
                                    bytes(sample.fields["raw"]["data"])) or ""
 
 
-def _c_hex(value):
+def _c_hex(value: int) -> str:
     """C's %#x: 0 prints as 0, not 0x0."""
     return "%#x" % value if value else "0"
 
 
-def _s32(value):
+def _s32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
@@ -537,7 +582,8 @@ def _s32(value):
 _NAMESPACES = ("net", "uts", "ipc", "pid", "user", "mnt", "cgroup")
 
 
-def describe_side_event(rtype, misc, f, kernel_symbol_at=None):
+def describe_side_event(rtype: int, misc: int, f: dict[str, Any],
+                        kernel_symbol_at: Callable[[int], str] | None = None) -> str:
     """perf_event__fprintf() of a record (util/event.c), without its last
     newline.  kernel_symbol_at(address): 'sym+0xoff' for TEXT_POKE."""
     if rtype == RT.COMM:
@@ -604,7 +650,7 @@ def describe_side_event(rtype, misc, f, kernel_symbol_at=None):
     return "PERF_RECORD_%s" % _record_name(rtype)
 
 
-def _record_name(rtype):
+def _record_name(rtype: int) -> str:
     try:
         return RT(rtype).name
     except ValueError:
@@ -626,7 +672,7 @@ SHOW_EVENTS = (
 )
 
 
-def add_script_options(p):
+def add_script_options(p: argparse.ArgumentParser) -> None:
     """perf script's own options (perf 6.1's spellings), besides -F, --json
     and the options every symbolizing command shares."""
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
@@ -653,7 +699,8 @@ def add_script_options(p):
                        help="also %s records" % what)
 
 
-def script_header(pf, args):
+def script_header(pf: PerfFile, args: argparse.Namespace
+                  ) -> tuple[str, PipeFeaturePrinter | None]:
     """--header, --header-only (-I: the full form): the header as perf
     script prints it first, and for a pipe the printer of the features that
     come in the stream (perf prints them as it meets them; with
@@ -666,16 +713,16 @@ def script_header(pf, args):
     return describe_pipe_header_start(pf), printer
 
 
-def side_event_types(args):
+def side_event_types(args: argparse.Namespace) -> set[int]:
     """The record types the --show-*-events options ask for."""
-    types = set()
+    types: set[int] = set()
     for name, _, rtypes in SHOW_EVENTS:
         if getattr(args, "show_%s_events" % name.replace("-", "_"), False):
             types.update(rtypes)
     return types
 
 
-def sample_to_json(sample):
+def sample_to_json(sample: SymbolizedSample) -> str:
     return json.dumps({
         "comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
         "cpu": sample.cpu, "period": sample.period, "event": sample.event.name,
@@ -684,8 +731,8 @@ def sample_to_json(sample):
     })
 
 
-def _frame_json(fr):
-    out = {"address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
+def _frame_json(fr: StackFrame) -> dict[str, Any]:
+    out: dict[str, Any] = {"address": fr.avma, "printed_address": fr.address, "symbol": fr.symbol,
            "offset": fr.offset, "dso": fr.dso, "dso_path": fr.dso_path,
            "build_id": fr.build_id, "source": fr.source, "inlined": fr.inlined,
            "srcline": fr.srcline, "kernel": fr.kernel}
@@ -694,7 +741,7 @@ def _frame_json(fr):
     return out
 
 
-def register(subparsers):
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .options import add_input_argument, add_symbolize_options
     p = subparsers.add_parser("script", help="samples with symbolized stacks, as perf script")
     add_input_argument(p)
@@ -710,7 +757,7 @@ def register(subparsers):
 SHARD_BLOCK = 512
 
 
-def script_jobs(args, pf):
+def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     """How many worker processes print this run: -j (default: the machine's
     cores), but one where the output needs every sample in one process
     (--reltime and --deltatime carry the previous sample's time, --stitch
@@ -723,7 +770,9 @@ def script_jobs(args, pf):
     return default_jobs(args.jobs, pf)
 
 
-def _script_run(pf, args, side, features, share=None):
+def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
+                features: PipeFeaturePrinter | None, share: Share | None = None
+                ) -> tuple[SampleSymbolizer, ScriptFormatter]:
     """The symbolized samples and their formatter for one process's run."""
     from .options import make_sample_symbolizer, shown_kernel_path
     # perf script --show-round-events turns its time ordering off.
@@ -739,7 +788,9 @@ def _script_run(pf, args, side, features, share=None):
     return samples, fmt
 
 
-def _script_blocks(args, side, features, share):
+def _script_blocks(args: argparse.Namespace, side: set[int],
+                   features: PipeFeaturePrinter | None, share: Share
+                   ) -> Generator[tuple[int, str], None, tuple[int, list[str], Described | None]]:
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
@@ -750,6 +801,9 @@ def _script_blocks(args, side, features, share):
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
     prepare_share(samples, share)
+    current: int | None
+    parts: list[str]
+    error: Described | None
     current, parts, error = None, [], None
     try:
         for item in samples:
@@ -759,21 +813,22 @@ def _script_blocks(args, side, features, share):
                 k, text = samples.ordinal // block, fmt.format_side_event(item)
             else:
                 k = (samples.ordinal - 1) // block
-                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)
+                # (not a side event: a sample)
+                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
             if k != current:
                 if parts:
-                    yield current, "".join(parts)
+                    yield current, "".join(parts)  # type: ignore[misc]  # (parts: current is set)
                     parts = []
                 current = k
             parts.append(text)
     except PerfDataError as exc:
         error = describe_error(exc)
     if parts:
-        yield current, "".join(parts)
+        yield current, "".join(parts)  # type: ignore[misc]  # (as above)
     return samples.ordinal, list(pf.warnings) + list(samples.symbolizer.warnings), error
 
 
-def run(args, out):
+def run(args: argparse.Namespace, out: TextIO) -> None:
     """`perfdata script`: every sample as perf script prints it."""
     from ..session.stream import SideEvent
     from .options import open_profile, print_warnings
@@ -804,7 +859,7 @@ def run(args, out):
     samples, fmt = _script_run(pf, args, side, features)
     # Text goes out in batches: one write per sample costs a twentieth of
     # the run (the text layer's per-call work), a batch of 256 next to nothing.
-    pending = []
+    pending: list[str] = []
     add = pending.append
     try:
         for item in sample_progress(samples, pf, "script"):
@@ -812,7 +867,8 @@ def run(args, out):
                 if not args.json:
                     add(fmt.format_side_event(item))
             else:
-                add(sample_to_json(item) + "\n" if args.json else fmt.format(item))
+                # (not a side event: a sample)
+                add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
             if len(pending) >= 256:
                 out.write("".join(pending))
                 pending.clear()

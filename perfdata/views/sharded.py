@@ -9,21 +9,45 @@ worker reads the file itself (forked after the imports: cheap), and stops at
 the same place when the file is damaged: what comes before the fault is
 printed, then the fault is raised here.
 """
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any
 
 from ..format.errors import PerfDataError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Generator, Iterable
+    from multiprocessing.connection import Connection
+    from multiprocessing.synchronize import Barrier
+
+    from ..format.container import PerfFile
+    from ..format.errors import InputName
+    from ..symbolized import SampleSymbolizer
+
+    # A worker's part: (block, jobs, index)
+    Share = tuple[int, int, int]
+    # A PerfDataError as plain data: (class name, message, path, offset)
+    Described = tuple[str, str, InputName | None, int | None]
+    # run_sharded's produce(share): yields (block index, text), returns
+    # (SAMPLE records seen, warnings, error or None)
+    Produce = Callable[[Share], Generator[tuple[int, str], None,
+                                         tuple[int | None, list[str], Described | None]]]
+    # gather_sharded's compute(share): (result, warnings, error or None)
+    Compute = Callable[[Share], tuple[Any, list[str], Described | None]]
 
 # Below this much input one process is done before workers would start.
 SHARD_MIN_BYTES = 512 << 10
 # The barrier the workers of a run meet at once each has built its part of
 # what the run needs (prepare_share); made before they are forked.
-_prepared = None
+_prepared: Barrier | None = None
 # How long a worker waits there for the others (then it goes on: each
 # builds what it lacks, as without the split).
 PREPARE_WAIT = 300
 
 
-def _worker(conn, produce, share):
+def _worker(conn: Connection, produce: Produce, share: Share) -> None:
     """Runs in a forked process: produce(share) yields (block index, text)
     for the blocks of share and returns (SAMPLE records seen, warnings,
     error or None); each goes to this process as it comes."""
@@ -45,12 +69,13 @@ def _worker(conn, produce, share):
         conn.close()
 
 
-def describe_error(exc):
+def describe_error(exc: PerfDataError) -> Described:
     """A PerfDataError as plain data (it crosses a pipe)."""
     return (type(exc).__name__, exc.message, exc.path, exc.offset)
 
 
-def run_sharded(jobs, block, produce, write):
+def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], object]
+                ) -> list[str]:
     """Run produce(share) for share = (block, jobs, index) in `jobs` forked
     processes; write(text) the blocks in order here.  Returns the workers'
     warnings, each once, in the order first seen; raises the error a worker
@@ -69,9 +94,9 @@ def run_sharded(jobs, block, produce, write):
             send.close()
             conns.append(recv)
             procs.append(proc)
-        pending = [None] * jobs
+        pending: list[Any] = [None] * jobs
 
-        def message(w):
+        def message(w: int) -> Any:
             if pending[w] is None:
                 try:
                     pending[w] = conns[w].recv()
@@ -120,14 +145,14 @@ def run_sharded(jobs, block, produce, write):
 
 
 
-def add_jobs_argument(p):
+def add_jobs_argument(p: argparse.ArgumentParser) -> None:
     """-j/--jobs N: how many worker processes share the samples."""
     p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="worker processes (default: the machine's cores, for inputs of "
                         "512 KiB and more); the output is the same as with -j 1")
 
 
-def _jobs(text):
+def _jobs(text: str) -> int:
     import argparse
     try:
         n = int(text)
@@ -138,7 +163,7 @@ def _jobs(text):
     return n
 
 
-def worker_error(described, warnings=()):
+def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exception:
     """The exception a worker described (describe_error), carrying the
     run's warnings for the caller to print before it."""
     kind, message_text, path, offset = described
@@ -147,11 +172,11 @@ def worker_error(described, warnings=()):
     if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
         return RuntimeError(message_text)
     error = cls(message_text, path=path, offset=offset)
-    error.warnings = list(warnings)
+    error.warnings = list(warnings)  # type: ignore[attr-defined]  # (cli.py reads it with getattr)
     return error
 
 
-def default_jobs(jobs, pf):
+def default_jobs(jobs: int | None, pf: PerfFile) -> int:
     """Worker processes for a run over pf: -j N as given, else the machine's
     cores for an input of SHARD_MIN_BYTES or more; one for a pipe (it cannot
     be read again)."""
@@ -165,7 +190,7 @@ def default_jobs(jobs, pf):
     return jobs
 
 
-def _gather_worker(conn, compute, share):
+def _gather_worker(conn: Connection, compute: Compute, share: Share) -> None:
     try:
         conn.send(("done",) + tuple(compute(share)))
     except BaseException as exc:       # never a traceback from a worker
@@ -176,7 +201,8 @@ def _gather_worker(conn, compute, share):
         conn.close()
 
 
-def gather_sharded(jobs, block, compute):
+def gather_sharded(jobs: int, block: int, compute: Compute
+                   ) -> tuple[list[Any], list[str], Described | None]:
     """Run compute(share) for share = (block, jobs, index) in `jobs` forked
     processes, each returning (result, warnings, described error or None),
     for results that add up whatever the order (folded stacks, flame graph
@@ -221,7 +247,7 @@ def gather_sharded(jobs, block, compute):
                 proc.kill()
 
 
-def open_share(args, share):
+def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
     with its part of the run's first builds done (prepare_share)."""
     from .options import make_sample_symbolizer, open_profile
@@ -231,7 +257,7 @@ def open_share(args, share):
     return pf, samples
 
 
-def prepare_share(samples, share):
+def prepare_share(samples: SampleSymbolizer, share: Share) -> None:
     """A first run's builds (symbol tables, native inline indexes, the
     parsed kallsyms) split between the workers through the cache directory:
     every worker would otherwise build all of them, at the same time.  Each
@@ -279,7 +305,7 @@ def prepare_share(samples, share):
         pass
 
 
-def _release_others():
+def _release_others() -> None:
     """A worker that stops before the barrier lets the others go on."""
     if _prepared is not None:
         try:
@@ -293,12 +319,12 @@ def _release_others():
 KERNEL_COST = 32 << 20
 
 
-def run_warnings(pf, samples):
+def run_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[str]:
     """A worker's warnings, as a one-process run prints them."""
     return list(pf.warnings) + list(samples.symbolizer.warnings)
 
 
-def event_names(pf, tracepoints=True):
+def event_names(pf: PerfFile, tracepoints: bool = True) -> set[str]:
     """The file's distinct event names (tracepoints left out on request)."""
     from ..format.constants import AttrType
     pf.resolve_event_names()
