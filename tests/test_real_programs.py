@@ -239,8 +239,11 @@ def test_cxx_program_names_as_perf(tmp_path):
     mine = _ours(["report", str(data), "--sort", "sym"])
     rows = lambda text: sorted(" ".join(l.split()) for l in text.splitlines()
                                if l.strip() and not l.startswith("#"))
-    assert [r for r in rows(mine) if "@plt" not in r] == \
-        [r for r in rows(theirs) if "[.] 0x" not in r and "@plt" not in r]
+    # perf prints a PLT stub it cannot name as an address, which perfdata
+    # names (row ...@plt); an address neither can name is a row of both.
+    ours_rows = [r for r in rows(mine) if "@plt" not in r]
+    assert ours_rows == [r for r in rows(theirs) if "@plt" not in r and
+                         ("[.] 0x" not in r or r in ours_rows)]
 
 
 # ------------------------------------------------------------ 7. PLT names
