@@ -307,8 +307,17 @@ class PerfFile:
         if data is None:
             return None
         from . import features
+        nr_cpus = None
+        if fid == Feature.CPU_TOPOLOGY:
+            # Its per-cpu arrays are as long as NRCPUS says (perf's
+            # process_cpu_topology()): the one parse every reader shares.
+            try:
+                nrcpus = self.feature(Feature.NRCPUS)
+            except PerfDataError:
+                nrcpus = None
+            nr_cpus = nrcpus["nr_cpus_available"] if nrcpus else None
         result = features.parse_feature(fid, data, self.little, path=self.path,
-                                         offset=self.feature_offset(fid))
+                                         offset=self.feature_offset(fid), nr_cpus_avail=nr_cpus)
         self._feature_cache[fid] = result
         return result
 

@@ -516,13 +516,21 @@ def _parse(pf: PerfFile, fid: Feature, data: bytes, state: _State,
         nr_cpus = state.nrcpus["nr_cpus_available"]
     value = parse_feature(fid, data, pf.little, path=pf.path, offset=offset,
                           nr_cpus_avail=nr_cpus)
+    return _noted(fid, value, len(data), state, nr_cpus)
+
+
+def _noted(fid: Feature, value: Any, size: int, state: _State, nr_cpus: int | None) -> Any:
+    """A parsed section as the printing takes it, after what perf notes of
+    it on the way (the event names, NRCPUS, BTF; CPU_TOPOLOGY cut to what
+    perf reads of a section of `size` bytes, on a copy)."""
     if fid == Feature.NRCPUS:
         state.nrcpus = value
     elif fid == Feature.EVENT_DESC:
         for index, ev in enumerate(value):
             state.event_names.setdefault(index, ev["name"])
     elif fid == Feature.CPU_TOPOLOGY:
-        _perf_topology_cut(value, len(data), nr_cpus or 0)
+        value = dict(value)
+        _perf_topology_cut(value, size, nr_cpus or 0)
     elif fid == Feature.BPF_BTF:
         for b in value:
             state.bpf_btfs.setdefault(b["id"], bytes(b["data"]))
@@ -613,10 +621,14 @@ def describe_header(pf: PerfFile, full: bool = False) -> str:
             # perf record did not finish: no feature section table was written.
             continue
         try:
-            data = pf.feature_bytes(fid)
-            if data is None:
+            # (parsed by the file, as every other reader gets it)
+            value = pf.feature(fid)
+            if value is None:
                 raise PerfDataError("section outside the file")
-            values[fid] = _parse(pf, fid, data, state, pf.feature_offset(fid))
+            nr_cpus = None
+            if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
+                nr_cpus = state.nrcpus["nr_cpus_available"]
+            values[fid] = _noted(fid, value, len(pf.feature_bytes(fid) or b""), state, nr_cpus)
         except PerfDataError as exc:
             values[fid] = exc
     for fid in sorted(values):
