@@ -115,7 +115,7 @@ _BAD_UNWIND = ("cfa-not-increasing", "bad-cfi", "zero-ra")
 
 class ClassStats:
     __slots__ = ("name", "frames", "samples", "binaries", "bin_samples", "example",
-                 "detail", "_last", "detail_bins")
+                 "detail", "last_sample", "detail_bins")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -125,7 +125,7 @@ class ClassStats:
         self.bin_samples: Counter[BinaryKey] = Counter()   # (path, build_id) -> samples
         self.example: dict[str, Any] | None = None
         self.detail: dict[str, Any] = {}
-        self._last: int | None = None
+        self.last_sample: int | None = None      # the last sample counted
         self.detail_bins: set[BinaryKey] = set()      # binaries counted for the current sample
 
 
@@ -157,8 +157,8 @@ class Diagnosis:
             st = self.classes[cls] = ClassStats(cls)
         st.frames += frames
         key = self.total_samples      # the sample being added (ids are reused)
-        if st._last != key:
-            st._last = key
+        if st.last_sample != key:
+            st.last_sample = key
             st.samples += 1
             if st.example is None:
                 st.example = describe_sample(sample)
