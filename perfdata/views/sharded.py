@@ -11,6 +11,7 @@ printed, then the fault is raised here.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from ..format.errors import PerfDataError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Generator, Iterable
+    from collections.abc import Callable, Generator, Iterable, Iterator
     from multiprocessing.connection import Connection
     from multiprocessing.synchronize import Barrier
 
@@ -69,6 +70,37 @@ def _worker(conn: Connection, produce: Produce, share: Share) -> None:
         conn.close()
 
 
+@contextlib.contextmanager
+def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
+            ) -> Iterator[list[Connection]]:
+    """`jobs` forked processes running target(connection, work, share) for
+    share = (block, jobs, index), with the barrier of prepare_share made
+    for them: the ends of their pipes, in worker order; closed, and the
+    workers gone, on the way out."""
+    import multiprocessing
+    global _prepared
+    ctx = multiprocessing.get_context("fork")
+    _prepared = ctx.Barrier(jobs)
+    conns, procs = [], []
+    try:
+        for index in range(jobs):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=target, args=(send, work, (block, jobs, index)),
+                               daemon=True)
+            proc.start()
+            send.close()
+            conns.append(recv)
+            procs.append(proc)
+        yield conns
+    finally:
+        for conn in conns:
+            conn.close()
+        for proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+
+
 def describe_error(exc: PerfDataError) -> Described:
     """A PerfDataError as plain data (it crosses a pipe)."""
     return (type(exc).__name__, exc.message, exc.path, exc.offset)
@@ -80,20 +112,7 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
     processes; write(text) the blocks in order here.  Returns the workers'
     warnings, each once, in the order first seen; raises the error a worker
     met (after writing every block before it)."""
-    import multiprocessing
-    global _prepared
-    ctx = multiprocessing.get_context("fork")
-    _prepared = ctx.Barrier(jobs)
-    conns, procs = [], []
-    try:
-        for index in range(jobs):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(send, produce, (block, jobs, index)),
-                               daemon=True)
-            proc.start()
-            send.close()
-            conns.append(recv)
-            procs.append(proc)
+    with _forked(jobs, block, _worker, produce) as conns:
         pending: list[Any] = [None] * jobs
 
         def message(w: int) -> Any:
@@ -135,13 +154,6 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
         if errors:
             raise worker_error(errors[0], warnings)
         return warnings
-    finally:
-        for conn in conns:
-            conn.close()
-        for proc in procs:
-            proc.join(5)
-            if proc.is_alive():
-                proc.kill()
 
 
 
@@ -209,20 +221,7 @@ def gather_sharded(jobs: int, block: int, compute: Compute
     paths).  Returns (results in worker order, the warnings each once in the
     order first seen, the first error described or None): the caller writes
     what the results hold, then raises worker_error(error, warnings)."""
-    import multiprocessing
-    global _prepared
-    ctx = multiprocessing.get_context("fork")
-    _prepared = ctx.Barrier(jobs)
-    conns, procs = [], []
-    try:
-        for index in range(jobs):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_gather_worker, args=(send, compute, (block, jobs, index)),
-                               daemon=True)
-            proc.start()
-            send.close()
-            conns.append(recv)
-            procs.append(proc)
+    with _forked(jobs, block, _gather_worker, compute) as conns:
         results, warnings, seen, error = [], [], set(), None
         for w, conn in enumerate(conns):
             try:
@@ -238,13 +237,6 @@ def gather_sharded(jobs: int, block: int, compute: Compute
             if error is None and described is not None:
                 error = described
         return results, warnings, error
-    finally:
-        for conn in conns:
-            conn.close()
-        for proc in procs:
-            proc.join(5)
-            if proc.is_alive():
-                proc.kill()
 
 
 def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
