@@ -255,3 +255,27 @@ def run_cli(args):
         except SystemExit as exc:
             rc = exc.code
     return rc, out.getvalue(), err.getvalue()
+
+
+def damaged_dwarf_recording(tmp_path):
+    """A DWARF recording made now (many rounds: DWARF samples fill perf's
+    buffers fast) with a SAMPLE record after its middle round damaged (its
+    size below a header's): the -j tests' file, where what comes before the
+    fault is printed and then the fault.  Skips if perf gave too few rounds."""
+    import subprocess
+    import perfdata
+    from perfdata.format.constants import RecordType as RT
+    from test_recovery import corrupt, top_records
+    src = tmp_path / "dwarf.data"
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
+    subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
+                    str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
+    recs, little = top_records(src)
+    end = perfdata.open(str(src)).data_range[1]
+    rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
+    if len(rounds) < 4:
+        pytest.skip("the recording has %d rounds" % len(rounds))
+    victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
+    return bad

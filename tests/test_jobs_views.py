@@ -97,24 +97,8 @@ def test_damaged_file_same_text_then_the_same_error(shards, tmp_path):
     """--strict on a record damaged late in a recording: collapse -j 3 writes
     the stacks -j 1 writes (those before the fault), then the same one-line
     error, exit 2; flamegraph gives the same error."""
-    import subprocess
-    import sys
-    import perfdata
-    from conftest import PERF
-    from perfdata.format.constants import RecordType as RT
-    from test_recovery import corrupt, top_records
-    src = tmp_path / "dwarf.data"
-    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
-    subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
-                    str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
-    recs, little = top_records(src)
-    end = perfdata.open(str(src)).data_range[1]
-    rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
-    if len(rounds) < 4:
-        pytest.skip("the recording has %d rounds" % len(rounds))
-    victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
-    bad = tmp_path / "bad.data"
-    bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
+    from conftest import damaged_dwarf_recording
+    bad = damaged_dwarf_recording(tmp_path)
     for command in ("collapse", "flamegraph", "report"):
         one = run_cli(["--strict", command, str(bad), "-j", "1"])
         three = run_cli(["--strict", command, str(bad), "-j", "3"])

@@ -2,8 +2,6 @@
 blocks, printed in order: the same bytes as one process, on every bundled
 recording and option set, and the same error after the same text on a
 damaged file."""
-import sys
-
 import pytest
 
 import perfdata.views.script as script_view
@@ -48,26 +46,8 @@ def test_damaged_file_same_text_then_the_same_error(small_blocks, tmp_path):
     """--strict on a record damaged late in a recording: -j 3 prints what
     -j 1 prints (the rounds released before the fault), then the same
     one-line error, exit 2."""
-    import subprocess
-    import perfdata
-    from conftest import PERF
-    from perfdata.format.constants import RecordType as RT
-    from test_recovery import corrupt, top_records
-    # DWARF samples fill perf's buffers fast: many rounds in a short run
-    src = tmp_path / "dwarf.data"
-    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
-    subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
-                    str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
-    recs, little = top_records(src)
-    with perfdata.open(str(src)) as pf:
-        end = pf.data_range[1]
-    rounds = [i for i, r in enumerate(recs) if r[1] == RT.FINISHED_ROUND]
-    if len(rounds) < 4:
-        pytest.skip("the recording has %d rounds" % len(rounds))
-    # a sample after the middle round: the rounds before it are printed first
-    victim = next(r for r in recs[rounds[len(rounds) // 2] + 1:] if r[1] == RT.SAMPLE)
-    bad = tmp_path / "bad.data"
-    bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
+    from conftest import damaged_dwarf_recording
+    bad = damaged_dwarf_recording(tmp_path)
     one = run_cli(["--strict", "script", str(bad), "-j", "1"])
     three = run_cli(["--strict", "script", str(bad), "-j", "3"])
     assert one[0] == three[0] == 2
