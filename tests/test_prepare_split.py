@@ -4,7 +4,6 @@ the warnings are those of one process, with an empty cache or a full one;
 Symbolizer.prepare() holds its warnings until the binary is first used."""
 import pytest
 
-import perfdata.views.sharded as sharded
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, run_cli
 from symbolize import DebugInfoLocator, Symbolizer
 
