@@ -9,6 +9,7 @@ DWARF expressions.
 
 import random
 import re
+import struct
 import shutil
 import subprocess
 import time
@@ -298,3 +299,45 @@ def test_malformed_eh_frame_never_raises():
         assert not table.has_cfi()
         assert table.row_for(0x1000) is None
     assert CfiTable.from_elf("/nonexistent/file").row_for(0) is None
+
+
+def _eh_entry(body):
+    """A length-prefixed .eh_frame entry, padded to 8 bytes with DW_CFA_nop."""
+    body = bytes(body)
+    while (len(body) + 4) % 8:
+        body += b"\0"
+    return struct.pack("<I", len(body)) + body
+
+
+def _eh_cie(fde_encoding):
+    # version 1, "zR", code align 1, data align -8, RA column 16, one byte of
+    # augmentation data (the FDE encoding); def_cfa rsp+8; offset(ra) cfa-8
+    return _eh_entry(struct.pack("<I", 0) + b"\x01zR\x00\x01\x78\x10\x01" +
+                     bytes([fde_encoding]) + b"\x0c\x07\x08\x90\x01")
+
+
+def _eh_fde(at, cie_at, begin, size, section_addr):
+    # the CIE pointer: distance back from its own field; pc-relative sdata4 begin
+    pointer = at + 4 - cie_at
+    field = section_addr + at + 8
+    return _eh_entry(struct.pack("<Iii", pointer, begin - field, size) + b"\x00")
+
+
+def test_fde_of_a_cie_that_omits_its_encoding_is_skipped_not_the_section():
+    """A CIE whose FDE encoding is DW_EH_PE_omit (0xff) makes its FDEs
+    unreadable: they are skipped (a CfiError on the range's format), and the
+    other FDEs of the section still give their rows."""
+    addr = 0x2000
+    data = bytearray()
+    bad_cie = len(data)
+    data += _eh_cie(0xFF)
+    data += _eh_fde(len(data), bad_cie, 0x1000, 0x100, addr)
+    good_cie = len(data)
+    data += _eh_cie(0x1B)                     # DW_EH_PE_pcrel | DW_EH_PE_sdata4
+    data += _eh_fde(len(data), good_cie, 0x3000, 0x100, addr)
+    data += b"\0\0\0\0"                       # the terminator
+    table = CfiTable.from_sections(bytes(data), addr)
+    row = table.row_for(0x3050)
+    assert row is not None
+    assert table.row_for(0x1050) is None
+    assert table.row_for(0x3150) is None
