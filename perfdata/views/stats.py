@@ -19,6 +19,7 @@ class RecordStats:
         self.by_event: dict[int, dict[int, int]] = {}  # EventAttr index -> {type: count}
         self.total = 0
         self.has_aux = False
+        self._read_values: dict[int, int] = {}   # group member id -> its counter at the last sample
 
     def add(self, rec: Record) -> None:
         self.total += 1
@@ -30,16 +31,28 @@ class RecordStats:
                 per = self.by_event.setdefault(ea.index, {})
                 per[rec.type] = per.get(rec.type, 0) + 1
 
-    @staticmethod
-    def _events_of(rec: Record) -> list[EventAttr]:
+    def _events_of(self, rec: Record) -> list[EventAttr]:
         """perf delivers a sample that reads a whole group once per member
-        (deliver_sample_group), to the event each value's id belongs to."""
+        whose counter grew since its last sample (deliver_sample_group,
+        deliver_sample_value: "no reason to deliver sample for zero
+        period"), to the event each value's id belongs to.  (Each id is one
+        cpu's or thread's counter, whose samples the file holds in order.)"""
         ea: EventAttr
         ea = rec.attr  # type: ignore[assignment]  # (add() passes records with an event)
         if rec.type == RT.SAMPLE and ea.reads_group:
             values = rec.parse()["read"]["values"]
             id_to_attr = rec.ctx.id_to_attr
-            return [id_to_attr[v["id"]] for v in values if v.get("id") in id_to_attr]
+            last = self._read_values
+            out = []
+            for v in values:
+                ident = v.get("id")
+                if ident not in id_to_attr:
+                    continue
+                grew = v["value"] - last.get(ident, 0)
+                last[ident] = v["value"]
+                if grew:
+                    out.append(id_to_attr[ident])
+            return out
         return [ea]
 
 
