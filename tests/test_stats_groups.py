@@ -44,3 +44,32 @@ def test_group_read_counts_as_perf(tmp_path):
     assert got == want
     clock, faults = want["cpu-clock"]["SAMPLE"], want["page-faults"]["SAMPLE"]
     assert 0 < faults < clock           # (the case this is about: members that did not grow)
+
+
+@requires_perf
+def test_counter_read_periods_as_perf(tmp_path):
+    """`-e cpu-clock:S` alone: each sample reads its own counter, and perf
+    prints the counter's growth since the sample before as the period (u64:
+    an inherited counter read in another thread wraps), not the recorded
+    period; stats count the same samples.  -j 2 prints -j 1's bytes."""
+    data = tmp_path / "read.data"
+    spin = "import threading\n" \
+           "def w():\n    sum(range(2000000))\n" \
+           "ts = [threading.Thread(target=w) for _ in range(3)]\n" \
+           "[t.start() for t in ts]; [t.join() for t in ts]; sum(range(3000000))"
+    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:S", "-F", "997", "-o", str(data),
+                          "--", sys.executable, "-c", spin], capture_output=True, text=True,
+                         timeout=120)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    theirs = subprocess.run([PERF, "script", "-i", str(data), "-F", "tid,period,event"],
+                            capture_output=True, text=True, timeout=120).stdout
+    rc, ours, err = run_cli(["script", str(data), "-F", "tid,period,event", "-j", "1"])
+    assert rc == 0, err
+    assert ours == theirs
+    recorded = {int(l.split()[1]) for l in theirs.splitlines() if l.strip()}
+    assert len(recorded) > 3                # growths, not the one recorded period
+    assert run_cli(["script", str(data), "-F", "tid,period,event", "-j", "2"])[1] == ours
+    stats = subprocess.run([PERF, "report", "--stats", "-i", str(data)], capture_output=True,
+                           text=True, timeout=120).stdout
+    assert _sections(run_cli(["stats", str(data)])[1]) == _sections(stats)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..format.constants import MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT
+from ..format.constants import (MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT,
+                                SampleType as ST)
 from ..format.errors import PerfDataError
 from .machine import KERNEL_DSO, Machine
 
@@ -43,6 +44,8 @@ SESSION_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYM
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
 _SAMPLE = RT.SAMPLE
+_READ = ST.READ
+_U64 = (1 << 64) - 1
 _LOST_SAMPLES = RT.LOST_SAMPLES
 _MMAP2 = RT.MMAP2
 _EXIT = RT.EXIT
@@ -190,9 +193,12 @@ class SessionStream:
                 thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
                 if ea.reads_group:  # type: ignore[union-attr]  # (decoded: it has its attr)
                     yield from self._group_members(rec, fields, thread)
-                else:
-                    # (decoded: the sample has its attr)
-                    yield make_sample(rec, fields, ea, thread)  # type: ignore[arg-type]
+                    continue
+                # (decoded: the sample has its attr)
+                sample = make_sample(rec, fields, ea, thread)  # type: ignore[arg-type]
+                if ea.sample_type & _READ and not self._read_growth(sample):  # type: ignore[union-attr]
+                    continue
+                yield sample
                 continue
             if rtype in SESSION_TYPES:
                 try:
@@ -254,6 +260,25 @@ class SessionStream:
             self.samples_skipped += 1
             return None
 
+    def _read_growth(self, sample: Sample) -> bool:
+        """A sample that reads its own counter (PERF_SAMPLE_READ, no group):
+        its period is the counter's growth since the last sample of that
+        counter, and it is not delivered without growth (perf's
+        deliver_sample_value).  False: leave it out."""
+        read = sample.fields.get("read") or {}
+        ident = read.get("id")
+        if ident is None or ident not in self.pf.id_to_attr:
+            return True                 # perf finds no counter: the period as recorded
+        value = read.get("value", 0)
+        # (u64 arithmetic, as perf's: an inherited counter read in another
+        # thread may be behind, and the difference wraps)
+        grew = (value - self._read_values.get(ident, 0)) & _U64
+        self._read_values[ident] = value
+        if not grew:
+            return False
+        sample.period = grew
+        return True
+
     def _group_members(self, rec: Record, fields: dict[str, Any], thread: Thread
                        ) -> list[Sample]:
         """A sample that reads a whole group stands for one sample per member
@@ -270,7 +295,7 @@ class SessionStream:
             # The period of each member is its counter's growth since the
             # last sample; perf's deliver_sample_value delivers no sample of
             # period 0 ("no reason to deliver sample for zero period").
-            period = value["value"] - last_values.get(ident, 0)
+            period = (value["value"] - last_values.get(ident, 0)) & _U64
             last_values[ident] = value["value"]
             if not period:
                 continue

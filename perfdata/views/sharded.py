@@ -15,6 +15,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..format.constants import SampleType
 from ..format.errors import PerfDataError
 
 if TYPE_CHECKING:
@@ -191,8 +192,12 @@ def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exceptio
 def default_jobs(jobs: int | None, pf: PerfFile) -> int:
     """Worker processes for a run over pf: -j N as given, else the machine's
     cores for an input of SHARD_MIN_BYTES or more; one for a pipe (it cannot
-    be read again)."""
+    be read again) and for counter reads (PERF_SAMPLE_READ)."""
     if jobs is not None and jobs <= 1 or pf.is_pipe:
+        return 1
+    if any(ea.sample_type & SampleType.READ for ea in pf.attrs):
+        # A sample that reads counters takes its period from their growth
+        # since the sample before, which another worker may hold.
         return 1
     if jobs is None:
         size = sum(os.path.getsize(p) for p in pf.input_paths if os.path.isfile(p))

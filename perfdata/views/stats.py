@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..format.constants import STATS_NAMES, RecordType as RT, record_type_name
+from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
 
 if TYPE_CHECKING:
     from ..format.container import PerfFile
@@ -48,11 +48,20 @@ class RecordStats:
                 ident = v.get("id")
                 if ident not in id_to_attr:
                     continue
-                grew = v["value"] - last.get(ident, 0)
+                grew = (v["value"] - last.get(ident, 0)) & 0xFFFFFFFFFFFFFFFF
                 last[ident] = v["value"]
                 if grew:
                     out.append(id_to_attr[ident])
             return out
+        if rec.type == RT.SAMPLE and ea.sample_type & ST.READ:
+            # one counter read: counted only if it grew (as a group member)
+            read = rec.parse().get("read") or {}
+            ident = read.get("id")
+            if ident in rec.ctx.id_to_attr:
+                grew = (read.get("value", 0) - self._read_values.get(ident, 0)) & 0xFFFFFFFFFFFFFFFF
+                self._read_values[ident] = read.get("value", 0)
+                if not grew:
+                    return []
         return [ea]
 
 
