@@ -44,7 +44,7 @@ SESSION_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.KSYM
 # one of their sample_id (perf script's print_event() arguments).
 _OWN_THREAD_TYPES = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2, RT.NAMESPACES))
 _SAMPLE = RT.SAMPLE
-_READ = ST.READ
+_READ = int(ST.READ)      # (a plain int: an IntFlag makes & a Python call)
 _U64 = (1 << 64) - 1
 _LOST_SAMPLES = RT.LOST_SAMPLES
 _MMAP2 = RT.MMAP2
