@@ -75,7 +75,7 @@ def _weight(fields: dict[str, Any], sample_type: int) -> int | None:
     if w is None:
         return None
     if isinstance(w, dict):
-        from .views.memdata import weight_and_ins_lat
+        from .format.sample import weight_and_ins_lat
         return weight_and_ins_lat(fields, sample_type)[0]
     return w
 

@@ -26,7 +26,8 @@ from perfdata.format.constants import CallchainContext, Feature, RecordType as R
 from perfdata.format.constants import SampleType as ST
 from perfdata.views.memdata import (MEM_BLK, MEM_DTLB, MEM_HOPS, MEM_LOCK, MEM_LVL, MEM_LVL_NUM,
                                     MEM_OP, MEM_REMOTE, MEM_SNOOP, MEM_SNOOPX, data_src_text,
-                                    meminfo_text, page_size_name, weight_and_ins_lat)
+                                    meminfo_text, page_size_name)
+from perfdata.format.sample import weight_and_ins_lat
 
 requires_perf_tool = pytest.mark.skipif(PERF is None, reason="perf is not installed")
 # perf runs with an empty HOME: no ~/.debug of ours.

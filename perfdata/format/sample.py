@@ -9,6 +9,7 @@ that the schema and the decoder derived from it (fastpath.py) give one dict.
 from __future__ import annotations
 
 import functools
+from typing import Any, Mapping
 
 import construct as cs
 
@@ -151,3 +152,19 @@ def time_position_in_trailer(sample_type: int) -> int | None:
         return None
     return 1 + sum(1 for bit in (ST.IDENTIFIER, ST.CPU, ST.STREAM_ID, ST.ID)
                    if sample_type & bit)
+
+
+def weight_and_ins_lat(fields: Mapping[str, Any],
+                       sample_type: int) -> tuple[int | None, int | None]:
+    """(weight, ins_lat) as perf 6.1 on x86 reads them: WEIGHT is the whole
+    u64; WEIGHT_STRUCT gives var1_dw and var2_w.  None for what the sample
+    lacks (ins_lat without WEIGHT_STRUCT)."""
+    w = fields.get("weight")
+    if w is None:
+        return None, None
+    if isinstance(w, dict):
+        if sample_type & ST.WEIGHT:
+            # Both bits: perf reads the u64 (the reader decoded the struct).
+            return (w["var1_dw"] | w["var2_w"] << 32 | w["var3_w"] << 48), 0
+        return w["var1_dw"], w["var2_w"]
+    return w, None

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections import namedtuple
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
-from ..format.constants import SampleType as ST
 from .units import unit_number
 
 
@@ -154,22 +153,6 @@ def data_src_text(src: int) -> str:
     on the right to the widest text printed so far: ScriptFormatter does.)"""
     src &= (1 << 64) - 1
     return ("%16x %s" % (src, meminfo_text(src)))[:SCRIPT_TEXT_MAX]
-
-
-def weight_and_ins_lat(fields: Mapping[str, Any],
-                       sample_type: int) -> tuple[int | None, int | None]:
-    """(weight, ins_lat) as perf 6.1 on x86 reads them: WEIGHT is the whole
-    u64; WEIGHT_STRUCT gives var1_dw and var2_w.  None for what the sample
-    lacks (ins_lat without WEIGHT_STRUCT)."""
-    w = fields.get("weight")
-    if w is None:
-        return None, None
-    if isinstance(w, dict):
-        if sample_type & ST.WEIGHT:
-            # Both bits: perf reads the u64 (the reader decoded the struct).
-            return (w["var1_dw"] | w["var2_w"] << 32 | w["var3_w"] << 48), 0
-        return w["var1_dw"], w["var2_w"]
-    return w, None
 
 
 def page_size_name(size: int) -> str:

@@ -17,7 +17,8 @@ from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
                                 SampleType as ST)
 from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
-from .memdata import data_src_text, page_size_name, weight_and_ins_lat
+from ..format.sample import weight_and_ins_lat
+from .memdata import data_src_text, page_size_name
 from ..tracefmt import TracePrinter
 
 if TYPE_CHECKING:
