@@ -168,9 +168,9 @@ def open_samples(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
                  archive: str | None = None) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer) of a file, with the library's defaults
     (the symbol cache of `perfdata` commands included)."""
-    import perfdata
     from symbolize import DebugInfoLocator, Symbolizer
     from symbolize.cachedir import CacheDir
+    from .format.container import PerfFile
     from .symbolized import SampleSymbolizer
     dirs = list(debug_dirs)
     buildid = {}
@@ -179,7 +179,7 @@ def open_samples(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
         unpacked = open_archive(archive)
         dirs.insert(0, unpacked)
         buildid = {"buildid_dir": unpacked}
-    pf = perfdata.open(path)
+    pf = PerfFile(path)
     symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=dirs, symfs=symfs, **buildid),
                             cache_dir=CacheDir.default())
     return pf, SampleSymbolizer(pf, symbolizer)
