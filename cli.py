@@ -112,7 +112,7 @@ COMMAND_MODULES = {
     "flamegraph": "perfdata.views.flamegraph",
     "report": "perfdata.views.report",
     "export": "perfdata.views.export",
-    "fleet": "perfdata.views.fleet",
+    "fleet": "perfdata.fleet.command",
 }
 
 

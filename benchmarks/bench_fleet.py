@@ -200,7 +200,7 @@ def main(argv=None):
               % (len(files), sum(os.path.getsize(f) for f in files) / 2**20,
                  platform.python_version(), os.cpu_count(), os.getloadavg()[0]))
         import cli
-        from perfdata.views.fleet import file_options
+        from perfdata.fleet.command import file_options
         options = file_options(cli.build_parser("fleet").parse_args(
             ["fleet", "collapse", "x"]))
         ok = True

@@ -336,7 +336,7 @@ def test_local_cluster_by_default():
 def test_partials_merge_is_a_sum():
     """The merge alone (no Dask): associative, and equal to the one-pass count."""
     from perfdata.fleet.partials import file_partial, merge_partials
-    from perfdata.views.fleet import file_options
+    from perfdata.fleet.command import file_options
     import cli
     args = cli.build_parser("fleet").parse_args(["fleet", "collapse", "x"] + DEBUG)
     opts = file_options(args)
@@ -354,7 +354,7 @@ def test_tree_reduction_runs_on_the_workers(scheduler):
     import math
     from distributed import Client, get_task_stream
     from perfdata.fleet.cluster import tree_reduce
-    from perfdata.views.fleet import file_options
+    from perfdata.fleet.command import file_options
     import cli
     args = cli.build_parser("fleet").parse_args(["fleet", "collapse", "x"] + DEBUG)
     paths = [str(SAMPLES / f) for f in FILES]

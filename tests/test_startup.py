@@ -18,7 +18,7 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               "http.client", "cxxfilt", "ctypes", "elftools.elf.elffile",
               "elftools.dwarf.dwarfinfo",
               # issue 15: the fleet and Parquet dependencies, and their modules
-              "dask", "distributed", "pyarrow", "perfdata.views.fleet", "perfdata.fleet",
+              "dask", "distributed", "pyarrow", "perfdata.fleet.command", "perfdata.fleet",
               "perfdata.arrow", "perfdata.views.parquet")
 
 PROBE = r"""

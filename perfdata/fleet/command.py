@@ -16,15 +16,15 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any, Iterable, TextIO
 
-from ..fleet import FleetError
-from .collapse import add_collapse_options, folded_lines, open_output
-from .options import add_symbolize_options
+from . import FleetError
+from ..views.collapse import add_collapse_options, folded_lines, open_output
+from ..views.options import add_symbolize_options
 
 if TYPE_CHECKING:
     import argparse
 
-    from ..fleet.partials import Partial
-    from .flamegraph import FlameGraphBuilder
+    from .partials import Partial
+    from ..views.flamegraph import FlameGraphBuilder
 
 # Arguments of the run itself, not of each file's reading.
 _RUN_ONLY = ("func", "paths", "scheduler", "workers", "connect_timeout", "command",
@@ -39,8 +39,8 @@ def file_options(args: argparse.Namespace) -> dict[str, Any]:
 def compute(args: argparse.Namespace, kind: str) -> Partial:
     """The merged Partial of the files args.paths names, from the cluster;
     errors and warnings printed on stderr."""
-    from ..fleet.cluster import dask_client, tree_reduce
-    from ..fleet.paths import expand_paths
+    from .cluster import dask_client, tree_reduce
+    from .paths import expand_paths
     paths = expand_paths(args.paths)
     if args.workers is not None and args.workers < 1:
         raise FleetError("--workers must be at least 1")
@@ -91,7 +91,7 @@ def run_collapse(args: argparse.Namespace, out: TextIO) -> None:
 
 def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> str:
     """perf report's table of a merged report Partial's data."""
-    from .report import Entry, EventHistogram, Report
+    from ..views.report import Entry, EventHistogram, Report
     report = Report(sort_keys, children)
     attrs = []
     for index, (name, (nsamples, total, entries)) in enumerate(data["events"].items()):
@@ -113,7 +113,7 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> s
 
 
 def run_report(args: argparse.Namespace, out: TextIO) -> None:
-    from .report import parse_sort
+    from ..views.report import parse_sort
     keys = parse_sort(args.sort)
     result = compute(args, "report")
     # (compute() raised if no file was read: there is data)
@@ -122,8 +122,8 @@ def run_report(args: argparse.Namespace, out: TextIO) -> None:
 
 def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphBuilder:
     """A FlameGraphBuilder holding a merged flamegraph Partial's stacks."""
-    from ..fleet.partials import flame_options
-    from .flamegraph import FlameGraphBuilder
+    from .partials import flame_options
+    from ..views.flamegraph import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args))
     for path, weight in sorted(data["paths"].items()):
         builder.add_path(path, weight)
@@ -132,7 +132,7 @@ def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphB
 
 
 def run_flamegraph(args: argparse.Namespace, out: TextIO) -> None:
-    from .flamegraph import check_width, render_svg
+    from ..views.flamegraph import check_width, render_svg
     check_width(args)
     result = compute(args, "flamegraph")
     builder = flame_builder(result.data, args)  # type: ignore[arg-type]  # (as in run_report)
@@ -169,14 +169,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_symbolize_options(c)
     c.set_defaults(func=run_collapse)
 
-    from .report import add_report_options
+    from ..views.report import add_report_options
     r = sub.add_parser("report", help="one overhead table of all the files' samples")
     _add_run_options(r)
     add_report_options(r)
     add_symbolize_options(r)
     r.set_defaults(func=run_report)
 
-    from .flamegraph import add_flamegraph_options
+    from ..views.flamegraph import add_flamegraph_options
     f = sub.add_parser("flamegraph", help="one SVG flame graph of all the files")
     _add_run_options(f)
     add_flamegraph_options(f)
