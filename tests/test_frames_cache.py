@@ -61,3 +61,37 @@ def test_a_stack_outside_code_maps_follows_every_map_change():
     # And a data map that grows: the stack follows it too.
     maps.insert(Map(0x8ff000, 0x3000, 0, "[heap]", prot=3, is_data=True))
     assert _dsos(resolver.dwarf_stack(sample, (), user, ())) == ["/bin/a", "[heap]"]
+
+
+def _callchain_sample(thread):
+    sample = _Sample(thread)
+    sample.cpumode = 2          # user
+    return sample
+
+
+def test_callchain_cache_kept_while_stacks_repeat_dropped_when_they_do_not(monkeypatch):
+    """-g stacks are kept while a quarter of the lookups hit (a hot loop);
+    where they do not repeat (every process its own space, garbage return
+    addresses) the resolver stops keying them, and goes back to keeping
+    them when they repeat again; the frames are the same either way."""
+    import perfdata.frames as frames_mod
+    monkeypatch.setattr(frames_mod, "STACK_WINDOW", 64)
+    resolver, thread = _resolver()
+    thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))
+    sample = _callchain_sample(thread)
+    hot = [0x401000, 0x402000, 0x403000]
+    for _ in range(200):
+        resolver.frames_for_callchain(sample, hot)
+    assert resolver.keeps_stacks
+    fresh, fresh_thread = _resolver()
+    fresh_thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))
+    unique = [[0x401000 + i, 0x402000 + i] for i in range(64 * 40)]
+    for ips in unique:
+        got = resolver.frames_for_callchain(sample, ips)
+        want = fresh.frames_for_callchain(_callchain_sample(fresh_thread), ips)
+        assert [(f.address, f.is_return_address) for f in got] == \
+            [(f.address, f.is_return_address) for f in want]
+    assert not resolver.keeps_stacks
+    for _ in range(64 * 16 * 2):        # probes (1 in 16) see the hot stack again
+        resolver.frames_for_callchain(sample, hot)
+    assert resolver.keeps_stacks
