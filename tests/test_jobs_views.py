@@ -37,43 +37,26 @@ def _run(command, path, jobs, options):
     return run_cli([command, str(path), "-j", str(jobs)] + SAMPLE_SYMBOL_ARGS + options)
 
 
+OPTIONS = {"collapse": COLLAPSE_OPTIONS, "flamegraph": FLAME_OPTIONS, "report": REPORT_OPTIONS}
+
+
+@pytest.mark.parametrize("command", sorted(OPTIONS))
 @pytest.mark.parametrize("name", RECORDINGS)
-def test_collapse_same_bytes_as_one_process(name, shards):
+def test_same_bytes_as_one_process(name, command, shards):
+    import perfdata
     path = SAMPLES / name
-    for options in COLLAPSE_OPTIONS:
+    for options in OPTIONS[command]:
         before = len(shards)
-        rc1, one, err1 = _run("collapse", path, 1, options)
+        rc1, one, err1 = _run(command, path, 1, options)
         assert len(shards) == before           # -j 1: no workers
         for jobs in (2, 3):
-            rc, out, err = _run("collapse", path, jobs, options)
+            rc, out, err = _run(command, path, jobs, options)
             assert (rc, out) == (rc1, one), (name, options, jobs, err)
             assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
-
-
-@pytest.mark.parametrize("name", RECORDINGS)
-def test_flamegraph_same_bytes_as_one_process(name, shards):
-    path = SAMPLES / name
-    for options in FLAME_OPTIONS:
-        rc1, one, err1 = _run("flamegraph", path, 1, options)
-        for jobs in (2, 3):
-            rc, out, err = _run("flamegraph", path, jobs, options)
-            assert (rc, out) == (rc1, one), (name, options, jobs, err)
-            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
-
-
-@pytest.mark.parametrize("name", RECORDINGS)
-def test_report_same_bytes_as_one_process(name, shards):
-    path = SAMPLES / name
-    for options in REPORT_OPTIONS:
-        rc1, one, err1 = _run("report", path, 1, options)
-        for jobs in (2, 3):
-            rc, out, err = _run("report", path, jobs, options)
-            assert (rc, out) == (rc1, one), (name, options, jobs, err)
-            assert sorted(set(err.splitlines())) == sorted(set(err1.splitlines()))
-    import perfdata
-    with perfdata.open(str(path)) as pf:
-        sharded_here = not pf.is_pipe
-    assert len(shards) == (2 * len(REPORT_OPTIONS) if sharded_here else 0)
+    if command == "report":                     # (every event in its own table)
+        with perfdata.open(str(path)) as pf:
+            sharded_here = not pf.is_pipe
+        assert len(shards) == (2 * len(REPORT_OPTIONS) if sharded_here else 0)
 
 
 def test_most_recordings_are_sharded(shards):
