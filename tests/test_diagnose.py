@@ -69,7 +69,10 @@ def test_no_debuginfo_named_then_fixed_by_debug_dir(tmp_path):
     shutil.copy(tmp_path / "hot.debug", target)
     res2, _ = util.diagnose(data, "--buildid-dir", str(empty), "--debug-dir",
                             str(tmp_path / "dbg"))
-    assert util.cls(res2, "no-debuginfo") is None
+    # The program is out of the class (libc stays in it where a sample fell
+    # there and its debug file is not installed).
+    c2 = util.cls(res2, "no-debuginfo")
+    assert c2 is None or all(b["path"] != exe for b in c2["binaries"]), c2
     rc, out, _ = run_cli(["script", data, "-F", "ip,sym,dso", "--buildid-dir", str(empty),
                           "--debug-dir", str(tmp_path / "dbg")])
     assert "hot_inner" in out and _frames_in(out, exe, unknown_only=True) == 0
