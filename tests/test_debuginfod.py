@@ -103,7 +103,11 @@ def test_stripped_binary_fixed_end_to_end_through_debuginfod(server, tmp_path, m
     before, _ = util.diagnose(data, "--buildid-dir", str(empty))
     assert util.cls(before, "no-debuginfo")["frames"] > 0
     after, err = util.diagnose(data, "--buildid-dir", str(empty), "--debuginfod", url)
-    assert util.cls(after, "no-debuginfo") is None, (after, err)
+    # The program is out of the class (libc stays in it where a sample fell
+    # there and its debug file is not installed: the server has none).
+    gone = util.cls(after, "no-debuginfo")
+    assert gone is None or all(b["path"] != info["stripped"] for b in gone["binaries"]), \
+        (after, err)
     bid = info["stripped_bid"]
     got = cache / bid / "debuginfo"
     assert got.is_file() and util.build_id(got) == bid
