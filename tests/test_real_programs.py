@@ -158,8 +158,10 @@ def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     a, b = rows(mine), rows(theirs)
     # perf prints a PLT stub it cannot name as an address; perfdata names it
     only_ours = [k for k in a - b if not k[1].endswith("@plt")]
+    # (perf also names a libc stub after another slot without libc's debug
+    # file, e.g. "__nptl_change_stack_perm@plt": the same deliberate kind)
     only_perf = [k for k in b - a if "[.] 0x" not in k[1] and
-                 not k[1].endswith(("[.] @plt", "[.] _init"))]
+                 not k[1].endswith(("@plt", "[.] _init"))]
     assert only_ours == [] and only_perf == []
     # ... and several stubs perf names alike ("_init") are one row of theirs,
     # several of ours: the same share of the samples in all.
