@@ -435,7 +435,7 @@ class FrameResolver:
         """The kernel's map for an address past its MMAP's end (_etext) that
         a kernel symbol covers (.init.text: start_kernel): perf's kernel map
         reaches the last kallsyms symbol."""
-        if avma < (1 << 63) or not self.kernel_symbols_usable():
+        if avma < _KERNEL_HALF or not self.kernel_symbols_usable():
             return None
         main = next((x for x in self.machine.kernel_maps if x.path == KERNEL_DSO), None)
         if main is None or avma < main.start:

@@ -287,6 +287,13 @@ class PerfFile:
         sec = self.features.get(fid)
         return sec[0] if sec else None
 
+    def feature_size(self, fid: int) -> int | None:
+        """The size of a feature section, as its table entry says (no read)."""
+        if fid in self._feature_data:
+            return len(self._feature_data[fid])
+        sec = self.features.get(fid)
+        return sec[1] if sec else None
+
     def feature_bytes(self, fid: int) -> bytes | None:
         if fid in self._feature_data:
             return self._feature_data[fid]

@@ -121,6 +121,25 @@ def recorded_build_ids(pf: PerfFile) -> dict[str, str]:
     return out
 
 
+class CounterReads:
+    """perf's deliver_sample_value() rule for samples that read counters
+    (PERF_SAMPLE_READ): a counter's period is its growth since its last
+    sample (u64: an inherited counter read in another thread may be behind,
+    and the difference wraps), and a counter that did not grow delivers no
+    sample.  One per pass over a file; each id is one cpu's or thread's
+    counter, whose samples come in order."""
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[int, int] = {}     # counter id -> its value at its last sample
+
+    def growth(self, ident: int, value: int) -> int:
+        """The counter's growth since its last sample (0: deliver nothing)."""
+        grew = (value - self._last.get(ident, 0)) & _U64
+        self._last[ident] = value
+        return grew
+
+
 class SessionStream:
     """The typed events of an open PerfFile, one pass.
 
@@ -156,7 +175,7 @@ class SessionStream:
         self.after_apply = after_apply
         self.ordinal = 0
         self.samples_skipped = 0        # damaged samples (not strict)
-        self._read_values: dict[int, int] = {}  # group member id -> its counter at the last sample
+        self._reads = CounterReads()
         self._announced: set[str] = set()  # paths of the HEADER_BUILD_ID build-ids handed out
 
     def __iter__(self) -> Iterator[StreamEvent]:
@@ -201,10 +220,8 @@ class SessionStream:
                 yield sample
                 continue
             if rtype in SESSION_TYPES:
-                try:
-                    fields = rec.parse()
-                except PerfDataError as exc:
-                    warn(str(exc))
+                fields = self._parsed(rec)
+                if fields is None:
                     continue
                 if rtype == _MMAP2 and fields.get("build_id"):
                     yield BuildId(fields["filename"], fields["build_id"])
@@ -235,10 +252,8 @@ class SessionStream:
                         self._announced.add(path)
                         yield BuildId(path, bid)
             if rtype in side_events:
-                try:
-                    fields = rec.parse()
-                except PerfDataError as exc:
-                    warn(str(exc))
+                fields = self._parsed(rec)
+                if fields is None:
                     continue
                 if share is not None and not mine():
                     continue
@@ -246,6 +261,14 @@ class SessionStream:
                     yield SideEvent(rec, fields, None)
                 elif self._side_cpu_ok(rec, fields):
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+
+    def _parsed(self, rec: Record) -> dict[str, Any] | None:
+        """A side record's fields, or None (with the reader's warning)."""
+        try:
+            return rec.parse()
+        except PerfDataError as exc:
+            self.pf.warnings.append(str(exc))
+            return None
 
     def _decode_damaged(self, rec: Record) -> dict[str, Any] | None:
         """The fields of a sample the fast decoder refused, by the reader's
@@ -269,11 +292,7 @@ class SessionStream:
         ident = read.get("id")
         if ident is None or ident not in self.pf.id_to_attr:
             return True                 # perf finds no counter: the period as recorded
-        value = read.get("value", 0)
-        # (u64 arithmetic, as perf's: an inherited counter read in another
-        # thread may be behind, and the difference wraps)
-        grew = (value - self._read_values.get(ident, 0)) & _U64
-        self._read_values[ident] = value
+        grew = self._reads.growth(ident, read.get("value", 0))
         if not grew:
             return False
         sample.period = grew
@@ -285,7 +304,7 @@ class SessionStream:
         whose counter grew (perf's deliver_sample_group)."""
         read = fields.get("read") or {}
         id_to_attr = self.pf.id_to_attr
-        last_values = self._read_values
+        growth = self._reads.growth
         out = []
         for value in read.get("values", ()):
             ident = value.get("id")
@@ -295,8 +314,7 @@ class SessionStream:
             # The period of each member is its counter's growth since the
             # last sample; perf's deliver_sample_value delivers no sample of
             # period 0 ("no reason to deliver sample for zero period").
-            period = (value["value"] - last_values.get(ident, 0)) & _U64
-            last_values[ident] = value["value"]
+            period = growth(ident, value["value"])
             if not period:
                 continue
             sample = self.sample_class(rec, dict(fields), member, thread)

@@ -628,7 +628,7 @@ def describe_header(pf: PerfFile, full: bool = False) -> str:
             nr_cpus = None
             if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
                 nr_cpus = state.nrcpus["nr_cpus_available"]
-            values[fid] = _noted(fid, value, len(pf.feature_bytes(fid) or b""), state, nr_cpus)
+            values[fid] = _noted(fid, value, pf.feature_size(fid) or 0, state, nr_cpus)
         except PerfDataError as exc:
             values[fid] = exc
     for fid in sorted(values):

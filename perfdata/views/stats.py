@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
+from ..session.stream import CounterReads
 
 if TYPE_CHECKING:
     from ..format.container import PerfFile
@@ -19,7 +20,7 @@ class RecordStats:
         self.by_event: dict[int, dict[int, int]] = {}  # EventAttr index -> {type: count}
         self.total = 0
         self.has_aux = False
-        self._read_values: dict[int, int] = {}   # group member id -> its counter at the last sample
+        self._reads = CounterReads()        # counted only where a read counter grew
 
     def add(self, rec: Record) -> None:
         self.total += 1
@@ -42,26 +43,14 @@ class RecordStats:
         if rec.type == RT.SAMPLE and ea.reads_group:
             values = rec.parse()["read"]["values"]
             id_to_attr = rec.ctx.id_to_attr
-            last = self._read_values
-            out = []
-            for v in values:
-                ident = v.get("id")
-                if ident not in id_to_attr:
-                    continue
-                grew = (v["value"] - last.get(ident, 0)) & 0xFFFFFFFFFFFFFFFF
-                last[ident] = v["value"]
-                if grew:
-                    out.append(id_to_attr[ident])
-            return out
+            return [id_to_attr[v["id"]] for v in values
+                    if v.get("id") in id_to_attr and self._reads.growth(v["id"], v["value"])]
         if rec.type == RT.SAMPLE and ea.sample_type & ST.READ:
             # one counter read: counted only if it grew (as a group member)
             read = rec.parse().get("read") or {}
             ident = read.get("id")
-            if ident in rec.ctx.id_to_attr:
-                grew = (read.get("value", 0) - self._read_values.get(ident, 0)) & 0xFFFFFFFFFFFFFFFF
-                self._read_values[ident] = read.get("value", 0)
-                if not grew:
-                    return []
+            if ident in rec.ctx.id_to_attr and not self._reads.growth(ident, read.get("value", 0)):
+                return []
         return [ea]
 
 
