@@ -505,15 +505,7 @@ class ScriptFormatter:
             if hit is not None and hit[0] is fr:
                 add(hit[1])
                 continue
-            if plain and not (fr.inlined or fr.stitched):
-                if fr.symbol is None:
-                    line = "\t%16x [unknown] (%s)\n" % (fr.address, fr.dso)
-                elif fr.offset is not None:
-                    line = "\t%16x %s+0x%x (%s)\n" % (fr.address, fr.symbol, fr.offset, fr.dso)
-                else:
-                    line = "\t%16x %s (%s)\n" % (fr.address, fr.symbol, fr.dso)
-            else:
-                line = self._frame_line(fr, has, "\t", "\n")
+            line = self._frame_line(fr, has, "\t", "\n", plain=plain)
             add(line)
             if fr.note != "no-map":         # (made afresh for each stack: not kept)
                 if len(lines) > FRAME_LINES_KEPT:
@@ -526,7 +518,16 @@ class ScriptFormatter:
         return text
 
     def _frame_line(self, fr: StackFrame, has: Callable[[str], bool], lead: str, end: str,
-                    address: int | None = None) -> str:
+                    address: int | None = None, plain: bool = False) -> str:
+        """One frame's text.  plain: the fields are sym, symoff and dso (no
+        srcline, no --show-kernel-path): then a line is one format."""
+        if plain and address is None and not (fr.inlined or fr.stitched):
+            if fr.symbol is None:
+                return "%s%16x [unknown] (%s)%s" % (lead, fr.address, fr.dso, end)
+            if fr.offset is not None:
+                return "%s%16x %s+0x%x (%s)%s" % (lead, fr.address, fr.symbol, fr.offset,
+                                                  fr.dso, end)
+            return "%s%16x %s (%s)%s" % (lead, fr.address, fr.symbol, fr.dso, end)
         parts = [lead]
         parts.append("%16x" % (fr.address if address is None else address))
         if has("sym"):
