@@ -120,13 +120,16 @@ def test_frame_pointer_chain_broken(tmp_path):
     assert c is not None, res
     samples = parse_samples(util.perf_script(tmp_path, data))
     # Ground truth: the samples under nofp_mid, which keeps no frame pointer,
-    # have no -g chain to main; perf's output shows it.  (A sample of the
-    # program's start or exit reaches no main either, unbroken: not counted.)
+    # have no -g chain to main; perf's output shows it.  Perf's names bound
+    # the count: at least the samples it shows under nofp_mid, at most those
+    # that miss main (a sample of the start or exit misses main unbroken; one
+    # in the vdso called from nofp_mid may show neither: "[unknown] <-
+    # __libc_start_call_main", seen counted both ways in 1 run of ~15).
     lost = sum(1 for _, frames in samples if not any(s.startswith("main+") for _, s, _ in frames))
     under = sum(1 for _, frames in samples
                 if any(s.startswith(("nofp_mid+", "fp_leaf+")) for _, s, _ in frames))
     assert lost == len(samples) > 0
-    assert c["samples"] == under >= 0.95 * len(samples)
+    assert under <= c["samples"] <= lost and under >= 0.95 * len(samples)
     assert c["binaries"][0]["path"] == exe
     assert "-fno-omit-frame-pointer" in c["fix"] and "--call-graph=dwarf" in c["fix"]
     # The fix: a DWARF recording reaches main through nofp_mid.
