@@ -19,17 +19,21 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               "elftools.dwarf.dwarfinfo",
               # issue 15: the fleet and Parquet dependencies, and their modules
               "dask", "distributed", "pyarrow", "perfdata.fleet.command", "perfdata.fleet",
-              "perfdata.arrow", "perfdata.views.parquet")
+              "perfdata.arrow", "perfdata.views.parquet",
+              # construct's debugger and what two of its classes use (deferred.py)
+              "pdb", "inspect", "traceback", "pickle", "hashlib", "bdb")
 
 PROBE = r"""
 import io, json, sys
 import cli
+from perfdata.format.deferred import still_deferred
 out = io.StringIO()
 sys.stdout = out
 rc = cli.main(sys.argv[1:])
 sys.stdout = sys.__stdout__
+# (a deferred module's stand-in is in sys.modules; the module is not loaded)
 print(json.dumps({"rc": rc, "lines": out.getvalue().count("\n"),
-                  "modules": sorted(sys.modules)}))
+                  "modules": sorted(set(sys.modules) - set(still_deferred()))}))
 """
 
 
@@ -67,3 +71,31 @@ def test_stats_imports_no_symbolizing_layer():
     loaded = set(got["modules"])
     assert not loaded & {"perfdata.views.script", "perfdata.symbolized", "symbolize",
                          "elftools.elf.structs"}, sorted(loaded)
+
+
+def test_deferred_modules_work_when_used():
+    """A deferred module imported after perfdata is the real one at its
+    first use, for `import m`, `from m import name` and construct's own
+    references alike; a name it lacks is still an AttributeError."""
+    code = r"""
+import sys
+import perfdata
+from perfdata.format.deferred import still_deferred
+assert "pdb" in still_deferred() and "inspect" in still_deferred(), still_deferred()
+import pdb
+from inspect import signature
+import construct.debug
+assert "pdb" in still_deferred()
+assert pdb.Pdb.__name__ == "Pdb" and construct.debug.pdb.post_mortem is pdb.post_mortem
+assert str(signature(lambda a, b=1: 0)) == "(a, b=1)"
+import traceback
+assert "ZeroDivisionError" in "".join(traceback.format_exception(ZeroDivisionError("x")))
+assert sys.modules["pdb"].Pdb is pdb.Pdb and "pdb" not in still_deferred()
+try:
+    pdb.no_such_name
+except AttributeError:
+    print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
