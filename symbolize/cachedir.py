@@ -6,7 +6,7 @@ One directory holds every cache (the layout existing caches have):
                                        first two hex digits, LD the rest)
     inline/BI/LD-WHICH.json            inline names learnt per address
     symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
-    kallsyms-KEY.marshal               parsed kallsyms tables
+    kallsyms-KEY.table                 parsed kallsyms tables (mapped)
     vdso-BUILDID.so                    this machine's vdso image
 
 By default it is $PERFDATA_CACHE_DIR, else $XDG_CACHE_HOME/perfdata, else
@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import mmap
     from collections.abc import Iterable
     from typing import TypeAlias
 
@@ -147,6 +148,28 @@ class CacheDir:
             return None
         self._touch(path, st)
         return data
+
+    def map(self, path: str | None, max_size: int = 512 << 20) -> mmap.mmap | None:
+        """A cache file mapped read-only (what the caller reads of it is all
+        it pays for), or None as read() gives it.  The file counts as used.
+        (A file replaced or pruned while mapped stays as it was mapped.)"""
+        import mmap
+        import stat
+        if self.root is None or not path:
+            return None
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= max_size:
+                return None
+            with open(path, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        if len(mapped) > max_size:
+            mapped.close()
+            return None
+        self._touch(path, st)
+        return mapped
 
     def read_json(self, path: str | None, max_size: int = 512 << 20) -> Any:
         """The JSON document in a cache file, or None (as read(), or damaged)."""

@@ -9,12 +9,16 @@ gap to the next; symbols sharing an address are resolved by choose_best_symbol.
 from __future__ import annotations
 
 import bisect
+import itertools
+import struct
+import zlib
 from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
 from .cachedir import DEFAULT, CacheDir
 
 if TYPE_CHECKING:
+    import mmap
     from collections.abc import Iterable, Iterator, Sequence
 
     from .cachedir import CacheWhere
@@ -110,14 +114,13 @@ class KernelSymbols:
         in `cache`: a CacheDir or a directory's path, None for no cache; by
         default perfdata's cache directory."""
         cache = CacheDir.of(cache)
-        import hashlib
         # A regular file (perf's build-id cache copy) is known by its identity
         # and is not even read when its table is cached; /proc/kallsyms (40
         # ms to read: the kernel writes it out line by line, and it changes
         # with modules and BPF programs) by the hash of its text.
-        stat_key = _file_identity(path)
-        if stat_key is not None:
-            cached = _load_cached(stat_key, cache)
+        identity = _file_identity(path)
+        if identity is not None:
+            cached = _load_cached(identity, cache)
             if cached is not None:
                 return cached
         data = _read_kallsyms(path)
@@ -125,13 +128,14 @@ class KernelSymbols:
             t = cls()
             t.warnings.append(data)
             return t
-        key = stat_key or hashlib.sha1(data).hexdigest()
-        cached = _load_cached(key, cache) if stat_key is None else None
-        if cached is not None:
-            return cached
+        if identity is None:
+            identity = _text_identity(data)
+            cached = _load_cached(identity, cache)
+            if cached is not None:
+                return cached
         table = cls.parse(data.decode("utf-8", "replace"), source=path)
         if len(table) and not table.warnings:
-            _save_cached(key, table, cache)
+            _save_cached(identity, table, cache)
         return table
 
     @classmethod
@@ -192,13 +196,20 @@ def _read_kallsyms(path: str) -> bytes | str:
 
 
 # ---------------------------------------------------------------- the cache
-_CACHE_VERSION = 3
+# A parsed table is kept in one file the next run maps rather than reads (a
+# kernel's table is 7 MB: reading and unpacking it cost 8 ms a process): a
+# header, four arrays of native 64-bit numbers (starts, sizes, where each
+# name ends, where each module ends), then the names, the modules and the
+# identity of the kallsyms text it was parsed from (UTF-8).  The identity
+# is checked on reading, so the short key in the file's name may collide.
+_MAGIC = 0x3473_6d79_736c_6c6b     # b"kllsyms4" read in native byte order
+# magic, symbols, bytes of names, of modules, of identity
+_HEADER = struct.Struct("=QQQQQ")
 
 
 def _file_identity(path: str) -> str | None:
-    """A cache key for a regular file that is not under /proc: its real
-    path, size, modification time and inode.  None for anything else."""
-    import hashlib
+    """A regular file that is not under /proc, known by its real path, size,
+    modification time and inode.  None for anything else."""
     import os
     import stat
     try:
@@ -208,50 +219,69 @@ def _file_identity(path: str) -> str | None:
         return None
     if real.startswith("/proc/") or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
         return None
-    text = "%s\0%d\0%d\0%d\0%d" % (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
-    return "f" + hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+    return "file\0%s\0%d\0%d\0%d\0%d" % (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
-def _cache_file(key: str) -> str:
-    return "kallsyms-%s.marshal" % key
+def _text_identity(data: bytes) -> str:
+    """A kallsyms text read (/proc/kallsyms), known by its hash."""
+    import hashlib
+    return "sha1\0" + hashlib.sha1(data).hexdigest()
 
 
-def _load_cached(key: str, cache: CacheDir) -> "KernelSymbols | None":
-    import marshal
-    data = cache.read(cache.file(_cache_file(key)))
-    if data is None:
+def _cache_file(identity: str) -> str:
+    raw = identity.encode("utf-8", "surrogateescape")
+    # (two checksums: a key, not a proof; the identity in the file is that)
+    return "kallsyms-%08x%08x.table" % (zlib.crc32(raw), zlib.adler32(raw))
+
+
+def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
+    mapped = cache.map(cache.file(_cache_file(identity)))
+    if mapped is None:
         return None
     try:
-        version, names, name_ends, starts, sizes, modules, module_ends = marshal.loads(data)
-        arrays = []
-        for raw in (name_ends, starts, sizes, module_ends):
-            a = array("Q")
-            a.frombytes(raw)
-            arrays.append(a)
-    except (ValueError, EOFError, TypeError, AttributeError):
-        return None
-    name_ends, a_starts, a_sizes, module_ends = arrays
-    if version != _CACHE_VERSION or not isinstance(names, str) or \
-            not isinstance(modules, str) or \
-            not len(name_ends) == len(a_starts) == len(a_sizes) == len(module_ends) or \
-            (len(name_ends) and (name_ends[-1] > len(names) or
-                                 module_ends[-1] > len(modules))):
+        magic, count, names_size, modules_size, identity_size = _HEADER.unpack_from(mapped, 0)
+        at = _HEADER.size
+        arrays_end = at + 4 * 8 * count
+        names_end = arrays_end + names_size
+        modules_end = names_end + modules_size
+        if magic != _MAGIC or modules_end + identity_size != len(mapped) or \
+                mapped[modules_end:].decode("utf-8", "surrogateescape") != identity:
+            return None
+        numbers = memoryview(mapped)[at:arrays_end].cast("Q")
+        starts, sizes, name_ends, module_ends = (numbers[i * count:(i + 1) * count]
+                                                 for i in range(4))
+        if count and (name_ends[-1] > names_size or module_ends[-1] > modules_size):
+            return None
+    except (ValueError, TypeError, struct.error):
         return None
     table = KernelSymbols.__new__(KernelSymbols)
-    table._syms = _LazySymbols(names, name_ends, a_starts, a_sizes, modules, module_ends)
-    table._starts = a_starts
+    table._syms = _LazySymbols(_Text(mapped, arrays_end), name_ends, starts, sizes,
+                               _Text(mapped, names_end), module_ends)
+    table._starts = starts
     table.warnings = []
     return table
 
 
+class _Text:
+    """The names (or modules) of a mapped table: text cut out by byte offsets."""
+    __slots__ = ("data", "at")
+
+    def __init__(self, data: "mmap.mmap | bytes", at: int) -> None:
+        self.data, self.at = data, at
+
+    def __getitem__(self, cut: slice) -> str:
+        return self.data[self.at + cut.start:self.at + cut.stop].decode("utf-8", "surrogateescape")
+
+
 class _LazySymbols:
-    """The symbols of a cached table, made into KernelSymbols only when asked
-    for (a profile looks up a few hundred of a kernel's 120,000): the names
-    stay one string with an array of where each ends, not 120,000 strings."""
+    """The symbols of a parsed or cached table, made into KernelSymbols only
+    when asked for (a profile looks up a few hundred of a kernel's 120,000):
+    the names stay one string (or the mapped cache file's bytes) with an
+    array of where each ends, not 120,000 strings."""
     __slots__ = ("names", "name_ends", "starts", "sizes", "modules", "module_ends")
 
-    def __init__(self, names: str, name_ends: array[int], starts: array[int], sizes: array[int],
-                 modules: str, module_ends: array[int]) -> None:
+    def __init__(self, names: str | _Text, name_ends: Sequence[int], starts: Sequence[int],
+                 sizes: Sequence[int], modules: str | _Text, module_ends: Sequence[int]) -> None:
         self.names, self.name_ends = names, name_ends
         self.starts, self.sizes = starts, sizes
         self.modules, self.module_ends = modules, module_ends
@@ -273,7 +303,7 @@ class _LazySymbols:
         return cls("".join(names), name_ends, starts, sizes, "".join(modules), module_ends)
 
     @staticmethod
-    def _cut(text: str, ends: array[int], i: int) -> str:
+    def _cut(text: str | _Text, ends: Sequence[int], i: int) -> str:
         return text[ends[i - 1] if i else 0:ends[i]]
 
     def __getitem__(self, i: int) -> KernelSymbol:
@@ -287,8 +317,18 @@ class _LazySymbols:
         return (self[i] for i in range(len(self.starts)))
 
 
-def _save_cached(key: str, table: "KernelSymbols", cache: CacheDir) -> None:
-    import marshal
+def _utf8(text: str, ends: Sequence[int], count: int) -> tuple[bytes, Sequence[int]]:
+    """Text of names cut at character offsets `ends` as UTF-8 and the byte
+    offsets where each name ends."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if len(raw) == len(text):           # ASCII (a kernel's names are)
+        return raw, ends
+    pieces = [_LazySymbols._cut(text, ends, i).encode("utf-8", "surrogateescape")  # type: ignore[arg-type]
+              for i in range(count)]
+    return b"".join(pieces), array("Q", itertools.accumulate(map(len, pieces)))
+
+
+def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None:
     if not cache.enabled:
         return
     syms = table._syms
@@ -296,6 +336,14 @@ def _save_cached(key: str, table: "KernelSymbols", cache: CacheDir) -> None:
         syms = _LazySymbols.build([s.name for s in syms], array("Q", [s.start for s in syms]),
                                   array("Q", [s.size for s in syms]),
                                   [s.module or "" for s in syms])
-    data = (_CACHE_VERSION, syms.names, syms.name_ends.tobytes(), syms.starts.tobytes(),
-            syms.sizes.tobytes(), syms.modules, syms.module_ends.tobytes())
-    cache.write(cache.file(_cache_file(key)), marshal.dumps(data))
+    if not isinstance(syms.names, str) or not isinstance(syms.modules, str):
+        return                          # (mapped from the cache: there already)
+    count = len(syms)
+    names, name_ends = _utf8(syms.names, syms.name_ends, count)
+    modules, module_ends = _utf8(syms.modules, syms.module_ends, count)
+    ident = identity.encode("utf-8", "surrogateescape")
+    data = b"".join((_HEADER.pack(_MAGIC, count, len(names), len(modules), len(ident)),
+                     array("Q", syms.starts).tobytes(), array("Q", syms.sizes).tobytes(),
+                     array("Q", name_ends).tobytes(), array("Q", module_ends).tobytes(),
+                     names, modules, ident))
+    cache.write(cache.file(_cache_file(identity)), data)

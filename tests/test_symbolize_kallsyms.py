@@ -120,7 +120,7 @@ def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
     path.write_text(text)
     first = list(KernelSymbols.from_file(str(path)))
     assert len(first) == 200 and first[180].module == "mod_0" and first[3].module is None
-    assert list((tmp_path / "cache").glob("kallsyms-*.marshal"))
+    assert list((tmp_path / "cache").glob("kallsyms-*.table"))
     reads = []
     real = kallsyms._read_kallsyms
     monkeypatch.setattr(kallsyms, "_read_kallsyms", lambda p: reads.append(p) or real(p))
@@ -138,6 +138,43 @@ def test_damaged_cache_file_is_parsed_again(tmp_path, monkeypatch):
     path = tmp_path / "kallsyms"
     path.write_text("ffffffff81000000 T a\nffffffff81000100 T b\n")
     good = list(KernelSymbols.from_file(str(path)))
-    for cached in (tmp_path / "cache").glob("kallsyms-*.marshal"):
+    for cached in (tmp_path / "cache").glob("kallsyms-*.table"):
         cached.write_bytes(cached.read_bytes()[:20])
     assert list(KernelSymbols.from_file(str(path))) == good
+
+
+def test_cached_table_is_mapped_and_equal_to_the_parsed_one(tmp_path, monkeypatch):
+    """The cached table (mapped from its file) gives what parsing gives:
+    every symbol, non-ASCII names and modules (cut by bytes, not characters)
+    and lookups, with the file not read again."""
+    from symbolize import kallsyms
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "kallsyms"
+    good = "".join(line for line in TEXT.splitlines(True) if "not" not in line and "zz" not in line)
+    path.write_text(good.replace("mod_fn_a", "mod_fn_\u00e9t\u00e9").replace(
+        "[mod_two]", "[mod_\u00fc\u00f1]").replace("last_kernel_fn", "last_\u2603_fn"),
+        encoding="utf-8")
+    parsed = KernelSymbols.parse(path.read_text(encoding="utf-8"))
+    first = KernelSymbols.from_file(str(path))
+    assert list(first) == list(parsed)
+    monkeypatch.setattr(kallsyms, "_read_kallsyms", lambda p: pytest.fail("read again"))
+    cached = KernelSymbols.from_file(str(path))
+    assert list(cached) == list(parsed) and len(cached) == len(parsed)
+    assert cached.lookup(0xffffffffc0001010).name == "mod_fn_\u00e9t\u00e9"
+    assert cached.lookup(0xffffffffc0005004).module == "mod_\u00fc\u00f1"
+    assert cached.lookup(0xffffffff810000a4).name == "last_\u2603_fn"
+    assert cached.lookup(0xffffffff80000000) is None
+
+
+def test_cache_file_of_another_kallsyms_is_not_used(tmp_path, monkeypatch):
+    """The key in a cache file's name is short: the file names the kallsyms
+    it was made from, and one made from another (a collision) is not used."""
+    from symbolize import kallsyms
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.write_text("ffffffff81000000 T one_a\nffffffff81000100 T one_b\n")
+    two.write_text("ffffffff81000000 T two_a\nffffffff81000100 T two_b\n")
+    KernelSymbols.from_file(str(one))
+    (made,) = (tmp_path / "cache").glob("kallsyms-*.table")
+    made.rename(tmp_path / "cache" / kallsyms._cache_file(kallsyms._file_identity(str(two))))
+    assert [s.name for s in KernelSymbols.from_file(str(two))] == ["two_a", "two_b"]
