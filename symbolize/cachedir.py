@@ -6,6 +6,9 @@ One directory holds every cache (the layout existing caches have):
                                        first two hex digits, LD the rest)
     inline/BI/LD-WHICH.json            inline names learnt per address
     symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
+    elf/KE/Y-facts.json                an ELF file's sections, segments,
+                                       build-id and machine, by its identity
+                                       (device, inode, size, times: KEY)
     kallsyms-KEY.table                 parsed kallsyms tables (mapped)
     vdso-BUILDID.so                    this machine's vdso image
 
@@ -41,7 +44,7 @@ CACHE_LIMIT = 512 << 20
 # The directories (by kind) and the top-level file name prefixes a CacheDir
 # makes: the bound removes these and nothing else (--symbol-cache may name a
 # directory that holds other files too).
-KINDS = ("symtab", "inline", "symcache")
+KINDS = ("symtab", "inline", "symcache", "elf")
 TOP_LEVEL = ("kallsyms-", "vdso-")
 _TMP = ".tmp-"
 
@@ -117,8 +120,9 @@ class CacheDir:
 
     # ------------------------------------------------------------ names
     def path_for(self, kind: str, build_id: str, suffix: str = "") -> str | None:
-        """Where the entry of `kind` (one of KINDS) for a build-id is kept:
-        kind/BI/LD+suffix; None when disabled."""
+        """Where the entry of `kind` (one of KINDS) for a build-id (or
+        another key of hex digits) is kept: kind/BI/LD+suffix; None when
+        disabled."""
         if self.root is None:
             return None
         return os.path.join(self.root, kind, build_id[:2], build_id[2:] + suffix)

@@ -12,11 +12,14 @@ import mmap
 import os
 import stat
 import struct
+import zlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
+
+    from .cachedir import CacheDir
 
     T = TypeVar("T")
     D = TypeVar("D")
@@ -66,7 +69,11 @@ class Binary:
     """
 
     def __init__(self, path: str, *, max_size: int = MAX_BINARY_SIZE,
-                 data: bytes | None = None) -> None:
+                 data: bytes | None = None, facts: CacheDir | None = None) -> None:
+        """facts: a CacheDir keeping what a run asks of every binary (the
+        sections, segments, build-id and machine) by the file's identity,
+        so that the next run reads them instead of the ELF headers (see
+        keep_facts)."""
         self.path = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
         self.error: str | None = None
         self.error_kind: str | None = None
@@ -80,49 +87,64 @@ class Binary:
         self._by_name: dict[str, SectionHeader] | None = None
         self._segments: list[LoadSegment] | None = None
         self._build_id: str | None | bool = False   # False: not computed yet
+        self._machine: str | None | bool = False    # False: not computed yet
+        # Where this file's facts are cached, while they are not read from it.
+        self._facts_at: tuple[CacheDir, str, str] | None = None
         if data is not None:
             self._buf = bytes(data)
             self.size = len(self._buf)
             self._check_magic()
         else:
-            self._open_file(max_size)
+            st = self._open_file(max_size)
+            if st is not None and self.ok and facts is not None and facts.enabled:
+                self._load_facts(facts, st)
 
     # ----- opening -------------------------------------------------------
     def _fail(self, kind: str, reason: str) -> None:
         self.error_kind = kind
         self.error = f"{self.path}: {reason}"
 
-    def _open_file(self, max_size: int) -> None:
+    def _open_file(self, max_size: int) -> os.stat_result | None:
+        """Open and map the file; its status, or None when it failed."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return self._fail("missing", "no such file")
+            self._fail("missing", "no such file")
+            return None
         except OSError as e:
-            return self._fail("unreadable", e.strerror or str(e))
+            self._fail("unreadable", e.strerror or str(e))
+            return None
         # A FIFO would block open(), a device could be endless: refuse both
         # before opening.
         if not stat.S_ISREG(st.st_mode):
-            return self._fail("not-regular", "not a regular file")
+            self._fail("not-regular", "not a regular file")
+            return None
         if st.st_size > max_size:
-            return self._fail("too-large", f"{st.st_size} bytes is over the {max_size} limit")
+            self._fail("too-large", f"{st.st_size} bytes is over the {max_size} limit")
+            return None
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
-            return self._fail("unreadable", e.strerror or str(e))
+            self._fail("unreadable", e.strerror or str(e))
+            return None
         try:
             st = os.fstat(fd)      # the file may have been swapped since stat()
             if not stat.S_ISREG(st.st_mode):
-                return self._fail("not-regular", "not a regular file")
+                self._fail("not-regular", "not a regular file")
+                return None
             self.size = st.st_size
             if self.size < 16:
-                return self._fail("not-elf", "too short to be ELF")
+                self._fail("not-elf", "too short to be ELF")
+                return None
             try:
                 self._buf = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as e:
-                return self._fail("unreadable", f"mmap failed: {e}")
+                self._fail("unreadable", f"mmap failed: {e}")
+                return None
         finally:
             os.close(fd)
         self._check_magic()
+        return st
 
     def _check_magic(self) -> None:
         buf = self._buf
@@ -202,8 +224,11 @@ class Binary:
 
     @property
     def machine(self) -> str | None:
-        h = self._header()
-        return str(h["e_machine"]) if h is not None else None
+        """e_machine as pyelftools names it ('EM_X86_64')."""
+        if self._machine is False:
+            h = self._header()
+            self._machine = str(h["e_machine"]) if h is not None else None
+        return self._machine  # type: ignore[return-value]  # (computed: no longer False)
 
     # ----- sections -------------------------------------------------------
     def struct_layout(self, name: str) -> tuple[str, list[str]]:
@@ -450,6 +475,40 @@ class Binary:
             return None
         return name, crc
 
+    # ----- facts kept across runs ----------------------------------------
+    def _load_facts(self, cache: CacheDir, st: os.stat_result) -> None:
+        """This file's facts from the cache, if kept for this very file
+        (device, inode, size, times: the identity is checked, the key in the
+        cache file's name may collide)."""
+        identity = "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                                       st.st_ctime_ns)
+        raw = identity.encode()
+        where = cache.path_for("elf", "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw)),
+                               "-facts.json")
+        if where is None:
+            return
+        facts = _facts_from_json(cache.read_json(where), identity)
+        if facts is None:
+            self._facts_at = (cache, where, identity)
+            return
+        self._machine, self._sections, self._segments, self._build_id = facts
+
+    def keep_facts(self) -> None:
+        """Keep in the cache (given as `facts`) what a run asks of every
+        binary it uses, unless they came from there or the file is damaged
+        (a warning said so: the next run reads it again)."""
+        if self._facts_at is None or not self.ok:
+            return
+        cache, where, identity = self._facts_at
+        self._facts_at = None
+        machine, sections, segments, build_id = (self.machine, self.sections,
+                                                 self.load_segments, self.build_id)
+        if self.warnings or not self.ok:
+            return
+        cache.write_json(where, [_FACTS_VERSION, identity, machine,
+                                 [list(s) for s in sections], [list(s) for s in segments],
+                                 build_id])
+
     # ----- convenience ----------------------------------------------------
     def has_section(self, name: str) -> bool:
         return self.get_section(name) is not None
@@ -459,6 +518,37 @@ class Binary:
         """False for a separate debug file (its .text is NOBITS)."""
         t = self.get_section(".text")
         return t is not None and t.type != SHT_NOBITS
+
+
+# A change to what keep_facts() keeps, or to how it is computed, makes the
+# facts kept by an earlier version stale: a new number.
+_FACTS_VERSION = 1
+
+
+def _facts_from_json(doc: Any, identity: str) -> tuple[str | None, list[SectionHeader],
+                                                        list[LoadSegment], str | None] | None:
+    """(machine, sections, load segments, build-id) from a facts document of
+    this identity, or None when it is of another file, version or damaged."""
+    if not isinstance(doc, list) or len(doc) != 6 or doc[0] != _FACTS_VERSION or \
+            doc[1] != identity:
+        return None
+    _, _, machine, sections, segments, build_id = doc
+    if not (machine is None or isinstance(machine, str)) or \
+            not (build_id is None or isinstance(build_id, str)) or \
+            not isinstance(sections, list) or not isinstance(segments, list):
+        return None
+    try:
+        got_sections = [SectionHeader(*row) for row in sections]
+        got_segments = [LoadSegment(*row) for row in segments]
+    except TypeError:               # not a list, or of another length
+        return None
+    for i, sec in enumerate(got_sections):
+        if sec.index != i or not isinstance(sec.name, str) or \
+                not all(type(v) is int for v in sec[2:]):
+            return None
+    if not all(type(v) is int for seg in got_segments for v in seg):
+        return None
+    return machine, got_sections, got_segments, build_id
 
 
 class ElfHeader:

@@ -212,7 +212,10 @@ class Symbolizer:
         """Open one candidate; (Binary, 'found') or (None, why not)."""
         if not os.path.lexists(cand.path):
             return None, "missing"
-        b = Binary(cand.path)
+        b = Binary(cand.path, facts=self.cache)
+        # (what the checks below and the lookups read of the file: kept for
+        # the next run, which then reads no ELF header)
+        b.keep_facts()
         if not b.ok:
             if b.error_kind != "missing":
                 self._warn(cand.path, "open", f"{cand.path}: {b.error_kind}: {b.error}")

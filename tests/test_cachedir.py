@@ -1,6 +1,6 @@
 """The one cache directory (symbolize/cachedir.py's CacheDir) every cache
 uses: a damaged or truncated file of each kind (symbol table, inline names,
-native symcache, parsed kallsyms, vdso image) is built again and the output
+native symcache, parsed kallsyms, ELF facts, vdso image) is built again and the output
 is the same; the size bound removes the least recently used of the cache's
 own files and nothing else; a disabled cache reads and writes nothing."""
 import os
@@ -54,7 +54,7 @@ def test_damaged_files_of_every_kind_are_built_again(tmp_path, how):
              for d in ("cpp_inline.dwarf.data", "two_events.data")}
     kept = {p: p.read_bytes() for p in files(cache)}
     kinds = {kind_of(p) for p in kept}
-    assert {"symtab", "inline", "kallsyms"} <= kinds, kinds
+    assert {"symtab", "inline", "kallsyms", "elf"} <= kinds, kinds
     try:
         import symbolic  # noqa: F401
         assert "symcache" in kinds
@@ -168,6 +168,8 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
         assert sym.cache.root == str(root)
         assert sym.symbol_table(prog) is not None
         bid = sym.binary_for(prog).binary.build_id
-        assert files(root) == [root / "symtab" / bid[:2] / (bid[2:] + "-sc.json")]
+        facts = list((root / "elf").rglob("*-facts.json"))      # (the binary's)
+        assert len(facts) == 1
+        assert files(root) == sorted(facts + [root / "symtab" / bid[:2] / (bid[2:] + "-sc.json")])
     monkeypatch.setenv("PERFDATA_CACHE_DIR", "")
     assert not CacheDir.of(DEFAULT).enabled and not Symbolizer(cache_dir=None).cache.enabled

@@ -28,7 +28,7 @@ def script(*args, cache_env=None):
 
 
 def cached_tables(root):
-    return sorted(Path(root).rglob("*.json"))
+    return sorted((Path(root) / "symtab").rglob("*.json"))
 
 
 def test_second_run_from_the_cache_prints_the_same(tmp_path):

@@ -156,3 +156,56 @@ def test_truncated_and_corrupted_never_raise(progs, tmp_path):
             b.build_id, b.load_segments, b.sections, b.debuglink
         except SymbolizeError:
             pass
+
+
+@pytest.mark.parametrize("kind", ["pie", "exec"])
+def test_facts_kept_across_runs(progs, kind, tmp_path, monkeypatch):
+    """A binary opened with a facts cache keeps its sections, segments,
+    build-id and machine there; the next open of the same file reads them
+    and parses no ELF header; a changed file is read again."""
+    import shutil
+    from symbolize import CacheDir, elffile
+    path = tmp_path / kind
+    shutil.copy(progs[kind], path)
+    cache = CacheDir(tmp_path / "cache")
+    first = Binary(str(path), facts=cache)
+    first.keep_facts()
+    want = (first.sections, first.load_segments, first.build_id, first.machine)
+    assert want[2] == readelf_build_id(progs[kind]) and want[3] == "EM_X86_64"
+    assert len(list((tmp_path / "cache" / "elf").rglob("*-facts.json"))) == 1
+
+    class NoHeader:
+        def __init__(self, buf):
+            raise AssertionError("ELF header parsed")
+    with monkeypatch.context() as m:
+        m.setattr(elffile, "ElfHeader", NoHeader)
+        again = Binary(str(path), facts=cache)
+        again.keep_facts()
+        assert (again.sections, again.load_segments, again.build_id, again.machine) == want
+        assert again.has_code and again.get_section(".text") == first.get_section(".text")
+    # Another file (the same size, another build-id) under the same path.
+    other = bytearray(path.read_bytes())
+    at = other.find(bytes.fromhex(want[2]))
+    other[at] ^= 0xff
+    path.write_bytes(bytes(other))
+    os.utime(path, ns=(1, 1))       # (a rewrite within a clock tick keeps the time)
+    changed = Binary(str(path), facts=cache)
+    assert changed.build_id != want[2] and changed.build_id == readelf_build_id(str(path))
+
+
+def test_facts_of_a_damaged_file_are_not_kept(progs, tmp_path):
+    """A file whose headers gave a warning is not described in the cache:
+    the next run reads it (and warns) again."""
+    from symbolize import CacheDir
+    data = bytearray(open(progs["pie"], "rb").read())
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    data[0x28:0x30] = (len(data) - 8).to_bytes(8, "little")     # table past the end
+    path = tmp_path / "damaged"
+    path.write_bytes(bytes(data))
+    cache = CacheDir(tmp_path / "cache")
+    b = Binary(str(path), facts=cache)
+    b.keep_facts()
+    assert b.warnings and shoff
+    assert not list((tmp_path / "cache").rglob("*-facts.json"))
+    again = Binary(str(path), facts=cache)
+    assert again.sections == [] and again.warnings

@@ -389,7 +389,7 @@ def test_disk_cache_round_trip_and_damage(built, tmp_path):
     cache = tmp_path / "cache"
     s1 = Symbolizer(only(), inline=False, cache_dir=str(cache))
     t1 = s1.symbol_table(stripped, bid)
-    files = sorted(cache.rglob("*.json"))
+    files = sorted((cache / "symtab").rglob("*.json"))
     assert len(files) == 1
     s2 = Symbolizer(only(), inline=False, cache_dir=str(cache))
     assert list(s2.symbol_table(stripped, bid)) == list(t1)
