@@ -291,16 +291,19 @@ def code_tag(kind: str, modules: Iterable[str]) -> str:
     """The tag a cache entry of `kind` must carry to be used: a digest of the
     symbolize modules whose code decides what it holds (a change to any of
     them makes every entry stale)."""
-    import hashlib
-    digest = hashlib.sha256()
+    # Two checksums (64 bits), not a cryptographic hash: this runs in every
+    # process that reads a cache, and hashlib loads OpenSSL (3 ms).
+    import zlib
+    crc, adler = 0, 1
     here = os.path.dirname(os.path.abspath(__file__))
     for name in modules:
         try:
             with open(os.path.join(here, name), "rb") as f:
-                digest.update(f.read())
+                data = f.read()
         except OSError:
-            digest.update(name.encode())
-    return "perfdata-%s-%s" % (kind, digest.hexdigest()[:16])
+            data = name.encode()
+        crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
+    return "perfdata-%s-%08x%08x" % (kind, crc, adler)
 
 
 def write_json(path: str, doc: object) -> bool:
