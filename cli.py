@@ -68,8 +68,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; `wanted` is the sub-command on the command line, if known.
 
-    Only that command's module is imported (start-up time); the others are
-    listed by name for the help text."""
+    Only that command's parser is built and its module imported (start-up
+    time: a module costs milliseconds, each sub-parser a tenth of one);
+    without one (the help, a mistyped command) every command is."""
     parser = _Parser(
         prog="perfdata", description="Read Linux perf.data files; print their samples "
         "with stacks symbolized from binaries and debug info found by build-id.")
@@ -77,32 +78,37 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--strict", action="store_true",
                         help="stop at the first corrupt record instead of skipping it")
     sub = parser.add_subparsers(dest="command", required=True)
+    if wanted not in BUILTIN_COMMANDS and wanted not in COMMAND_MODULES:
+        wanted = None
 
-    p = sub.add_parser("stats", help="record counts, as perf report --stats")
-    add_input_argument(p)
-    p.set_defaults(func=cmd_stats)
+    if wanted in (None, "stats"):
+        p = sub.add_parser("stats", help="record counts, as perf report --stats")
+        add_input_argument(p)
+        p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("dump", help="every record with its offset and fields")
-    add_input_argument(p)
-    p.add_argument("--json", action="store_true", help="JSON lines")
-    p.add_argument("--time-order", action="store_true", help="perf's time order")
-    p.set_defaults(func=cmd_dump)
+    if wanted in (None, "dump"):
+        p = sub.add_parser("dump", help="every record with its offset and fields")
+        add_input_argument(p)
+        p.add_argument("--json", action="store_true", help="JSON lines")
+        p.add_argument("--time-order", action="store_true", help="perf's time order")
+        p.set_defaults(func=cmd_dump)
 
-    p = sub.add_parser("header", help="the metadata, as perf report --header-only")
-    add_input_argument(p)
-    p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
-    p.set_defaults(func=cmd_header)
+    if wanted in (None, "header"):
+        p = sub.add_parser("header", help="the metadata, as perf report --header-only")
+        add_input_argument(p)
+        p.add_argument("-I", "--full", action="store_true", help="topology, caches, pmu caps")
+        p.set_defaults(func=cmd_header)
 
     for command, name in COMMAND_MODULES.items():
         if wanted is None or command == wanted:
             importlib.import_module(name).register(sub)
-        else:
-            sub.add_parser(command, help="(perfdata %s --help)" % command)
     return parser
 
 
-# Views that register their own sub-command: a module with
-# register(subparsers), whose parser sets func=run(args, out).
+# The commands of this module, and the views that register their own
+# sub-command: a module with register(subparsers), whose parser sets
+# func=run(args, out).
+BUILTIN_COMMANDS = ("stats", "dump", "header")
 COMMAND_MODULES = {
     "script": "perfdata.views.script",
     "diagnose": "perfdata.views.diagnose",

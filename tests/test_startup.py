@@ -21,7 +21,9 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               "dask", "distributed", "pyarrow", "perfdata.fleet.command", "perfdata.fleet",
               "perfdata.arrow", "perfdata.views.parquet",
               # construct's debugger and what two of its classes use (deferred.py)
-              "pdb", "inspect", "traceback", "pickle", "hashlib", "bdb")
+              "pdb", "inspect", "traceback", "pickle", "hashlib", "bdb",
+              # no tracepoint in the profile: no tracepoint printer
+              "perfdata.tracefmt")
 
 PROBE = r"""
 import io, json, sys
@@ -99,3 +101,31 @@ except AttributeError:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_help_lists_every_command_without_the_network_stack():
+    """`perfdata --help` imports every command's module to list it: none of
+    them pulls in urllib.request (xml.sax.saxutils did, for the flame
+    graph's escaping: 15 ms) nor the tracepoint printer."""
+    code = r"""
+import io, json, sys
+import cli
+out = io.StringIO()
+sys.stdout = out
+try:
+    cli.main(["--help"])
+except SystemExit:
+    pass
+sys.stdout = sys.__stdout__
+print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    import cli
+    for command in cli.BUILTIN_COMMANDS + tuple(cli.COMMAND_MODULES):
+        assert "\n    %s " % command in got["help"], command
+    loaded = set(got["modules"])
+    assert not loaded & {"urllib.request", "http.client", "xml.sax", "perfdata.tracefmt"}, \
+        sorted(loaded & {"urllib.request", "http.client", "xml.sax", "perfdata.tracefmt"})

@@ -19,7 +19,6 @@ from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
 from .memdata import data_src_text, page_size_name
-from ..tracefmt import TracePrinter
 
 if TYPE_CHECKING:
     import argparse
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from ..frames import StackFrame
     from ..session.stream import SideEvent
     from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..tracefmt import TracePrinter
     from .header import PipeFeaturePrinter
     from .sharded import Described, Share
 
@@ -559,6 +559,8 @@ class ScriptFormatter:
 
     def _trace(self, sample: SymbolizedSample) -> str:
         if self._tracer is None:
+            # (imported here: only tracepoint events print their fields)
+            from ..tracefmt import TracePrinter
             # kernel_symbols may be a callable that loads the table on demand.
             table = self.kernel_symbols
             if callable(table) and not hasattr(table, "lookup"):
