@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import struct
 import zlib
 from array import array
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from .cachedir import CacheWhere
-from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_entries, fixup_symbols
+from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, choose_best, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
 KSYM_NAME_LEN = 512
@@ -57,51 +58,21 @@ class KernelSymbols:
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = ""
-        ents = []          # [start, end, binding, name, source], as fixup_entries takes them
-        bad = 0
-        zero = 0
-        bindings = _BINDINGS
-        for line in text.splitlines():
-            parts = line.split(None, 3)
-            if len(parts) < 3 or len(parts[1]) != 1:
-                if line.strip():
-                    bad += 1
-                continue
-            try:
-                addr = int(parts[0], 16)
-            except ValueError:
-                bad += 1
-                continue
-            binding = bindings.get(parts[1])
-            if binding is None:         # perf keeps types T, W, D and B only
-                continue
-            name = parts[2]
-            if len(name) >= KSYM_NAME_LEN:
-                bad += 1
-                continue
-            if len(parts) == 4:
-                mod = parts[3].strip()
-                if mod.startswith("[") and mod.endswith("]"):
-                    name = f"{name}\t{mod}"      # perf's own in-band marker
-            if addr == 0:
-                zero += 1
-            ents.append([addr, addr, binding, name, source])
+        starts, kinds, names, bad = _columns(text)
         table = cls()
-        if ents and zero == len(ents):
+        if starts and not any(starts):
             table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
             return table
         # Kept as arrays and one string of names (120,000 KernelSymbols would
         # cost more than the parse); symbols are made when looked up.
-        names, modules = [], []
-        starts, sizes = array("Q"), array("Q")
-        for start, end, _, name, _ in fixup_entries(ents, is_kallsyms=True):
-            name, _, mod = name.partition("\t")
-            names.append(name)
-            modules.append(mod[1:-1])
-            starts.append(start)
-            sizes.append(end - start)
-        table._syms = _LazySymbols.build(names, starts, sizes, modules)
-        table._starts = starts
+        starts, sizes, names = _fixup(starts, list(map(_BINDINGS.__getitem__, kinds)), names)
+        modules = [""] * len(names)
+        for i in itertools.compress(range(len(names)), map(operator.contains, names,
+                                                            itertools.repeat("\t"))):
+            name, _, module = names[i].partition("\t")
+            names[i], modules[i] = name, module[1:-1]
+        syms = _LazySymbols.build(names, array("Q", starts), array("Q", sizes), modules)
+        table._syms, table._starts = syms, syms.starts
         if bad:
             table.warnings.append(f"{source}: {bad} malformed lines skipped")
         return table
@@ -175,6 +146,80 @@ class KernelSymbols:
             return None
         s = self._syms[i]
         return s if address < s.start + s.size else None
+
+
+def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
+    """The kept symbols of a kallsyms text, as columns (addresses, types,
+    names with perf's in-band module marker "\\t[module]"), and how many
+    lines were malformed."""
+    starts, kinds, names = [], [], []
+    bad = 0
+    for line in text.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) < 3 or len(parts[1]) != 1:
+            if line.strip():
+                bad += 1
+            continue
+        try:
+            addr = int(parts[0], 16)
+        except ValueError:
+            bad += 1
+            continue
+        if parts[1] not in _BINDINGS:   # perf keeps types T, W, D and B only
+            continue
+        name = parts[2]
+        if len(name) >= KSYM_NAME_LEN:
+            bad += 1
+            continue
+        if len(parts) == 4:
+            mod = parts[3].strip()
+            if mod.startswith("[") and mod.endswith("]"):
+                name = f"{name}\t{mod}"      # perf's own in-band marker
+        starts.append(addr)
+        kinds.append(parts[1])
+        names.append(name)
+    return starts, kinds, names, bad
+
+
+def _fixup(starts: list[int], bindings: list[int], names: list[str]
+           ) -> tuple[list[int], list[int], list[str]]:
+    """symtab.fixup_entries(is_kallsyms=True) on symbols without sizes, by
+    columns: (starts, sizes, names) sorted, one symbol per address (a
+    column costs a C loop where a list per symbol costs a Python step)."""
+    n = len(starts)
+    if not n:
+        return [], [], []
+    order = sorted(range(n), key=starts.__getitem__)      # stable, as fixup_entries
+    if n > 1:
+        pick = operator.itemgetter(*order)
+        starts, bindings, names = list(pick(starts)), list(pick(bindings)), list(pick(names))
+    # A symbol runs to the next one, but the last of the kernel or of a
+    # module ends at the end of the page after its start, not across the
+    # gap; the very last one a page further.
+    ends = starts[1:]
+    ends.append((starts[-1] + 4095) // 4096 * 4096 + 4096)
+    in_module = list(map(operator.contains, names, itertools.repeat("[")))
+    for i in itertools.compress(range(n - 1), map(operator.ne, in_module, in_module[1:])):
+        ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
+    # Symbols sharing an address: perf's choose_best_symbol keeps one.
+    keep = [True] * n
+    winner = None
+    for i in itertools.compress(range(n - 1), map(operator.eq, starts, starts[1:])):
+        if winner is None or starts[winner] != starts[i]:
+            winner = i
+        nxt = i + 1
+        if choose_best([starts[winner], ends[winner], bindings[winner], names[winner]],
+                       [starts[nxt], ends[nxt], bindings[nxt], names[nxt]]):
+            keep[nxt] = False
+        else:
+            keep[winner] = False
+            winner = nxt
+    sizes = list(map(operator.sub, ends, starts))
+    if not all(keep):
+        starts = list(itertools.compress(starts, keep))
+        sizes = list(itertools.compress(sizes, keep))
+        names = list(itertools.compress(names, keep))
+    return starts, sizes, names
 
 
 def _read_kallsyms(path: str) -> bytes | str:
@@ -293,14 +338,8 @@ class _LazySymbols:
     def build(cls, names: list[str], starts: array[int], sizes: array[int],
               modules: list[str]) -> _LazySymbols:
         """From lists of names and modules ('' for the kernel) and arrays."""
-        name_ends, module_ends = array("Q"), array("Q")
-        n = m = 0
-        for name, module in zip(names, modules):
-            n += len(name)
-            m += len(module)
-            name_ends.append(n)
-            module_ends.append(m)
-        return cls("".join(names), name_ends, starts, sizes, "".join(modules), module_ends)
+        return cls("".join(names), array("Q", itertools.accumulate(map(len, names))), starts, sizes,
+                   "".join(modules), array("Q", itertools.accumulate(map(len, modules))))
 
     @staticmethod
     def _cut(text: str | _Text, ends: Sequence[int], i: int) -> str:

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from symbolize import KernelSymbols, PerfMap, is_perfmap_path
+from symbolize import KernelSymbol, KernelSymbols, PerfMap, is_perfmap_path
 
 TEXT = """\
 ffffffff81000000 T _stext
@@ -178,3 +178,39 @@ def test_cache_file_of_another_kallsyms_is_not_used(tmp_path, monkeypatch):
     (made,) = (tmp_path / "cache").glob("kallsyms-*.table")
     made.rename(tmp_path / "cache" / kallsyms._cache_file(kallsyms._file_identity(str(two))))
     assert [s.name for s in KernelSymbols.from_file(str(two))] == ["two_a", "two_b"]
+
+
+def test_parse_by_columns_keeps_perfs_fixup_rules():
+    """The parse sorts, sizes and picks among aliases by columns; what it
+    gives is what symtab.fixup_entries (perf's symbols__fixup_end and
+    choose_best_symbol, shared with ELF tables) gives on the same symbols:
+    unsorted lines, aliases of every binding, kernel/module boundaries, a
+    name with '[' in it, a module of another form, malformed lines."""
+    import random
+    from symbolize import kallsyms
+    from symbolize.symtab import fixup_entries
+    rng = random.Random(12)
+    lines = []
+    for i in range(3000):
+        in_module = i >= 2400
+        base = (0xffffffffc0000000 if in_module else 0xffffffff81000000) + 0x10 * rng.randrange(900)
+        kind = rng.choice("TtWwDdBbRr")
+        name = rng.choice(["_" * rng.randrange(3) + "fn_%d" % i, "SyS_%d" % (i % 7),
+                           "compat_SyS_x", "a[%d]" % i, "fn_%d" % (i % 50)])
+        line = "%016x %s %s" % (base, kind, name)
+        if in_module:
+            line += rng.choice(["\t[mod_%d]" % (i % 4), "\t[mod_%d]" % (i % 4), "\tnot_a_module"])
+        lines.append(line)
+    lines[17:17] = ["", "garbage", "zz T bad_hex", "ffffffff81000000 TT two_letters"]
+    text = "\n".join(lines) + "\n"
+    starts, kinds, names, bad = kallsyms._columns(text)
+    assert bad == 3
+    ents = [[s, s, kallsyms._BINDINGS[k], n, "kallsyms"] for s, k, n in zip(starts, kinds, names)]
+    want = []
+    for start, end, _, name, _ in fixup_entries(ents, is_kallsyms=True):
+        name, _, module = name.partition("\t")
+        want.append(KernelSymbol(name, start, end - start, module[1:-1] or None))
+    got = KernelSymbols.parse(text)
+    assert list(got) == want and len(want) > 1000
+    assert got.warnings == ["kallsyms: 3 malformed lines skipped"]
+    assert {s.module for s in want} == {None, "mod_0", "mod_1", "mod_2", "mod_3"}
