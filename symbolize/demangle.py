@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     # (cplus_demangle_v3, free, the library's path, ctypes.string_at)
     _Libiberty = tuple[Any, Any, str, Callable[[int], bytes]]
@@ -75,16 +75,22 @@ def cxx_demangler() -> str:
     return "libiberty (%s)" % lib[2] if lib else "cxxfilt (__cxa_demangle)"
 
 
+def _libbfd_candidates() -> Iterator[str]:
+    """$PERFDATA_LIBIBERTY, then each directory's libbfd, the highest
+    version first; a directory is listed only when no file before it
+    loaded (/usr/lib/x86_64-linux-gnu's thousand files take 0.6 ms)."""
+    import glob
+    yield os.environ.get("PERFDATA_LIBIBERTY", "")
+    for d in _LIB_DIRS:
+        yield from sorted(glob.glob(os.path.join(d, "libbfd*.so*")), reverse=True)
+
+
 def _libiberty() -> _Libiberty | Literal[False]:
     global _iberty
     if _iberty is None:
         import ctypes           # (at the first C++ name: start-up time)
-        import glob
         _iberty = False
-        cands = [os.environ.get("PERFDATA_LIBIBERTY", "")]
-        for d in _LIB_DIRS:
-            cands += sorted(glob.glob(os.path.join(d, "libbfd*.so*")), reverse=True)
-        for path in cands:
+        for path in _libbfd_candidates():
             if not path or not os.path.isfile(path):
                 continue
             try:
