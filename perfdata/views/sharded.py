@@ -79,6 +79,12 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     for them: the ends of their pipes, in worker order; closed, and the
     workers gone, on the way out."""
     import multiprocessing
+
+    # What every worker imports to symbolize, imported once here: the
+    # workers are forked with it (5 ms of each worker's start otherwise).
+    import perfdata.format.features  # noqa: F401
+    import perfdata.symbolized  # noqa: F401
+    import symbolize.debuginfod  # noqa: F401
     global _prepared
     ctx = multiprocessing.get_context("fork")
     _prepared = ctx.Barrier(jobs)
