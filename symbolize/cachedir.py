@@ -9,7 +9,7 @@ One directory holds every cache (the layout existing caches have):
     elf/KE/Y-facts.json                an ELF file's sections, segments,
                                        build-id and machine, by its identity
                                        (device, inode, size, times: KEY)
-    kallsyms-KEY.table                 parsed kallsyms tables (mapped)
+    kallsyms-KEY.bin                   parsed kallsyms tables (mapped)
     vdso-BUILDID.so                    this machine's vdso image
 
 By default it is $PERFDATA_CACHE_DIR, else $XDG_CACHE_HOME/perfdata, else

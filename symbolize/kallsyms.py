@@ -276,7 +276,7 @@ def _text_identity(data: bytes) -> str:
 def _cache_file(identity: str) -> str:
     raw = identity.encode("utf-8", "surrogateescape")
     # (two checksums: a key, not a proof; the identity in the file is that)
-    return "kallsyms-%08x%08x.table" % (zlib.crc32(raw), zlib.adler32(raw))
+    return "kallsyms-%08x%08x.bin" % (zlib.crc32(raw), zlib.adler32(raw))
 
 
 def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":

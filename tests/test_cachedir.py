@@ -100,7 +100,7 @@ def test_bound_removes_the_least_recently_used_of_every_kind(tmp_path):
     bid = "ab" * 20
     old = time.time() - 10 * 86400
     entries = [make(root / "symtab" / "ab" / (bid[2:] + "-sc.json"), 1000, old + 1),
-               make(root / "kallsyms-f00.table", 1000, old + 2),
+               make(root / "kallsyms-f00.bin", 1000, old + 2),
                make(root / "inline" / "ab" / (bid[2:] + "-b.json"), 1000, old + 3),
                make(root / ("vdso-%s.so" % bid), 1000, old + 4),
                make(root / "symcache" / "ab" / (bid[2:] + "-b-tag.symc"), 1000, old + 5)]

@@ -172,4 +172,4 @@ def test_cache_options_reach_kallsyms(tmp_path):
     on = subprocess.run(base + ["--symbol-cache", str(chosen)], capture_output=True, text=True,
                         cwd=REPO, env=env, timeout=120)
     assert on.returncode == 0 and on.stdout == off.stdout
-    assert list(chosen.glob("kallsyms-*.table")) and list(env_cache.iterdir()) == []
+    assert list(chosen.glob("kallsyms-*.bin")) and list(env_cache.iterdir()) == []

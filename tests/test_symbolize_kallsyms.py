@@ -120,7 +120,7 @@ def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
     path.write_text(text)
     first = list(KernelSymbols.from_file(str(path)))
     assert len(first) == 200 and first[180].module == "mod_0" and first[3].module is None
-    assert list((tmp_path / "cache").glob("kallsyms-*.table"))
+    assert list((tmp_path / "cache").glob("kallsyms-*.bin"))
     reads = []
     real = kallsyms._read_kallsyms
     monkeypatch.setattr(kallsyms, "_read_kallsyms", lambda p: reads.append(p) or real(p))
@@ -138,7 +138,7 @@ def test_damaged_cache_file_is_parsed_again(tmp_path, monkeypatch):
     path = tmp_path / "kallsyms"
     path.write_text("ffffffff81000000 T a\nffffffff81000100 T b\n")
     good = list(KernelSymbols.from_file(str(path)))
-    for cached in (tmp_path / "cache").glob("kallsyms-*.table"):
+    for cached in (tmp_path / "cache").glob("kallsyms-*.bin"):
         cached.write_bytes(cached.read_bytes()[:20])
     assert list(KernelSymbols.from_file(str(path))) == good
 
@@ -175,7 +175,7 @@ def test_cache_file_of_another_kallsyms_is_not_used(tmp_path, monkeypatch):
     one.write_text("ffffffff81000000 T one_a\nffffffff81000100 T one_b\n")
     two.write_text("ffffffff81000000 T two_a\nffffffff81000100 T two_b\n")
     KernelSymbols.from_file(str(one))
-    (made,) = (tmp_path / "cache").glob("kallsyms-*.table")
+    (made,) = (tmp_path / "cache").glob("kallsyms-*.bin")
     made.rename(tmp_path / "cache" / kallsyms._cache_file(kallsyms._file_identity(str(two))))
     assert [s.name for s in KernelSymbols.from_file(str(two))] == ["two_a", "two_b"]
 
