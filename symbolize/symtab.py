@@ -203,7 +203,8 @@ class SymbolTable:
     then loads in a millisecond (its columns are the file's bytes), while a
     profile looks up a few hundred of them: the Symbol is made for the entry
     a lookup returns."""
-    __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names")
+    __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
+                 "_made")
 
     _starts: Sequence[int]
     _sizes: Sequence[int]
@@ -211,6 +212,7 @@ class SymbolTable:
     _name_ends: Sequence[int]
     _source_of: Sequence[int]         # index into _source_names, per symbol
     _source_names: tuple[str, ...]    # sorted
+    _made: dict[int, Symbol]          # the Symbols lookup() returned, by index
 
     def __init__(self, symbols: Iterable[Symbol] = ()) -> None:
         syms = sorted(symbols, key=_START_OF_SYMBOL)
@@ -235,6 +237,7 @@ class SymbolTable:
         index = {name: i for i, name in enumerate(self._source_names)}
         of = [index[s] for s in sources]
         self._source_of = bytes(of) if len(index) <= 256 else of
+        self._made = {}
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -259,14 +262,19 @@ class SymbolTable:
         i = bisect.bisect_right(starts, svma) - 1
         if i < 0:
             return None
-        if svma < starts[i] + sizes[i]:
-            return self._symbol(i)
-        # A symbol nested in a larger one (assembler entry points): the
-        # enclosing one still covers addresses past the nested one's end.
-        for j in range(i - 1, max(i - 4, -1), -1):
-            if starts[j] <= svma < starts[j] + sizes[j]:
-                return self._symbol(j)
-        return None
+        if svma >= starts[i] + sizes[i]:
+            # A symbol nested in a larger one (assembler entry points): the
+            # enclosing one still covers addresses past the nested one's end.
+            for i in range(i - 1, max(i - 4, -1), -1):
+                if starts[i] <= svma < starts[i] + sizes[i]:
+                    break
+            else:
+                return None
+        # (a profile hits the same symbols again and again, at other addresses)
+        sym = self._made.get(i)
+        if sym is None:
+            sym = self._made[i] = self._symbol(i)
+        return sym
 
     def get_symbol_by_name(self, name: str) -> Symbol | None:
         """The first symbol (by address) called `name`."""
@@ -359,6 +367,7 @@ class SymbolTable:
         table = cls.__new__(cls)
         table._starts, table._sizes, table._name_ends = starts, sizes, name_ends
         table._source_of, table._names, table._source_names = source_of, names, source_names
+        table._made = {}
         return table
 
 
