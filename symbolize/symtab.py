@@ -408,16 +408,21 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
             raw += read_elf_symbols(minidebuginfo, ".symtab", "minidebuginfo")
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
-        first = SymbolTable.from_raw(raw)
+        # The table without the stubs, made only where a slot is an ifunc's
+        # (IRELATIVE: libc's) - a table of 30,000 symbols takes 25 ms.
+        first: SymbolTable | None = None
 
         def ifunc_name(addr: int) -> str | None:
             # perf's get_ifunc_name: the symbol (after alias choice) at the
             # IRELATIVE addend names the slot.
+            nonlocal first
+            if first is None:
+                first = SymbolTable.from_raw(raw)
             s = first.lookup(addr)
             return s.name if s is not None and s.start == addr else None
         plt_syms = synthesize_plt_symbols(binary, ifunc_name)
         if not plt_syms:
-            return first
+            return first if first is not None else SymbolTable.from_raw(raw)
         raw += [RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC, "plt")
                 for p in plt_syms]
     return SymbolTable.from_raw(raw)
