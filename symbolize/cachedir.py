@@ -2,7 +2,7 @@
 
 One directory holds every cache (the layout existing caches have):
 
-    symtab/BI/LD-KINDS.json            symbol tables, by build-id (BI = its
+    symtab/BI/LD-KINDS.table           symbol tables, by build-id (BI = its
                                        first two hex digits, LD the rest)
     inline/BI/LD-WHICH.json            inline names learnt per address
     symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
@@ -136,20 +136,12 @@ class CacheDir:
     def read(self, path: str | None, max_size: int = 512 << 20) -> bytes | None:
         """The bytes of a cache file, or None if disabled, absent, not a
         regular file, too large or unreadable.  The file counts as used."""
-        import stat
         if self.root is None or not path:
             return None
-        try:
-            # (stat before open: opening a FIFO would block)
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
-                return None
-            with open(path, "rb") as f:
-                data = f.read(max_size + 1)
-        except OSError:
+        got = _read_regular(path, max_size)
+        if got is None:
             return None
-        if len(data) > max_size:
-            return None
+        data, st = got
         self._touch(path, st)
         return data
 
@@ -306,16 +298,6 @@ def code_tag(kind: str, modules: Iterable[str]) -> str:
     return "perfdata-%s-%08x%08x" % (kind, crc, adler)
 
 
-def write_json(path: str, doc: object) -> bool:
-    """Write `doc` as JSON to path atomically; False when that fails."""
-    import json
-    try:
-        text = json.dumps(doc)
-    except (TypeError, ValueError):
-        return False
-    return write_atomic(path, text.encode())
-
-
 def write_atomic(path: str, data: bytes) -> bool:
     """Write data to path so that a reader never sees half a file (a temporary
     file renamed over it); False, and nothing left behind, when that fails."""
@@ -337,16 +319,26 @@ def write_atomic(path: str, data: bytes) -> bool:
         return False
 
 
-def read_json(path: str, max_size: int = 512 << 20) -> Any:
-    """The JSON document at path, or None if absent, not a regular file,
-    too large or damaged."""
-    import json
+def read_file(path: str, max_size: int = 512 << 20) -> bytes | None:
+    """The bytes of the file at path, or None if absent, not a regular file,
+    too large or unreadable."""
+    got = _read_regular(path, max_size)
+    return got[0] if got is not None else None
+
+
+def _read_regular(path: str, max_size: int) -> tuple[bytes, os.stat_result] | None:
     import stat
     try:
+        # (stat before open: opening a FIFO would block)
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
             return None
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        # (read the size stat gave, not max_size: a read of n bytes first
+        # allocates n; one byte more tells a file that grew meanwhile)
+        with open(path, "rb", buffering=0) as f:
+            data = f.read(st.st_size + 1)
+    except OSError:
         return None
+    if len(data) > st.st_size:          # changed as it was read: not to be trusted
+        return None
+    return data, st

@@ -260,7 +260,7 @@ class Symbolizer:
                 ("s", binary is not None and binary.has_section(".symtab")),
                 ("m", minidebug is not None),
                 ("c", binary is not None and binary.has_code)) if on)
-            disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.json")
+            disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.table")
             # (enabled: path_for gave a path)
             table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import bisect
 import struct
-from operator import itemgetter
+from array import array
+from itertools import accumulate
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from .elffile import Binary, SHF_ALLOC
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from .cachedir import CacheDir
 
@@ -188,47 +190,197 @@ def fixup_entries(ents: list[list], *, is_kallsyms: bool = False) -> list[list]:
     return out
 
 
+# A cache file's first line is at most this long (see SymbolTable.to_bytes).
+_CACHE_LINE_MAX = 256
+
+
 class SymbolTable:
-    """Sorted symbols of one binary; `lookup(svma)` by binary search."""
+    """Sorted symbols of one binary; `lookup(svma)` by binary search.
+
+    Kept as columns, not as one Symbol per entry: starts and sizes (arrays),
+    the names as one string with where each ends, and each symbol's source as
+    an index into the table's few sources.  A cached table of 40,000 symbols
+    then loads in a millisecond (its columns are the file's bytes), while a
+    profile looks up a few hundred of them: the Symbol is made for the entry
+    a lookup returns."""
+    __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
+                 "_made")
+
+    _starts: Sequence[int]
+    _sizes: Sequence[int]
+    _names: str
+    _name_ends: Sequence[int]
+    _source_of: Sequence[int]         # index into _source_names, per symbol
+    _source_names: tuple[str, ...]    # sorted
+    _made: dict[int, Symbol]          # the Symbols lookup() returned, by index
 
     def __init__(self, symbols: Iterable[Symbol] = ()) -> None:
-        self._syms: list[Symbol] = sorted(symbols, key=lambda s: s.start)
-        self._starts = [s.start for s in self._syms]
-        self.sources: tuple[str, ...] = tuple(sorted({s.source for s in self._syms}))
+        syms = sorted(symbols, key=_START_OF_SYMBOL)
+        self._set_columns([s.start for s in syms], [s.size for s in syms],
+                          [s.name for s in syms], [s.source for s in syms])
 
     @classmethod
     def from_raw(cls, raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> "SymbolTable":
-        return cls(Symbol(e[3], e[0], e[1] - e[0], e[4])
-                   for e in fixup_symbols(raw, is_kallsyms=is_kallsyms))
+        ents = fixup_symbols(raw, is_kallsyms=is_kallsyms)     # (sorted by start)
+        table = cls.__new__(cls)
+        table._set_columns([e[0] for e in ents], [e[1] - e[0] for e in ents],
+                           [e[3] for e in ents], [e[4] for e in ents])
+        return table
+
+    def _set_columns(self, starts: list[int], sizes: list[int], names: list[str],
+                     sources: list[str]) -> None:
+        self._starts = _int_column(starts)
+        self._sizes = _int_column(sizes)
+        self._names = "".join(names)
+        self._name_ends = _int_column(list(accumulate(map(len, names))))
+        self._source_names = tuple(sorted(set(sources)))
+        index = {name: i for i, name in enumerate(self._source_names)}
+        of = [index[s] for s in sources]
+        self._source_of = bytes(of) if len(index) <= 256 else of
+        self._made = {}
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The sources its symbols came from (of SOURCES), sorted."""
+        return self._source_names
 
     def __len__(self) -> int:
-        return len(self._syms)
+        return len(self._starts)
 
     def __iter__(self) -> Iterator[Symbol]:
-        return iter(self._syms)
+        return map(self._symbol, range(len(self._starts)))
+
+    def _symbol(self, i: int) -> Symbol:
+        ends = self._name_ends
+        return Symbol(self._names[ends[i - 1] if i else 0:ends[i]], self._starts[i],
+                      self._sizes[i], self._source_names[self._source_of[i]])
 
     def lookup(self, svma: int) -> Symbol | None:
         if not isinstance(svma, int):
             return None
-        i = bisect.bisect_right(self._starts, svma) - 1
+        starts, sizes = self._starts, self._sizes
+        i = bisect.bisect_right(starts, svma) - 1
         if i < 0:
             return None
-        s = self._syms[i]
-        if svma < s.start + s.size:
-            return s
-        # A symbol nested in a larger one (assembler entry points): the
-        # enclosing one still covers addresses past the nested one's end.
-        for j in range(i - 1, max(i - 4, -1), -1):
-            t = self._syms[j]
-            if t.start <= svma < t.start + t.size:
-                return t
-        return None
+        if svma >= starts[i] + sizes[i]:
+            # A symbol nested in a larger one (assembler entry points): the
+            # enclosing one still covers addresses past the nested one's end.
+            for i in range(i - 1, max(i - 4, -1), -1):
+                if starts[i] <= svma < starts[i] + sizes[i]:
+                    break
+            else:
+                return None
+        # (a profile hits the same symbols again and again, at other addresses)
+        sym = self._made.get(i)
+        if sym is None:
+            sym = self._made[i] = self._symbol(i)
+        return sym
 
     def get_symbol_by_name(self, name: str) -> Symbol | None:
-        for s in self._syms:
-            if s.name == name:
-                return s
+        """The first symbol (by address) called `name`."""
+        names, ends = self._names, self._name_ends
+        if not name:
+            return next((s for s in self if not s.name), None)
+        # Where the name occurs in the joined names and a symbol's name both
+        # starts and ends there.
+        at = names.find(name)
+        while at >= 0:
+            i = bisect.bisect_left(ends, at + len(name))
+            if i < len(ends) and ends[i] == at + len(name) and (ends[i - 1] if i else 0) == at:
+                return self._symbol(i)
+            at = names.find(name, at + 1)
         return None
+
+    # A cache file holds one ASCII line, then the table's columns as it keeps
+    # them, so that loading one is a few copies:
+    #
+    #   TAG COUNT NAMES_SIZE CRC32 SOURCE,SOURCE...\n
+    #   starts, sizes, name ends   COUNT unsigned 64-bit values each, in this
+    #                              machine's byte order (the tag names it)
+    #   source of each symbol      COUNT bytes: an index into the line's sources
+    #   names                      NAMES_SIZE bytes: UTF-8, one after another
+    #                              (the name ends count characters)
+    #
+    # CRC32 covers everything after the line.  The line's numbers must add up
+    # to the file's size before anything is made from them: a damaged or
+    # hostile file never makes more than its own size.
+    def to_bytes(self) -> bytes | None:
+        """The table as a cache file holds it; None for one no file can hold
+        (made by hand: a value beyond 64 bits, a source not of SOURCES)."""
+        import zlib
+        starts, sizes, name_ends, source_of = \
+            self._starts, self._sizes, self._name_ends, self._source_of
+        names, source_names = self._names, self._source_names
+        if not all(isinstance(c, array) and c.typecode == "Q" for c in (starts, sizes, name_ends)) \
+                or not isinstance(source_of, bytes) or not set(source_names) <= set(SOURCES):
+            return None
+        try:
+            utf8 = names.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        body = [c.tobytes() for c in (starts, sizes, name_ends)  # type: ignore[attr-defined]
+                ] + [source_of, utf8]
+        crc = 0
+        for part in body:
+            crc = zlib.crc32(part, crc)
+        line = "%s %d %d %d %s\n" % (cache_format(), len(starts), len(utf8), crc,
+                                     ",".join(source_names))
+        return b"".join([line.encode("ascii")] + body)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "SymbolTable | None":
+        """The table to_bytes() made, or None if the bytes are damaged, cut
+        short, of another format or of other code."""
+        import zlib
+        eol = data.find(b"\n", 0, _CACHE_LINE_MAX)
+        if eol < 0:
+            return None
+        fields = data[:eol].split(b" ")
+        if len(fields) != 5 or fields[0] != cache_format().encode("ascii"):
+            return None
+        try:
+            count, names_size, crc = int(fields[1]), int(fields[2]), int(fields[3])
+            source_names = tuple(fields[4].decode("ascii").split(",")) if fields[4] else ()
+        except ValueError:
+            return None
+        body = memoryview(data)[eol + 1:]
+        if count < 0 or names_size < 0 or len(body) != 25 * count + names_size \
+                or list(source_names) != sorted(set(source_names)) \
+                or not set(source_names) <= set(SOURCES) or zlib.crc32(body) != crc:
+            return None
+        columns = []
+        for k in range(3):
+            column = array("Q")
+            column.frombytes(body[8 * count * k:8 * count * (k + 1)])
+            columns.append(column)
+        starts, sizes, name_ends = columns
+        source_of = bytes(body[24 * count:25 * count])
+        # (every source index names one of the sources)
+        if source_of.translate(None, bytes(range(len(source_names)))):
+            return None
+        try:
+            names = str(body[25 * count:], "utf-8")
+        except UnicodeDecodeError:
+            return None
+        if (name_ends[-1] if count else 0) != len(names):
+            return None
+        table = cls.__new__(cls)
+        table._starts, table._sizes, table._name_ends = starts, sizes, name_ends
+        table._source_of, table._names, table._source_names = source_of, names, source_names
+        table._made = {}
+        return table
+
+
+_START_OF_SYMBOL = attrgetter("start")
+
+
+def _int_column(values: list[int]) -> Sequence[int]:
+    """An array of unsigned 64-bit values (what a cache file holds); a list
+    when a value does not fit (a table made by hand)."""
+    try:
+        return array("Q", values)
+    except OverflowError:
+        return values
 
 
 def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
@@ -256,16 +408,21 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
             raw += read_elf_symbols(minidebuginfo, ".symtab", "minidebuginfo")
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
-        first = SymbolTable.from_raw(raw)
+        # The table without the stubs, made only where a slot is an ifunc's
+        # (IRELATIVE: libc's) - a table of 30,000 symbols takes 25 ms.
+        first: SymbolTable | None = None
 
         def ifunc_name(addr: int) -> str | None:
             # perf's get_ifunc_name: the symbol (after alias choice) at the
             # IRELATIVE addend names the slot.
+            nonlocal first
+            if first is None:
+                first = SymbolTable.from_raw(raw)
             s = first.lookup(addr)
             return s.name if s is not None and s.start == addr else None
         plt_syms = synthesize_plt_symbols(binary, ifunc_name)
         if not plt_syms:
-            return first
+            return first if first is not None else SymbolTable.from_raw(raw)
         raw += [RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC, "plt")
                 for p in plt_syms]
     return SymbolTable.from_raw(raw)
@@ -282,20 +439,23 @@ def cache_format() -> str:
     """The tag a cached table must carry to be used."""
     global _CACHE_FORMAT
     if _CACHE_FORMAT is None:
+        import sys
         from .cachedir import code_tag
-        _CACHE_FORMAT = code_tag("symtab-2", _TABLE_MAKERS)
+        _CACHE_FORMAT = code_tag("symtab-3-" + sys.byteorder, _TABLE_MAKERS)
     return _CACHE_FORMAT
 
 
 def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> bool:
-    """Write a table as JSON (atomically: a reader never sees half a file);
-    cache: the CacheDir the file belongs to (its bound then applies)."""
-    doc = {"format": cache_format(),
-           "symbols": [[s.name, s.start, s.size, s.source] for s in table]}
+    """Write a table in the cache's format (atomically: a reader never sees
+    half a file); cache: the CacheDir the file belongs to (its bound then
+    applies)."""
+    data = table.to_bytes()
+    if data is None:
+        return False
     if cache is not None:
-        return cache.write_json(path, doc)
-    from .cachedir import write_json
-    return write_json(path, doc)
+        return cache.write(path, data)
+    from .cachedir import write_atomic
+    return write_atomic(path, data)
 
 
 def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = None
@@ -303,20 +463,8 @@ def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = No
     """A table saved by save_table, or None if absent, damaged or foreign;
     cache: the CacheDir the file belongs to (it counts as used)."""
     if cache is not None:
-        doc = cache.read_json(path, max_size)
+        data = cache.read(path, max_size)
     else:
-        from .cachedir import read_json
-        doc = read_json(path, max_size)
-    try:
-        if not isinstance(doc, dict) or doc.get("format") != cache_format():
-            return None
-        syms = []
-        for e in doc["symbols"]:
-            name, start, size, source = e
-            if not (isinstance(name, str) and isinstance(start, int) and isinstance(size, int)
-                    and source in SOURCES and start >= 0 and size >= 0):
-                return None
-            syms.append(Symbol(name, start, size, source))
-        return SymbolTable(syms)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
+        from .cachedir import read_file
+        data = read_file(path, max_size)
+    return SymbolTable.from_bytes(data) if data is not None else None

@@ -99,7 +99,7 @@ def test_bound_removes_the_least_recently_used_of_every_kind(tmp_path):
     root = tmp_path / "cache"
     bid = "ab" * 20
     old = time.time() - 10 * 86400
-    entries = [make(root / "symtab" / "ab" / (bid[2:] + "-sc.json"), 1000, old + 1),
+    entries = [make(root / "symtab" / "ab" / (bid[2:] + "-sc.table"), 1000, old + 1),
                make(root / "kallsyms-f00.bin", 1000, old + 2),
                make(root / "inline" / "ab" / (bid[2:] + "-b.json"), 1000, old + 3),
                make(root / ("vdso-%s.so" % bid), 1000, old + 4),
@@ -126,12 +126,12 @@ def test_bound_applied_on_write(tmp_path):
     bid = "cd" * 20
     old = time.time() - 86400
     for i in range(4):
-        make(root / "symtab" / "cd" / ("%s-%d.json" % (bid[2:], i)), 1000, old + i)
+        make(root / "symtab" / "cd" / ("%s-%d.table" % (bid[2:], i)), 1000, old + i)
     cache = CacheDir(root, limit=2500)
     assert cache.write(cache.path_for("inline", bid, "-b.json"), b"y" * 1000)
     assert cache.size() <= 2500
     assert (root / "inline" / "cd" / (bid[2:] + "-b.json")).exists()
-    assert sorted(p.name for p in (root / "symtab" / "cd").iterdir()) == [bid[2:] + "-3.json"]
+    assert sorted(p.name for p in (root / "symtab" / "cd").iterdir()) == [bid[2:] + "-3.table"]
 
 
 def test_disabled_cache_reads_and_writes_nothing(tmp_path):
@@ -170,6 +170,138 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
         bid = sym.binary_for(prog).binary.build_id
         facts = list((root / "elf").rglob("*-facts.json"))      # (the binary's)
         assert len(facts) == 1
-        assert files(root) == sorted(facts + [root / "symtab" / bid[:2] / (bid[2:] + "-sc.json")])
+        assert files(root) == sorted(facts + [root / "symtab" / bid[:2] / (bid[2:] + "-sc.table")])
     monkeypatch.setenv("PERFDATA_CACHE_DIR", "")
     assert not CacheDir.of(DEFAULT).enabled and not Symbolizer(cache_dir=None).cache.enabled
+
+
+# ------------------------------------------------------------ symbol table files
+def _threads_table():
+    from symbolize.elffile import Binary
+    from symbolize.symtab import build_symbol_table
+    table = build_symbol_table(Binary(str(SAMPLES / "bin" / "threads")))
+    assert len(table) > 10 and len(table.sources) > 1   # (symtab and plt)
+    return table
+
+
+def _table_file(count, names_size, source_names, body, crc=None):
+    """A symbol table file of the current tag with the header given (the
+    right CRC of body unless told)."""
+    import zlib
+    from symbolize.symtab import cache_format
+    crc = zlib.crc32(body) if crc is None else crc
+    return ("%s %d %d %d %s\n" % (cache_format(), count, names_size, crc,
+                                   ",".join(source_names))).encode() + body
+
+
+def test_symbol_table_file_round_trip(tmp_path):
+    """What save_table writes, load_table reads back: every symbol, every
+    lookup, the sources; byte for byte the same when saved again."""
+    from symbolize.symtab import load_table, save_table
+    table = _threads_table()
+    path = str(tmp_path / "t.table")
+    assert save_table(table, path)
+    again = load_table(path)
+    assert list(again) == list(table) and again.sources == table.sources
+    syms = list(table)
+    names = {s.name for s in syms}
+    for s in syms:
+        for addr in (s.start, s.end - 1, s.end):
+            assert again.lookup(addr) == table.lookup(addr)
+        # (by name: the first by address; a piece of a name is none)
+        assert again.get_symbol_by_name(s.name) == next(t for t in syms if t.name == s.name)
+        for piece in (s.name[1:], s.name[:-1]):
+            if piece not in names:
+                assert again.get_symbol_by_name(piece) is None, piece
+    assert again.to_bytes() == open(path, "rb").read()
+
+
+def test_symbol_table_file_damaged_or_foreign_is_absent(tmp_path):
+    """A table file cut anywhere, with any one byte changed, of the JSON
+    format before it, or of another tag is no table (load_table: None)."""
+    import json
+    from symbolize.symtab import Symbol, SymbolTable, cache_format, load_table
+    good = _threads_table().to_bytes()
+    path = tmp_path / "t.table"
+
+    def load(data):
+        path.write_bytes(data)
+        return load_table(str(path))
+
+    assert load(good) is not None
+    eol = good.index(b"\n")
+    cuts = list(range(0, eol + 2)) + list(range(eol + 2, len(good), 37)) + [len(good) - 1]
+    for cut in cuts:
+        assert load(good[:cut]) is None, cut
+    assert load(good + b"\0") is None
+    for at in list(range(0, eol + 1)) + list(range(eol + 1, len(good), 11)):
+        for flip in (0x01, 0x80):
+            damaged = bytearray(good)
+            damaged[at] ^= flip
+            table = load(bytes(damaged))
+            # (a flip in a header digit may name another valid number only
+            # if the CRC still agrees, which it does not)
+            assert table is None, (at, flip)
+    old = {"format": cache_format(), "symbols": [[s.name, s.start, s.size, s.source]
+                                                 for s in SymbolTable([Symbol("f", 16, 4, "symtab")])]}
+    assert load(json.dumps(old).encode()) is None
+    other = good.replace(cache_format().encode(), cache_format()[:-1].encode() + b"0", 1)
+    assert other != good and load(other) is None
+
+
+def test_symbol_table_file_hostile_content(tmp_path):
+    """Files with a right CRC whose header lies: counts that do not add up to
+    the file's size (however large they claim), negative counts, a source
+    index past the sources, a source not perfdata's, names that are not
+    UTF-8 or not as long as their ends say.  None, and loading never takes
+    much more memory than the file's size."""
+    import struct
+    import tracemalloc
+    from symbolize.symtab import load_table
+
+    def cols(*values):
+        return struct.pack("=%dQ" % len(values), *values)
+
+    one = cols(16) + cols(4) + cols(1) + b"\0" + b"f"     # one symbol "f" at 16, size 4
+    cases = [
+        _table_file(1, 1, ["symtab"], one),                        # (the good one)
+        _table_file(10 ** 12, 1, ["symtab"], one),
+        _table_file(1, 10 ** 15, ["symtab"], one),
+        _table_file(2 ** 61, -(25 * 2 ** 61) + len(one), ["symtab"], one),
+        _table_file(-1, len(one) + 25, ["symtab"], one),
+        _table_file(1, 1, ["symtab"], one[:24] + b"\1" + b"f"),     # source index 1 of 1
+        _table_file(1, 1, [], one),
+        _table_file(1, 1, ["evil"], one),
+        _table_file(1, 1, ["symtab", "dynsym"], one),               # (not sorted)
+        _table_file(1, 1, ["symtab"], one[:25] + b"\xff"),          # not UTF-8
+        _table_file(1, 1, ["symtab"], cols(16) + cols(4) + cols(2) + b"\0" + b"f"),
+        _table_file(1, 1, ["symtab"], one, crc=0),
+        b"\n" * 300, b"x" * 300,
+    ]
+    path = tmp_path / "t.table"
+    for i, data in enumerate(cases):
+        path.write_bytes(data)
+        tracemalloc.start()
+        try:
+            table = load_table(str(path))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 4 * len(data) + 65536, (i, peak)
+        if i == 0:
+            assert table is not None and [tuple(s) for s in table] == [("f", 16, 4, "symtab")]
+        else:
+            assert table is None, i
+
+
+def test_tables_no_file_can_hold_are_not_saved(tmp_path):
+    """A table made by hand may hold what a cache file cannot (an address
+    beyond 64 bits, a source not perfdata's): save_table declines, leaving
+    no file, and the table still answers lookups."""
+    from symbolize.symtab import Symbol, SymbolTable, save_table
+    for syms in ([Symbol("big", 2 ** 64, 4, "symtab")], [Symbol("mine", 16, 4, "my-source")],
+                 [Symbol("bad\udcff", 16, 4, "symtab")]):
+        table = SymbolTable(syms)
+        assert table.lookup(syms[0].start + 1) == syms[0]
+        assert not save_table(table, str(tmp_path / "t.table"))
+        assert not (tmp_path / "t.table").exists()

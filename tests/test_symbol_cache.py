@@ -28,7 +28,7 @@ def script(*args, cache_env=None):
 
 
 def cached_tables(root):
-    return sorted((Path(root) / "symtab").rglob("*.json"))
+    return sorted((Path(root) / "symtab").rglob("*.table"))
 
 
 def test_second_run_from_the_cache_prints_the_same(tmp_path):
@@ -97,7 +97,7 @@ def test_tables_of_other_code_are_not_used(tmp_path, monkeypatch):
     from symbolize import symtab
     from symbolize.elffile import Binary
     table = symtab.build_symbol_table(Binary(str(SAMPLES / "bin" / "threads")), None, None)
-    path = str(tmp_path / "t.json")
+    path = str(tmp_path / "t.table")
     assert symtab.save_table(table, path)
     assert symtab.load_table(path) is not None
     monkeypatch.setattr(symtab, "_CACHE_FORMAT", None)

@@ -389,7 +389,7 @@ def test_disk_cache_round_trip_and_damage(built, tmp_path):
     cache = tmp_path / "cache"
     s1 = Symbolizer(only(), inline=False, cache_dir=str(cache))
     t1 = s1.symbol_table(stripped, bid)
-    files = sorted((cache / "symtab").rglob("*.json"))
+    files = sorted((cache / "symtab").rglob("*.table"))
     assert len(files) == 1
     s2 = Symbolizer(only(), inline=False, cache_dir=str(cache))
     assert list(s2.symbol_table(stripped, bid)) == list(t1)
@@ -400,7 +400,7 @@ def test_disk_cache_round_trip_and_damage(built, tmp_path):
     addr = truth(built["full"])["hidden_helper"]
     assert s3.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
     # A damaged cache file is ignored (and rewritten).
-    for f in cache.rglob("*.json"):
+    for f in cache.rglob("*.table"):
         f.write_text('{"format": "perfdata-symtab-1", "symbols": [["x", -1, "y", "z"]]}')
     s4 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
     assert s4.lookup(stripped, bid, addr)[-1].name == "hidden_helper"

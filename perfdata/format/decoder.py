@@ -19,7 +19,7 @@ from .constants import (MISC_MMAP_BUILD_ID, RecordType as RT, USER_TYPE_START,
                         record_type_name)
 from .errors import CorruptError
 from .eventattr import EventAttr
-from .fastpath import DecodeError
+from .fastpath import DecodeError, NotDerivable, derive_decoder
 from .plain import plain
 from .records import body_schemas, header_attr_schema, read_format_schema
 from .sample import id_position_in_sample, id_position_in_trailer
@@ -175,7 +175,7 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
                 return {"raw": bytes(body)}
             if rtype == RT.MMAP2 and _mmap2_lacks_prot_flags(body):
                 schema = schemas["MMAP2_pre316"]
-            out = plain(schema.parse(body))
+            out = _parse_body(schema, body)
         if rtype == RT.MMAP2:
             _split_mmap2(out, misc)
         if trailer is not None:
@@ -187,6 +187,32 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
     except (cs.ConstructError, struct.error, UnicodeDecodeError) as exc:
         raise CorruptError("%s record: %s" % (record_type_name(rtype), short_error(exc)),
                            path=path, offset=offset)
+
+
+def _parse_body(schema: cs.Construct, body: bytes | memoryview) -> dict[str, Any]:
+    """A record body by the decoder derived from its schema (a MMAP2 by
+    construct costs ~50 us, and a DWARF recording has thousands); by the
+    schema itself where none derives, and where the derived one refuses the
+    bytes, for construct's own account of what is wrong."""
+    entry = _BODY_DECODERS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        try:
+            decode = derive_decoder(schema)
+        except NotDerivable:
+            decode = None
+        entry = _BODY_DECODERS[id(schema)] = (schema, decode)
+    decode = entry[1]
+    if decode is not None:
+        data = bytes(body)
+        try:
+            return decode(data, 0, len(data))[0]
+        except DecodeError:
+            pass
+    return plain(schema.parse(body))
+
+
+# id(schema) -> (schema, its derived decoder or None)
+_BODY_DECODERS: dict[int, tuple[cs.Construct, Any]] = {}
 
 
 def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:

@@ -231,13 +231,31 @@ class _Generator:
             lines.append("%s    %s = None" % (ind, local))
             return
 
+        if isinstance(sub, cs.Pointer):
+            # A struct at a fixed place of the record (from its first byte,
+            # as construct seeks): read there, then go on where we were.
+            if not isinstance(sub.offset, int) or sub.offset < 0:
+                raise NotDerivable("%s: Pointer to %r" % (name, sub.offset))
+            saved = self.var()
+            lines.append("%s%s = off" % (ind, saved))
+            lines.append("%soff = %d" % (ind, sub.offset))
+            self.field(name, sub.subcon, fields, local, lines, ind)
+            lines.append("%soff = %s" % (ind, saved))
+            return
+
         if _is_cstring(sub):
             lines.append("%s_chunk = bytes(buf[off:end])" % ind)
             lines.append("%s_nul = _chunk.find(b'\\0')" % ind)
             lines.append("%sif _nul < 0:" % ind)
             lines.append("%s    raise DecodeError('string without terminator', %r, off)"
                          % (ind, name))
-            lines.append("%s%s = _chunk[:_nul].decode(%r, 'replace')" % (ind, local, sub.encoding))
+            # (strict, as construct decodes: a caller that wants construct's
+            # own error for bytes that are not text parses again with it)
+            lines.append("%stry:" % ind)
+            lines.append("%s    %s = _chunk[:_nul].decode(%r)" % (ind, local, sub.encoding))
+            lines.append("%sexcept UnicodeDecodeError:" % ind)
+            lines.append("%s    raise DecodeError('not %s text', %r, off)"
+                         % (ind, sub.encoding, name))
             lines.append("%soff += _nul + 1" % ind)
             return
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
+from ..format.errors import PerfDataError
 from ..session.stream import CounterReads
 
 if TYPE_CHECKING:
     from ..format.container import PerfFile
     from ..format.decoder import Record
     from ..format.eventattr import EventAttr
+
+
+_U32 = (1 << 32) - 1
 
 
 class RecordStats:
@@ -27,10 +31,20 @@ class RecordStats:
         self.by_type[rec.type] = self.by_type.get(rec.type, 0) + 1
         if rec.type == RT.AUXTRACE_INFO:
             self.has_aux = True
-        if rec.type in (RT.SAMPLE, RT.LOST_SAMPLES) and rec.attr is not None:
+        if rec.type == RT.SAMPLE and rec.attr is not None:
             for ea in self._events_of(rec):
                 per = self.by_event.setdefault(ea.index, {})
                 per[rec.type] = per.get(rec.type, 0) + 1
+        elif rec.type == RT.LOST_SAMPLES and rec.attr is not None:
+            # An event's LOST_SAMPLES line counts the samples lost, not the
+            # records (perf's count_lost_samples_event): its u32 counter takes
+            # each record's count as a u32 (BPF-dropped ones too in perf 6.1).
+            try:
+                lost = rec.parse().get("lost", 0) or 0
+            except PerfDataError:
+                return          # (the walk's own warning says why)
+            per = self.by_event.setdefault(rec.attr.index, {})
+            per[rec.type] = (per.get(rec.type, 0) + (lost & _U32)) & _U32
 
     def _events_of(self, rec: Record) -> list[EventAttr]:
         """perf delivers a sample that reads a whole group once per member
@@ -80,12 +94,16 @@ def describe_stats(pf: PerfFile, stats: RecordStats) -> str:
         lines.append("%16s events: %10d  (%4.1f%%)"
                      % (_type_label(rtype), count, 100.0 * count / stats.total))
     for ea in pf.attrs:
-        per = stats.by_event.get(ea.index)
+        per = {rtype: count for rtype, count in stats.by_event.get(ea.index, {}).items()
+               if count}
         if not per:
             continue
         lines.append("%s stats:" % ea.name)
         for rtype in sorted(per):
-            lines.append("%16s events: %10d" % (_type_label(rtype), per[rtype]))
+            count = per[rtype]
+            if rtype == RT.LOST_SAMPLES and count >= 1 << 31:
+                count -= 1 << 32        # (perf prints its u32 with %d)
+            lines.append("%16s events: %10d" % (_type_label(rtype), count))
     skipped = getattr(pf, "skipped", None)
     if skipped:
         lines.append("skipped %d bytes of corrupt records: %s" % (
