@@ -8,7 +8,7 @@ One directory holds every cache (the layout existing caches have):
     symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
     elf/KE/Y-facts.json                an ELF file's sections, segments,
                                        build-id and machine, by its identity
-                                       (device, inode, size, times: KEY)
+                                       (device, inode, size, mtime: KEY)
     kallsyms-KEY.bin                   parsed kallsyms tables (mapped)
     vdso-BUILDID.so                    this machine's vdso image
 

@@ -478,10 +478,11 @@ class Binary:
     # ----- facts kept across runs ----------------------------------------
     def _load_facts(self, cache: CacheDir, st: os.stat_result) -> None:
         """This file's facts from the cache, if kept for this very file
-        (device, inode, size, times: the identity is checked, the key in the
-        cache file's name may collide)."""
-        identity = "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-                                       st.st_ctime_ns)
+        (device, inode, size, modification time: the identity is checked,
+        the key in the cache file's name may collide).  Not the change
+        time: a hard link made to the file (perf's build-id cache makes
+        them) changes it."""
+        identity = "%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         raw = identity.encode()
         where = cache.path_for("elf", "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw)),
                                "-facts.json")

@@ -161,8 +161,9 @@ def test_truncated_and_corrupted_never_raise(progs, tmp_path):
 @pytest.mark.parametrize("kind", ["pie", "exec"])
 def test_facts_kept_across_runs(progs, kind, tmp_path, monkeypatch):
     """A binary opened with a facts cache keeps its sections, segments,
-    build-id and machine there; the next open of the same file reads them
-    and parses no ELF header; a changed file is read again."""
+    build-id and machine there; the next open of the same file (another
+    hard link made to it meanwhile) reads them and parses no ELF header; a
+    changed file is read again."""
     import shutil
     from symbolize import CacheDir, elffile
     path = tmp_path / kind
@@ -173,6 +174,7 @@ def test_facts_kept_across_runs(progs, kind, tmp_path, monkeypatch):
     want = (first.sections, first.load_segments, first.build_id, first.machine)
     assert want[2] == readelf_build_id(progs[kind]) and want[3] == "EM_X86_64"
     assert len(list((tmp_path / "cache" / "elf").rglob("*-facts.json"))) == 1
+    os.link(path, tmp_path / "hard-link")       # (as perf's build-id cache does)
 
     class NoHeader:
         def __init__(self, buf):
