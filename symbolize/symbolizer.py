@@ -158,9 +158,13 @@ class Symbolizer:
         want = bid or (binary.build_id if binary is not None else None)
         debuglink = binary.debuglink if binary is not None else None
         debug = None
+        # (the binary itself is no debug file; a candidate that does not
+        # exist is not it either, and costs no realpath: a stat a component)
+        real = os.path.realpath(binary.path) if binary is not None else None
         for cand in self.locator.candidates_for_debug(
                 path, want, debuglink, binary.path if binary is not None else None):
-            if binary is not None and os.path.realpath(cand.path) == os.path.realpath(binary.path):
+            if real is not None and os.path.lexists(cand.path) and \
+                    os.path.realpath(cand.path) == real:
                 continue
             d, outcome = self._try(cand, want, debug=True)
             if d is not None and not (d.has_section(".symtab") or d.has_section(".debug_info")):
