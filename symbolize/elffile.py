@@ -502,9 +502,16 @@ class Binary:
             return
         cache, where, identity = self._facts_at
         self._facts_at = None
-        machine, sections, segments, build_id = (self.machine, self.sections,
-                                                 self.load_segments, self.build_id)
+        # (what the symbolizer reads of every file it keeps; the segments
+        # only of the binary it looks addresses up in)
+        machine, sections, build_id = self.machine, self.sections, self.build_id
         if self.warnings or not self.ok:
+            return
+        segments = self.load_segments
+        if self.warnings:
+            # Damaged program headers: said if and where the run reads them.
+            self.warnings.clear()
+            self._segments = None
             return
         cache.write_json(where, [_FACTS_VERSION, identity, machine,
                                  [list(s) for s in sections], [list(s) for s in segments],

@@ -211,3 +211,20 @@ def test_facts_of_a_damaged_file_are_not_kept(progs, tmp_path):
     assert not list((tmp_path / "cache").rglob("*-facts.json"))
     again = Binary(str(path), facts=cache)
     assert again.sections == [] and again.warnings
+
+
+def test_facts_leave_damaged_program_headers_to_be_said_where_read(progs, tmp_path):
+    """A debug file's program headers are not read by a run (only its
+    sections): keeping its facts says nothing of damaged ones, and keeps no
+    facts; a run that reads them hears it then."""
+    from symbolize import CacheDir
+    data = bytearray(open(progs["pie"], "rb").read())
+    data[0x36:0x38] = (8).to_bytes(2, "little")                # e_phentsize too short
+    path = tmp_path / "damaged"
+    path.write_bytes(bytes(data))
+    cache = CacheDir(tmp_path / "cache")
+    b = Binary(str(path), facts=cache)
+    b.keep_facts()
+    assert b.warnings == [] and b.sections and b.build_id
+    assert not list((tmp_path / "cache").rglob("*-facts.json"))
+    assert b.load_segments == [] and "too short" in b.warnings[0]
