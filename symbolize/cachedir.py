@@ -6,7 +6,7 @@ One directory holds every cache (the layout existing caches have):
                                        first two hex digits, LD the rest)
     inline/BI/LD-WHICH.json            inline names learnt per address
     symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
-    elf/KE/Y-facts.json                an ELF file's sections, segments,
+    elf/KE/Y-facts.marshal             an ELF file's sections, segments,
                                        build-id and machine, by its identity
                                        (device, inode, size, mtime: KEY)
     kallsyms-KEY.bin                   parsed kallsyms tables (mapped)

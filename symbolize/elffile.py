@@ -8,6 +8,7 @@ IndexError, ...), so every call into it goes through `_guard`.
 """
 from __future__ import annotations
 
+import marshal
 import mmap
 import os
 import stat
@@ -485,10 +486,10 @@ class Binary:
         identity = "%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         raw = identity.encode()
         where = cache.path_for("elf", "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw)),
-                               "-facts.json")
+                               "-facts.marshal")
         if where is None:
             return
-        facts = _facts_from_json(cache.read_json(where), identity)
+        facts = _facts_from_doc(_unmarshal(cache.read(where, 1 << 20)), identity)
         if facts is None:
             self._facts_at = (cache, where, identity)
             return
@@ -513,9 +514,10 @@ class Binary:
             self.warnings.clear()
             self._segments = None
             return
-        cache.write_json(where, [_FACTS_VERSION, identity, machine,
-                                 [list(s) for s in sections], [list(s) for s in segments],
-                                 build_id])
+        # (marshal: a run reads a dozen of these, and needs no json for them)
+        cache.write(where, marshal.dumps([_FACTS_VERSION, identity, machine,
+                                          [list(s) for s in sections],
+                                          [list(s) for s in segments], build_id]))
 
     # ----- convenience ----------------------------------------------------
     def has_section(self, name: str) -> bool:
@@ -533,8 +535,18 @@ class Binary:
 _FACTS_VERSION = 1
 
 
-def _facts_from_json(doc: Any, identity: str) -> tuple[str | None, list[SectionHeader],
-                                                        list[LoadSegment], str | None] | None:
+def _unmarshal(data: bytes | None) -> Any:
+    """What marshal.dumps made of data; None for None or damaged bytes."""
+    if data is None:
+        return None
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def _facts_from_doc(doc: Any, identity: str) -> tuple[str | None, list[SectionHeader],
+                                                       list[LoadSegment], str | None] | None:
     """(machine, sections, load segments, build-id) from a facts document of
     this identity, or None when it is of another file, version or damaged."""
     if not isinstance(doc, list) or len(doc) != 6 or doc[0] != _FACTS_VERSION or \

@@ -168,7 +168,7 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
         assert sym.cache.root == str(root)
         assert sym.symbol_table(prog) is not None
         bid = sym.binary_for(prog).binary.build_id
-        facts = list((root / "elf").rglob("*-facts.json"))      # (the binary's)
+        facts = list((root / "elf").rglob("*-facts.marshal"))      # (the binary's)
         assert len(facts) == 1
         assert files(root) == sorted(facts + [root / "symtab" / bid[:2] / (bid[2:] + "-sc.table")])
     monkeypatch.setenv("PERFDATA_CACHE_DIR", "")

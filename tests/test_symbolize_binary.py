@@ -173,7 +173,7 @@ def test_facts_kept_across_runs(progs, kind, tmp_path, monkeypatch):
     first.keep_facts()
     want = (first.sections, first.load_segments, first.build_id, first.machine)
     assert want[2] == readelf_build_id(progs[kind]) and want[3] == "EM_X86_64"
-    assert len(list((tmp_path / "cache" / "elf").rglob("*-facts.json"))) == 1
+    assert len(list((tmp_path / "cache" / "elf").rglob("*-facts.marshal"))) == 1
     os.link(path, tmp_path / "hard-link")       # (as perf's build-id cache does)
 
     class NoHeader:
@@ -208,7 +208,7 @@ def test_facts_of_a_damaged_file_are_not_kept(progs, tmp_path):
     b = Binary(str(path), facts=cache)
     b.keep_facts()
     assert b.warnings and shoff
-    assert not list((tmp_path / "cache").rglob("*-facts.json"))
+    assert not list((tmp_path / "cache").rglob("*-facts.marshal"))
     again = Binary(str(path), facts=cache)
     assert again.sections == [] and again.warnings
 
@@ -226,5 +226,5 @@ def test_facts_leave_damaged_program_headers_to_be_said_where_read(progs, tmp_pa
     b = Binary(str(path), facts=cache)
     b.keep_facts()
     assert b.warnings == [] and b.sections and b.build_id
-    assert not list((tmp_path / "cache").rglob("*-facts.json"))
+    assert not list((tmp_path / "cache").rglob("*-facts.marshal"))
     assert b.load_segments == [] and "too short" in b.warnings[0]

@@ -8,7 +8,6 @@ frame: a tab, the address in 16 columns, `sym+0xoff`, and `(dso)`.
 from __future__ import annotations
 
 import functools
-import json
 import os
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -727,6 +726,7 @@ def side_event_types(args: argparse.Namespace) -> set[int]:
 
 
 def sample_to_json(sample: SymbolizedSample) -> str:
+    import json                 # (--json only: start-up time)
     return json.dumps({
         "comm": sample.comm, "pid": sample.pid, "tid": sample.tid, "time": sample.time,
         "cpu": sample.cpu, "period": sample.period, "event": sample.event.name,
