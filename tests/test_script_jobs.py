@@ -60,3 +60,51 @@ def test_damaged_file_same_text_then_the_same_error(small_blocks, tmp_path):
 def test_jobs_refused_as_a_bad_number():
     rc, out, err = run_cli(["script", str(SAMPLES / "pipe.data"), "-j", "0"])
     assert rc == 2 and out == "" and "-j" in err
+
+
+def _in_workers(jobs, target):
+    """What each of `jobs` forked workers running target(conn, index) sent."""
+    from perfdata.views import sharded
+    with sharded._forked(jobs, 1, lambda conn, work, share: target(conn, share[2]), None) as conns:
+        got = []
+        for conn in conns:
+            try:
+                got.append(conn.recv())
+            except EOFError:
+                got.append("EOF")
+        return got
+
+
+def test_workers_meet_then_send_large_texts():
+    """The pipes carry texts larger than a pipe's buffer, in worker order,
+    once every worker has passed the barrier."""
+    from perfdata.views import sharded
+
+    def target(conn, index):
+        sharded._prepared.wait(600)
+        conn.send(("text", index, "x%d" % index * 100_000))
+    got = _in_workers(3, target)
+    assert got == [("text", i, "x%d" % i * 100_000) for i in range(3)]
+
+
+def test_a_worker_that_stops_releases_the_others():
+    """A worker that stops before the barrier (_release_others) breaks the
+    others' wait at once (aborted, not timed out); one that dies without a
+    word is an end of file."""
+    import os
+    import threading
+    from perfdata.views import sharded
+
+    def target(conn, index):
+        if index == 0:
+            sharded._release_others()
+            conn.send("stopped")
+        elif index == 3:
+            os._exit(3)
+        else:
+            try:
+                sharded._prepared.wait(3600)
+                conn.send("met")
+            except threading.BrokenBarrierError as exc:
+                conn.send(str(exc))
+    assert _in_workers(4, target) == ["stopped", "aborted", "aborted", "EOF"]
