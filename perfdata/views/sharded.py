@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
-import time
 from typing import TYPE_CHECKING, Any
 
 from ..format.constants import SampleType
@@ -23,6 +21,8 @@ from ..format.errors import PerfDataError
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Generator, Iterable, Iterator
+    from multiprocessing.connection import Connection
+    from multiprocessing.synchronize import Barrier
 
     from ..format.container import PerfFile
     from ..format.errors import InputName
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 SHARD_MIN_BYTES = 512 << 10
 # The barrier the workers of a run meet at once each has built its part of
 # what the run needs (prepare_share); made before they are forked.
-_prepared: _Barrier | None = None
+_prepared: Barrier | None = None
 # How long a worker waits there for the others (then it goes on: each
 # builds what it lacks, as without the split).
 PREPARE_WAIT = 300
@@ -71,100 +71,6 @@ def _worker(conn: Connection, produce: Produce, share: Share) -> None:
         conn.close()
 
 
-class Connection:
-    """One end of a pipe between this process and a worker: objects sent
-    pickled, each after its length (as multiprocessing's Connection, whose
-    package costs 10 ms to import and set up: a run's start)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def send(self, obj: Any) -> None:
-        import pickle
-        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
-        self._write(struct.pack("<Q", len(data)))
-        self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
-
-    def recv(self) -> Any:
-        """The next object sent; EOFError when the other end closed."""
-        import pickle
-        (size,) = struct.unpack("<Q", self._read(8))
-        return pickle.loads(self._read(size))
-
-    def _read(self, size: int) -> bytes:
-        parts, left = [], size
-        while left:
-            part = os.read(self.fd, min(left, 1 << 20))
-            if not part:
-                raise EOFError("the worker's pipe closed")
-            parts.append(part)
-            left -= len(part)
-        return b"".join(parts)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class _Barrier:
-    """Where `parties` forked workers wait for each other (prepare_share):
-    a pipe per worker; one that arrives writes a byte into every other's
-    and reads one from each of them out of its own.  abort() writes a byte
-    that breaks the wait instead (BrokenBarrierError, as threading's)."""
-
-    def __init__(self, parties: int) -> None:
-        self.pipes = [os.pipe() for _ in range(parties)]
-        self.index = -1                 # this worker's (set once forked)
-
-    def joined(self, index: int) -> None:
-        """In worker `index`, once forked: it keeps the read end of its own
-        pipe and the write ends of the others' (when they have all ended,
-        its wait ends too)."""
-        self.index = index
-        for i, (read, write) in enumerate(self.pipes):
-            os.close(write if i == index else read)
-
-    def wait(self, timeout: float) -> None:
-        import select
-        import threading
-        self._tell(b".")
-        own = self.pipes[self.index][0]
-        left, deadline = len(self.pipes) - 1, time.monotonic() + timeout
-        while left:
-            ready, _, _ = select.select([own], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                raise threading.BrokenBarrierError("timed out")
-            got = os.read(own, left)
-            if not got:
-                raise threading.BrokenBarrierError("the others have ended")
-            if b"!" in got:
-                raise threading.BrokenBarrierError("aborted")
-            left -= len(got)
-
-    def abort(self) -> None:
-        self._tell(b"!")
-
-    def _tell(self, byte: bytes) -> None:
-        for i, (_, write) in enumerate(self.pipes):
-            if i != self.index:
-                try:
-                    os.write(write, byte)
-                except BrokenPipeError:     # that worker has ended
-                    pass
-
-    def close(self) -> None:
-        for pipe in self.pipes:
-            for fd in pipe:
-                os.close(fd)
-        self.pipes = []
-
-
 @contextlib.contextmanager
 def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
             ) -> Iterator[list[Connection]]:
@@ -172,7 +78,7 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     share = (block, jobs, index), with the barrier of prepare_share made
     for them: the ends of their pipes, in worker order; closed, and the
     workers gone, on the way out."""
-    import sys
+    import multiprocessing
 
     # What every worker imports to symbolize, imported once here: the
     # workers are forked with it (5 ms of each worker's start otherwise).
@@ -180,62 +86,26 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     import perfdata.symbolized  # noqa: F401
     import symbolize.debuginfod  # noqa: F401
     global _prepared
-    _prepared = barrier = _Barrier(jobs)
-    conns: list[Connection] = []
-    pids: list[int] = []
+    ctx = multiprocessing.get_context("fork")
+    _prepared = ctx.Barrier(jobs)
+    conns, procs = [], []
     try:
         for index in range(jobs):
-            recv, send = os.pipe()
-            # (text buffered here would be written again by the worker)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:                # the worker
-                code = 1
-                try:
-                    os.close(recv)
-                    for conn in conns:
-                        conn.close()
-                    barrier.joined(index)
-                    target(Connection(send), work, (block, jobs, index))
-                    code = 0
-                finally:
-                    try:
-                        sys.stdout.flush()
-                        sys.stderr.flush()
-                    finally:
-                        os._exit(code)
-            os.close(send)
-            conns.append(Connection(recv))
-            pids.append(pid)
-        barrier.close()             # (the workers' only)
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=target, args=(send, work, (block, jobs, index)),
+                               daemon=True)
+            proc.start()
+            send.close()
+            conns.append(recv)
+            procs.append(proc)
         yield conns
     finally:
         for conn in conns:
             conn.close()
-        if barrier.pipes:
-            barrier.close()
-        _prepared = None
-        for pid in pids:
-            _reap(pid, 5)
-
-
-def _reap(pid: int, timeout: float) -> None:
-    """Wait for a worker to end, at most `timeout` seconds; then kill it."""
-    import signal
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if done:
-            return
-        if time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return
-        time.sleep(0.001)
+        for proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
 
 
 def describe_error(exc: PerfDataError) -> Described:
