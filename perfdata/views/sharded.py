@@ -152,7 +152,9 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
         sent = [-1] * jobs
         ends: list[Any] = [None] * jobs
         live = {conn: w for w, conn in enumerate(conns)}
-        stop: int | None = None         # the block of the first fault seen
+        # (block of the fault, worker, the error described) of each fault
+        errors: list[tuple[int, int, Described]] = []
+        stop: int | None = None         # the block of the first fault
         k = 0                           # the next block to write
         while live:
             for conn in cast("list[Connection]", wait(list(live))):
@@ -166,10 +168,11 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
                     sent[w] = m[1]
                     continue
                 if m[3] is not None:
-                    # The output ends with the block of the fault (a
-                    # worker's blocks until then are here: never past it).
-                    at = _fault_block(m, block, sent[w])
-                    stop = at if stop is None else min(stop, at)
+                    # The output ends with the block of the fault: where the
+                    # worker's count of samples stopped (when it died, the
+                    # last block it sent).  Its blocks before are all here.
+                    errors.append((m[1] // block if m[1] is not None else sent[w], w, m[3]))
+                    stop = min(errors)[0]
                 ends[w] = m
                 sent[w] = _ENDED
                 del live[conn]
@@ -184,14 +187,12 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
                 if text is not None:
                     write(text)
                 k += 1
-        warnings, seen, errors = [], set(), []
-        for w, m in enumerate(ends):
+        warnings, seen = [], set()
+        for m in ends:
             for text in m[2]:
                 if text not in seen:
                     seen.add(text)
                     warnings.append(text)
-            if m[3] is not None:
-                errors.append((_fault_block(m, block, -1), w, m[3]))
         if stop is None:
             stop = max(m[1] // block for m in ends)
         for k in sorted(texts):
@@ -209,14 +210,6 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
 
 # (sent[w] of a worker that has ended: past every block)
 _ENDED = 1 << 62
-
-
-def _fault_block(end: Any, block: int, last_sent: int) -> int:
-    """The block a worker's ("end", total, warnings, error) message puts its
-    fault in: where its count of samples stopped; when it died, the last
-    block it sent."""
-    total = end[1]
-    return total // block if total is not None else last_sent
 
 
 def add_jobs_argument(p: argparse.ArgumentParser) -> None:
