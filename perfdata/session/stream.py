@@ -143,10 +143,11 @@ class CounterReads:
 class Share(NamedTuple):
     """One of `jobs` workers' part of a sharded run: the samples in blocks
     of `block` SAMPLE records (in delivery order), of which this worker
-    takes those takes(k) says, asked once a block, in order, by the first
-    record of the block the worker needs to place.  Here the blocks are
-    dealt in turn (worker, worker + jobs, ...); a run whose workers share a
-    counter gives each to the first worker to ask (sharded.ClaimedShare)."""
+    takes those takes(k) says.  The stream asks once a block, in order, at
+    the first record of the block it has to place (a sample, or a side
+    event it may hand out).  Here the blocks are dealt in turn (worker,
+    worker + jobs, ...); a run whose workers share a counter gives each to
+    the first worker to ask (sharded.ClaimedShare)."""
     block: int
     jobs: int
     worker: int         # (0 to jobs - 1)
