@@ -487,14 +487,14 @@ class FrameResolver:
         frames = []
         for fr in found:
             name = fr.name
-            if name is None and kernel is False and display_path and fr.name is None:
+            if name is None and kernel is False and display_path:
                 dso_shown = display_path
             else:
                 dso_shown = dso
+            # (positional: a frame is made for every address a run meets)
             frames.append(StackFrame(None, printed, name, fr.offset, dso_shown, fr.dso_path,
                                      fr.build_id or bid, fr.source, fr.inlined, fr.srcline,
-                                     kernel, is_ret,
-                                     note=None if name is not None else "no-symbol"))
+                                     kernel, is_ret, None if name is not None else "no-symbol"))
         if not frames:
             frames.append(StackFrame(None, printed, None, None, display_path or dso, path, bid,
                                      kernel=kernel, is_return_address=is_ret,

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .cachedir import CacheWhere
 
 MAX_CACHED_ADDRESSES = 1 << 20
+# What a (path, build-id) is looked up in (Symbolizer._where_of).
+_IN_BINARY, _IN_KERNEL, _IN_PERFMAP = "binary", "kernel", "perfmap"
 _USER_PSEUDO = ("[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]", "[uprobes]")
 _UNUSABLE = ("not-elf", "truncated", "not-regular", "too-large", "unreadable", "no-code")
 
@@ -89,6 +91,8 @@ class Symbolizer:
         self.warnings: list[str] = []
         self._warned: set = set()
         self._dsos: dict[tuple, _Dso] = {}
+        # (path, build-id as given) -> where its addresses are looked up (_where_of)
+        self._where: dict[tuple, tuple] = {}
         self._tables: dict[str, SymbolTable] = {}
         self._lineinfos: dict[str, LineInfo] = {}
         self._frames: dict[tuple, tuple] = {}
@@ -370,24 +374,40 @@ class Symbolizer:
 
     def _lookup(self, path: str, build_id: str | None, svma: int | None, file_offset: int | None,
                 is_return_address: bool) -> list[Frame]:
-        bid = normalize_build_id(build_id)
-        if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel") or (
-                path.startswith("[") and path.endswith("]") and path not in _USER_PSEUDO):
-            # perf names kernel modules "[ext4]"; their symbols are in kallsyms.
-            return self._lookup_kernel(path, bid, svma, is_return_address)
-        if path.startswith("/tmp/perf-") and is_perfmap_path(path):
+        where = self._where.get((path, build_id))
+        if where is None:
+            where = self._where_of(path, build_id)
+        if where[0] is not _IN_BINARY:
+            if where[0] is _IN_KERNEL:
+                return self._lookup_kernel(path, where[1], svma, is_return_address)
             return self._lookup_perfmap(path, svma, is_return_address)
-        dso = self._dso(path, build_id)
-        if bid is None and dso.choice.binary is not None:
-            bid = dso.choice.binary.build_id
+        _, dso, bid, src = where
         if svma is None:
             if file_offset is None:
                 return [Frame(None, None, None, path, bid, None)]
-            src = dso.choice.binary or dso.choice.debug
             svma = src.file_offset_to_svma(file_offset) if src is not None else None
             if svma is None:
                 return [Frame(None, None, None, path, bid, None)]
         return self._resolve(dso, path, bid, svma, is_return_address)
+
+    def _where_of(self, path: str, build_id: str | None) -> tuple:
+        """What the addresses of (path, build-id) are looked up in, kept for
+        the next address: (_IN_KERNEL, build-id), (_IN_PERFMAP,), or
+        (_IN_BINARY, its _Dso, its build-id, the file that maps file offsets)."""
+        bid = normalize_build_id(build_id)
+        if path.startswith("[kernel.kallsyms]") or path.startswith("[guest.kernel") or (
+                path.startswith("[") and path.endswith("]") and path not in _USER_PSEUDO):
+            # perf names kernel modules "[ext4]"; their symbols are in kallsyms.
+            where: tuple = (_IN_KERNEL, bid)
+        elif path.startswith("/tmp/perf-") and is_perfmap_path(path):
+            where = (_IN_PERFMAP,)
+        else:
+            dso = self._dso(path, build_id)
+            if bid is None and dso.choice.binary is not None:
+                bid = dso.choice.binary.build_id
+            where = (_IN_BINARY, dso, bid, dso.choice.binary or dso.choice.debug)
+        self._where[(path, build_id)] = where
+        return where
 
     def _call_precedes(self, dso: _Dso, svma: int) -> bool:
         """Whether the instruction before svma in the binary is a call (the

@@ -1,7 +1,7 @@
 """`perfdata collapse|flamegraph|report -j N`: workers each symbolize a
-share of the samples (blocks dealt in turn), the parts are added up: the
-same bytes as one process on every bundled recording, the same text then
-the same error on a damaged file."""
+share of the samples (blocks taken by the first worker to reach them), the
+parts are added up: the same bytes as one process on every bundled
+recording, the same text then the same error on a damaged file."""
 import pytest
 
 import perfdata.views.collapse as collapse_view

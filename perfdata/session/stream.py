@@ -18,7 +18,7 @@ objects (sample_class) so a sample is allocated once.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_LOST_SAMPLES_BPF, RecordType as RT,
                                 SampleType as ST)
@@ -140,6 +140,23 @@ class CounterReads:
         return grew
 
 
+class Share(NamedTuple):
+    """One of `jobs` workers' part of a sharded run: the samples in blocks
+    of `block` SAMPLE records (in delivery order), of which this worker
+    takes those takes(k) says.  The stream asks once a block, in order, at
+    the first record of the block it has to place (a sample, or a side
+    event it may hand out).  Here the blocks are dealt in turn (worker,
+    worker + jobs, ...); a run whose workers share a counter gives each to
+    the first worker to ask (sharded.ClaimedShare)."""
+    block: int
+    jobs: int
+    worker: int         # (0 to jobs - 1)
+
+    def takes(self, k: int) -> bool:
+        """Whether block k is this worker's."""
+        return k % self.jobs == self.worker
+
+
 class SessionStream:
     """The typed events of an open PerfFile, one pass.
 
@@ -151,11 +168,12 @@ class SessionStream:
     after_apply(rtype, record, fields): told of every record applied to the
     machine, before its SideEvent (if any) is handed out.
 
-    share: (block, jobs, index) for one of `jobs` workers of a sharded run:
-    only the samples of blocks index, index + jobs, ... (blocks of `block`
-    SAMPLE records in delivery order) are decoded and handed out, and the
-    side events that fall in those blocks; the machine still follows every
-    record.  `ordinal` counts the SAMPLE records seen so far.
+    share: (block, jobs, index) or a Share, for one of `jobs` workers of a
+    sharded run: only the samples of the blocks it takes (blocks of `block`
+    SAMPLE records in delivery order; a plain tuple takes index, index +
+    jobs, ...) are decoded and handed out, and the side events that fall in
+    those blocks; the machine still follows every record.  `ordinal`
+    counts the SAMPLE records seen so far.
     """
 
     def __init__(self, pf: PerfFile, side_events: Iterable[int] = (),
@@ -189,17 +207,28 @@ class SessionStream:
         warn = pf.warnings.append
         share = self.share
         if share is not None:
-            block, jobs, index = share
+            block = share[0]
+            takes = (share if isinstance(share, Share) else Share(*share)).takes
+            current, taken = -1, False      # the block last asked about, the answer
 
             def mine() -> bool:  # does the current block belong to this worker?
-                return self.ordinal // block % jobs == index
+                nonlocal current, taken
+                k = self.ordinal // block
+                if k != current:
+                    current = k
+                    taken = takes(k)
+                return taken
         for rec in pf.records(self.order):
             rtype = rec.type
             if rtype == _SAMPLE:
                 if share is not None:
-                    ours = mine()
+                    # (mine() inlined: it is asked once a sample)
+                    k = self.ordinal // block
                     self.ordinal += 1
-                    if not ours:
+                    if k != current:
+                        current = k
+                        taken = takes(k)
+                    if not taken:
                         continue
                 ea = rec.attr
                 try:

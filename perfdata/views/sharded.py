@@ -1,22 +1,27 @@
 """A command's output made by several worker processes, printed in order.
 
 perf script works on one core.  Here the samples are dealt out in blocks of
-`block` SAMPLE records (in delivery order): worker i of N decodes, symbolizes
-and formats the blocks i, i + N, i + 2N, ... and follows every other record
-only for the session (threads, maps), which costs little; this process
-prints the blocks in order, so the bytes are those of one process.  Each
-worker reads the file itself (forked after the imports: cheap), and stops at
-the same place when the file is damaged: what comes before the fault is
-printed, then the fault is raised here.
+`block` SAMPLE records (in delivery order): each worker walks every record,
+follows every one for the session (threads, maps), which costs little, and
+decodes, symbolizes and formats the blocks it takes; this process prints the
+blocks in order, so the bytes are those of one process.  A block goes to the
+first worker to reach it (ClaimedShare: one counter the workers share), so
+a worker busy with a costly block, or given less of the machine, takes
+fewer: dealt in turn, the slowest worker's share set the run's time (make
+-j2 of gcc: its workers' shares took 0.67 and 0.74 s).  Each worker reads
+the file itself (forked after the imports: cheap), and stops at the same
+place when the file is damaged: what comes before the fault is printed,
+then the fault is raised here.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..format.constants import SampleType
 from ..format.errors import PerfDataError
+from ..session.stream import Share
 
 if TYPE_CHECKING:
     import argparse
@@ -28,8 +33,6 @@ if TYPE_CHECKING:
     from ..format.errors import InputName
     from ..symbolized import SampleSymbolizer
 
-    # A worker's part: (block, jobs, index)
-    Share = tuple[int, int, int]
     # A PerfDataError as plain data: (class name, message, path, offset)
     Described = tuple[str, str, InputName | None, int | None]
     # run_sharded's produce(share): yields (block index, text), returns
@@ -47,6 +50,27 @@ _prepared: Barrier | None = None
 # How long a worker waits there for the others (then it goes on: each
 # builds what it lacks, as without the split).
 PREPARE_WAIT = 300
+# The blocks the workers of a run have taken so far (ClaimedShare): a
+# shared counter made before they are forked.
+_claimed: Any = None
+
+
+class ClaimedShare(Share):
+    """A worker's share whose blocks go to the first worker to reach them:
+    the workers walk the same records, each asks once a block, in order, so
+    the counter of blocks taken is at k when the first of them reaches
+    block k.  Outside a run's workers (no counter), dealt in turn."""
+    __slots__ = ()
+
+    def takes(self, k: int) -> bool:
+        claimed = _claimed
+        if claimed is None:
+            return super().takes(k)
+        with claimed.get_lock():
+            if claimed.value > k:
+                return False
+            claimed.value = k + 1
+            return True
 
 
 def _worker(conn: Connection, produce: Produce, share: Share) -> None:
@@ -75,24 +99,24 @@ def _worker(conn: Connection, produce: Produce, share: Share) -> None:
 def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
             ) -> Iterator[list[Connection]]:
     """`jobs` forked processes running target(connection, work, share) for
-    share = (block, jobs, index), with the barrier of prepare_share made
-    for them: the ends of their pipes, in worker order; closed, and the
-    workers gone, on the way out."""
+    share = ClaimedShare(block, jobs, index), with the barrier of
+    prepare_share and the block counter made for them: the ends of their
+    pipes, in worker order; closed, and the workers gone, on the way out."""
     import multiprocessing
-
-    # What every worker imports to symbolize, imported once here: the
-    # workers are forked with it (5 ms of each worker's start otherwise).
-    import perfdata.format.features  # noqa: F401
-    import perfdata.symbolized  # noqa: F401
-    import symbolize.debuginfod  # noqa: F401
-    global _prepared
+    global _prepared, _claimed
+    # What every worker imports to symbolize, imported once here rather
+    # than after the fork in each (6 ms of CPU a worker, 15 ms on a busy
+    # machine).
+    from .. import symbolized  # noqa: F401
+    from ..format import features  # noqa: F401
     ctx = multiprocessing.get_context("fork")
     _prepared = ctx.Barrier(jobs)
+    _claimed = ctx.Value("q", 0)
     conns, procs = [], []
     try:
         for index in range(jobs):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=target, args=(send, work, (block, jobs, index)),
+            proc = ctx.Process(target=target, args=(send, work, ClaimedShare(block, jobs, index)),
                                daemon=True)
             proc.start()
             send.close()
@@ -115,53 +139,77 @@ def describe_error(exc: PerfDataError) -> Described:
 
 def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], object]
                 ) -> list[str]:
-    """Run produce(share) for share = (block, jobs, index) in `jobs` forked
-    processes; write(text) the blocks in order here.  Returns the workers'
-    warnings, each once, in the order first seen; raises the error a worker
-    met (after writing every block before it)."""
+    """Run produce(share) for share = ClaimedShare(block, jobs, index) in
+    `jobs` forked processes; write(text) the blocks in order here.  Returns
+    the workers' warnings, each once, in the order first seen (by worker);
+    raises the error a worker met (after writing every block up to the
+    one it met it in)."""
+    from multiprocessing.connection import wait
     with _forked(jobs, block, _worker, produce) as conns:
-        pending: list[Any] = [None] * jobs
-
-        def message(w: int) -> Any:
-            if pending[w] is None:
+        texts: dict[int, str] = {}      # blocks received, not yet written
+        # The last block each worker sent: all its blocks up to there are
+        # here (each sends its own in order); _ENDED once it has ended.
+        sent = [-1] * jobs
+        ends: list[Any] = [None] * jobs
+        live = {conn: w for w, conn in enumerate(conns)}
+        # (block of the fault, worker, the error described) of each fault
+        errors: list[tuple[int, int, Described]] = []
+        stop: int | None = None         # the block of the first fault
+        k = 0                           # the next block to write
+        while live:
+            for conn in cast("list[Connection]", wait(list(live))):
+                w = live[conn]
                 try:
-                    pending[w] = conns[w].recv()
+                    m = conn.recv()
                 except EOFError:        # the worker died without a word
-                    pending[w] = ("end", None, [], ("Exception", "worker %d died" % w,
-                                                    None, None))
-            return pending[w]
-
-        k, last, errors = 0, None, []
-        while last is None or k <= last:
-            w = k % jobs
-            m = message(w)
-            if m[0] == "block":
-                if m[1] == k:
-                    write(m[2])
-                    pending[w] = None
-                # (m[1] > k: block k had nothing for its worker to print)
-            else:
-                total = m[1]
-                last = max(last or 0, total // block if total is not None else k)
-            k += 1
+                    m = ("end", None, [], ("Exception", "worker %d died" % w, None, None))
+                if m[0] == "block":
+                    texts[m[1]] = m[2]
+                    sent[w] = m[1]
+                    continue
+                if m[3] is not None:
+                    # The output ends with the block of the fault: where the
+                    # worker's count of samples stopped (when it died, the
+                    # last block it sent).  Its blocks before are all here.
+                    errors.append((m[1] // block if m[1] is not None else sent[w], w, m[3]))
+                    stop = min(errors)[0]
+                ends[w] = m
+                sent[w] = _ENDED
+                del live[conn]
+            # Every block up to the least a worker is known past is whole.
+            limit = min(sent)
+            if stop is not None:
+                limit = min(limit, stop)
+            if limit == _ENDED:
+                break
+            while k <= limit:
+                text = texts.pop(k, None)
+                if text is not None:
+                    write(text)
+                k += 1
         warnings, seen = [], set()
-        for w in range(jobs):
-            m = message(w)
-            if m[0] == "block":
-                # Every worker walks the same records: a block past the end
-                # another worker met means they disagree; never drop it.
-                raise RuntimeError("worker %d has block %d after the end of the samples"
-                                   % (w, m[1]))
+        for m in ends:
             for text in m[2]:
                 if text not in seen:
                     seen.add(text)
                     warnings.append(text)
-            if m[3] is not None:
-                errors.append(m[3])
+        if stop is None:
+            stop = max(m[1] // block for m in ends)
+        for k in sorted(texts):
+            if k > stop:
+                if errors:
+                    break               # (made past the fault by another worker)
+                # Every worker walks the same records: a block past the end
+                # they met means they disagree; never drop it.
+                raise RuntimeError("a worker has block %d after the end of the samples" % k)
+            write(texts[k])
         if errors:
-            raise worker_error(errors[0], warnings)
+            raise worker_error(min(errors)[2], warnings)
         return warnings
 
+
+# (sent[w] of a worker that has ended: past every block)
+_ENDED = 1 << 62
 
 
 def add_jobs_argument(p: argparse.ArgumentParser) -> None:
