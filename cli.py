@@ -6,7 +6,8 @@ import gc
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, TextIO
+import types
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -17,9 +18,55 @@ if TYPE_CHECKING:
 EXIT_BAD_INPUT = 2
 # Allocations between young-generation collections (CPython's default: 700).
 GC_YOUNG_THRESHOLD = 50000
+# Standard modules that construct imports and a run never uses: its
+# debugger's (construct.debug: pdb, inspect, traceback) and those of two of
+# its classes (Pickled: pickle; Checksum and compiled parsers: hashlib, which
+# loads OpenSSL): 12 ms, a third of perfdata's imports, on every command.
+UNUSED_MODULES = ("pdb", "inspect", "traceback", "pickle", "hashlib")
+_stand_ins: dict[str, types.ModuleType] = {}
 
 
-from perfdata.views.options import add_input_argument, print_warnings
+def defer_modules(*names: str) -> None:
+    """Import the modules of `names` at their first use, in this process.
+
+    A stand-in put in sys.modules before construct is imported takes each
+    one's place: `import` statements bind it and nothing more, and the first
+    attribute anyone reads of it imports the real module (the stand-in then
+    holds what the real one holds).  importlib.util.LazyLoader cannot serve:
+    an `import` statement reads the module's __spec__, which makes a lazy
+    module load at once.  Done by the command line only (below): a program
+    that imports perfdata as a library keeps sys.modules as it is."""
+    for name in names:
+        if name not in sys.modules:
+            sys.modules[name] = _stand_ins[name] = _stand_in(name)
+
+
+def still_deferred() -> list[str]:
+    """The deferred modules not imported yet (their stand-in unused)."""
+    return sorted(name for name, stand_in in _stand_ins.items()
+                  if sys.modules.get(name) is stand_in)
+
+
+def _stand_in(name: str) -> types.ModuleType:
+    stand_in = types.ModuleType(name, "(imported at its first use)")
+
+    def __getattr__(attr: str) -> Any:
+        # (called only for what the stand-in does not hold: before the
+        # import, everything; after it, names the real module lacks too)
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        real = importlib.import_module(name)
+        stand_in.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+    stand_in.__getattr__ = __getattr__  # type: ignore[method-assign]  # (a module's __getattr__, PEP 562)
+    return stand_in
+
+
+# (before perfdata's modules import construct)
+defer_modules(*UNUSED_MODULES)
+
+from perfdata.views.options import add_input_argument, print_warnings  # noqa: E402
 
 
 def _open(path: str, strict: bool = False) -> PerfFile:

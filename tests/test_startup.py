@@ -20,7 +20,7 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               # issue 15: the fleet and Parquet dependencies, and their modules
               "dask", "distributed", "pyarrow", "perfdata.fleet.command", "perfdata.fleet",
               "perfdata.arrow", "perfdata.views.parquet",
-              # construct's debugger and what two of its classes use (deferred.py)
+              # construct's debugger and what two of its classes use (cli.UNUSED_MODULES)
               "pdb", "inspect", "traceback", "pickle", "hashlib", "bdb",
               # no tracepoint in the profile: no tracepoint printer
               "perfdata.tracefmt")
@@ -28,7 +28,7 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
 PROBE = r"""
 import io, json, sys
 import cli
-from perfdata.format.deferred import still_deferred
+from cli import still_deferred
 out = io.StringIO()
 sys.stdout = out
 rc = cli.main(sys.argv[1:])
@@ -76,13 +76,15 @@ def test_stats_imports_no_symbolizing_layer():
 
 
 def test_deferred_modules_work_when_used():
-    """A deferred module imported after perfdata is the real one at its
-    first use, for `import m`, `from m import name` and construct's own
-    references alike; a name it lacks is still an AttributeError."""
+    """A module the command line defers, imported after perfdata, is the
+    real one at its first use, for `import m`, `from m import name` and
+    construct's own references alike; a name it lacks is still an
+    AttributeError."""
     code = r"""
 import sys
+import cli
 import perfdata
-from perfdata.format.deferred import still_deferred
+from cli import still_deferred
 assert "pdb" in still_deferred() and "inspect" in still_deferred(), still_deferred()
 import pdb
 from inspect import signature
@@ -129,3 +131,19 @@ print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
     loaded = set(got["modules"])
     assert not loaded & {"urllib.request", "http.client", "xml.sax", "perfdata.tracefmt"}, \
         sorted(loaded & {"urllib.request", "http.client", "xml.sax", "perfdata.tracefmt"})
+
+
+def test_library_import_keeps_the_standard_modules():
+    """Importing perfdata as a library defers nothing: construct's modules
+    are the real ones, as the program importing perfdata expects."""
+    code = r"""
+import sys, types
+import perfdata, perfdata.symbolized
+for name in ("pdb", "inspect", "traceback", "pickle", "hashlib"):
+    m = sys.modules[name]
+    assert m.__doc__ != "(imported at its first use)" and hasattr(m, "__file__"), name
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
