@@ -75,17 +75,18 @@ BLOCKS = 40
 def _produce(fault_at=None):
     """A worker's produce(share): every worker passes every block in order;
     the blocks it takes give their text (the worker that takes `fault_at`
-    gives half of it, then stops with a reader's error)."""
+    gives half of it, then stops with a reader's error); its warnings
+    tagged as sharded.tagged_warnings tags them."""
     def produce(share):
         for k in range(BLOCKS):
             if not share.takes(k):
                 continue
             if k == fault_at:
                 yield k, "block %d, cut\n" % k
-                return (k * share.block + 3, ["w"],
+                return (k * share.block + 3, [(0, k, "w")],
                         sharded.describe_error(CorruptError("bad record", offset=k)))
             yield k, "".join("block %d sample %d\n" % (k, i) for i in range(k % 5 + 1))
-        return BLOCKS * share.block, ["w%d" % (share.worker % 2)], None
+        return BLOCKS * share.block, [(1, 0, "w%d" % (share.worker % 2))], None
     return produce
 
 

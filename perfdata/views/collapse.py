@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ..frames import StackFrame
     from ..session.stream import Sample
     from ..symbolized import SymbolizedSample
-    from .sharded import Described, Share
+    from .sharded import Described, Share, Tagged
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -257,9 +257,9 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
     """collapse_samples over `jobs` workers' shares of the samples, added up
     into counts (the folded lines are sorted: the sum is the same text)."""
     from .options import print_warnings
-    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
 
-    def compute(share: Share) -> tuple[dict[str, int], list[str], Described | None]:
+    def compute(share: Share) -> tuple[dict[str, int], list[Tagged], Described | None]:
         wpf, samples = open_share(args, share)
         mine: dict[str, int]
         error: Described | None
@@ -269,7 +269,7 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
             collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
-        return mine, run_warnings(wpf, samples), error
+        return mine, tagged_warnings(wpf, samples), error
 
     results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
     for part in results:

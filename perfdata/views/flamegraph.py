@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..format.container import PerfFile
     from ..frames import StackFrame
     from ..symbolized import SymbolizedSample
-    from .sharded import Described, Share
+    from .sharded import Described, Share, Tagged
 
     # A stack's path from its outermost frame: (name, kind, dso) each.
     Path = list[tuple[str, str, str]]
@@ -549,9 +549,9 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
     node keeping the kind and dso of the first sample that made it."""
     from ..format.errors import PerfDataError
     from .options import print_warnings
-    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
 
-    def compute(share: Share) -> tuple[FlameGraphBuilder, list[str], Described | None]:
+    def compute(share: Share) -> tuple[FlameGraphBuilder, list[Tagged], Described | None]:
         wpf, samples = open_share(args, share)
         error: Described | None
         mine, error = FlameGraphBuilder(args.weight, opts), None
@@ -561,7 +561,7 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
                 mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
         except PerfDataError as exc:
             error = describe_error(exc)
-        return mine, run_warnings(wpf, samples), error
+        return mine, tagged_warnings(wpf, samples), error
 
     results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
     for part in results:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..frames import StackFrame
     from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer, SymbolizedSample
-    from .sharded import Described, Share
+    from .sharded import Described, Share, Tagged
 
 SORT_KEYS = {
     "comm": "Command",
@@ -487,9 +487,9 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
                     ) -> tuple[Report, int]:
     """(Report, lost samples) from `jobs` workers' shares of the samples."""
     from ..format.errors import PerfDataError
-    from .sharded import describe_error, gather_sharded, open_share, run_warnings, worker_error
+    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
 
-    def compute(share: Share) -> tuple[tuple[Report, int], list[str], Described | None]:
+    def compute(share: Share) -> tuple[tuple[Report, int], list[Tagged], Described | None]:
         wpf, samples = open_share(args, share)
         error: Described | None
         mine, error = Report(keys, args.children, sampler=samples), None
@@ -499,7 +499,7 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
         except PerfDataError as exc:
             error = describe_error(exc)
         # Every worker reads every record: each counts all the lost samples.
-        return (mine, samples.lost_samples), run_warnings(wpf, samples), error
+        return (mine, samples.lost_samples), tagged_warnings(wpf, samples), error
 
     results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
     report, lost = Report(keys, args.children), 0

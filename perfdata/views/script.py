@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..symbolized import SampleSymbolizer, SymbolizedSample
     from ..tracefmt import TracePrinter
     from .header import PipeFeaturePrinter
-    from .sharded import Described, Share
+    from .sharded import Described, Share, Tagged
 
     # The fields a sample of one event prints, in order.
     Fields = tuple[str, ...]
@@ -794,16 +794,17 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
                    features: PipeFeaturePrinter | None, share: Share
-                   ) -> Generator[tuple[int, str], None, tuple[int, list[str], Described | None]]:
+                   ) -> Generator[tuple[int, str], None, tuple[int, list[Tagged], Described | None]]:
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
     from .options import open_profile
     from .sharded import describe_error
     block = share[0]
-    from .sharded import prepare_share
+    from .sharded import prepare_share, tagged_warnings, watch_warnings
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
+    watch_warnings(pf, samples)
     prepare_share(samples, share)
     current: int | None
     parts: list[str]
@@ -829,7 +830,7 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
         error = describe_error(exc)
     if parts:
         yield current, "".join(parts)  # type: ignore[misc]  # (as above)
-    return samples.ordinal, list(pf.warnings) + list(samples.symbolizer.warnings), error
+    return samples.ordinal, tagged_warnings(pf, samples), error
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:

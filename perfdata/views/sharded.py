@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 
     # A PerfDataError as plain data: (class name, message, path, offset)
     Described = tuple[str, str, InputName | None, int | None]
+    # A worker's warning: (0 the file's, 1 the symbolizer's; the block the
+    # worker was at when it was said, -1 before the first; the text)
+    Tagged = tuple[int, int, str]
     # run_sharded's produce(share): yields (block index, text), returns
     # (SAMPLE records seen, warnings, error or None)
     Produce = Callable[[Share], Generator[tuple[int, str], None,
-                                         tuple[int | None, list[str], Described | None]]]
+                                         tuple[int | None, list[Tagged], Described | None]]]
     # gather_sharded's compute(share): (result, warnings, error or None)
-    Compute = Callable[[Share], tuple[Any, list[str], Described | None]]
+    Compute = Callable[[Share], tuple[Any, list[Tagged], Described | None]]
 
 # Below this much input one process is done before workers would start.
 SHARD_MIN_BYTES = 512 << 10
@@ -53,6 +56,10 @@ PREPARE_WAIT = 300
 # The blocks the workers of a run have taken so far (ClaimedShare): a
 # shared counter made before they are forked.
 _claimed: Any = None
+# In a worker: its two warning lists (the file's, the symbolizer's), and
+# (block, length of each) as it reached each block (tagged_warnings).
+_watched: list[list[str]] = []
+_marks: list[tuple[int, int, int]] = []
 
 
 class ClaimedShare(Share):
@@ -63,6 +70,9 @@ class ClaimedShare(Share):
     __slots__ = ()
 
     def takes(self, k: int) -> bool:
+        if _watched:
+            # where each warning list stands as the worker reaches block k
+            _marks.append((k, len(_watched[0]), len(_watched[1])))
         claimed = _claimed
         if claimed is None:
             return super().takes(k)
@@ -141,7 +151,8 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
                 ) -> list[str]:
     """Run produce(share) for share = ClaimedShare(block, jobs, index) in
     `jobs` forked processes; write(text) the blocks in order here.  Returns
-    the workers' warnings, each once, in the order first seen (by worker);
+    the workers' warnings, each once, in a one-process run's order
+    (merged_warnings);
     raises the error a worker met (after writing every block up to the
     one it met it in)."""
     from multiprocessing.connection import wait
@@ -187,12 +198,7 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
                 if text is not None:
                     write(text)
                 k += 1
-        warnings, seen = [], set()
-        for m in ends:
-            for text in m[2]:
-                if text not in seen:
-                    seen.add(text)
-                    warnings.append(text)
+        warnings = merged_warnings(m[2] for m in ends)
         if stop is None:
             stop = max(m[1] // block for m in ends)
         for k in sorted(texts):
@@ -277,11 +283,11 @@ def gather_sharded(jobs: int, block: int, compute: Compute
     """Run compute(share) for share = (block, jobs, index) in `jobs` forked
     processes, each returning (result, warnings, described error or None),
     for results that add up whatever the order (folded stacks, flame graph
-    paths).  Returns (results in worker order, the warnings each once in the
-    order first seen, the first error described or None): the caller writes
+    paths).  Returns (results in worker order, the warnings each once in a
+    one-process run's order, the first error described or None): the caller writes
     what the results hold, then raises worker_error(error, warnings)."""
     with _forked(jobs, block, _gather_worker, compute) as conns:
-        results, warnings, seen, error = [], [], set(), None
+        results, tagged, error = [], [], None
         for w, conn in enumerate(conns):
             try:
                 _, result, texts, described = conn.recv()
@@ -289,13 +295,10 @@ def gather_sharded(jobs: int, block: int, compute: Compute
                 result, texts, described = None, [], ("Exception", "worker %d died" % w,
                                                       None, None)
             results.append(result)
-            for text in texts:
-                if text not in seen:
-                    seen.add(text)
-                    warnings.append(text)
+            tagged.append(texts)
             if error is None and described is not None:
                 error = described
-        return results, warnings, error
+        return results, merged_warnings(tagged), error
 
 
 def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
@@ -304,6 +307,7 @@ def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, Sample
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args, share=share)
+    watch_warnings(pf, samples)
     prepare_share(samples, share)
     return pf, samples
 
@@ -370,9 +374,44 @@ def _release_others() -> None:
 KERNEL_COST = 32 << 20
 
 
-def run_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[str]:
-    """A worker's warnings, as a one-process run prints them."""
-    return list(pf.warnings) + list(samples.symbolizer.warnings)
+def watch_warnings(pf: PerfFile, samples: SampleSymbolizer) -> None:
+    """In a worker: note where its warning lists stand at each block it
+    reaches (ClaimedShare.takes), for tagged_warnings."""
+    _watched[:] = [pf.warnings, samples.symbolizer.warnings]
+    _marks.clear()
+
+
+def tagged_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[Tagged]:
+    """A worker's warnings, each with its list (the file's, then the
+    symbolizer's, as a one-process run prints them) and the block the
+    worker was at when it was said (watch_warnings; -1 before the first)."""
+    out = []
+    for which, said in enumerate((pf.warnings, samples.symbolizer.warnings)):
+        at, block = 0, -1
+        for j, text in enumerate(said):
+            while at < len(_marks) and _marks[at][1 + which] <= j:
+                block = _marks[at][0]
+                at += 1
+            out.append((which, block, text))
+    return out
+
+
+
+def merged_warnings(parts: Iterable[Iterable[Tagged]]) -> list[str]:
+    """The workers' warnings (each worker's tagged_warnings, in worker
+    order), each once, in the order a one-process run says them: the
+    file's, then the symbolizer's, each by the block it was first said in
+    (which worker took a block varies from run to run; this order does
+    not)."""
+    rows = sorted((which, block, w, j, text)
+                  for w, part in enumerate(parts)
+                  for j, (which, block, text) in enumerate(part))
+    out, seen = [], set()
+    for _, _, _, _, text in rows:
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
 
 
 def event_names(pf: PerfFile, tracepoints: bool = True) -> set[str]:
