@@ -9,7 +9,7 @@ perf do. objdump's `<puts@plt>` labels are the oracle for the tests.
 from __future__ import annotations
 
 import struct
-from typing import Callable, NamedTuple
+from typing import Callable, Collection, NamedTuple
 
 from .elffile import Binary, SectionHeader, SHT_NOBITS
 
@@ -37,7 +37,10 @@ class _Reloc(NamedTuple):
     addend: int
 
 
-def _read_relocs(binary: Binary, sec: SectionHeader) -> list[_Reloc]:
+def _read_relocs(binary: Binary, sec: SectionHeader, wanted: Collection[int]
+                 ) -> list[_Reloc]:
+    """The relocations of one section whose type is among `wanted` (a PIE's
+    .rela.dyn holds thousands of R_*_RELATIVE ones, of no use here)."""
     data = binary.section_data(sec)
     if not data:
         return []
@@ -51,35 +54,52 @@ def _read_relocs(binary: Binary, sec: SectionHeader) -> list[_Reloc]:
         fmt, size = (le + "IIi", 12) if rela else (le + "II", 8)
         sym_shift, type_mask = 8, 0xFF
     dynsym = binary.section_by_index(sec.link)
-    names = _symbol_names(binary, dynsym) if dynsym is not None else []
+    names = _SymbolNames(binary, dynsym)
     out = []
     n = len(data) // size
     for entry in struct.iter_unpack(fmt, bytes(data[:n * size])):
         r_offset, r_info = entry[0], entry[1]
+        rtype = r_info & type_mask
+        if rtype not in wanted:
+            continue
         addend = entry[2] if rela else 0
-        symidx = r_info >> sym_shift
-        name = names[symidx] if 0 < symidx < len(names) else ""
-        out.append(_Reloc(r_offset, r_info & type_mask, name, addend))
+        out.append(_Reloc(r_offset, rtype, names.name(r_info >> sym_shift), addend))
     return out
 
 
-def _symbol_names(binary: Binary, symsec: SectionHeader) -> list[str]:
-    """Names of all entries of a symbol section, by index."""
-    data = binary.section_data(symsec)
-    strsec = binary.section_by_index(symsec.link)
-    strtab = binary.section_data(strsec) if strsec is not None else None
-    if not data or strtab is None:
-        return []
-    strtab = bytes(strtab)
-    le = "<" if binary.little_endian else ">"
-    fmt, size = (le + "I20x", 24) if binary.is_64 else (le + "I12x", 16)
-    names = []
-    n = len(data) // size
-    for (st_name,) in struct.iter_unpack(fmt, bytes(data[:n * size])):
-        end = strtab.find(b"\0", st_name)
-        names.append(strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
-                     if st_name < len(strtab) else "")
-    return names
+class _SymbolNames:
+    """Names of the entries of a symbol section by index, each decoded when
+    first asked for (the relocations name a few of .dynsym's thousands)."""
+
+    def __init__(self, binary: Binary, symsec: SectionHeader | None) -> None:
+        self._data = self._strtab = b""
+        self._count = 0
+        self._names: dict[int, str] = {}
+        self._format = "<I" if binary.little_endian else ">I"
+        self._size = 24 if binary.is_64 else 16
+        if symsec is None:
+            return
+        data = binary.section_data(symsec)
+        strsec = binary.section_by_index(symsec.link)
+        strtab = binary.section_data(strsec) if strsec is not None else None
+        if not data or strtab is None:
+            return
+        self._data, self._strtab = bytes(data), bytes(strtab)
+        self._count = len(data) // self._size
+
+    def name(self, index: int) -> str:
+        """The name of entry `index`; "" for entry 0 or one past the end."""
+        if not 0 < index < self._count:
+            return ""
+        got = self._names.get(index)
+        if got is None:
+            (st_name,) = struct.unpack_from(self._format, self._data, index * self._size)
+            strtab = self._strtab
+            end = strtab.find(b"\0", st_name)
+            got = (strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+                   if st_name < len(strtab) else "")
+            self._names[index] = got
+        return got
 
 
 def _i386_got_slot(code: bytes, stub_addr: int, got_base: int) -> int | None:
@@ -166,10 +186,11 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
         return []
     jump_relocs: list[_Reloc] = []
     by_slot: dict[int, str] = {}
+    wanted = frozenset((types["IRELATIVE"], types["JUMP_SLOT"], types["GLOB_DAT"]))
     for sec in binary.sections:
         if sec.type not in (SHT_RELA, SHT_REL):
             continue
-        for r in _read_relocs(binary, sec):
+        for r in _read_relocs(binary, sec, wanted):
             name = r.sym_name
             if r.type == types["IRELATIVE"] and not name and name_for_address:
                 name = name_for_address(r.addend) or ""
