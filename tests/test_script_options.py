@@ -441,9 +441,17 @@ def test_time_in_percent_as_perf(recorded, spec, tmp_path):
     from conftest import need
     path = need(recorded, "fp")
     rc, theirs = perf_script(path, ["-F", "tid,time", "--time", spec], tmp_path)
-    assert rc == 0 and theirs.strip()
+    assert rc == 0
     mine = ours(path, ["-F", "tid,time", "--time", spec], tmp_path / "none")
     assert mine == theirs
+    if not theirs.strip():
+        # A slice with no sample: the workload was off the CPU then (the
+        # recordings are made eight at a time on a busy machine; CI met one
+        # for 10%/2).  The file has samples, and perf's own slices of it
+        # print them.
+        rc, every = perf_script(path, ["-F", "tid,time", "--time", "0%-100%"], tmp_path)
+        assert rc == 0 and every.strip()
+        assert ours(path, ["-F", "tid,time", "--time", "0%-100%"], tmp_path / "all") == every
 
 
 @pytest.mark.parametrize("spec", ["10%x", "0%/1", "110%", "5%-200%", "a%/2"])  # perf: "Invalid time string"
