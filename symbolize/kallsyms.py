@@ -189,8 +189,10 @@ def _fixup(starts: list[int], bindings: list[int], names: list[str]
     n = len(starts)
     if not n:
         return [], [], []
-    order = sorted(range(n), key=starts.__getitem__)      # stable, as fixup_entries
-    if n > 1:
+    # (a kallsyms text is in address order but for modules and BPF programs:
+    # sorted already, it is left as it is, as a stable sort would leave it)
+    if n > 1 and not all(map(operator.le, starts, itertools.islice(starts, 1, None))):
+        order = sorted(range(n), key=starts.__getitem__)      # stable, as fixup_entries
         pick = operator.itemgetter(*order)
         starts, bindings, names = list(pick(starts)), list(pick(bindings)), list(pick(names))
     # A symbol runs to the next one, but the last of the kernel or of a
