@@ -181,9 +181,6 @@ class FrameResolver:
             frames.extend(self.frames_for_address(sample, avma, False, False))
         return frames
 
-    def _build_id_of(self, m: Map) -> str | None:
-        return self.dso_of(m)[1]
-
     def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map.  The vdso has
         no file: perf's build-id cache may hold its image; else, as perf does,
