@@ -104,11 +104,12 @@ class FrameResolver:
         # frames of an address: bounded, cleared when full.
         # (frames of an address, or its inline chain: a tuple of names)
         self._frame_cache: dict[tuple, tuple] = {}
-        self._stack_cache: dict[tuple, tuple] = {}
+        self._stack_cache: dict[tuple, tuple] = {}     # key -> (maps, frames, ...)
         # whether -g stacks repeat enough to be worth keeping (decided per
-        # STACK_WINDOW lookups) and the counts it is decided from
+        # STACK_WINDOW lookups) and the counts it is decided from (probe:
+        # the stacks met while they are not, 1 in 16 of them looked up)
         self._stacks_repeat = True
-        self._stack_probe = self._stack_lookups = self._stack_hits = 0   # key -> (maps, frames, ...)
+        self._stack_probe = self._stack_lookups = self._stack_hits = 0
         # (id(frames of an address), is_return): (frames, with inlines)
         self._dwarf_cache: dict[tuple[int, bool],
                                 tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
