@@ -9,7 +9,7 @@ stays the printed leaf and the mismatch is counted.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
@@ -76,10 +76,9 @@ class SampleUnwinder:
     def module_for(self, m: Map, dso: tuple[str, str | None]) -> UnwindModule:
         path, build_id = dso
         key = (path, build_id, m.start, m.pgoff)
-        mod: UnwindModule | Literal[False] | None = self._modules.get(key, False)
-        if mod is not False:
-            return mod  # type: ignore[return-value]  # (a module kept: never None)
-        mod = None
+        mod = self._modules.get(key)
+        if mod is not None:
+            return mod
         file_backed = not (m.path.startswith("//anon") or m.path.startswith("/memfd:") or
                            m.path == "[anon]" or
                            (m.path.startswith("[") and m.path != "[vdso]"))
