@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
@@ -176,8 +177,7 @@ class ByteSource:
 def open_input(path: str | os.PathLike[str] | BinaryIO | None) -> tuple[BinaryIO, bool, InputName]:
     """Open a path (or '-' for standard input) for reading; refuse non-files."""
     if path == "-" or path is None:
-        # (os.sys is the sys module, which typeshed's os does not export)
-        stream = getattr(os.sys.stdin, "buffer", os.sys.stdin)  # type: ignore[attr-defined]
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
         return stream, False, "<stdin>"  # type: ignore[return-value]
     if hasattr(path, "read"):
         seekable = False
