@@ -180,16 +180,9 @@ class SampleSymbolizer:
             self.stitcher.end_thread((fields.get("pid"), fields.get("tid")))  # type: ignore[union-attr]
 
     # ------------------------------------------------ frames (the resolver's)
-    def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
-        """The frames of the sample's own ip (what -S, --dsos look at)."""
-        return self.resolver.leaf_frames(sample)
-
     def frames_for_address(self, sample: Sample, avma: int, kernel: bool,
                            is_return_address: bool) -> Sequence[StackFrame]:
         return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
-
-    def frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
-        return self.resolver.frames_for_callchain(sample, ips)
 
     def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map."""
