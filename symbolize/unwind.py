@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     # A step's result: (caller's ip, caller's regs, how it was found, this frame's CFA).
     Step = tuple[int, dict[int, int], str, int]
 
-__all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "unwind_columns", "UnwindResult",
+__all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "UnwindResult",
            "UnwindModule", "StackSnapshot", "address_for_lookup", "STOP_REASONS",
            "INNERMOST", "RETURN_ADDRESS", "FRAME_POINTER", "INTERRUPTED"]
 
@@ -448,15 +448,6 @@ def unwind_dwarf(arch: str | Arch, regs: dict, read_stack: Callable[[int], Optio
     unwinder = Unwinder.for_arch(arch)
     ip, by_column = unwinder.regs_from_names(regs)
     return unwinder.walk(ip, by_column, read_stack, find_module, max_depth)
-
-
-def unwind_columns(arch: str | Arch, ip: Optional[int], regs: dict,
-                   read_stack: Callable[[int], Optional[int]],
-                   find_module: Callable[[int], ModuleLike | None],
-                   max_depth: int = 127) -> UnwindResult:
-    """unwind_dwarf with the registers already by DWARF column (a dict the
-    walk takes over) and the ip apart: Unwinder.walk."""
-    return Unwinder.for_arch(arch).walk(ip, regs, read_stack, find_module, max_depth)
 
 
 def _unreadable_slot(col: int, addr: int, sp: int, regs: dict[int, int],
