@@ -373,12 +373,11 @@ def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None
     if not cache.enabled:
         return
     syms = table._syms
-    if not isinstance(syms, _LazySymbols):
-        syms = _LazySymbols.build([s.name for s in syms], array("Q", [s.start for s in syms]),
-                                  array("Q", [s.size for s in syms]),
-                                  [s.module or "" for s in syms])
-    if not isinstance(syms.names, str) or not isinstance(syms.modules, str):
-        return                          # (mapped from the cache: there already)
+    # (what parse() made: its names one string; a table mapped from the
+    # cache or made of KernelSymbols is not saved)
+    if not isinstance(syms, _LazySymbols) or not isinstance(syms.names, str) or \
+            not isinstance(syms.modules, str):
+        return
     count = len(syms)
     names, name_ends = _utf8(syms.names, syms.name_ends, count)
     modules, module_ends = _utf8(syms.modules, syms.module_ends, count)
