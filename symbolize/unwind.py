@@ -359,13 +359,13 @@ class Unwinder:
         arch = self.arch
         fp_col = self._fp_column
         fp = regs.get(fp_col)
-        saved_fp = ra = None
-        if fp is not None and fp >= sp:
-            saved_fp = read_stack(fp + arch.fp_saved_fp)
-            ra = read_stack(fp + arch.fp_saved_ra)
+        if fp is None or fp < sp:
+            raise UnwindStop("no-cfi", ip)
+        saved_fp = read_stack(fp + arch.fp_saved_fp)
+        ra = read_stack(fp + arch.fp_saved_ra)
         if saved_fp is None or ra is None:
             raise UnwindStop("no-cfi", ip)
-        new_sp = fp + arch.fp_caller_sp  # type: ignore[operator]  # (saved_fp read: fp is set)
+        new_sp = fp + arch.fp_caller_sp
         ra &= self._ra_mask
         if ra == 0:
             raise UnwindStop("zero-ra", cfa=new_sp)
