@@ -12,11 +12,10 @@ import bisect
 import itertools
 import operator
 import struct
-import zlib
 from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
-from .cachedir import DEFAULT, CacheDir
+from .cachedir import DEFAULT, CacheDir, identity_key
 
 if TYPE_CHECKING:
     import mmap
@@ -276,9 +275,7 @@ def _text_identity(data: bytes) -> str:
 
 
 def _cache_file(identity: str) -> str:
-    raw = identity.encode("utf-8", "surrogateescape")
-    # (two checksums: a key, not a proof; the identity in the file is that)
-    return "kallsyms-%08x%08x.bin" % (zlib.crc32(raw), zlib.adler32(raw))
+    return "kallsyms-%s.bin" % identity_key(identity)
 
 
 def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
