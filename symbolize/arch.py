@@ -102,7 +102,7 @@ class Arch:
         """How to read the registers the unwinder uses out of a REGS_USER of
         this mask (callers keep it per mask): (number of u64s, position of
         the ip or None, an itemgetter of the others' positions, their DWARF
-        columns) (see unwind_columns)."""
+        columns) (see Unwinder.walk)."""
         names = self.perf_reg_names(mask)
         ip_index, positions, columns = None, [], []
         for i, name in enumerate(names):

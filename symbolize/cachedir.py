@@ -279,6 +279,15 @@ class CacheDir:
                 pass
 
 
+def identity_key(identity: str) -> str:
+    """The key in a cache file's name for what it was made from (a file's
+    identity, a text's hash): 16 hex digits of two checksums, short but not
+    unique, so the file holds the identity too and its reader checks it."""
+    import zlib
+    raw = identity.encode("utf-8", "surrogateescape")
+    return "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw))
+
+
 def code_tag(kind: str, modules: Iterable[str]) -> str:
     """The tag a cache entry of `kind` must carry to be used: a digest of the
     symbolize modules whose code decides what it holds (a change to any of

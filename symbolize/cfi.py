@@ -472,15 +472,14 @@ def _saved_slots(rules: dict[int, Rule], address_size: int, endian: str) -> Save
     slots = sorted((arg, column) for column, (_, arg) in rules.items())
     word = "Q" if address_size == 8 else "I"
     first = slots[0][0] if slots else 0
-    fmt: list[str] | str = [endian]
+    parts = [endian]
     at = first
     for offset, _ in slots:
         if offset < at:
             return None
-        # (a list until joined below)
-        fmt.append("%dx%s" % (offset - at, word) if offset > at else word)  # type: ignore[union-attr]
+        parts.append("%dx%s" % (offset - at, word) if offset > at else word)
         at = offset + address_size
-    fmt = "".join(fmt)
+    fmt = "".join(parts)
     unpack_from = _SLOT_READERS.get(fmt)
     if unpack_from is None:
         unpack_from = _SLOT_READERS[fmt] = struct.Struct(fmt).unpack_from

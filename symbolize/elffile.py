@@ -13,7 +13,6 @@ import mmap
 import os
 import stat
 import struct
-import zlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     D = TypeVar("D")
 
 from .buildid import parse_build_id_notes
+from .cachedir import identity_key
 
 MAX_BINARY_SIZE = 4 << 30
 MAX_DECOMPRESSED_SECTION = 1 << 30
@@ -484,9 +484,7 @@ class Binary:
         time: a hard link made to the file (perf's build-id cache makes
         them) changes it."""
         identity = "%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        raw = identity.encode()
-        where = cache.path_for("elf", "%08x%08x" % (zlib.crc32(raw), zlib.adler32(raw)),
-                               "-facts.marshal")
+        where = cache.path_for("elf", identity_key(identity), "-facts.marshal")
         if where is None:
             return
         facts = _facts_from_doc(_unmarshal(cache.read(where, 1 << 20)), identity)

@@ -12,11 +12,10 @@ import bisect
 import itertools
 import operator
 import struct
-import zlib
 from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
-from .cachedir import DEFAULT, CacheDir
+from .cachedir import DEFAULT, CacheDir, identity_key
 
 if TYPE_CHECKING:
     import mmap
@@ -276,9 +275,7 @@ def _text_identity(data: bytes) -> str:
 
 
 def _cache_file(identity: str) -> str:
-    raw = identity.encode("utf-8", "surrogateescape")
-    # (two checksums: a key, not a proof; the identity in the file is that)
-    return "kallsyms-%08x%08x.bin" % (zlib.crc32(raw), zlib.adler32(raw))
+    return "kallsyms-%s.bin" % identity_key(identity)
 
 
 def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
@@ -373,12 +370,11 @@ def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None
     if not cache.enabled:
         return
     syms = table._syms
-    if not isinstance(syms, _LazySymbols):
-        syms = _LazySymbols.build([s.name for s in syms], array("Q", [s.start for s in syms]),
-                                  array("Q", [s.size for s in syms]),
-                                  [s.module or "" for s in syms])
-    if not isinstance(syms.names, str) or not isinstance(syms.modules, str):
-        return                          # (mapped from the cache: there already)
+    # (what parse() made: its names one string; a table mapped from the
+    # cache or made of KernelSymbols is not saved)
+    if not isinstance(syms, _LazySymbols) or not isinstance(syms.names, str) or \
+            not isinstance(syms.modules, str):
+        return
     count = len(syms)
     names, name_ends = _utf8(syms.names, syms.name_ends, count)
     modules, module_ends = _utf8(syms.modules, syms.module_ends, count)

@@ -75,8 +75,6 @@ class _SymbolNames:
         self._data = self._strtab = b""
         self._count = 0
         self._names: dict[int, str] = {}
-        self._format = "<I" if binary.little_endian else ">I"
-        self._size = 24 if binary.is_64 else 16
         if symsec is None:
             return
         data = binary.section_data(symsec)
@@ -84,8 +82,12 @@ class _SymbolNames:
         strtab = binary.section_data(strsec) if strsec is not None else None
         if not data or strtab is None:
             return
+        # (the entry's layout from pyelftools' Elf_Sym, as symtab reads it)
+        fmt, fields = binary.struct_layout("Elf_Sym")
+        self._entry = struct.Struct(fmt)
+        self._name_field = fields.index("st_name")
         self._data, self._strtab = bytes(data), bytes(strtab)
-        self._count = len(data) // self._size
+        self._count = len(data) // self._entry.size
 
     def name(self, index: int) -> str:
         """The name of entry `index`; "" for entry 0 or one past the end."""
@@ -93,7 +95,8 @@ class _SymbolNames:
             return ""
         got = self._names.get(index)
         if got is None:
-            (st_name,) = struct.unpack_from(self._format, self._data, index * self._size)
+            entry = self._entry
+            st_name = entry.unpack_from(self._data, index * entry.size)[self._name_field]
             strtab = self._strtab
             end = strtab.find(b"\0", st_name)
             got = (strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")

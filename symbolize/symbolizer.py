@@ -8,6 +8,7 @@ entries in `warnings` (one per file and problem) and frames with name None.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from typing import TYPE_CHECKING, NamedTuple
@@ -25,6 +26,8 @@ from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table, load_table, save_table
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .cachedir import CacheWhere
 
 MAX_CACHED_ADDRESSES = 1 << 20
@@ -298,28 +301,29 @@ class Symbolizer:
         a part of what a run needs, then read the rest.  What loading it had
         to say waits for the first lookup in the binary (none: never said),
         so the warnings are those of a run that did not prepare."""
-        mark = len(self.warnings)
-        try:
+        with self._warnings_held((path, normalize_build_id(build_id))):
             d = self._dso(path, build_id)
             if inline_names and d.lines is not None:
                 d.lines.prepare()
                 self._drain(d.lines.binary)
-        finally:
-            said = self.warnings[mark:]
-            del self.warnings[mark:]
-        if said:
-            self._deferred[(path, normalize_build_id(build_id))] = said
 
     def prepare_kernel(self, build_id: str | None = None) -> None:
         """kernel_symbols() now, its warnings held as prepare() holds them."""
+        bid = normalize_build_id(build_id)
+        with self._warnings_held(("[kernel.kallsyms]", bid)):
+            self._kernel_table(bid)
+
+    @contextlib.contextmanager
+    def _warnings_held(self, key: tuple[str, str | None]) -> Iterator[None]:
+        """The warnings said inside the block, kept back for _say_deferred(key)."""
         mark = len(self.warnings)
         try:
-            self._kernel_table(normalize_build_id(build_id))
+            yield
         finally:
             said = self.warnings[mark:]
             del self.warnings[mark:]
         if said:
-            self._deferred[("[kernel.kallsyms]", normalize_build_id(build_id))] = said
+            self._deferred[key] = said
 
     def _say_deferred(self, key: tuple[str, str | None]) -> None:
         said = self._deferred.pop(key, None)

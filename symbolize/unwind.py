@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     # A step's result: (caller's ip, caller's regs, how it was found, this frame's CFA).
     Step = tuple[int, dict[int, int], str, int]
 
-__all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "unwind_columns", "UnwindResult",
+__all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "UnwindResult",
            "UnwindModule", "StackSnapshot", "address_for_lookup", "STOP_REASONS",
            "INNERMOST", "RETURN_ADDRESS", "FRAME_POINTER", "INTERRUPTED"]
 
@@ -359,13 +359,13 @@ class Unwinder:
         arch = self.arch
         fp_col = self._fp_column
         fp = regs.get(fp_col)
-        saved_fp = ra = None
-        if fp is not None and fp >= sp:
-            saved_fp = read_stack(fp + arch.fp_saved_fp)
-            ra = read_stack(fp + arch.fp_saved_ra)
+        if fp is None or fp < sp:
+            raise UnwindStop("no-cfi", ip)
+        saved_fp = read_stack(fp + arch.fp_saved_fp)
+        ra = read_stack(fp + arch.fp_saved_ra)
         if saved_fp is None or ra is None:
             raise UnwindStop("no-cfi", ip)
-        new_sp = fp + arch.fp_caller_sp  # type: ignore[operator]  # (saved_fp read: fp is set)
+        new_sp = fp + arch.fp_caller_sp
         ra &= self._ra_mask
         if ra == 0:
             raise UnwindStop("zero-ra", cfa=new_sp)
@@ -448,15 +448,6 @@ def unwind_dwarf(arch: str | Arch, regs: dict, read_stack: Callable[[int], Optio
     unwinder = Unwinder.for_arch(arch)
     ip, by_column = unwinder.regs_from_names(regs)
     return unwinder.walk(ip, by_column, read_stack, find_module, max_depth)
-
-
-def unwind_columns(arch: str | Arch, ip: Optional[int], regs: dict,
-                   read_stack: Callable[[int], Optional[int]],
-                   find_module: Callable[[int], ModuleLike | None],
-                   max_depth: int = 127) -> UnwindResult:
-    """unwind_dwarf with the registers already by DWARF column (a dict the
-    walk takes over) and the ip apart: Unwinder.walk."""
-    return Unwinder.for_arch(arch).walk(ip, regs, read_stack, find_module, max_depth)
 
 
 def _unreadable_slot(col: int, addr: int, sp: int, regs: dict[int, int],
