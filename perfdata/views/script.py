@@ -799,13 +799,11 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
     from .options import open_profile
-    from .sharded import describe_error
+    from .sharded import describe_error, start_share, tagged_warnings
     block = share[0]
-    from .sharded import prepare_share, tagged_warnings, watch_warnings
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
-    watch_warnings(pf, samples)
-    prepare_share(samples, share)
+    start_share(pf, samples, share)
     current: int | None
     parts: list[str]
     error: Described | None

@@ -307,9 +307,16 @@ def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, Sample
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args, share=share)
+    start_share(pf, samples, share)
+    return pf, samples
+
+
+def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Share) -> None:
+    """What a worker does before its walk, whatever it makes of its
+    samples: follow its warnings block by block (watch_warnings), and build
+    its part of the run's first builds (prepare_share)."""
     watch_warnings(pf, samples)
     prepare_share(samples, share)
-    return pf, samples
 
 
 def prepare_share(samples: SampleSymbolizer, share: Share) -> None:
