@@ -301,6 +301,40 @@ def gather_sharded(jobs: int, block: int, compute: Compute
         return results, merged_warnings(tagged), error
 
 
+def compute_part(args: argparse.Namespace, share: Share,
+                 make: Callable[[SampleSymbolizer], Any],
+                 fill: Callable[[PerfFile, SampleSymbolizer, Any], None]
+                 ) -> tuple[Any, list[Tagged], Described | None]:
+    """gather_sharded's compute(share) for a view that adds up parts: the
+    share's samples (open_share), the worker's part make(samples), filled
+    with them by fill(pf, samples, part); (part, warnings, the fault
+    described or None): a fault mid-file leaves the part holding the
+    samples before it."""
+    pf, samples = open_share(args, share)
+    part = make(samples)
+    error = None
+    try:
+        fill(pf, samples, part)
+    except PerfDataError as exc:
+        error = describe_error(exc)
+    return part, tagged_warnings(pf, samples), error
+
+
+def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
+                 merge: Callable[[Any], None]) -> None:
+    """gather_sharded(jobs, block, compute), then merge(part) each worker's
+    part (in worker order; none from a worker that died), then the run's
+    warnings printed and the fault a worker met raised."""
+    from .options import print_warnings
+    results, warnings, error = gather_sharded(jobs, block, compute)
+    for part in results:
+        if part is not None:
+            merge(part)
+    print_warnings(pf, warnings)
+    if error is not None:
+        raise worker_error(error)
+
+
 def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
     with its part of the run's first builds done (prepare_share)."""
