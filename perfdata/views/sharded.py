@@ -245,7 +245,7 @@ def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exceptio
     if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
         return RuntimeError(message_text)
     error = cls(message_text, path=path, offset=offset)
-    error.warnings = list(warnings)  # type: ignore[attr-defined]  # (cli.py reads it with getattr)
+    error.warnings = list(warnings)  # type: ignore[attr-defined]  # (script.run reads it with getattr)
     return error
 
 
@@ -284,8 +284,9 @@ def gather_sharded(jobs: int, block: int, compute: Compute
     processes, each returning (result, warnings, described error or None),
     for results that add up whatever the order (folded stacks, flame graph
     paths).  Returns (results in worker order, the warnings each once in a
-    one-process run's order, the first error described or None): the caller writes
-    what the results hold, then raises worker_error(error, warnings)."""
+    one-process run's order, the first error described or None): the
+    caller (add_up_parts) adds up the results, prints the warnings, then
+    raises worker_error(error)."""
     with _forked(jobs, block, _gather_worker, compute) as conns:
         results, tagged, error = [], [], None
         for w, conn in enumerate(conns):
