@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, Iterable, TextIO
@@ -207,9 +206,3 @@ def merge_partials(*parts: Partial) -> Partial:
         out.errors.extend(part.errors)
         out.warnings.extend(part.warnings)
     return out
-
-
-def local_partial(paths: Iterable[str], kind: str, options: dict[str, Any]) -> Partial:
-    """The merged Partial of `paths` computed in this process (no Dask): the
-    reference the fleet's result equals, and a fallback for tools."""
-    return merge_partials(*[file_partial(os.path.abspath(p), kind, options) for p in paths])

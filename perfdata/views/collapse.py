@@ -30,7 +30,6 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from ..format.constants import AttrType, SampleType as ST
-from ..format.errors import PerfDataError
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .sharded import add_jobs_argument
@@ -43,8 +42,7 @@ if TYPE_CHECKING:
     from ..format.eventattr import EventAttr
     from ..frames import StackFrame
     from ..session.stream import Sample
-    from ..symbolized import SymbolizedSample
-    from .sharded import Described, Share, Tagged
+    from ..symbolized import SampleSymbolizer, SymbolizedSample
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -256,29 +254,20 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
                       pf: PerfFile, counts: dict[str, int]) -> None:
     """collapse_samples over `jobs` workers' shares of the samples, added up
     into counts (the folded lines are sorted: the sum is the same text)."""
-    from .options import print_warnings
-    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
+    from functools import partial
 
-    def compute(share: Share) -> tuple[dict[str, int], list[Tagged], Described | None]:
-        wpf, samples = open_share(args, share)
-        mine: dict[str, int]
-        error: Described | None
-        mine, error = {}, None
-        try:
-            # (made without side events: its items are samples)
-            collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]
-        except PerfDataError as exc:
-            error = describe_error(exc)
-        return mine, tagged_warnings(wpf, samples), error
+    from .sharded import add_up_parts, compute_part
 
-    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
-    for part in results:
-        for key, n in (part or {}).items():
+    def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: dict[str, int]) -> None:
+        # (made without side events: its items are samples)
+        collapse_samples(samples, opts, counts=mine)  # type: ignore[arg-type]
+
+    def merge(part: dict[str, int]) -> None:
+        for key, n in part.items():
             counts[key] = counts.get(key, 0) + n
-    print_warnings(pf, warnings)
-    if error is not None:
-        raise worker_error(error)
 
+    add_up_parts(pf, jobs, SHARD_BLOCK, partial(compute_part, args, make=lambda _: {}, fill=fill),
+                 merge)
 
 
 def add_collapse_options(p: argparse.ArgumentParser) -> None:

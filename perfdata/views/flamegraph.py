@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 
     from ..format.container import PerfFile
     from ..frames import StackFrame
-    from ..symbolized import SymbolizedSample
-    from .sharded import Described, Share, Tagged
+    from ..symbolized import SampleSymbolizer, SymbolizedSample
 
     # A stack's path from its outermost frame: (name, kind, dso) each.
     Path = list[tuple[str, str, str]]
@@ -547,29 +546,19 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
                    builder: FlameGraphBuilder) -> None:
     """The builder's tree from `jobs` workers' shares of the samples, each
     node keeping the kind and dso of the first sample that made it."""
-    from ..format.errors import PerfDataError
-    from .options import print_warnings
-    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
+    from functools import partial
 
-    def compute(share: Share) -> tuple[FlameGraphBuilder, list[Tagged], Described | None]:
-        wpf, samples = open_share(args, share)
-        error: Described | None
-        mine, error = FlameGraphBuilder(args.weight, opts), None
-        try:
-            for sample in samples:
-                # (made without side events: its items are samples)
-                mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
-        except PerfDataError as exc:
-            error = describe_error(exc)
-        return mine, tagged_warnings(wpf, samples), error
+    from .sharded import add_up_parts, compute_part
 
-    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
-    for part in results:
-        if part is not None:
-            builder.merge(part)
-    print_warnings(pf, warnings)
-    if error is not None:
-        raise worker_error(error)
+    def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: FlameGraphBuilder) -> None:
+        for sample in samples:
+            # (made without side events: its items are samples)
+            mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
+
+    add_up_parts(pf, jobs, SHARD_BLOCK,
+                 partial(compute_part, args, make=lambda _: FlameGraphBuilder(args.weight, opts),
+                         fill=fill),
+                 builder.merge)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -311,6 +311,10 @@ class _State:
         self.bpf_btfs: dict[int, bytes] = {}
         self.event_names: dict[int, str] = {}      # index -> name, from EVENT_DESC
 
+    def nr_cpus_available(self) -> int | None:
+        """NRCPUS's available count, once that section is read."""
+        return None if self.nrcpus is None else self.nrcpus["nr_cpus_available"]
+
 
 def _feature_lines(fid: Feature, value: Any, state: _State, full: bool) -> list[str]:
     """The lines perf prints for one feature, from its parsed value."""
@@ -511,15 +515,13 @@ def _group_lines(groups: list[dict[str, Any]], state: _State) -> list[str]:
 
 def _parse(pf: PerfFile, fid: Feature, data: bytes, state: _State,
            offset: int | None = None) -> Any:
-    nr_cpus = None
-    if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
-        nr_cpus = state.nrcpus["nr_cpus_available"]
+    nr_cpus = state.nr_cpus_available() if fid == Feature.CPU_TOPOLOGY else None
     value = parse_feature(fid, data, pf.little, path=pf.path, offset=offset,
                           nr_cpus_avail=nr_cpus)
-    return _noted(fid, value, len(data), state, nr_cpus)
+    return _noted(fid, value, len(data), state)
 
 
-def _noted(fid: Feature, value: Any, size: int, state: _State, nr_cpus: int | None) -> Any:
+def _noted(fid: Feature, value: Any, size: int, state: _State) -> Any:
     """A parsed section as the printing takes it, after what perf notes of
     it on the way (the event names, NRCPUS, BTF; CPU_TOPOLOGY cut to what
     perf reads of a section of `size` bytes, on a copy)."""
@@ -530,7 +532,7 @@ def _noted(fid: Feature, value: Any, size: int, state: _State, nr_cpus: int | No
             state.event_names.setdefault(index, ev["name"])
     elif fid == Feature.CPU_TOPOLOGY:
         value = dict(value)
-        _perf_topology_cut(value, size, nr_cpus or 0)
+        _perf_topology_cut(value, size, state.nr_cpus_available() or 0)
     elif fid == Feature.BPF_BTF:
         for b in value:
             state.bpf_btfs.setdefault(b["id"], bytes(b["data"]))
@@ -625,10 +627,7 @@ def describe_header(pf: PerfFile, full: bool = False) -> str:
             value = pf.feature(fid)
             if value is None:
                 raise PerfDataError("section outside the file")
-            nr_cpus = None
-            if fid == Feature.CPU_TOPOLOGY and state.nrcpus is not None:
-                nr_cpus = state.nrcpus["nr_cpus_available"]
-            values[fid] = _noted(fid, value, pf.feature_size(fid) or 0, state, nr_cpus)
+            values[fid] = _noted(fid, value, pf.feature_size(fid) or 0, state)
         except PerfDataError as exc:
             values[fid] = exc
     for fid in sorted(values):

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from ..frames import StackFrame
     from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer, SymbolizedSample
-    from .sharded import Described, Share, Tagged
 
 SORT_KEYS = {
     "comm": "Command",
@@ -486,33 +485,31 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
 def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: PerfFile
                     ) -> tuple[Report, int]:
     """(Report, lost samples) from `jobs` workers' shares of the samples."""
-    from ..format.errors import PerfDataError
-    from .sharded import describe_error, gather_sharded, open_share, tagged_warnings, worker_error
+    from functools import partial
 
-    def compute(share: Share) -> tuple[tuple[Report, int], list[Tagged], Described | None]:
-        wpf, samples = open_share(args, share)
-        error: Described | None
-        mine, error = Report(keys, args.children, sampler=samples), None
-        try:
-            build_report(wpf, samples, keys, children=args.children, progress=False,
-                         report=mine)
-        except PerfDataError as exc:
-            error = describe_error(exc)
-        # Every worker reads every record: each counts all the lost samples.
-        return (mine, samples.lost_samples), tagged_warnings(wpf, samples), error
-
-    results, warnings, error = gather_sharded(jobs, SHARD_BLOCK, compute)
+    from .sharded import add_up_parts, compute_part
     report, lost = Report(keys, args.children), 0
-    for part in results:
-        if part is not None:
-            report.merge(part[0])
-            lost = part[1]
+
+    def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: list[Any]) -> None:
+        build_report(wpf, samples, keys, children=args.children, progress=False,
+                     report=mine[0])
+        # Every worker reads every record: each counts all the lost samples.
+        mine[1] = samples.lost_samples
+
+    def merge(part: list[Any]) -> None:
+        nonlocal lost
+        report.merge(part[0])
+        lost = part[1]
+
+    # a worker's part: [its Report, the lost samples]
+    add_up_parts(pf, jobs, SHARD_BLOCK,
+                 partial(compute_part, args,
+                         make=lambda samples: [Report(keys, args.children, sampler=samples), 0],
+                         fill=fill),
+                 merge)
     events = {ea.index: ea for ea in pf.attrs}
     for hist in report.hists.values():
         hist.event = events.get(hist.event.index, hist.event)
-    print_warnings(pf, warnings)
-    if error is not None:
-        raise worker_error(error)
     return report, lost
 
 

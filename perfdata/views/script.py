@@ -468,11 +468,17 @@ class ScriptFormatter:
         out.append(describe_side_event(rtype, rec.misc, f, self._kernel_symbol_at))
         return "".join(out) + "\n"
 
-    def _kernel_symbol_at(self, address: int) -> str:
-        """'name+0xoff' of a kernel address (TEXT_POKE), or ''."""
+    def _kernel_table(self) -> KernelSymbols | None:
+        """The kallsyms table, or None; kernel_symbols may be a callable
+        that loads it: called at the first use, once."""
         table = self.kernel_symbols
         if callable(table) and not hasattr(table, "lookup"):
             table = self.kernel_symbols = table()
+        return table  # type: ignore[return-value]  # (a table or None by now)
+
+    def _kernel_symbol_at(self, address: int) -> str:
+        """'name+0xoff' of a kernel address (TEXT_POKE), or ''."""
+        table = self._kernel_table()
         sym = table.lookup(address) if table is not None else None
         if sym is None:
             return ""
@@ -560,12 +566,7 @@ class ScriptFormatter:
         if self._tracer is None:
             # (imported here: only tracepoint events print their fields)
             from ..tracefmt import TracePrinter
-            # kernel_symbols may be a callable that loads the table on demand.
-            table = self.kernel_symbols
-            if callable(table) and not hasattr(table, "lookup"):
-                table = table()
-            # (a table or None by now)
-            self._tracer = TracePrinter.for_file(self.pf, table) or False  # type: ignore[arg-type]
+            self._tracer = TracePrinter.for_file(self.pf, self._kernel_table()) or False
         if not self._tracer:
             return ""
         return self._tracer.format(sample.event.attr["config"],
@@ -799,13 +800,11 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
     from .options import open_profile
-    from .sharded import describe_error
+    from .sharded import describe_error, start_share, tagged_warnings
     block = share[0]
-    from .sharded import prepare_share, tagged_warnings, watch_warnings
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
-    watch_warnings(pf, samples)
-    prepare_share(samples, share)
+    start_share(pf, samples, share)
     current: int | None
     parts: list[str]
     error: Described | None

@@ -245,7 +245,7 @@ def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exceptio
     if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
         return RuntimeError(message_text)
     error = cls(message_text, path=path, offset=offset)
-    error.warnings = list(warnings)  # type: ignore[attr-defined]  # (cli.py reads it with getattr)
+    error.warnings = list(warnings)  # type: ignore[attr-defined]  # (script.run reads it with getattr)
     return error
 
 
@@ -284,8 +284,9 @@ def gather_sharded(jobs: int, block: int, compute: Compute
     processes, each returning (result, warnings, described error or None),
     for results that add up whatever the order (folded stacks, flame graph
     paths).  Returns (results in worker order, the warnings each once in a
-    one-process run's order, the first error described or None): the caller writes
-    what the results hold, then raises worker_error(error, warnings)."""
+    one-process run's order, the first error described or None): the
+    caller (add_up_parts) adds up the results, prints the warnings, then
+    raises worker_error(error)."""
     with _forked(jobs, block, _gather_worker, compute) as conns:
         results, tagged, error = [], [], None
         for w, conn in enumerate(conns):
@@ -301,15 +302,56 @@ def gather_sharded(jobs: int, block: int, compute: Compute
         return results, merged_warnings(tagged), error
 
 
+def compute_part(args: argparse.Namespace, share: Share,
+                 make: Callable[[SampleSymbolizer], Any],
+                 fill: Callable[[PerfFile, SampleSymbolizer, Any], None]
+                 ) -> tuple[Any, list[Tagged], Described | None]:
+    """gather_sharded's compute(share) for a view that adds up parts: the
+    share's samples (open_share), the worker's part make(samples), filled
+    with them by fill(pf, samples, part); (part, warnings, the fault
+    described or None): a fault mid-file leaves the part holding the
+    samples before it."""
+    pf, samples = open_share(args, share)
+    part = make(samples)
+    error = None
+    try:
+        fill(pf, samples, part)
+    except PerfDataError as exc:
+        error = describe_error(exc)
+    return part, tagged_warnings(pf, samples), error
+
+
+def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
+                 merge: Callable[[Any], None]) -> None:
+    """gather_sharded(jobs, block, compute), then merge(part) each worker's
+    part (in worker order; none from a worker that died), then the run's
+    warnings printed and the fault a worker met raised."""
+    from .options import print_warnings
+    results, warnings, error = gather_sharded(jobs, block, compute)
+    for part in results:
+        if part is not None:
+            merge(part)
+    print_warnings(pf, warnings)
+    if error is not None:
+        raise worker_error(error)
+
+
 def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
     with its part of the run's first builds done (prepare_share)."""
     from .options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args, share=share)
+    start_share(pf, samples, share)
+    return pf, samples
+
+
+def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Share) -> None:
+    """What a worker does before its walk, whatever it makes of its
+    samples: follow its warnings block by block (watch_warnings), and build
+    its part of the run's first builds (prepare_share)."""
     watch_warnings(pf, samples)
     prepare_share(samples, share)
-    return pf, samples
 
 
 def prepare_share(samples: SampleSymbolizer, share: Share) -> None:
