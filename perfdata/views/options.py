@@ -339,9 +339,11 @@ def kernel_symbols_from_args(pf: PerfFile, args: argparse.Namespace
     """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
     if getattr(args, "vmlinux", None):
         from symbolize.kallsyms import KernelSymbols
-        bid = next((b for name, b in pf.recorded_build_ids().items()
-                    if name.startswith("[kernel.kallsyms]")), None)
-        table = KernelSymbols.from_vmlinux(args.vmlinux, bid)
+
+        from ..session.machine import KERNEL_DSO
+        from ..session.stream import recorded_build_ids
+        table = KernelSymbols.from_vmlinux(args.vmlinux,
+                                           recorded_build_ids(pf).get(KERNEL_DSO))
         pf.warnings.extend(table.warnings)
         return table
     return args.kallsyms
