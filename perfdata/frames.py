@@ -42,6 +42,10 @@ STACK_CACHE_SIZE = 16384
 STACK_WINDOW = 1024
 _CC_MAX = CC.MAX
 _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
+# The context markers a callchain may hold; any other value at or above
+# CC.MAX is a garbage word of a frame-pointer walk (often -1), see
+# _frames_for_callchain.
+_CONTEXTS = frozenset(int(c) for c in CC if c != CC.MAX)
 # Kernel addresses (x86_64, aarch64): the upper half.
 _KERNEL_HALF = 1 << 63
 # Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
@@ -323,6 +327,15 @@ class FrameResolver:
         depth = 0
         for index, ip in enumerate(ips):
             if ip >= _CC_MAX:
+                if ip not in _CONTEXTS:
+                    # Not a context: a frame-pointer walk read garbage (-1,
+                    # -0x80...).  perf 6.1 drops the whole chain ("invalid
+                    # callchain context") and prints no frame; the frames
+                    # before it are the kernel's own, kept; the walk after
+                    # it is garbage: the stack ends here.
+                    self.counts["invalid_context_samples"] = \
+                        self.counts.get("invalid_context_samples", 0) + 1
+                    break
                 kernel = ip in _KERNEL_CONTEXTS
                 if not kernel:
                     # The first user entry is where user space was interrupted

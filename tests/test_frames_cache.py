@@ -95,3 +95,21 @@ def test_callchain_cache_kept_while_stacks_repeat_dropped_when_they_do_not(monke
     for _ in range(64 * 16 * 2):        # probes (1 in 16) see the hot stack again
         resolver.frames_for_callchain(sample, hot)
     assert resolver.keeps_stacks
+
+
+def test_callchain_ends_at_a_value_that_is_no_context():
+    """A word at or above PERF_CONTEXT_MAX that names no context (-1, -0x100:
+    a frame-pointer walk read garbage) ends the stack: the frames before it
+    stay, nothing after it is made a frame (perf 6.1 drops the whole chain,
+    the README's deliberate difference); a real context marker goes on."""
+    from perfdata.format.constants import CallchainContext as CC
+    resolver, thread = _resolver()
+    thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))
+    sample = _callchain_sample(thread)
+    for garbage in ((1 << 64) - 1, (1 << 64) - 0x100, int(CC.MAX)):
+        ips = [int(CC.USER), 0x401000, 0x402000, garbage, 0x403000, 0x404000]
+        frames = resolver.frames_for_callchain(sample, ips)
+        assert [f.avma for f in frames] == [0x401000, 0x402000]
+    assert resolver.counts["invalid_context_samples"] == 3
+    ips = [int(CC.USER), 0x401000, int(CC.USER), 0x403000]
+    assert [f.avma for f in resolver.frames_for_callchain(sample, ips)] == [0x401000, 0x403000]
