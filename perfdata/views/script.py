@@ -512,10 +512,9 @@ class ScriptFormatter:
                 continue
             line = self._frame_line(fr, has, "\t", "\n", plain=plain)
             add(line)
-            if fr.note != "no-map":         # (made afresh for each stack: not kept)
-                if len(lines) > FRAME_LINES_KEPT:
-                    lines.clear()
-                lines[id(fr)] = (fr, line)
+            if len(lines) > FRAME_LINES_KEPT:
+                lines.clear()
+            lines[id(fr)] = (fr, line)
         text = "".join(parts)
         if len(self._stacks) > 16384:
             self._stacks.clear()
