@@ -138,6 +138,8 @@ class RecordWalker:
         # hide the next records (its size field damaged).
         self.nsamples = self.max_sample = 0
         self.scanned = 0        # resync scans never read a byte twice: time stays linear
+        # whether the last chain _plausible_at accepted held by reaching the end
+        self.chain_hit_end = False
         # Records are 8-byte multiples in perf's files, except COMPRESSED ones
         # (and some other writers'): then resync tries every byte.
         self.step = 8
@@ -185,6 +187,7 @@ class RecordWalker:
         data); when the record carries no event id the attrs know, the one
         after that too."""
         unpack = self.header.unpack_from
+        self.chain_hit_end = False
         rtype, _, size = unpack(buf, i)
         if not self.plausible(rtype, size, at, end):
             return False
@@ -195,6 +198,7 @@ class RecordWalker:
             at += size
             i += size
             if at == end:
+                self.chain_hit_end = True
                 return True
             if i + 8 > len(buf):
                 return False
@@ -202,6 +206,12 @@ class RecordWalker:
             if not self.plausible(rtype, size, at, end):
                 return False
         return True
+
+    def _chain_follows(self, at: int) -> bool:
+        """Whether plausible records start at `at`, where the source is."""
+        look = self.src.peek(_LOOKAHEAD)
+        end = self.src.known_end
+        return len(look) >= 8 and self._plausible_at(look, 0, at, _NO_END if end is None else end)
 
     # ------------------------------------------------------------- the walk
     def records(self) -> Iterator[Record]:
@@ -335,7 +345,14 @@ class RecordWalker:
                     start = max(offset + 8, self.scanned)
                     start += (offset - start) % self.step
                     resume = self.resync(start, offset + size)
+                    weak = resume is not None and self.chain_hit_end
                     src.goto(offset + size)
+                    if weak and self._chain_follows(offset + size):
+                        # The records found inside it held only by reaching
+                        # the end of the data, which a cut file has anywhere
+                        # (one header's size ran to it), while this record's
+                        # own size leads on to sane records: it is just big.
+                        resume = None
                     self.scanned = max(self.scanned, resume or offset + size)
                     if resume is None:
                         self.nsamples += 1
