@@ -113,7 +113,7 @@ class FrameResolver:
         # return address): what such a frame says does not depend on the
         # maps, only that it is in none; a frame-pointer walk's garbage
         # repeats (make -j2: 155k such frames, 51k addresses, 20k of them 0).
-        self._no_map_frames: dict[tuple[int, bool, bool], tuple[StackFrame]] = {}
+        self._no_map_frames: dict[tuple[int, bool, bool], tuple[StackFrame, ...]] = {}
         # whether -g stacks repeat enough to be worth keeping (decided per
         # STACK_WINDOW lookups) and the counts it is decided from (probe:
         # the stacks met while they are not, 1 in 16 of them looked up)
@@ -394,17 +394,17 @@ class FrameResolver:
                                        source="ksymbol", kernel=True,
                                        is_return_address=is_return_address)]
                 # perf prints unmapped kernel addresses against [unknown].
-            key = (avma, kernel, is_return_address)
-            hit = self._no_map_frames.get(key)
-            if hit is None:
+            no_map_key = (avma, kernel, is_return_address)
+            no_map = self._no_map_frames.get(no_map_key)
+            if no_map is None:
                 if len(self._no_map_frames) > 65536:
                     self._no_map_frames.clear()
                 # (positional: the garbage of a frame-pointer walk comes here
                 # by the thousand, and keyword arguments cost a third more)
-                hit = self._no_map_frames[key] = (StackFrame(
+                no_map = self._no_map_frames[no_map_key] = (StackFrame(
                     avma, avma, None, None, "[unknown]", None, None, None, False, None, kernel,
                     is_return_address, "no-map"),)
-            return hit
+            return no_map
         if kernel:
             path = KERNEL_DSO
             # perf prints a module by the path its MMAP record gave.
