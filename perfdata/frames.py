@@ -201,19 +201,48 @@ class FrameResolver:
         if hit is None:
             bid = m.build_id or self.build_ids.get(m.path)
             hit = (m.path, bid)
-            if m.path == "[vdso]":
-                found = self.symbolizer.binary_for(m.path, bid).status == "found"
-                if not found:
-                    from symbolize.vdso import running_vdso
-                    own = running_vdso(self.symbolizer.cache)
-                    if own is not None and (bid is None or bid == own[1]):
-                        if bid is None:
-                            self.warnings.append(
-                                "[vdso]: the profile has no build-id for it; assuming this "
-                                "machine's vdso (build-id %s), as perf does" % own[1])
-                        hit = own
+            # (without a build-id no file can be found for "[vdso]")
+            if m.path == "[vdso]" and (
+                    bid is None or self.symbolizer.binary_for(m.path, bid).status != "found"):
+                hit = self._vdso_stand_in(bid) or hit
             self._dso_cache[key] = hit
         return hit
+
+    def _vdso_stand_in(self, bid: str | None) -> tuple[str, str | None] | None:
+        """The image that stands in for a vdso not found by its build-id:
+        the one the caller gave (--vdso), else this machine's own, where it
+        is the recorded one (by build-id; without one, where this machine
+        runs the recorded kernel release: perf 6.1 takes its own vdso for any
+        file, and names another kernel's vdso code wrongly)."""
+        given = self.symbolizer.given_vdso
+        if given is not None:
+            choice = self.symbolizer.binary_for(given, None)
+            given_bid = choice.binary.build_id if choice.binary is not None else None
+            if choice.status != "found" or not given_bid:
+                self.warnings.append("--vdso %s: %s" % (given, choice.reason or "not an ELF image"
+                                                        " with a build-id"))
+            elif bid is not None and given_bid != bid:
+                self.warnings.append("--vdso %s: build-id %s, not the profile's vdso (%s); "
+                                     "not used" % (given, given_bid, bid))
+            else:
+                return given, given_bid
+        from symbolize.vdso import running_vdso
+        own = running_vdso(self.symbolizer.cache)
+        if own is None:
+            return None
+        if bid is not None:
+            return own if bid == own[1] else None
+        release = self._recorded_release()
+        if release and release == os.uname().release:
+            self.warnings.append("[vdso]: the profile has no build-id for it; assuming this "
+                                 "machine's vdso (build-id %s), as perf does" % own[1])
+            return own
+        self.warnings.append(
+            "[vdso]: the profile has no build-id for it and was recorded on kernel %s, not "
+            "this one (%s), whose vdso may differ: its frames are left unnamed; pass --vdso "
+            "FILE, the recording machine's vdso image (perfdata keeps it in its cache "
+            "directory as vdso-BUILDID.so)" % (release or "unknown", os.uname().release))
+        return None
 
     def dwarf_frames(self, sample: Sample, avma: int, is_return: bool) -> Sequence[StackFrame]:
         """perf's unwind_entry(): the frame at `avma` plus, from DWARF, the

@@ -74,7 +74,7 @@ class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
-                 cache_dir: CacheWhere = None) -> None:
+                 cache_dir: CacheWhere = None, vdso: str | None = None) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
@@ -84,7 +84,9 @@ class Symbolizer:
         vdso image) across runs: a CacheDir or a directory's path; None (the
         default) keeps nothing, CacheDir.default() is perfdata's directory.
         signatures: C++ names with their parameter lists, return types and
-        clone suffixes (perf -v's form); by default perf's (`ns::f<int>`)."""
+        clone suffixes (perf -v's form); by default perf's (`ns::f<int>`).
+        vdso: the path of a vdso image to stand in for a profile's vdso that
+        has no build-id (see given_vdso)."""
         self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
@@ -101,6 +103,7 @@ class Symbolizer:
         self._frames: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {}
         self._kallsyms = kallsyms
+        self._vdso = vdso
         self._kernel_tables: dict = {}
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
@@ -512,6 +515,13 @@ class Symbolizer:
         a vmlinux, or a kallsyms file's path), or None: then they are found
         by the kernel's build-id."""
         return self._kallsyms
+
+    @property
+    def given_vdso(self) -> str | None:
+        """The path of the vdso image the caller gave (the recording
+        machine's, for a profile that names no build-id for its vdso:
+        `perf record --buildid-mmap` records none), or None."""
+        return self._vdso
 
     def kernel_symbols(self, build_id: str | None = None) -> KernelSymbols:
         """The kernel's symbol table (kallsyms) for a kernel build-id."""

@@ -9,6 +9,7 @@
   from the dict and the tests using it skip.
 """
 import atexit
+import functools
 import os
 import shutil
 import subprocess
@@ -56,6 +57,42 @@ SAMPLE_PATH_MAP = _sample_path_map()
 #: the options that make a bundled recording symbolize from the repository alone
 SAMPLE_SYMBOL_ARGS = ["--debug-dir", str(SAMPLE_BUILDIDS)] + [
     a for old, new in SAMPLE_PATH_MAP for a in ("--path-map", "%s=%s" % (old, new))]
+
+
+
+@functools.lru_cache(maxsize=None)
+def _sample_vdso_by_release():
+    """{kernel release: the path of its vdso image in samples/buildids},
+    read off the bundled recordings that name their vdso's build-id."""
+    import perfdata
+    out = {}
+    for data in sorted(SAMPLES.glob("*.data")):
+        if not data.is_file():
+            continue
+        with perfdata.open(str(data)) as pf:
+            release = pf.feature(perfdata.Feature.OSRELEASE)
+            entries = pf.feature(perfdata.Feature.BUILD_ID) or []
+        for e in entries:
+            image = SAMPLE_BUILDIDS / ".build-id" / e["build_id"].hex()[:2] / e["build_id"].hex()[2:]
+            if e["filename"] == "[vdso]" and release and image.is_file():
+                out.setdefault(release, str(image))
+    return out
+
+
+def sample_vdso(data):
+    """The vdso image of the kernel a bundled recording was made on, for a
+    recording that names no build-id for its vdso (perf record
+    --buildid-mmap): the goldens name its vdso code from that image, which
+    another recording made on the same kernel names by build-id; None for
+    the others (their vdso is found by its build-id)."""
+    import perfdata
+    with perfdata.open(str(data)) as pf:
+        release = pf.feature(perfdata.Feature.OSRELEASE)
+        entries = pf.feature(perfdata.Feature.BUILD_ID) or []
+    if any(e["filename"] == "[vdso]" for e in entries):
+        return None
+    return _sample_vdso_by_release().get(release)
+
 
 # The bundled recordings' goldens name libc's local functions from the debug
 # file of the recording machine's libc (libc6-dbg of Debian 12's glibc 2.36),

@@ -12,7 +12,7 @@ from perfdata.symbolized import SampleSymbolizer
 from perfdata.views.script import ScriptFormatter
 from symbolize import DebugInfoLocator, Symbolizer
 
-from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug
+from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, sample_vdso
 from script_compare import agreement, compare
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
@@ -28,7 +28,7 @@ def run_script(data, debug_dirs=(BUILDIDS,), no_inline=False, fields=None):
     symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=[str(d) for d in debug_dirs],
                                              buildid_dir=str(BUILDIDS),
                                              path_map=SAMPLE_PATH_MAP),
-                            inline=False)
+                            inline=False, vdso=sample_vdso(data))
     samples = SampleSymbolizer(pf, symbolizer, dwarf_inline=not no_inline)
     fmt = ScriptFormatter(pf, fields)
     out = io.StringIO()

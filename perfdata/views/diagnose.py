@@ -58,7 +58,9 @@ CLASSES = {
                          "--debuginfod URL for the executable"),
     "vdso-missing": ("problem", "vdso image not available",
                      "record with perf's build-id cache on (no --no-buildid-cache), or run "
-                     "`perfdata archive FILE` on the recording machine"),
+                     "`perfdata archive FILE` on the recording machine; a profile that names "
+                     "no build-id for its vdso (perf record --buildid-mmap): --vdso FILE, "
+                     "the recording machine's image"),
     "kernel-skid": ("note", "kernel entry address in a user-only (:u) event",
                     "nothing to fix: the sample landed on the kernel entry (skid); drop :u to "
                     "see kernel stacks"),

@@ -73,6 +73,10 @@ def add_symbolize_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
     g.add_argument(*_free(p, "-k", "--vmlinux"), metavar="FILE",
                    help="the kernel's ELF image, for its symbols")
+    g.add_argument("--vdso", metavar="FILE",
+                   help="the recording machine's vdso image, for a profile that names no "
+                        "build-id for its vdso (perf record --buildid-mmap): by default "
+                        "this machine's own stands in only if it runs the recorded kernel")
     g.add_argument("--debuginfod", metavar="URL",
                    help="fetch missing debug files and binaries by build-id from these "
                         "debuginfod servers (space separated; default $DEBUGINFOD_URLS)")
@@ -435,6 +439,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
                             signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
+                            vdso=getattr(args, "vdso", None),
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     check_cpu_filter(pf, args)
