@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, run_cli
+from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, run_cli, sample_vdso
 
 # The oracle files were made from perf's goldens, which name libc's local
 # functions from the recording machine's libc debug file.
@@ -57,6 +57,10 @@ def _ours(base, flags, debug_dirs):
         argv += ["--debug-dir", str(SAMPLES / d)]
     for old, new in SAMPLE_PATH_MAP:
         argv += ["--path-map", "%s=%s" % (old, new)]
+    vdso = sample_vdso(data)
+    if vdso is not None:
+        # (the recording kernel's vdso, which perf's goldens name it by)
+        argv += ["--vdso", vdso]
     rc, out, err = run_cli(argv + list(flags))
     assert rc == 0, err
     return out
