@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 
 
 _U32 = (1 << 32) - 1
+# Plain ints: sample_type is an int, and `int & IntFlag` calls the flag's
+# Python-level __rand__ (a fifth of a stats run, once a sample).
+_SAMPLE, _LOST_SAMPLES, _AUXTRACE_INFO = int(RT.SAMPLE), int(RT.LOST_SAMPLES), int(RT.AUXTRACE_INFO)
+_READ = int(ST.READ)
 
 
 class RecordStats:
@@ -28,14 +32,15 @@ class RecordStats:
 
     def add(self, rec: Record) -> None:
         self.total += 1
-        self.by_type[rec.type] = self.by_type.get(rec.type, 0) + 1
-        if rec.type == RT.AUXTRACE_INFO:
+        rtype = rec.type
+        self.by_type[rtype] = self.by_type.get(rtype, 0) + 1
+        if rtype == _AUXTRACE_INFO:
             self.has_aux = True
-        if rec.type == RT.SAMPLE and rec.attr is not None:
+        if rtype == _SAMPLE and rec.attr is not None:
             for ea in self._events_of(rec):
                 per = self.by_event.setdefault(ea.index, {})
-                per[rec.type] = per.get(rec.type, 0) + 1
-        elif rec.type == RT.LOST_SAMPLES and rec.attr is not None:
+                per[rtype] = per.get(rtype, 0) + 1
+        elif rtype == _LOST_SAMPLES and rec.attr is not None:
             # An event's LOST_SAMPLES line counts the samples lost, not the
             # records (perf's count_lost_samples_event): its u32 counter takes
             # each record's count as a u32 (BPF-dropped ones too in perf 6.1).
@@ -54,12 +59,12 @@ class RecordStats:
         cpu's or thread's counter, whose samples the file holds in order.)"""
         ea: EventAttr
         ea = rec.attr  # type: ignore[assignment]  # (add() passes records with an event)
-        if rec.type == RT.SAMPLE and ea.reads_group:
+        if ea.reads_group:
             values = rec.parse()["read"]["values"]
             id_to_attr = rec.ctx.id_to_attr
             return [id_to_attr[v["id"]] for v in values
                     if v.get("id") in id_to_attr and self._reads.growth(v["id"], v["value"])]
-        if rec.type == RT.SAMPLE and ea.sample_type & ST.READ:
+        if ea.sample_type & _READ:
             # one counter read: counted only if it grew (as a group member)
             read = rec.parse().get("read") or {}
             ident = read.get("id")
