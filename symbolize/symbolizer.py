@@ -14,6 +14,7 @@ import zlib
 from typing import TYPE_CHECKING, NamedTuple
 
 from .addresses import address_for_lookup, ends_call
+from .answers import AddressAnswers
 from .buildid import normalize_build_id
 from .cachedir import CacheDir
 from .demangle import demangle as _demangle
@@ -60,14 +61,16 @@ class BinaryChoice(NamedTuple):
 
 
 class _Dso:
-    __slots__ = ("choice", "table", "lines", "minidebug")
+    __slots__ = ("choice", "table", "lines", "minidebug", "answers")
 
     def __init__(self, choice: BinaryChoice, table: SymbolTable | None, lines: LineInfo | None,
-                 minidebug: Binary | None) -> None:
+                 minidebug: Binary | None, answers: AddressAnswers | None = None) -> None:
         self.choice = choice
         self.table = table
         self.lines = lines
         self.minidebug = minidebug
+        # what its addresses were named in earlier runs (plain lookups only)
+        self.answers = answers
 
 
 class Symbolizer:
@@ -219,7 +222,24 @@ class Symbolizer:
         else:
             status = "found"
             reason = f"symbols from {', '.join(table.sources)}"
-        return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines, minidebug)
+        return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines,
+                    minidebug, self._answers_for(binary, debug, minidebug, want, table))
+
+    def _answers_for(self, binary: Binary | None, debug: Binary | None,
+                     minidebug: Binary | None, bid: str | None,
+                     table: SymbolTable) -> AddressAnswers | None:
+        """The answers of earlier runs for this table, in this naming mode;
+        None where they are not kept: no cache or build-id, no symbols, a
+        damaged file (as its table), or lookups that also read DWARF (inline
+        frames, source lines: those answers are the LineInfo's to keep)."""
+        if not self.cache.enabled or bid is None or not len(table) or self.inline or \
+                self.srcline or any(getattr(b, "warnings", None)
+                                    for b in (binary, debug, minidebug)):
+            return None
+        mode = "s" if self.signatures else "p" if self.demangle else "r"
+        path = self.cache.path_for("symtab", bid,
+                                   f"-{_table_kinds(binary, debug, minidebug)}-{mode}.answers")
+        return AddressAnswers(self.cache, path) if path is not None else None
 
     def _try(self, cand: Candidate, bid: str | None, debug: bool = False
              ) -> tuple[Binary | None, str]:
@@ -269,12 +289,8 @@ class Symbolizer:
         if self.cache.enabled and bid is not None:
             # The name says which sources went in, so a table built before a
             # debug file was installed is not reused after.
-            kinds = "".join(k for k, on in (
-                ("d", debug is not None),
-                ("s", binary is not None and binary.has_section(".symtab")),
-                ("m", minidebug is not None),
-                ("c", binary is not None and binary.has_code)) if on)
-            disk = self.cache.path_for("symtab", bid, f"-{kinds or 'x'}.table")
+            disk = self.cache.path_for("symtab", bid,
+                                       f"-{_table_kinds(binary, debug, minidebug)}.table")
             # (enabled: path_for gave a path)
             table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
@@ -292,10 +308,14 @@ class Symbolizer:
 
     def flush(self) -> None:
         """Keep in the cache directory what was learnt and is worth keeping
-        (inline names by address); a no-op without a cache directory."""
+        (inline names and plain answers by address); a no-op without a cache
+        directory."""
         for lines in self._lineinfos.values():
             if lines is not None:
                 lines.save_names()
+        for dso in self._dsos.values():
+            if dso.answers is not None:
+                dso.answers.save()
 
     def prepare(self, path: str, build_id: str | None = None, inline_names: bool = False) -> None:
         """Find and load a binary now (its symbol table, and with
@@ -436,6 +456,21 @@ class Symbolizer:
 
     def _resolve(self, dso: _Dso, path: str, bid: str | None, svma: int,
                  is_ret: bool) -> list[Frame]:
+        answers = dso.answers
+        if answers is not None:
+            key = svma * 2 + is_ret
+            known = answers.known.get(key)
+            if known is not None:
+                return [Frame(known[0], known[1], svma, path, bid, known[2])]
+            found = self._resolve_anew(dso, path, bid, svma, is_ret)
+            # (no inline frames, no srcline: answers are kept for plain
+            # lookups only, so the one frame is the whole answer)
+            answers.add(key, (found[0].name, found[0].offset, found[0].source))
+            return found
+        return self._resolve_anew(dso, path, bid, svma, is_ret)
+
+    def _resolve_anew(self, dso: _Dso, path: str, bid: str | None, svma: int,
+                      is_ret: bool) -> list[Frame]:
         # A return address is looked up at address - 1 (the call) only where
         # a call ends there: a frame-pointer walk also yields addresses that
         # no call pushed (a function's first byte after a jmp), named as is.
@@ -592,3 +627,14 @@ def running_kernel_is(bid: str) -> bool:
         return True
     have = parse_build_id_notes(data, True)
     return have is None or have == bid
+
+
+def _table_kinds(binary: Binary | None, debug: Binary | None, minidebug: Binary | None) -> str:
+    """Which sources a binary's symbol table is made from (its cache files'
+    names: a table built before a debug file was installed is not reused
+    after)."""
+    return "".join(k for k, on in (
+        ("d", debug is not None),
+        ("s", binary is not None and binary.has_section(".symtab")),
+        ("m", minidebug is not None),
+        ("c", binary is not None and binary.has_code)) if on) or "x"
