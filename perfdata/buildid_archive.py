@@ -96,6 +96,24 @@ def extract_archive(archive: str, dest: str) -> str:
     return dest
 
 
+def archived_vdso(directory: str) -> str | None:
+    """The vdso image an unpacked archive holds (MANIFEST.txt's one member
+    of kind vdso), or None: the recording machine's, which stands in for a
+    profile that names no build-id for its vdso (`perfdata archive` took it
+    there only where that machine ran the recorded kernel)."""
+    try:
+        with open(os.path.join(directory, "MANIFEST.txt"), encoding="utf-8",
+                  errors="replace") as f:
+            found = [line.split(" ", 2)[0] for line in f
+                     if line.split(" ", 2)[1:2] == ["vdso"]]
+    except OSError:
+        return None
+    if len(found) != 1 or not safe_name(found[0]):
+        return None
+    path = os.path.join(directory, found[0])
+    return path if os.path.isfile(path) else None
+
+
 def open_archive(archive: str) -> str:
     """Unpack into a new temporary directory (removed at exit); for an
     `--archive FILE` option: pass the result as a debug dir."""

@@ -95,3 +95,25 @@ def _is_vdso_image(path):
         if name == "[vdso]" and path.parent.name + path.name == bid:
             return True
     return False
+
+
+def test_archive_made_on_the_recording_kernel_carries_the_vdso(monkeypatch, tmp_path):
+    """`perfdata archive` on the recording machine takes its own vdso for a
+    profile that names none; read elsewhere with --archive, that image
+    names the vdso frames, as this machine's own would have there."""
+    from symbolize.vdso import running_vdso
+    own = running_vdso()
+    if own is None:
+        pytest.skip("no [vdso] mapping readable in this process")
+    _running(monkeypatch, RECORDED_RELEASE)
+    archive = tmp_path / "profile.tar.zst"
+    rc, out, err = run_cli(["archive", str(DATA), "-o", str(archive)] + SAMPLE_SYMBOL_ARGS)
+    assert rc == 0, err
+    rc, here, err = run_cli(["script", str(DATA)] + SAMPLE_SYMBOL_ARGS)
+    assert rc == 0, err
+    _running(monkeypatch, "0.0.0-another-kernel")
+    rc, elsewhere, err = run_cli(["script", str(DATA), "--archive", str(archive)]
+                                 + SAMPLE_SYMBOL_ARGS)
+    assert rc == 0, err
+    assert "recorded on kernel" not in err
+    assert _vdso_names(elsewhere) == _vdso_names(here) and "[unknown]" not in _vdso_names(here)

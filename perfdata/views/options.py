@@ -423,13 +423,16 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     from symbolize.debuginfod import make_locator
     debug_dirs = list(args.debug_dir)
     buildid_dir = args.buildid_dir
+    vdso = getattr(args, "vdso", None)
     if getattr(args, "archive", None):
         # An archive made by `perfdata archive`: unpacked once, then searched
-        # like a --debug-dir (and as perf's build-id cache, for kallsyms).
-        from ..buildid_archive import open_archive
+        # like a --debug-dir (and as perf's build-id cache, for kallsyms);
+        # its vdso image is the recording machine's.
+        from ..buildid_archive import archived_vdso, open_archive
         unpacked = open_archive(args.archive)
         debug_dirs.insert(0, unpacked)
         buildid_dir = buildid_dir or unpacked
+        vdso = vdso or archived_vdso(unpacked)
     # A DebuginfodLocator when --debuginfod or $DEBUGINFOD_URLS names a server.
     locator = make_locator(getattr(args, "debuginfod", None),
                            debug_dirs=debug_dirs, symfs=args.symfs,
@@ -439,7 +442,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
                             signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
-                            vdso=getattr(args, "vdso", None),
+                            vdso=vdso,
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     check_cpu_filter(pf, args)
