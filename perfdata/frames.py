@@ -40,6 +40,8 @@ DEFAULT_MAX_STACK = 127
 STACK_CACHE_SIZE = 16384
 # Stack-cache lookups per decision whether -g stacks repeat enough to keep.
 STACK_WINDOW = 1024
+# Frames of addresses in no map kept (cleared when full): see _no_map_frames.
+NO_MAP_FRAMES_KEPT = 16384
 _CC_MAX = CC.MAX
 _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # The context markers a callchain may hold; any other value at or above
@@ -426,7 +428,7 @@ class FrameResolver:
             no_map_key = (avma, kernel, is_return_address)
             no_map = self._no_map_frames.get(no_map_key)
             if no_map is None:
-                if len(self._no_map_frames) > 65536:
+                if len(self._no_map_frames) > NO_MAP_FRAMES_KEPT:
                     self._no_map_frames.clear()
                 # (positional: the garbage of a frame-pointer walk comes here
                 # by the thousand, and keyword arguments cost a third more)
