@@ -314,7 +314,11 @@ class Symbolizer:
             if lines is not None:
                 lines.save_names()
         for dso in self._dsos.values():
-            if dso.answers is not None:
+            # (a file that showed a fault while it was read gave answers of
+            # a damaged copy: those are not kept, as its table is not)
+            if dso.answers is not None and not any(
+                    getattr(b, "warnings", None)
+                    for b in (dso.choice.binary, dso.choice.debug, dso.minidebug)):
                 dso.answers.save()
 
     def prepare(self, path: str, build_id: str | None = None, inline_names: bool = False) -> None:

@@ -122,3 +122,21 @@ def test_no_symbol_cache_keeps_no_answers(tmp_path):
     sym.lookup(str(SAMPLES / "bin" / "threads"), None, file_offset=0x1200)
     sym.flush()
     assert all(d.answers is None for d in sym._dsos.values())
+
+
+def test_answers_of_a_file_that_showed_a_fault_are_not_kept(tmp_path):
+    """A binary that showed a fault while it was read (here: said to) gave
+    its answers from a damaged copy: they are not written, as its table
+    would not be."""
+    from symbolize.cachedir import CacheDir
+    prog = str(SAMPLES / "bin" / "threads")
+    sym = Symbolizer(DebugInfoLocator(), inline=False, cache_dir=CacheDir(str(tmp_path)))
+    sym.lookup(prog, None, file_offset=0x1200)
+    dso = next(d for d in sym._dsos.values() if d.answers is not None)
+    dso.choice.binary.warn("a read past the end of the file")
+    sym.flush()
+    assert answer_files(tmp_path) == []
+    sym2 = Symbolizer(DebugInfoLocator(), inline=False, cache_dir=CacheDir(str(tmp_path)))
+    sym2.lookup(prog, None, file_offset=0x1200)
+    sym2.flush()
+    assert answer_files(tmp_path)
