@@ -107,6 +107,7 @@ class Symbolizer:
         self._names: dict[str, str] = {}
         self._kallsyms = kallsyms
         self._vdso = vdso
+        self._answers: dict[str, AddressAnswers] = {}   # by file: see _answers_for
         self._kernel_tables: dict = {}
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
@@ -201,7 +202,8 @@ class Symbolizer:
             if status == "missing" and (bid or not path.startswith("/memfd:")):
                 self._warn(path, "missing", f"{path}: {reason}" + (f" (build-id {bid})" if bid else ""))
             return _Dso(BinaryChoice(status, None, None, reason, tuple(tried)), None, None, None)
-        table = self._table_for(binary, debug, minidebug, want)
+        kinds = _table_kinds(binary, debug, minidebug)
+        table = self._table_for(binary, debug, minidebug, want, kinds)
         self._drain(binary, debug, minidebug)
         lines = None
         for f in (debug, binary):
@@ -223,23 +225,26 @@ class Symbolizer:
             status = "found"
             reason = f"symbols from {', '.join(table.sources)}"
         return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines,
-                    minidebug, self._answers_for(binary, debug, minidebug, want, table))
+                    minidebug, self._answers_for(want, kinds, table, binary, debug, minidebug))
 
-    def _answers_for(self, binary: Binary | None, debug: Binary | None,
-                     minidebug: Binary | None, bid: str | None,
-                     table: SymbolTable) -> AddressAnswers | None:
-        """The answers of earlier runs for this table, in this naming mode;
+    def _answers_for(self, bid: str | None, kinds: str, table: SymbolTable,
+                     *files: Binary | None) -> AddressAnswers | None:
+        """The answers of earlier runs for this table (one per cache file:
+        every path of the same build-id shares it), in this naming mode;
         None where they are not kept: no cache or build-id, no symbols, a
         damaged file (as its table), or lookups that also read DWARF (inline
         frames, source lines: those answers are the LineInfo's to keep)."""
         if not self.cache.enabled or bid is None or not len(table) or self.inline or \
-                self.srcline or any(getattr(b, "warnings", None)
-                                    for b in (binary, debug, minidebug)):
+                self.srcline or _damaged(*files):
             return None
         mode = "s" if self.signatures else "p" if self.demangle else "r"
-        path = self.cache.path_for("symtab", bid,
-                                   f"-{_table_kinds(binary, debug, minidebug)}-{mode}.answers")
-        return AddressAnswers(self.cache, path) if path is not None else None
+        path = self.cache.path_for("symtab", bid, f"-{kinds}-{mode}.answers")
+        if path is None:
+            return None
+        answers = self._answers.get(path)
+        if answers is None:
+            answers = self._answers[path] = AddressAnswers(self.cache, path)
+        return answers
 
     def _try(self, cand: Candidate, bid: str | None, debug: bool = False
              ) -> tuple[Binary | None, str]:
@@ -282,15 +287,14 @@ class Symbolizer:
         return None, "unverifiable"
 
     def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
-                   bid: str | None) -> SymbolTable:
+                   bid: str | None, kinds: str) -> SymbolTable:
         if bid is not None and bid in self._tables:
             return self._tables[bid]
         disk = None
         if self.cache.enabled and bid is not None:
             # The name says which sources went in, so a table built before a
             # debug file was installed is not reused after.
-            disk = self.cache.path_for("symtab", bid,
-                                       f"-{_table_kinds(binary, debug, minidebug)}.table")
+            disk = self.cache.path_for("symtab", bid, f"-{kinds}.table")
             # (enabled: path_for gave a path)
             table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
@@ -301,8 +305,7 @@ class Symbolizer:
             self._tables[bid] = table
         # A damaged file gives a partial table: never let it stand in for the
         # good copy of the same build-id in later runs.
-        if disk is not None and len(table) and not any(
-                getattr(b, "warnings", None) for b in (binary, debug, minidebug)):
+        if disk is not None and len(table) and not _damaged(binary, debug, minidebug):
             save_table(table, disk, self.cache)
         return table
 
@@ -316,9 +319,8 @@ class Symbolizer:
         for dso in self._dsos.values():
             # (a file that showed a fault while it was read gave answers of
             # a damaged copy: those are not kept, as its table is not)
-            if dso.answers is not None and not any(
-                    getattr(b, "warnings", None)
-                    for b in (dso.choice.binary, dso.choice.debug, dso.minidebug)):
+            if dso.answers is not None and not _damaged(dso.choice.binary, dso.choice.debug,
+                                                        dso.minidebug):
                 dso.answers.save()
 
     def prepare(self, path: str, build_id: str | None = None, inline_names: bool = False) -> None:
@@ -642,3 +644,10 @@ def _table_kinds(binary: Binary | None, debug: Binary | None, minidebug: Binary 
         ("s", binary is not None and binary.has_section(".symtab")),
         ("m", minidebug is not None),
         ("c", binary is not None and binary.has_code)) if on) or "x"
+
+
+def _damaged(*files: Binary | None) -> bool:
+    """Whether a file showed a fault while it was read: what was made of it
+    (its table, its answers) is a damaged copy's, never kept for the good
+    copy of the same build-id."""
+    return any(getattr(b, "warnings", None) for b in files)
