@@ -220,9 +220,10 @@ class FrameResolver:
         if given is not None:
             choice = self.symbolizer.binary_for(given, None)
             given_bid = choice.binary.build_id if choice.binary is not None else None
-            if choice.status != "found" or not given_bid:
-                self.warnings.append("--vdso %s: %s" % (given, choice.reason or "not an ELF image"
-                                                        " with a build-id"))
+            if choice.status != "found":
+                self.warnings.append("--vdso %s: %s" % (given, choice.reason))
+            elif not given_bid:
+                self.warnings.append("--vdso %s: no build-id; not used" % given)
             elif bid is not None and given_bid != bid:
                 self.warnings.append("--vdso %s: build-id %s, not the profile's vdso (%s); "
                                      "not used" % (given, given_bid, bid))
@@ -234,16 +235,15 @@ class FrameResolver:
             return None
         if bid is not None:
             return own if bid == own[1] else None
-        release = self._recorded_release()
-        if release and release == os.uname().release:
+        if self._runs_recorded_kernel():
             self.warnings.append("[vdso]: the profile has no build-id for it; assuming this "
                                  "machine's vdso (build-id %s), as perf does" % own[1])
             return own
         self.warnings.append(
-            "[vdso]: the profile has no build-id for it and was recorded on kernel %s, not "
-            "this one (%s), whose vdso may differ: its frames are left unnamed; pass --vdso "
-            "FILE, the recording machine's vdso image (perfdata keeps it in its cache "
-            "directory as vdso-BUILDID.so)" % (release or "unknown", os.uname().release))
+            "[vdso]: the profile has no build-id for it and was recorded on kernel %s, whose "
+            "vdso may differ: its frames are left unnamed; pass --vdso FILE, the recording "
+            "machine's vdso image (perfdata keeps it in its cache directory as "
+            "vdso-BUILDID.so)" % self._kernels_named())
         return None
 
     def dwarf_frames(self, sample: Sample, avma: int, is_return: bool) -> Sequence[StackFrame]:
@@ -520,14 +520,23 @@ class FrameResolver:
             if bid is not None or self.symbolizer.given_kernel_symbols is not None:
                 self._kernel_ok = True
             else:
-                release = self._recorded_release()
-                self._kernel_ok = bool(release) and release == os.uname().release
+                self._kernel_ok = self._runs_recorded_kernel()
                 if not self._kernel_ok:
                     self.warnings.append(
                         "kernel symbols: the file has no kernel build-id and was recorded on "
-                        "kernel %s, not this one (%s); pass --kallsyms FILE or --vmlinux"
-                        % (release or "unknown", os.uname().release))
+                        "kernel %s; pass --kallsyms FILE or --vmlinux" % self._kernels_named())
         return self._kernel_ok
+
+    def _runs_recorded_kernel(self) -> bool:
+        """Whether this machine runs the kernel release the file names (what
+        stands for the kernel's identity where the file has no build-id: its
+        symbols, its vdso)."""
+        release = self._recorded_release()
+        return bool(release) and release == os.uname().release
+
+    def _kernels_named(self) -> str:
+        return "%s, not this one (%s)" % (self._recorded_release() or "unknown",
+                                          os.uname().release)
 
     def _lookup(self, path: str, bid: str | None, svma: int | None, file_offset: int | None,
                 is_ret: bool, printed: int, dso: str, kernel: bool,
