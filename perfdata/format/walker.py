@@ -207,11 +207,23 @@ class RecordWalker:
                 return False
         return True
 
-    def _chain_follows(self, at: int) -> bool:
-        """Whether plausible records start at `at`, where the source is."""
-        look = self.src.peek(_LOOKAHEAD)
-        end = self.src.known_end
-        return len(look) >= 8 and self._plausible_at(look, 0, at, _NO_END if end is None else end)
+    def _found_inside(self, start: int, offset: int, size: int) -> int | None:
+        """Where records start inside the record at `offset` (from `start`),
+        its size being too large, or None; the source is left at its end.
+        Records found there that hold only by reaching the end of the data
+        (which a cut file has anywhere: one header's size ran to it) do not
+        count where the record's own size leads on to sane records."""
+        src = self.src
+        found = self.resync(start, offset + size)
+        weak = found is not None and self.chain_hit_end
+        src.goto(offset + size)
+        if weak:
+            look = src.peek(_LOOKAHEAD)
+            end = src.known_end
+            if len(look) >= 8 and self._plausible_at(look, 0, offset + size,
+                                                     _NO_END if end is None else end):
+                return None
+        return found
 
     # ------------------------------------------------------------- the walk
     def records(self) -> Iterator[Record]:
@@ -344,15 +356,7 @@ class RecordWalker:
                 elif big:
                     start = max(offset + 8, self.scanned)
                     start += (offset - start) % self.step
-                    resume = self.resync(start, offset + size)
-                    weak = resume is not None and self.chain_hit_end
-                    src.goto(offset + size)
-                    if weak and self._chain_follows(offset + size):
-                        # The records found inside it held only by reaching
-                        # the end of the data, which a cut file has anywhere
-                        # (one header's size ran to it), while this record's
-                        # own size leads on to sane records: it is just big.
-                        resume = None
+                    resume = self._found_inside(start, offset, size)
                     self.scanned = max(self.scanned, resume or offset + size)
                     if resume is None:
                         self.nsamples += 1
@@ -482,9 +486,10 @@ class RecordWalker:
             return None
         start = max(offset + expected, self.scanned)
         start += (offset - start) % self.step
-        found = self.resync(start, offset + size) if start < offset + size else None
-        self.src.goto(offset + size)
-        return found
+        if start >= offset + size:
+            self.src.goto(offset + size)
+            return None
+        return self._found_inside(start, offset, size)
 
     def _check_next(self, offset: int, size: int) -> int | None:
         """Recovery look-ahead: None when the header after this record looks
@@ -507,9 +512,7 @@ class RecordWalker:
         start += (offset - start) % self.step
         if start >= offset + size:
             return 0
-        found = self.resync(start, offset + size)
-        src.goto(offset + size)
-        return found or 0
+        return self._found_inside(start, offset, size) or 0
 
     def resync(self, start: int, stop: int) -> int | None:
         """File offset of the first plausible record header in [start, stop)
