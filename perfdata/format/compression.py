@@ -7,8 +7,6 @@ limit is an error (a zstd bomb), never an allocation of the claimed size.
 """
 from __future__ import annotations
 
-import zstandard
-
 # Largest input slice per call: a zstd block cannot expand beyond 128 KiB and
 # needs at least 3 bytes, so 256 bytes of input yield at most ~11 MiB before
 # the limit is checked (2 KiB slices allowed ~85 MiB past it; no measurable
@@ -18,6 +16,10 @@ _SLICE = 256
 
 class Decompressor:
     def __init__(self, limit: int) -> None:
+        # (imported here: zstandard's C backend takes 11 ms to load, a
+        # fortieth of a short run, and most recordings are not compressed)
+        import zstandard
+        self._error = zstandard.ZstdError
         self.limit = limit
         self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
         self._left = b""
@@ -36,7 +38,7 @@ class Decompressor:
                     raise ValueError("decompressed data exceeds %d bytes for one record"
                                      % self.limit)
                 out.append(chunk)
-        except zstandard.ZstdError as exc:
+        except self._error as exc:
             raise ValueError(str(exc))
         self.total_out += produced
         self._left = b""
