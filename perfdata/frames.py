@@ -193,6 +193,40 @@ class FrameResolver:
             frames.extend(self.frames_for_address(sample, avma, False, False))
         return frames
 
+    def data_frame(self, sample: Sample, addr: int) -> StackFrame:
+        """perf's thread__resolve() of a sample's data address (a page
+        fault's): the map of the address among the sample's mode's maps, data
+        maps included, else among those of the mode the address belongs to,
+        and the symbol there, data objects included.  address: the file
+        offset in a file's map (what perf computes the offset from)."""
+        kernel = sample.cpumode in KERNEL_MODES
+        m = self.machine.find_map(sample.thread, addr, kernel)
+        if m is None and kernel != (addr >= _KERNEL_HALF):
+            kernel = not kernel
+            m = self.machine.find_map(sample.thread, addr, kernel)
+        if m is None:
+            return StackFrame(addr, addr, None, None, "[unknown]", kernel=kernel, note="no-map")
+        if kernel:
+            # (kallsyms holds the kernel's data symbols too: D and B)
+            if not self.kernel_symbols_usable():
+                return StackFrame(addr, addr, None, None, m.path, kernel=True,
+                                  note="kernel-mismatch")
+            return self._lookup(KERNEL_DSO, self.build_ids.get(KERNEL_DSO), addr, None, False,
+                                addr, m.path, True)[-1]
+        path, bid = self.dso_of(m)
+        file_offset = addr - m.start + m.pgoff
+        if path.startswith(_JIT_PATHS) or path.startswith("["):
+            # anonymous memory, the stack, the heap: no file to name it from
+            return StackFrame(addr, file_offset, None, None, m.path, note="no-symbol")
+        try:
+            found = self.symbolizer.lookup_data(path, bid, file_offset)
+        except Exception as exc:   # a symbolizer bug must not stop the listing
+            self.warnings.append("symbolizer: %s: %s" % (path, exc))
+            return StackFrame(addr, file_offset, None, None, m.path, note="no-symbol")
+        return StackFrame(addr, file_offset, found.name, found.offset, m.path, found.dso_path,
+                          found.build_id or bid, found.source,
+                          note=None if found.name is not None else "no-symbol")
+
     def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map.  The vdso has
         no file: perf's build-id cache may hold its image; else, as perf does,

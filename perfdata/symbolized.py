@@ -184,6 +184,11 @@ class SampleSymbolizer:
                            is_return_address: bool) -> Sequence[StackFrame]:
         return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
 
+    def data_frame(self, sample: Sample, addr: int) -> StackFrame:
+        """The map and symbol of a sample's data address (a page fault's:
+        what `-F addr,sym,dso` prints), data objects included."""
+        return self.resolver.data_frame(sample, addr)
+
     def dso_of(self, m: Map) -> tuple[str, str | None]:
         """(path to look the binary up by, build-id) for a map."""
         return self.resolver.dso_of(m)

@@ -102,6 +102,8 @@ class Symbolizer:
         # (path, build-id as given) -> where its addresses are looked up (_where_of)
         self._where: dict[tuple, tuple] = {}
         self._tables: dict[str, SymbolTable] = {}
+        # The tables with data objects (lookup_data), by (path, build-id)
+        self._object_tables: dict[tuple[str, str | None], SymbolTable] = {}
         self._lineinfos: dict[str, LineInfo] = {}
         self._frames: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {}
@@ -404,6 +406,53 @@ class Symbolizer:
         frames = self._lookup(path, build_id, svma, file_offset, is_return_address)
         self._frames[outer_key] = tuple(frames)
         return frames
+
+    def lookup_data(self, path: str, build_id: str | None, file_offset: int) -> Frame:
+        """The symbol at a data address of a binary (a page fault's), as
+        perf names it: from the table that holds the binary's data objects
+        (STT_OBJECT) as well as its functions, the one table perf keeps for
+        a dso.  That table is made the first time it is asked for, and kept
+        in the cache directory as the function table is.  name None where
+        no symbol covers the address."""
+        bid = normalize_build_id(build_id)
+        dso = self._dsos.get((path, bid))
+        if dso is None:
+            # A data map's file may be no binary at all (ld.so.cache, a
+            # locale archive): what loading it has to say is said only if
+            # code is looked up in it too.
+            with self._warnings_held((path, bid)):
+                dso = self._dso(path, build_id)
+        choice = dso.choice
+        src = choice.binary or choice.debug
+        if bid is None and choice.binary is not None:
+            bid = choice.binary.build_id
+        svma = src.file_offset_to_svma(file_offset) if src is not None else None
+        if svma is None:
+            return Frame(None, None, None, path, bid, None)
+        key = (path, bid)
+        table = self._object_tables.get(key)
+        if table is None:
+            table = self._object_tables[key] = self._object_table(
+                choice.binary, choice.debug, dso.minidebug, bid)
+        sym = table.lookup(svma)
+        if sym is None:
+            return Frame(None, None, svma, path, bid, None)
+        return Frame(self._name(sym.name), svma - sym.start, svma, path, bid, sym.source)
+
+    def _object_table(self, binary: Binary | None, debug: Binary | None,
+                      minidebug: Binary | None, bid: str | None) -> SymbolTable:
+        kinds = _table_kinds(binary, debug, minidebug)
+        disk = None
+        if self.cache.enabled and bid is not None:
+            disk = self.cache.path_for("symtab", bid, f"-{kinds}-objects.table")
+            # (enabled: path_for gave a path)
+            table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
+            if table is not None:
+                return table
+        table = build_symbol_table(binary, debug, minidebug, objects=True)
+        if disk is not None and len(table) and not _damaged(binary, debug, minidebug):
+            save_table(table, disk, self.cache)
+        return table
 
     def _lookup(self, path: str, build_id: str | None, svma: int | None, file_offset: int | None,
                 is_return_address: bool) -> list[Frame]:

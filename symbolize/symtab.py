@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .cachedir import CacheDir
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
-STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
+STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
 STV_INTERNAL, STV_HIDDEN = 1, 2
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 
@@ -53,16 +53,20 @@ class Symbol(NamedTuple):
         return self.start + self.size
 
 
-def read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[RawSymbol]:
-    """Function symbols of one symbol section, filtered as perf filters them."""
+def read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
+                     ) -> list[RawSymbol]:
+    """Function symbols of one symbol section, filtered as perf filters them;
+    with objects, its data objects (STT_OBJECT) too, which perf keeps in the
+    same table to name the data addresses of page faults."""
     try:
-        return _read_elf_symbols(binary, section_name, source)
+        return _read_elf_symbols(binary, section_name, source, objects)
     except Exception as e:       # malformed tables: warn and carry on
         binary.warn(f"{section_name}: {type(e).__name__}: {e}")
         return []
 
 
-def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[RawSymbol]:
+def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
+                      ) -> list[RawSymbol]:
     symsec = binary.get_section(section_name)
     if symsec is None:
         return []
@@ -94,7 +98,7 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str) -> list[Ra
             if vis in (STV_HIDDEN, STV_INTERNAL):
                 continue
             is_label = True
-        elif typ in (STT_FUNC, STT_GNU_IFUNC):
+        elif typ in (STT_FUNC, STT_GNU_IFUNC) or (objects and typ == STT_OBJECT):
             is_label = False
         else:
             continue
@@ -384,9 +388,11 @@ def _int_column(values: list[int]) -> Sequence[int]:
 
 
 def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
-                       minidebuginfo: Binary | None = None, *, plt: bool = True
-                       ) -> SymbolTable:
-    """Best source first, as perf and Fedora's gdb/elfutils choose:
+                       minidebuginfo: Binary | None = None, *, plt: bool = True,
+                       objects: bool = False) -> SymbolTable:
+    """Best source first, as perf and Fedora's gdb/elfutils choose (with
+    objects, the data objects of each source are in too: the table perf
+    names page-fault addresses from):
 
     1. the separate debug file's .symtab ('debuginfo'), else
     2. the binary's own .symtab ('symtab'), else
@@ -396,16 +402,16 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
     """
     raw: list[RawSymbol] = []
     if debug is not None and debug.ok:
-        raw = read_elf_symbols(debug, ".symtab", "debuginfo")
+        raw = read_elf_symbols(debug, ".symtab", "debuginfo", objects)
     if not raw and binary is not None and binary.ok:
-        raw = read_elf_symbols(binary, ".symtab", "symtab")
+        raw = read_elf_symbols(binary, ".symtab", "symtab", objects)
     if not raw:
         if binary is not None and binary.ok:
-            raw = read_elf_symbols(binary, ".dynsym", "dynsym")
+            raw = read_elf_symbols(binary, ".dynsym", "dynsym", objects)
         elif debug is not None and debug.ok:
-            raw = read_elf_symbols(debug, ".dynsym", "dynsym")
+            raw = read_elf_symbols(debug, ".dynsym", "dynsym", objects)
         if minidebuginfo is not None and minidebuginfo.ok:
-            raw += read_elf_symbols(minidebuginfo, ".symtab", "minidebuginfo")
+            raw += read_elf_symbols(minidebuginfo, ".symtab", "minidebuginfo", objects)
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
         # The table without the stubs, made only where a slot is an ifunc's

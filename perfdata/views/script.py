@@ -206,13 +206,17 @@ class ScriptFormatter:
                  kernel_symbols: KernelTable | None = None, hide_call_graph: bool = False,
                  reltime: bool = False, deltatime: bool = False,
                  full_source_path: bool = False, kernel_path: str | None = None,
-                 feature_printer: PipeFeaturePrinter | None = None) -> None:
+                 feature_printer: PipeFeaturePrinter | None = None,
+                 data_frame: Callable[[SymbolizedSample, int], StackFrame] | None = None
+                 ) -> None:
         """kernel_symbols: a kallsyms table for %pS-style tracepoint fields
         (and TEXT_POKE addresses).  hide_call_graph: perf's -G, a sample on
         one line with its own ip.  reltime/deltatime: times relative to the
         first line / the previous one.  kernel_path: the kernel dso's name
         with --show-kernel-path (the vmlinux its symbols came from).
-        feature_printer: prints a pipe's HEADER_FEATURE records (--header)."""
+        feature_printer: prints a pipe's HEADER_FEATURE records (--header).
+        data_frame(sample, addr): the map and symbol of a data address, for
+        the addr field of page-fault samples (with sym and dso asked for)."""
         self.pf = pf
         self.spec = parse_field_spec(field_spec)
         self.nanosecs = nanosecs
@@ -221,6 +225,9 @@ class ScriptFormatter:
         self.full_source_path = full_source_path
         self.kernel_path = kernel_path
         self.feature_printer = feature_printer
+        self.data_frame = data_frame
+        # {event index: whether its addr names a symbol (_addr_names_symbol)}
+        self._addr_named: dict[int, bool] = {}
         self._name_width: int | None = None
         # {id(frames): (frames, fields, their text)}
         self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
@@ -390,14 +397,42 @@ class ScriptFormatter:
 
     # The memory fields, each as process_event() prints it; a field that the
     # sample lacks (only when asked for with -F: perf refuses those) prints
-    # nothing.  (perf_sample__fprintf_addr also names the symbol and dso of
-    # page-fault addresses; not done here.)
+    # nothing.
     def _printer(self, field: str) -> Printer:
-        if field in ("addr", "phys_addr"):
+        if field == "addr":
+            return self._print_addr
+        if field == "phys_addr":
             return functools.partial(_print_number, field, "%16x")
         if field in ("data_page_size", "code_page_size"):
             return functools.partial(_print_page_size, field)
         return getattr(self, "_print_" + field)
+
+    def _print_addr(self, sample: SymbolizedSample, out: list[str]) -> None:
+        """perf_sample__fprintf_addr(): the address; for a page fault's, the
+        symbol (with its offset with symoff) and the dso there, as asked."""
+        addr = sample.fields.get("addr")
+        if addr is None:
+            return
+        out.append("%16x" % addr)
+        event = sample.event
+        named = self._addr_named.get(event.index)
+        if named is None:
+            named = self._addr_named[event.index] = _addr_names_symbol(event)
+        if not named or self.data_frame is None:
+            return
+        fields = self.fields_for(event)
+        if "sym" not in fields and "dso" not in fields:
+            return
+        frame = self.data_frame(sample, addr)
+        if "sym" in fields:
+            if frame.symbol is None:
+                out.append(" [unknown]")
+            elif "symoff" in fields and frame.offset is not None:
+                out.append(" %s+0x%x" % (frame.symbol, frame.offset))
+            else:
+                out.append(" " + frame.symbol)
+        if "dso" in fields:
+            out.append(" (%s)" % frame.dso)
 
     def _print_data_src(self, sample: SymbolizedSample, out: list[str]) -> None:
         src = sample.fields.get("data_src")
@@ -570,6 +605,23 @@ class ScriptFormatter:
             return ""
         return self._tracer.format(sample.event.attr["config"],
                                    bytes(sample.fields["raw"]["data"])) or ""
+
+
+# PERF_COUNT_SW_PAGE_FAULTS, _MIN, _MAJ; PERF_COUNT_HW_BRANCH_INSTRUCTIONS
+_PAGE_FAULTS = (2, 5, 6)
+_HW_BRANCH_INSTRUCTIONS = 4
+
+
+def _addr_names_symbol(event: EventAttr) -> bool:
+    """perf's sample_addr_correlates_sym(): a sample's addr is a place in
+    the process (a page fault's address; a BTS branch's target), named with
+    the symbol and dso there; any other event's addr is just a number."""
+    attr = event.attr
+    if attr["type"] == AttrType.SOFTWARE and attr["config"] in _PAGE_FAULTS:
+        return True
+    # perf's is_bts_event(): branch instructions sampled one by one
+    return bool(attr["type"] == AttrType.HARDWARE and attr["config"] & _HW_BRANCH_INSTRUCTIONS
+                and attr["sample_period"] == 1)
 
 
 def _c_hex(value: int) -> str:
@@ -788,7 +840,7 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
                           hide_call_graph=args.hide_call_graph, reltime=args.reltime,
                           deltatime=args.deltatime, full_source_path=args.full_source_path,
                           kernel_path=shown_kernel_path(samples, args),
-                          feature_printer=features)
+                          feature_printer=features, data_frame=samples.data_frame)
     return samples, fmt
 
 
