@@ -109,3 +109,23 @@ def test_data_objects_come_from_their_own_table(tmp_path):
         assert plain[0].name is None            # functions only
     kept = [p for _, _, files in os.walk(cache) for p in files if p.endswith("-objects.table")]
     assert kept
+
+
+@pytest.mark.parametrize("attr,named", [
+    ({"type": 1, "config": 2, "sample_period": 1}, True),        # page-faults
+    ({"type": 1, "config": 5, "sample_period": 7}, True),        # minor-faults
+    ({"type": 1, "config": 6, "sample_period": 1}, True),        # major-faults
+    ({"type": 1, "config": 0, "sample_period": 1}, False),       # cpu-clock
+    ({"type": 0, "config": 4, "sample_period": 1}, True),        # BTS: every branch
+    ({"type": 0, "config": 4, "sample_period": 1000}, False),    # sampled branches
+    ({"type": 0, "config": 0, "sample_period": 1}, False),       # cycles
+    ({"type": 4, "config": 0x1cd, "sample_period": 1}, False),   # a raw memory event
+])
+def test_which_events_addresses_are_named(attr, named):
+    """perf's sample_addr_correlates_sym(): page-fault software events and
+    BTS (branch instructions, every one) name their addr; a memory event's
+    addr (PERF_TYPE_RAW) stays a number."""
+    from types import SimpleNamespace
+
+    from perfdata.views.script import _addr_names_symbol
+    assert _addr_names_symbol(SimpleNamespace(attr=attr)) is named
