@@ -415,3 +415,19 @@ def test_cut_file_keeps_a_big_sample_whose_inside_reaches_the_cut(tmp_path):
     complete = [r for r in full if r[2] <= cut]
     assert got[:len(complete)] == complete
     assert not any("skipped" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("command", [["script"], ["collapse"], ["report", "--stdio"]])
+def test_refused_option_in_worker_processes_is_one_line(tmp_path, command):
+    """-C on a file whose samples carry no cpu is refused as perf refuses it,
+    with -j 2 too: the workers meet the refusal and this process says it,
+    exit 2, where it was an internal error (exit 1)."""
+    b = Builder()
+    a = make_attr(ST.IP | ST.TID | ST.TIME, [1])
+    path = tmp_path / "nocpu.data"
+    path.write_bytes(b.file([a], [b.sample(a, sample_value(a, i)) for i in range(40)]))
+    for jobs in ("1", "2"):
+        rc, out, err = run_cli(command + [str(path), "-C", "0", "-j", jobs])
+        assert rc == 2, (jobs, err)
+        assert err.count("\n") == 1 and "does not contain CPU events" in err, (jobs, err)
+        assert "internal error" not in err

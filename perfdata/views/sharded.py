@@ -100,6 +100,11 @@ def _worker(conn: Connection, produce: Produce, share: Share) -> None:
                 break
             conn.send(("block", k, text))
         conn.send(("end", total, warnings, error))
+    except PerfDataError as exc:
+        # Bad input or a refused option met before the first block (-C on a
+        # file without cpus): this process says it as a one-process run does.
+        _release_others()
+        conn.send(("end", None, [], describe_error(exc)))
     except BaseException as exc:       # never a traceback from a worker
         _release_others()
         conn.send(("end", None, [], ("Exception", "%s: %s" % (type(exc).__name__, exc),
@@ -274,6 +279,9 @@ def default_jobs(jobs: int | None, pf: PerfFile) -> int:
 def _gather_worker(conn: Connection, compute: Compute, share: Share) -> None:
     try:
         conn.send(("done",) + tuple(compute(share)))
+    except PerfDataError as exc:       # (as in _worker)
+        _release_others()
+        conn.send(("done", None, [], describe_error(exc)))
     except BaseException as exc:       # never a traceback from a worker
         _release_others()
         conn.send(("done", None, [], ("Exception", "%s: %s" % (type(exc).__name__, exc),
