@@ -244,6 +244,12 @@ BUNDLED_CASES = [
     ("threads.fp.data", ["--deltatime", "--ns", "-G"]),
     ("threads.fp.data", ["--reltime", "--time", "0.1,0.2", "-G"]),
     ("threads.fp.data", ["--header"]),
+    # the misc column (mode letters; M on a data MMAP, E on an exec COMM) and
+    # the flags column (empty: no instruction trace)
+    ("threads.fp.data", ["-F", "+misc,+flags", "-G"]),
+    ("threads.fp.data", ["-F", "+misc", "--show-mmap-events", "--show-task-events",
+                         "-G"]),
+    ("threads.fp.data", ["-F", "comm,tid,cpu,misc,flags,event,ip,sym"]),
     ("threads.fp.data", ["--header-only"]),
     ("threads.fp.data", ["--header-only", "-I"]),
     ("threads.dwarf.data", ["-S", "hot_beta"]),
@@ -252,6 +258,11 @@ BUNDLED_CASES = [
     ("cpp_inline.dwarf.data", ["-G", "-S", "perfdemo::Mixer<unsigned long>::run,main"]),
     ("cpp_inline.dwarf.data", ["-S", "perfdemo::detail::drive<perfdemo::Mixer<unsigned long> >"]),
     ("cpp_inline.fp.data", ["--dsos", "cpp_inline"]),
+    # perf's --demangle (the default) and --no-demangle: the last one given wins
+    ("cpp_inline.fp.data", ["--demangle", "-G"]),
+    ("cpp_inline.fp.data", ["--no-demangle", "-G"]),
+    ("cpp_inline.fp.data", ["--no-demangle", "--demangle", "-G"]),
+    ("cpp_inline.fp.data", ["--demangle", "--no-demangle", "-G"]),
     ("cpp_inline.fp.data", ["-G", "-F", "comm,tid,ip,sym,srcline", "--full-source-path"]),
     ("cpp_inline.fp.data", ["-G", "-F", "comm,tid,ip,sym,srcline"]),
     ("two_events.data", ["--dsos", "libc.so.6", "--kallsyms", "/dev/null"]),

@@ -87,6 +87,9 @@ def add_symbolize_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-symbol-cache", action="store_true",
                    help="build every symbol table afresh, keep none")
     g.add_argument("--no-demangle", action="store_true", help="do not demangle C++/Rust names")
+    # (perf's --demangle: the default, accepted as perf accepts it)
+    g.add_argument("--demangle", dest="no_demangle", action="store_false",
+                   help="demangle C++/Rust names (the default)")
     g.add_argument("--signatures", action="store_true",
                    help="C++ names with their parameter lists, return types and clone "
                         "suffixes (perf -v's form; by default perf's: ns::f<int>)")

@@ -369,6 +369,9 @@ class ScriptFormatter:
             cpu_at = (len(fmt), len(args))
             fmt.append("[%03d] ")
             args.append("s.cpu")
+        if has("misc"):
+            fmt.append("%s")
+            args.append("misc_text(s.record.misc, %d)" % RT.SAMPLE)
         time = "s.time"
         if f_time:
             if self.reltime is not None:
@@ -381,6 +384,11 @@ class ScriptFormatter:
             args.append("s.period")
         if f_event:
             fmt.append(("%*s: " % (self.name_width(), event.name)).replace("%", "%%"))
+        if has("flags"):
+            # perf_sample__fprintf_flags(): "  %-21s " of the branch flags an
+            # instruction trace's decoder gives its samples; none in a
+            # recording's own samples
+            fmt.append(_NO_FLAGS)
         text = "".join(fmt)
         if not args:
             text = text % ()
@@ -390,7 +398,7 @@ class ScriptFormatter:
             f, a = cpu_at
             body += "    if s.cpu is None:\n        return %r %% (%s)\n" % (
                 "".join(fmt[:f] + fmt[f + 1:]), "".join(x + ", " for x in args[:a] + args[a + 1:]))
-        namespace: dict[str, Any] = {"rel": self.reltime}
+        namespace: dict[str, Any] = {"rel": self.reltime, "misc_text": misc_text}
         exec("def header(s):\n%s    return %r %% (%s)\n"
              % (body, text, "".join(x + ", " for x in args)), namespace)
         return namespace["header"]
@@ -496,6 +504,8 @@ class ScriptFormatter:
                 out.append("%5d " % tid)
             if has("cpu"):
                 out.append("[%03d] " % cpu)
+            if has("misc"):
+                out.append(misc_text(rec.misc, rtype))
             if has("time"):
                 if self.reltime is not None:
                     time = self.reltime(time)
@@ -622,6 +632,32 @@ def _addr_names_symbol(event: EventAttr) -> bool:
     # perf's is_bts_event(): branch instructions sampled one by one
     return bool(attr["type"] == AttrType.HARDWARE and attr["config"] & _HW_BRANCH_INSTRUCTIONS
                 and attr["sample_period"] == 1)
+
+
+# The flags column of a sample without branch flags: "  %-21s " of "".
+_NO_FLAGS = " " * 24
+# perf_sample__fprintf_start()'s misc letters, each flag tested as
+# (misc & F) == F: so a hypervisor sample (3) reads K, U and H.
+_MISC_MODES = ((1, "K"), (2, "U"), (3, "H"), (4, "G"), (5, "g"))
+_misc_texts: dict[tuple[int, int], str] = {}
+
+
+def misc_text(misc: int, rtype: int) -> str:
+    """The -F misc column of a record: its mode letters, M (an MMAP of
+    data), E (a COMM of an exec), S and p (a SWITCH out, preempted), padded
+    to 6 as perf pads it ("%*s" of " " at 6 minus the letters)."""
+    key = (misc, rtype)
+    got = _misc_texts.get(key)
+    if got is None:
+        letters = "".join(ch for flag, ch in _MISC_MODES if misc & flag == flag)
+        if rtype in (RT.MMAP, RT.MMAP2):
+            letters += "M" if misc & MISC_MMAP_DATA else ""
+        elif rtype == RT.COMM:
+            letters += "E" if misc & MISC_COMM_EXEC else ""
+        elif rtype in (RT.SWITCH, RT.SWITCH_CPU_WIDE) and misc & MISC_SWITCH_OUT:
+            letters += "Sp" if misc & MISC_SWITCH_OUT_PREEMPT else "S"
+        got = _misc_texts[key] = letters + "%*s" % (6 - len(letters), " ")
+    return got
 
 
 def _c_hex(value: int) -> str:
