@@ -77,7 +77,8 @@ class Symbolizer:
     def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
-                 cache_dir: CacheWhere = None, vdso: str | None = None) -> None:
+                 cache_dir: CacheWhere = None, vdso: str | None = None,
+                 demangle_kernel: bool = False) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
@@ -89,10 +90,13 @@ class Symbolizer:
         signatures: C++ names with their parameter lists, return types and
         clone suffixes (perf -v's form); by default perf's (`ns::f<int>`).
         vdso: the path of a vdso image to stand in for a profile's vdso that
-        has no build-id (see given_vdso)."""
+        has no build-id (see given_vdso).  demangle_kernel: demangle kernel
+        symbols too (Rust's, in a kernel built with it): perf does only with
+        --demangle-kernel."""
         self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
+        self.demangle_kernel = demangle_kernel
         self.signatures = signatures
         self.inline = inline
         self.srcline = srcline or inline
@@ -640,7 +644,8 @@ class Symbolizer:
                 s = at
         if s is None:
             return [Frame(None, None, address, path, bid, None)]
-        return [Frame(self._name(s.name), address - s.start, address, path, bid, "kallsyms")]
+        name = self._name(s.name) if self.demangle_kernel else s.name
+        return [Frame(name, address - s.start, address, path, bid, "kallsyms")]
 
     def _lookup_perfmap(self, path: str, address: int | None, is_ret: bool) -> list[Frame]:
         if address is None:

@@ -90,6 +90,8 @@ def add_symbolize_options(p: argparse.ArgumentParser) -> None:
     # (perf's --demangle: the default, accepted as perf accepts it)
     g.add_argument("--demangle", dest="no_demangle", action="store_false",
                    help="demangle C++/Rust names (the default)")
+    g.add_argument("--demangle-kernel", action="store_true",
+                   help="demangle kernel symbols too (Rust's), as perf does only when asked")
     g.add_argument("--signatures", action="store_true",
                    help="C++ names with their parameter lists, return types and clone "
                         "suffixes (perf -v's form; by default perf's: ns::f<int>)")
@@ -445,7 +447,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
                             signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
-                            vdso=vdso,
+                            vdso=vdso, demangle_kernel=getattr(args, "demangle_kernel", False),
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     check_cpu_filter(pf, args)
