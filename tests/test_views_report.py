@@ -224,3 +224,37 @@ def test_total_lost_samples_as_perf(name, home):
                               "report", "-"], stdin=f, capture_output=True, text=True,
                              cwd=REPO, timeout=60)
     assert re.findall(r"^# Total Lost Samples: (\d+)$", res.stdout, re.M) == theirs, res.stderr
+
+
+SHOWN_CASES = [
+    ("threads.fp", ["-n"]),
+    ("threads.fp", ["-q"]),
+    ("threads.fp", ["-n", "-q", "--sort", "dso,sym"]),
+    ("threads.fp", ["--percent-limit", "5"]),
+    ("two_events", ["--percent-limit", "0.2", "-n", "--sort", "dso", "--kallsyms", "/dev/null"]),
+    ("threads.fp", ["--percent-limit", "0.5abc"]),     # perf's strtof: 0.5
+    ("threads.fp", ["--children", "--no-children", "-n"]),
+    ("threads.dwarf", ["-n", "--percent-limit", "2", "--sort", "sym"]),
+]
+
+
+@needs_perf
+@pytest.mark.parametrize("name,args", SHOWN_CASES,
+                         ids=["%s %s" % (n, " ".join(a)) for n, a in SHOWN_CASES])
+def test_shown_as_perf_report(name, args, home):
+    """-n (the Samples column), -q (no comment lines), --percent-limit (the
+    rows below it left out, the columns still sized by every entry) and
+    --children/--no-children given both (the last wins): line for line as
+    perf report --stdio -g none prints them."""
+    argv = [PERF, "--buildid-dir", str(SAMPLES / "buildids"), "report", "--stdio", "-g", "none",
+            "--no-children", "-i", str(_data(name))] + args
+    env = dict(os.environ, HOME=home)
+    theirs = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=SAMPLES,
+                            timeout=60).stdout
+    ours_args = ["report", str(_data(name)), "--stdio", "--no-children", "-j", "1",
+                 "--debug-dir", str(SAMPLES / "buildids")] + args
+    rc, mine, err = run_cli(ours_args)
+    assert rc == 0, err
+    keep = [ln for ln in theirs.splitlines() if "Tip:" not in ln]
+    assert len([ln for ln in keep if _ROW.match(ln)]) >= 2
+    assert mine.splitlines() == keep

@@ -89,8 +89,10 @@ def run_collapse(args: argparse.Namespace, out: TextIO) -> None:
     _write(args, out, folded_lines(result.data or {}))
 
 
-def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> str:
-    """perf report's table of a merged report Partial's data."""
+def report_text(data: dict[str, Any], sort_keys: list[str], children: bool,
+                **shown: Any) -> str:
+    """perf report's table of a merged report Partial's data; shown: what
+    Report.describe takes of how it is shown (-n, -q, --percent-limit)."""
     from ..views.report import Entry, EventHistogram, Report
     report = Report(sort_keys, children)
     attrs = []
@@ -109,7 +111,7 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool) -> s
             hist.entries[key] = entry
         report.hists[index] = hist
         attrs.append(types.SimpleNamespace(index=index))
-    return report.describe(attrs, lost=data["lost"])  # type: ignore[arg-type]  # (as above)
+    return report.describe(attrs, lost=data["lost"], **shown)  # type: ignore[arg-type]  # (as above)
 
 
 def run_report(args: argparse.Namespace, out: TextIO) -> None:
@@ -117,7 +119,9 @@ def run_report(args: argparse.Namespace, out: TextIO) -> None:
     keys = parse_sort(args.sort)
     result = compute(args, "report")
     # (compute() raised if no file was read: there is data)
-    _write(args, out, report_text(result.data, keys, args.children))  # type: ignore[arg-type]
+    _write(args, out, report_text(result.data, keys, args.children,  # type: ignore[arg-type]
+                                  show_nr_samples=args.show_nr_samples, quiet=args.quiet,
+                                  percent_limit=args.percent_limit))
 
 
 def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphBuilder:

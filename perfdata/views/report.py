@@ -336,22 +336,32 @@ class Report:
             return (-entry.children, -entry.self_period, parts)
         return (-entry.self_period, parts)
 
-    def describe(self, attrs: Iterable[EventAttr], lost: int = 0) -> str:
-        out = ["# To display the perf.data header info, please use "
-               "--header/--header-only options.\n", "#\n", "#\n",
-               "# Total Lost Samples: %d\n" % lost, "#\n"]
+    def describe(self, attrs: Iterable[EventAttr], lost: int = 0, *,
+                 show_nr_samples: bool = False, quiet: bool = False,
+                 percent_limit: float = 0.0) -> str:
+        """The table as perf report --stdio prints it; show_nr_samples: the
+        Samples column (-n); quiet: no comment lines (-q); percent_limit:
+        the entries below it left out (--percent-limit: of the children
+        period with --children), the columns sized by them all, as perf's."""
+        out = [] if quiet else [
+            "# To display the perf.data header info, please use "
+            "--header/--header-only options.\n", "#\n", "#\n",
+            "# Total Lost Samples: %d\n" % lost, "#\n"]
         for ea in attrs:
             hist = self.hists.get(ea.index)
             if hist is None:
                 continue
-            out.extend(self._describe_hist(hist))
-        out.append("#\n#\n")
+            out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit))
+        if not quiet:
+            out.append("#\n#\n")
         return "".join(out)
 
-    def _describe_hist(self, hist: EventHistogram) -> list[str]:
+    def _describe_hist(self, hist: EventHistogram, show_nr_samples: bool = False,
+                       quiet: bool = False, percent_limit: float = 0.0) -> list[str]:
         k: str | None           # (a sort key's name; None for a percent column)
-        out = ["# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
-               "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
+        out = [] if quiet else [
+            "# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
+            "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
         total = hist.total_period or 1
         entries = [e for e in hist.entries.values()
                    if e.self_period or (self.children and e.children) or e.samples]
@@ -362,11 +372,15 @@ class Report:
             pcts = ["%.2f%%" % (100.0 * e.self_period / total)]
             if self.children:
                 pcts.insert(0, "%.2f%%" % (100.0 * e.children / total))
+            if show_nr_samples:
+                pcts.append("%d" % e.samples)
             rows.append((pcts, cells))
         heads = (["Children", "Self"] if self.children else ["Overhead"]) + \
-            [SORT_KEYS[k] for k in self.sort_keys]
-        npct = 2 if self.children else 1
-        widths = [max(len(h), 8) if i < npct else len(h) for i, h in enumerate(heads)]
+            (["Samples"] if show_nr_samples else []) + [SORT_KEYS[k] for k in self.sort_keys]
+        npct = (2 if self.children else 1) + (1 if show_nr_samples else 0)
+        # (perf's percent columns are 8 wide at least, its Samples 12)
+        widths = [(12 if h == "Samples" else max(len(h), 8)) if i < npct else len(h)
+                  for i, h in enumerate(heads)]
         keys = [None] * npct + list(self.sort_keys)
         for pcts, cells in rows:
             for i, text in enumerate(pcts + cells):
@@ -399,10 +413,16 @@ class Report:
         head_cells = []
         for i, h in enumerate(heads):
             head_cells.append(("%*s" if i < npct else "%-*s") % (widths[i], h))
-        out.append("# " + "  ".join(head_cells) + "\n")
-        out.append("# " + "  ".join("." * w for w in widths) + "\n")
-        out.append("#\n")
-        for pcts, cells in rows:
+        if not quiet:
+            out.append("# " + "  ".join(head_cells) + "\n")
+            out.append("# " + "  ".join("." * w for w in widths) + "\n")
+            out.append("#\n")
+        for e, (pcts, cells) in zip(entries, rows):
+            if percent_limit > 0 and 100.0 * (e.children if self.children else e.self_period) \
+                    / total < percent_limit:
+                # perf's hist_entry__get_percent_limit(); the columns stay
+                # sized by every entry, as perf's are
+                continue
             parts = ["%*s" % (widths[i], p) for i, p in enumerate(pcts)]
             for j, c in enumerate(cells):
                 i = npct + j
@@ -531,7 +551,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         finally:
             print_warnings(pf, samples.symbolizer.warnings)
         lost = samples.lost_samples
-    text = report.describe(pf.attrs, lost=lost)
+    text = report.describe(pf.attrs, lost=lost, show_nr_samples=args.show_nr_samples,
+                           quiet=args.quiet, percent_limit=args.percent_limit)
     try:
         stream.write(text)
     finally:
@@ -554,14 +575,27 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     """The table's options (also those of `perfdata fleet report`)."""
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
                    help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--children", action="store_true",
+    # (both may be given, as to perf: the last one wins)
+    p.add_argument("--children", action="store_true",
                    help="add inclusive time (perf report --children)")
-    g.add_argument("--no-children", dest="children", action="store_false",
+    p.add_argument("--no-children", dest="children", action="store_false",
                    help="self time only (the default, as --no-children)")
+    p.add_argument("-n", "--show-nr-samples", action="store_true",
+                   help="a column of each entry's sample count")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="the rows only: no comment lines")
+    p.add_argument("--percent-limit", type=_percent, default=0.0, metavar="PCT",
+                   help="leave out entries below PCT%% (of the children time with --children)")
     p.add_argument("--stdio", action="store_true", help=argparse_suppress())
     # perf's -g: only the flat table is printed, so only `-g none` is meaningful.
     p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
+
+
+def _percent(text: str) -> float:
+    """--percent-limit's value: perf reads it with strtof (a number, or 0)."""
+    import re
+    m = re.match(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text)
+    return float(m.group(0)) if m else 0.0
 
 
 def argparse_suppress() -> str:
