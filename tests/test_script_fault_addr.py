@@ -24,14 +24,20 @@ OBJECTS = ("faults::pages_in_namespace", "local_static()::kept", "fault_data_tab
 
 
 @pytest.fixture(scope="module")
-def faults(tmp_path_factory):
-    """(perf.data, the build-id dir, perf's environment, the data file)."""
+def program(tmp_path_factory):
+    """samples/src/fault_addr.cpp built here."""
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
-    tmp = tmp_path_factory.mktemp("faults")
-    program = tmp / "fault_addr"
-    subprocess.run(["g++", "-O1", "-g", "-o", str(program), str(SAMPLES / "src" / "fault_addr.cpp")],
+    built = tmp_path_factory.mktemp("program") / "fault_addr"
+    subprocess.run(["g++", "-O1", "-g", "-o", str(built), str(SAMPLES / "src" / "fault_addr.cpp")],
                    check=True, capture_output=True, timeout=120)
+    return built
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory, program):
+    """(perf.data, the build-id dir, perf's environment, the data file)."""
+    tmp = tmp_path_factory.mktemp("faults")
     blob = tmp / "blob.bin"
     blob.write_bytes(os.urandom(1 << 20))
     env = dict(os.environ, HOME=str(tmp))       # no ~/.perfconfig; perf's cache here
@@ -80,19 +86,14 @@ def test_fault_addresses_named_as_perf_names_them(faults, spec):
         assert not any(name in text for name in OBJECTS)
 
 
-def test_data_objects_come_from_their_own_table(tmp_path):
+def test_data_objects_come_from_their_own_table(tmp_path, program):
     """Symbolizer.lookup_data names a data object by its file offset; the
     function table (lookup) does not hold objects; the table with objects is
     kept in the cache directory and read back by the next run."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed")
     from elftools.elf.elffile import ELFFile
 
     from symbolize import Symbolizer
     from symbolize.cachedir import CacheDir
-    program = tmp_path / "fault_addr"
-    subprocess.run(["g++", "-O1", "-g", "-o", str(program), str(SAMPLES / "src" / "fault_addr.cpp")],
-                   check=True, capture_output=True, timeout=120)
     with open(program, "rb") as f:
         elf = ELFFile(f)
         sym = elf.get_section_by_name(".symtab").get_symbol_by_name("fault_data_table")[0]
