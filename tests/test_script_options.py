@@ -469,3 +469,35 @@ def test_time_in_percent_as_perf(recorded, spec, tmp_path):
 def test_time_in_percent_malformed_is_refused(spec):
     rc, out, err = run_cli(["script", str(SAMPLES / "plt_loop.fp.data"), "--time", spec])
     assert rc == 2 and out == "" and "--time" in err and "Traceback" not in err
+
+
+# -F fields the samples cannot give: perf refuses a field asked for in a list
+# for every type, drops it in a list for one type (`sw:`) or by default.
+MISSING_FIELD_CASES = [
+    (["-F", "+addr"], "addr"), (["-F", "+data_src"], "data_src"), (["-F", "+iregs"], "iregs"),
+    (["-F", "+phys_addr"], "phys_addr"), (["-F", "+weight"], "weight"),
+    (["-F", "+ins_lat"], "ins_lat"), (["-F", "comm,tid,addr,ip,sym"], "addr"),
+    (["-F", "comm,symoff"], "offsets"), (["-F", "comm,tid,srcline"], "source line"),
+    (["-F", "sw:+addr", "-G"], None), (["-F", "hw:+addr", "-G"], None),
+    (["-F", "sw:comm,tid,addr,ip", "-G"], None), (["-F", "-addr", "-G"], None),
+]
+
+
+@requires_perf_tool
+@pytest.mark.parametrize("args,refused", MISSING_FIELD_CASES,
+                         ids=[" ".join(a) for a, _ in MISSING_FIELD_CASES])
+def test_fields_the_samples_lack_as_perf(args, refused, tmp_path):
+    """perf_session__check_output_opt(): where perf refuses to run, perfdata
+    refuses with one line naming the field, exit 2, and prints nothing;
+    where perf prints, perfdata prints what it prints."""
+    name = "threads.fp.data"
+    rc, theirs = perf_script(name, args, tmp_path, cwd=SAMPLES, buildid_dir=BUILDIDS)
+    mine_rc, mine, err = run_cli(["script", str(SAMPLES / name), "--buildid-dir", str(BUILDIDS),
+                                  "--debug-dir", str(BUILDIDS)] + args)
+    if refused:
+        assert rc != 0 and theirs == ""
+        assert mine_rc == 2 and mine == "" and err.count("\n") == 1, err
+        assert refused in err           # the field (or perf's words for it)
+    else:
+        assert rc == 0 and mine_rc == 0, err
+        assert_same(mine, theirs, " ".join(args))

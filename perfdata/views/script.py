@@ -919,6 +919,80 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     return samples.ordinal, tagged_warnings(pf, samples), error
 
 
+# perf's evsel__check_attr(), in its order: a field, the sample_type bits it
+# needs, perf's name of them, and whether a file with AUXTRACE (whose samples
+# a decoder makes) lets a field asked for pass without them.  A field asked
+# for (-F) that its samples cannot give is refused; a default one is dropped.
+_FIELD_NEEDS: tuple[tuple[str, int, str, bool], ...] = (
+    ("ip", ST.IP, "IP", False), ("addr", ST.ADDR, "ADDR", True),
+    ("data_src", ST.DATA_SRC, "DATA_SRC", True),
+    ("weight", ST.WEIGHT | ST.WEIGHT_STRUCT, "WEIGHT", True),
+    ("sym", 0, "", False), ("pid", ST.TID, "TID", False), ("time", ST.TIME, "TIME", False),
+    ("cpu", ST.CPU, "CPU", True), ("iregs", ST.REGS_INTR, "IREGS", True),
+    ("uregs", ST.REGS_USER, "UREGS", False), ("phys_addr", ST.PHYS_ADDR, "PHYS_ADDR", True),
+    ("data_page_size", ST.DATA_PAGE_SIZE, "DATA_PAGE_SIZE", False),
+    ("code_page_size", ST.CODE_PAGE_SIZE, "CODE_PAGE_SIZE", False),
+    ("ins_lat", ST.WEIGHT_STRUCT, "WEIGHT_STRUCT", False))
+_PERF_COUNT_SW_DUMMY = 9
+
+
+def check_output_fields(pf: PerfFile, spec_text: str | None, hide_call_graph: bool = False
+                        ) -> None:
+    """perf_session__check_output_opt(): the first event of each type (but a
+    dummy) is checked against the fields it would print; a field asked for
+    with -F that its samples lack is refused, as perf refuses it, before
+    anything is printed (a default one is left out).  Nothing is checked in
+    a file of counter values (HEADER_STAT)."""
+    from ..format.constants import Feature
+    if spec_text is None or pf.has_feature(Feature.STAT):
+        return
+    spec = parse_field_spec(spec_text)
+    assert spec is not None
+    etype, exact, add, _ = spec
+    decoded = pf.has_feature(Feature.AUXTRACE)
+    formatter = ScriptFormatter(pf, spec_text, hide_call_graph=hide_call_graph)
+    seen: set[int] = set()
+    for ea in pf.attrs:
+        atype, config = ea.attr["type"], ea.attr["config"]
+        if (atype == AttrType.SOFTWARE and config == _PERF_COUNT_SW_DUMMY) or atype in seen:
+            continue
+        seen.add(atype)
+        # (perf's parse_output_fields() marks the fields as asked for only
+        # in a list for every type: one for a type, `sw:...`, drops them)
+        user_set = set(exact) | set(add) if etype is None else set()
+        fields = list(formatter.fields_for(ea))
+        st = ea.sample_type
+        for field, bits, what, lenient in _FIELD_NEEDS:
+            if field == "sym":
+                _check_symbol_fields(fields, st)
+                continue
+            names = ("pid", "tid") if field == "pid" else (field,)
+            shown = [f for f in names if f in fields]
+            if not shown or st & bits:
+                continue
+            asked = [f for f in shown if f in user_set]
+            if asked and not (lenient and decoded):
+                raise PerfDataError("Samples for '%s' event do not have %s attribute set. "
+                                    "Cannot print '%s' field." % (ea.name, what, asked[0]))
+            fields = [f for f in fields if f not in shown]
+
+
+def _check_symbol_fields(fields: list[str], sample_type: int) -> None:
+    """The rules of evsel__check_attr() that hold whoever asked for the
+    fields: a symbol, its offset, a dso or a source line need an address."""
+    has_address = sample_type & (ST.IP | ST.ADDR)
+    if "sym" in fields and not has_address:
+        raise PerfDataError("Display of symbols requested but neither sample IP nor sample "
+                            "address available. Hence, no addresses to convert to symbols.")
+    if "symoff" in fields and "sym" not in fields:
+        raise PerfDataError("Display of offsets requested but symbol is not selected.")
+    if "dso" in fields and not has_address:
+        raise PerfDataError("Display of DSO requested but no address to convert.")
+    if ("srcline" in fields or "srccode" in fields) and "ip" not in fields:
+        raise PerfDataError("Display of source line number requested but sample IP is not "
+                            "selected. Hence, no address to lookup the source line number.")
+
+
 def run(args: argparse.Namespace, out: TextIO) -> None:
     """`perfdata script`: every sample as perf script prints it."""
     from ..session.stream import SideEvent
@@ -935,6 +1009,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             return
         if features is not None:
             side.add(features.record_type)
+    check_output_fields(pf, args.fields, args.hide_call_graph)
     jobs = script_jobs(args, pf)
     if jobs > 1:
         from .sharded import run_sharded
