@@ -273,6 +273,12 @@ BUNDLED_CASES = [
     ("plt_loop.fp.data", ["-S", "401040", "-G", "-F", "comm,tid,time,ip,dso"]),
     ("tracepoint.data", ["-G", "--kallsyms", "/dev/null"]),
     ("tracepoint.data", ["-F", "comm,tid,event,trace"]),
+    # a -F list that touches the tracepoints' type leaves their stacks out
+    # (perf adds ip and sym to their defaults only where -F left the type
+    # alone); one for another type keeps them
+    ("tracepoint.data", ["-F", "+misc", "--kallsyms", "/dev/null"]),
+    ("tracepoint.data", ["-F", "trace:-cpu", "--kallsyms", "/dev/null"]),
+    ("tracepoint.data", ["-F", "sw:+misc", "--kallsyms", "/dev/null"]),
     ("cpp_inline.fp.pipe.data", ["--header"]),
     ("cpp_inline.fp.pipe.data", ["--header", "-I", "--show-round-events"]),
     ("cpp_inline.fp.pipe.data", ["--header-only"]),

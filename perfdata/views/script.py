@@ -257,7 +257,9 @@ class ScriptFormatter:
                 got = default_fields(event, tp_chain)
             else:
                 _, exact, add, remove = self.spec
-                base = list(exact) if exact else default_fields(event, tp_chain)
+                # (perf adds ip and sym to the tracepoints' defaults only where -F
+                # left their type alone: output[TRACEPOINT].user_set)
+                base = list(exact) if exact else default_fields(event, False)
                 base += [f for f in add if f not in base]
                 got = [f for f in base if f not in remove]
                 if self.pf.is_pipe and not self.hide_call_graph and any(
@@ -936,8 +938,7 @@ _FIELD_NEEDS: tuple[tuple[str, int, str, bool], ...] = (
 _PERF_COUNT_SW_DUMMY = 9
 
 
-def check_output_fields(pf: PerfFile, spec_text: str | None, hide_call_graph: bool = False
-                        ) -> None:
+def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
     """perf_session__check_output_opt(): the first event of each type (but a
     dummy) is checked against the fields it would print; a field asked for
     with -F that its samples lack is refused, as perf refuses it, before
@@ -950,7 +951,9 @@ def check_output_fields(pf: PerfFile, spec_text: str | None, hide_call_graph: bo
     assert spec is not None
     etype, exact, add, _ = spec
     decoded = pf.has_feature(Feature.AUXTRACE)
-    formatter = ScriptFormatter(pf, spec_text, hide_call_graph=hide_call_graph)
+    # (the fields as perf checks them: before it adds ip and sym to the
+    # tracepoints' defaults of a file with callchains, or to a pipe's events)
+    formatter = ScriptFormatter(pf, spec_text, hide_call_graph=True)
     seen: set[int] = set()
     for ea in pf.attrs:
         atype, config = ea.attr["type"], ea.attr["config"]
@@ -1009,7 +1012,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             return
         if features is not None:
             side.add(features.record_type)
-    check_output_fields(pf, args.fields, args.hide_call_graph)
+    check_output_fields(pf, args.fields)
     jobs = script_jobs(args, pf)
     if jobs > 1:
         from .sharded import run_sharded
