@@ -293,22 +293,28 @@ class Symbolizer:
         return None, "unverifiable"
 
     def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
-                   bid: str | None, kinds: str) -> SymbolTable:
-        if bid is not None and bid in self._tables:
-            return self._tables[bid]
+                   bid: str | None, kinds: str, objects: bool = False) -> SymbolTable:
+        """A binary's symbol table (with objects, the one with its data
+        objects too: lookup_data keeps those), from the cache directory
+        where an earlier run left it, else built and left there."""
+        memo = None if objects else self._tables
+        if bid is not None and memo is not None and bid in memo:
+            return memo[bid]
         disk = None
         if self.cache.enabled and bid is not None:
             # The name says which sources went in, so a table built before a
             # debug file was installed is not reused after.
-            disk = self.cache.path_for("symtab", bid, f"-{kinds}.table")
+            disk = self.cache.path_for("symtab", bid,
+                                       f"-{kinds}{'-objects' if objects else ''}.table")
             # (enabled: path_for gave a path)
             table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
-                self._tables[bid] = table
+                if memo is not None:
+                    memo[bid] = table
                 return table
-        table = build_symbol_table(binary, debug, minidebug)
-        if bid is not None:
-            self._tables[bid] = table
+        table = build_symbol_table(binary, debug, minidebug, objects=objects)
+        if bid is not None and memo is not None:
+            memo[bid] = table
         # A damaged file gives a partial table: never let it stand in for the
         # good copy of the same build-id in later runs.
         if disk is not None and len(table) and not _damaged(binary, debug, minidebug):
@@ -436,27 +442,13 @@ class Symbolizer:
         key = (path, bid)
         table = self._object_tables.get(key)
         if table is None:
-            table = self._object_tables[key] = self._object_table(
-                choice.binary, choice.debug, dso.minidebug, bid)
+            files = (choice.binary, choice.debug, dso.minidebug)
+            table = self._object_tables[key] = self._table_for(
+                *files, bid, _table_kinds(*files), objects=True)
         sym = table.lookup(svma)
         if sym is None:
             return Frame(None, None, svma, path, bid, None)
         return Frame(self._name(sym.name), svma - sym.start, svma, path, bid, sym.source)
-
-    def _object_table(self, binary: Binary | None, debug: Binary | None,
-                      minidebug: Binary | None, bid: str | None) -> SymbolTable:
-        kinds = _table_kinds(binary, debug, minidebug)
-        disk = None
-        if self.cache.enabled and bid is not None:
-            disk = self.cache.path_for("symtab", bid, f"-{kinds}-objects.table")
-            # (enabled: path_for gave a path)
-            table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
-            if table is not None:
-                return table
-        table = build_symbol_table(binary, debug, minidebug, objects=True)
-        if disk is not None and len(table) and not _damaged(binary, debug, minidebug):
-            save_table(table, disk, self.cache)
-        return table
 
     def _lookup(self, path: str, build_id: str | None, svma: int | None, file_offset: int | None,
                 is_return_address: bool) -> list[Frame]:
