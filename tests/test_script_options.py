@@ -184,6 +184,9 @@ SWITCH_CASES = [
     ["--show-switch-events", "-G", "-F", "comm,pid,tid,time,event,ip,sym"],
     ["--header", "--show-switch-events", "-G"],
     ["--show-switch-events", "--show-task-events", "-c", "sleep", "-G"],
+    # the misc column on SWITCH (S, Sp), COMM (E) and MMAP (M) records
+    ["--show-switch-events", "--show-task-events", "--show-mmap-events", "-G", "-F",
+     "+misc,+flags"],
 ]
 
 
