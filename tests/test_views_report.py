@@ -235,6 +235,11 @@ SHOWN_CASES = [
     ("threads.fp", ["--percent-limit", "0.5abc"]),     # perf's strtof: 0.5
     ("threads.fp", ["--children", "--no-children", "-n"]),
     ("threads.dwarf", ["-n", "--percent-limit", "2", "--sort", "sym"]),
+    # perf's cpu key: the sample's cpu, "%*.*d" at the column's width
+    ("threads.fp", ["--sort", "cpu"]),
+    ("threads.fp", ["--sort", "cpu,comm,sym"]),
+    ("threads.dwarf", ["--sort", "sym,cpu", "-n"]),
+    ("two_events", ["--sort", "dso,cpu", "--kallsyms", "/dev/null"]),
 ]
 
 

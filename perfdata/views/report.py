@@ -41,6 +41,7 @@ SORT_KEYS = {
     "sym": "Symbol",
     "symbol": "Symbol",
     "pid": "    Pid:Command",
+    "cpu": "CPU",
 }
 DEFAULT_SORT = "comm,dso,sym"
 _LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
@@ -50,7 +51,7 @@ _LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
 # The other keys perf 6.1's --sort takes (perf report -s help text).
 _PERF_SORT_KEYS = frozenset("""
     overhead overhead_sys overhead_us overhead_guest_sys overhead_guest_us
-    overhead_children sample period parent cpu socket srcline srcfile local_weight
+    overhead_children sample period parent socket srcline srcfile local_weight
     weight transaction trace symbol_size dso_size cgroup cgroup_id ipc_null time
     code_page_size local_ins_lat ins_lat local_p_stage_cyc p_stage_cyc addr dso_from
     dso_to symbol_from symbol_to mispredict abort in_tx cycles srcline_from srcline_to
@@ -71,8 +72,8 @@ def parse_sort(text: str | None) -> list[str]:
         if key not in SORT_KEYS:
             if key in _PERF_SORT_KEYS:
                 raise ReportError("sort key %r is perf's, not supported here (supported: "
-                                  "comm, dso, sym, pid)" % key)
-            raise ReportError("unknown sort key %r (known: comm, dso, sym, pid)" % key)
+                                  "comm, dso, sym, pid, cpu)" % key)
+            raise ReportError("unknown sort key %r (known: comm, dso, sym, pid, cpu)" % key)
         key = "sym" if key == "symbol" else key
         if key not in keys:
             keys.append(key)
@@ -220,6 +221,9 @@ class Report:
             elif key == "pid":
                 # perf's "pid" key is the thread (shown with its last comm).
                 values.append(sample.tid)
+            elif key == "cpu":
+                # (a sample without one: perf's (u32)-1 read as an int)
+                values.append(sample.cpu if sample.cpu is not None else -1)
             else:
                 if frame.symbol is not None:
                     # perf's sort__sym_cmp: a symbol is its dso and start
@@ -319,6 +323,9 @@ class Report:
             return "[%s] %s" % (level, v if kind == "s" else _addr_text(v))
         if key == "pid":
             return "%7d:%s" % (value, _thread_comm(thread))
+        if key == "cpu":
+            # perf's hist_entry__cpu_snprintf(): "%*.*d" at the column's width
+            return "%*.*d" % (len(SORT_KEYS["cpu"]), len(SORT_KEYS["cpu"]), value)
         return value
 
     def _sort_key(self, entry: Entry) -> tuple[Any, ...]:
@@ -574,7 +581,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """The table's options (also those of `perfdata fleet report`)."""
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
-                   help="sort keys: comm,dso,sym,pid (default %s)" % DEFAULT_SORT)
+                   help="sort keys: comm,dso,sym,pid,cpu (default %s)" % DEFAULT_SORT)
     # (both may be given, as to perf: the last one wins)
     p.add_argument("--children", action="store_true",
                    help="add inclusive time (perf report --children)")
