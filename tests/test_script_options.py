@@ -243,6 +243,7 @@ BUNDLED_CASES = [
     ("threads.fp.data", ["-S", "hot_alpha"]),
     ("threads.fp.data", ["--symbols", "hot_alpha,hot_beta", "-G"]),
     ("threads.fp.data", ["-G"]),
+    ("threads.fp.data", ["-f", "-G"]),           # perf's --force: accepted
     ("threads.fp.data", ["--reltime"]),
     ("threads.fp.data", ["--deltatime", "--ns", "-G"]),
     ("threads.fp.data", ["--reltime", "--time", "0.1,0.2", "-G"]),

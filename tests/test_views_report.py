@@ -237,6 +237,7 @@ SHOWN_CASES = [
     ("threads.dwarf", ["-n", "--percent-limit", "2", "--sort", "sym"]),
     # perf's cpu key: the sample's cpu, "%*.*d" at the column's width
     ("threads.fp", ["--sort", "cpu"]),
+    ("threads.fp", ["--force", "-n"]),           # perf's -f/--force: accepted
     ("threads.fp", ["--sort", "cpu,comm,sym"]),
     ("threads.dwarf", ["--sort", "sym,cpu", "-n"]),
     ("two_events", ["--sort", "dso,cpu", "--kallsyms", "/dev/null"]),

@@ -40,6 +40,13 @@ def add_input_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("-i", "--input", dest="file_opt", help="input file (as perf's -i)")
 
 
+def add_force_argument(p: argparse.ArgumentParser) -> None:
+    """perf's -f/--force ("don't complain, do it": read a file another user
+    owns): accepted as perf accepts it; perfdata reads a file whoever owns it."""
+    p.add_argument("-f", "--force", action="store_true",
+                   help="accepted as perf's (a file another user owns is read anyway)")
+
+
 def _free(p: argparse.ArgumentParser, *names: str) -> list[str]:
     """The option strings a command has not taken for itself (archive's -C
     is --directory): perf's short forms where they are free."""

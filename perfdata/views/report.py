@@ -20,7 +20,8 @@ from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST
                                 MISC_HYPERVISOR, MISC_KERNEL)
 from .errors import CommandError
 from .collapse import open_output
-from .options import (add_input_argument, add_symbolize_options, make_sample_symbolizer,
+from .options import (add_force_argument, add_input_argument, add_symbolize_options,
+                      make_sample_symbolizer,
                       open_profile, print_warnings)
 from .progress import sample_progress
 from .sharded import add_jobs_argument
@@ -571,6 +572,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("report", help="overhead table, as perf report --stdio")
     add_input_argument(p)
+    add_force_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_report_options(p)
     add_jobs_argument(p)

@@ -836,9 +836,10 @@ def _frame_json(fr: StackFrame) -> dict[str, Any]:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .options import add_input_argument, add_symbolize_options
+    from .options import add_force_argument, add_input_argument, add_symbolize_options
     p = subparsers.add_parser("script", help="samples with symbolized stacks, as perf script")
     add_input_argument(p)
+    add_force_argument(p)
     p.add_argument("-F", "--fields", type=field_spec, help="fields, with perf's syntax")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
     add_script_options(p)
