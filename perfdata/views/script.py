@@ -405,9 +405,9 @@ class ScriptFormatter:
              % (body, text, "".join(x + ", " for x in args)), namespace)
         return namespace["header"]
 
-    # The memory fields, each as process_event() prints it; a field that the
-    # sample lacks (only when asked for with -F: perf refuses those) prints
-    # nothing.
+    # The memory fields, each as process_event() prints it; a field that a
+    # sample lacks prints nothing (one asked for with -F that the event's
+    # samples cannot give was refused before: check_output_fields).
     def _printer(self, field: str) -> Printer:
         if field == "addr":
             return self._print_addr
