@@ -184,6 +184,10 @@ class SampleSymbolizer:
                            is_return_address: bool) -> Sequence[StackFrame]:
         return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
 
+    def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
+        """The frames of the sample's own ip (what -S and --dsos look at)."""
+        return self.resolver.leaf_frames(sample)
+
     def data_frame(self, sample: Sample, addr: int) -> StackFrame:
         """The map and symbol of a sample's data address (a page fault's:
         what `-F addr,sym,dso` prints), data objects included."""

@@ -28,13 +28,16 @@ from .sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from ..format.container import PerfFile
     from ..format.eventattr import EventAttr
     from ..frames import StackFrame
     from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer, SymbolizedSample
+
+    # (sample) -> whether it makes an entry (Report's hist_filter)
+    HistFilter = Callable[[SymbolizedSample], bool]
 
 SORT_KEYS = {
     "comm": "Command",
@@ -181,10 +184,16 @@ class Report:
     """Histograms per event of symbolized samples."""
 
     def __init__(self, sort_keys: list[str], children: bool = False,
-                 sampler: SampleSymbolizer | None = None) -> None:
+                 sampler: SampleSymbolizer | None = None,
+                 hist_filter: HistFilter | None = None) -> None:
+        """hist_filter: perf report's --pid, --tid, --comm, --dsos and
+        --symbols (HIST_FILTER_*): a sample they leave out still counts in its
+        event's totals, which the percentages are of (perf's default
+        --percentage absolute), but makes no entry."""
         self.sort_keys = sort_keys
         self.children = children
         self.sampler = sampler
+        self.hist_filter = hist_filter
         self.hists: dict[int, EventHistogram] = {}
         self.order = 0          # the place in the file of the sample being added
 
@@ -204,7 +213,7 @@ class Report:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.sort_keys, self.children = state["sort_keys"], state["children"]
-        self.sampler, self.order, self.hists = None, 0, {}
+        self.sampler, self.hist_filter, self.order, self.hists = None, None, 0, {}
         for i, (index, entries, total, samples) in state["hists"].items():
             # (a stand-in: _report_sharded gives it the run's EventAttr)
             hist = self.hists[i] = EventHistogram(_EventIndex(index))  # type: ignore[arg-type]
@@ -292,6 +301,8 @@ class Report:
         period = sample.period or 0
         hist.total_period += period
         hist.samples += 1
+        if self.hist_filter is not None and not self.hist_filter(sample):
+            return
         frames = sample.frames
         cpumode = sample.cpumode & MISC_CPUMODE_MASK
         level = _LEVEL.get(cpumode, ".")
@@ -346,26 +357,36 @@ class Report:
 
     def describe(self, attrs: Iterable[EventAttr], lost: int = 0, *,
                  show_nr_samples: bool = False, quiet: bool = False,
-                 percent_limit: float = 0.0) -> str:
+                 percent_limit: float = 0.0, elided: dict[str, str] | None = None) -> str:
         """The table as perf report --stdio prints it; show_nr_samples: the
         Samples column (-n); quiet: no comment lines (-q); percent_limit:
         the entries below it left out (--percent-limit: of the children
-        period with --children), the columns sized by them all, as perf's."""
+        period with --children), the columns sized by them all, as perf's;
+        elided: {sort key: the one name a filter list gave for it (--comm,
+        --dsos, --symbols)}: perf's sort__setup_elide() says it in the
+        header and leaves the column out, unless every column would go."""
+        elided = {k: v for k, v in (elided or {}).items() if k in self.sort_keys}
+        said = ["# %s: %s\n" % ("symbol" if k == "sym" else k, elided[k])
+                for k in self.sort_keys if k in elided]
+        if len(elided) == len(self.sort_keys):
+            elided = {}
         out = [] if quiet else [
             "# To display the perf.data header info, please use "
-            "--header/--header-only options.\n", "#\n", "#\n",
-            "# Total Lost Samples: %d\n" % lost, "#\n"]
+            "--header/--header-only options.\n", "#\n"] + said + [
+            "#\n", "# Total Lost Samples: %d\n" % lost, "#\n"]
+        shown = [k for k in self.sort_keys if k not in elided]
         for ea in attrs:
             hist = self.hists.get(ea.index)
             if hist is None:
                 continue
-            out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit))
+            out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit, shown))
         if not quiet:
             out.append("#\n#\n")
         return "".join(out)
 
     def _describe_hist(self, hist: EventHistogram, show_nr_samples: bool = False,
-                       quiet: bool = False, percent_limit: float = 0.0) -> list[str]:
+                       quiet: bool = False, percent_limit: float = 0.0,
+                       shown: list[str] | None = None) -> list[str]:
         k: str | None           # (a sort key's name; None for a percent column)
         out = [] if quiet else [
             "# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
@@ -374,9 +395,11 @@ class Report:
         entries = [e for e in hist.entries.values()
                    if e.self_period or (self.children and e.children) or e.samples]
         entries.sort(key=self._sort_key)
+        sort_keys = self.sort_keys if shown is None else shown    # the columns printed
         rows = []
         for e in entries:
-            cells = [self._cell(k, v, e.level, e.thread) for k, v in zip(self.sort_keys, e.key)]
+            cells = [self._cell(k, v, e.level, e.thread) for k, v in zip(self.sort_keys, e.key)
+                     if k in sort_keys]
             pcts = ["%.2f%%" % (100.0 * e.self_period / total)]
             if self.children:
                 pcts.insert(0, "%.2f%%" % (100.0 * e.children / total))
@@ -384,12 +407,12 @@ class Report:
                 pcts.append("%d" % e.samples)
             rows.append((pcts, cells))
         heads = (["Children", "Self"] if self.children else ["Overhead"]) + \
-            (["Samples"] if show_nr_samples else []) + [SORT_KEYS[k] for k in self.sort_keys]
+            (["Samples"] if show_nr_samples else []) + [SORT_KEYS[k] for k in sort_keys]
         npct = (2 if self.children else 1) + (1 if show_nr_samples else 0)
         # (perf's percent columns are 8 wide at least, its Samples 12)
         widths = [(12 if h == "Samples" else max(len(h), 8)) if i < npct else len(h)
                   for i, h in enumerate(heads)]
-        keys = [None] * npct + list(self.sort_keys)
+        keys = [None] * npct + list(sort_keys)
         for pcts, cells in rows:
             for i, text in enumerate(pcts + cells):
                 if keys[i] in ("comm", "pid"):
@@ -401,7 +424,7 @@ class Report:
         # perf's hists__calc_col_len(): an entry without a symbol makes room
         # for a 16-digit address, in the symbol and the dso columns.
         if any(e.unresolved for e in entries):
-            for i, k in enumerate(self.sort_keys):
+            for i, k in enumerate(sort_keys):
                 if k == "sym":
                     widths[npct + i] = max(widths[npct + i], 16 + 4 + 2)
                 elif k == "dso":
@@ -435,7 +458,7 @@ class Report:
             for j, c in enumerate(cells):
                 i = npct + j
                 # Every cell is padded to its column, but a symbol in the last one.
-                last_sym = j == len(cells) - 1 and self.sort_keys[j] == "sym"
+                last_sym = j == len(cells) - 1 and sort_keys[j] == "sym"
                 parts.append(c if last_sym else "%-*s" % (widths[i], c))
             out.append("  " + "  ".join(parts) + "\n")
         out.append("\n\n")
@@ -510,7 +533,8 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     return default_jobs(args.jobs, pf)
 
 
-def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: PerfFile
+def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: PerfFile,
+                    hist_filter: Callable[[SampleSymbolizer], HistFilter | None] = lambda s: None
                     ) -> tuple[Report, int]:
     """(Report, lost samples) from `jobs` workers' shares of the samples."""
     from functools import partial
@@ -532,7 +556,8 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
     # a worker's part: [its Report, the lost samples]
     add_up_parts(pf, jobs, SHARD_BLOCK,
                  partial(compute_part, args,
-                         make=lambda samples: [Report(keys, args.children, sampler=samples), 0],
+                         make=lambda samples: [Report(keys, args.children, sampler=samples,
+                                                      hist_filter=hist_filter(samples)), 0],
                          fill=fill),
                  merge)
     events = {ea.index: ea for ea in pf.attrs}
@@ -541,8 +566,56 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
     return report, lost
 
 
+_HIST_FILTER_ARGS = ("pid", "tid", "comm", "dsos", "symbols")
+
+
+def split_hist_filters(args: argparse.Namespace
+                       ) -> tuple[argparse.Namespace, Callable[[SampleSymbolizer], HistFilter | None],
+                                  dict[str, str]]:
+    """perf report's filters by thread, comm, dso and symbol leave a sample
+    in its event's totals (HIST_FILTER_*), where -C and --time drop it:
+    (the arguments for the sample stream, without the first kind; a
+    function of a run's SampleSymbolizer giving the Report's hist_filter,
+    or None; {sort key: the one name its filter list gave} for the elided
+    columns)."""
+    import argparse as _argparse
+    from .options import make_leaf_filter, make_sample_filter, name_list
+    stream_args = _argparse.Namespace(**vars(args))
+    for name in _HIST_FILTER_ARGS:
+        setattr(stream_args, name, None)
+    thread_keep = make_sample_filter(_argparse.Namespace(
+        pid=args.pid, tid=args.tid, comm=args.comm, cpu=None, time=None))
+    leaf_keep = make_leaf_filter(args)
+
+    def hist_filter(sampler: SampleSymbolizer) -> HistFilter | None:
+        if thread_keep is None and leaf_keep is None:
+            return None
+
+        def keep(sample: SymbolizedSample) -> bool:
+            if thread_keep is not None and not thread_keep(sample):
+                return False
+            return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
+        return keep
+
+    elided = {}
+    for key, given in (("comm", args.comm), ("dso", getattr(args, "dsos", None)),
+                       ("sym", getattr(args, "symbols", None))):
+        if given is None:
+            continue
+        if isinstance(given, str):
+            given = name_list(given)
+        if isinstance(given, tuple):
+            # -S: (names, addresses); an address entry as perf echoes a
+            # hexadecimal one written without 0x
+            given = set(given[0]) | {"%x" % a for a in given[1]}
+        if len(given) == 1:
+            elided[key] = next(iter(given))
+    return stream_args, hist_filter, elided
+
+
 def run(args: argparse.Namespace, out: TextIO) -> None:
     keys = parse_sort(args.sort)
+    args, hist_filter, elided = split_hist_filters(args)
     stream, close = open_output(args.output, out)
     if args.call_graph != "none":
         sys.stderr.write("perfdata: note: report prints the flat table only (as -g none); "
@@ -552,15 +625,17 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     jobs = report_jobs(args, pf)
     if jobs > 1:
         pf.resolve_event_names()
-        report, lost = _report_sharded(args, keys, jobs, pf)
+        report, lost = _report_sharded(args, keys, jobs, pf, hist_filter)
     else:
         try:
-            report = build_report(pf, samples, keys, children=args.children)
+            report = build_report(pf, samples, keys, children=args.children,
+                                  report=Report(keys, args.children, sampler=samples,
+                                                hist_filter=hist_filter(samples)))
         finally:
             print_warnings(pf, samples.symbolizer.warnings)
         lost = samples.lost_samples
     text = report.describe(pf.attrs, lost=lost, show_nr_samples=args.show_nr_samples,
-                           quiet=args.quiet, percent_limit=args.percent_limit)
+                           quiet=args.quiet, percent_limit=args.percent_limit, elided=elided)
     try:
         stream.write(text)
     finally:
