@@ -11,9 +11,11 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from ..format.constants import (MISC_COMM_EXEC, MISC_MMAP_DATA, MISC_SWITCH_OUT,
-                                MISC_SWITCH_OUT_PREEMPT, AttrType, RecordType as RT,
-                                SampleType as ST)
+from ..format.constants import (MISC_COMM_EXEC, MISC_GUEST_KERNEL, MISC_GUEST_USER,
+                                MISC_HYPERVISOR, MISC_KERNEL, MISC_MMAP_DATA, MISC_SWITCH_OUT,
+                                MISC_SWITCH_OUT_PREEMPT, MISC_USER, AttrType,
+                                RecordType as RT, SampleType as ST)
+from ..format.eventattr import HARDWARE_NAMES, SOFTWARE_NAMES
 from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
@@ -620,8 +622,10 @@ class ScriptFormatter:
 
 
 # PERF_COUNT_SW_PAGE_FAULTS, _MIN, _MAJ; PERF_COUNT_HW_BRANCH_INSTRUCTIONS
-_PAGE_FAULTS = (2, 5, 6)
-_HW_BRANCH_INSTRUCTIONS = 4
+# (the configs are the places of their names in perf's tables)
+_PAGE_FAULTS = tuple(SOFTWARE_NAMES.index(n)
+                     for n in ("page-faults", "minor-faults", "major-faults"))
+_HW_BRANCH_INSTRUCTIONS = HARDWARE_NAMES.index("branches")
 
 
 def _addr_names_symbol(event: EventAttr) -> bool:
@@ -640,7 +644,8 @@ def _addr_names_symbol(event: EventAttr) -> bool:
 _NO_FLAGS = " " * 24
 # perf_sample__fprintf_start()'s misc letters, each flag tested as
 # (misc & F) == F: so a hypervisor sample (3) reads K, U and H.
-_MISC_MODES = ((1, "K"), (2, "U"), (3, "H"), (4, "G"), (5, "g"))
+_MISC_MODES = ((MISC_KERNEL, "K"), (MISC_USER, "U"), (MISC_HYPERVISOR, "H"),
+               (MISC_GUEST_KERNEL, "G"), (MISC_GUEST_USER, "g"))
 _misc_texts: dict[tuple[int, int], str] = {}
 
 
@@ -926,17 +931,19 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
 # needs, perf's name of them, and whether a file with AUXTRACE (whose samples
 # a decoder makes) lets a field asked for pass without them.  A field asked
 # for (-F) that its samples cannot give is refused; a default one is dropped.
-_FIELD_NEEDS: tuple[tuple[str, int, str, bool], ...] = (
+# The symbol fields' own rules (_check_symbol_fields) come between the two.
+_FIELD_NEEDS_FIRST: tuple[tuple[str, int, str, bool], ...] = (
     ("ip", ST.IP, "IP", False), ("addr", ST.ADDR, "ADDR", True),
     ("data_src", ST.DATA_SRC, "DATA_SRC", True),
-    ("weight", ST.WEIGHT | ST.WEIGHT_STRUCT, "WEIGHT", True),
-    ("sym", 0, "", False), ("pid", ST.TID, "TID", False), ("time", ST.TIME, "TIME", False),
+    ("weight", ST.WEIGHT | ST.WEIGHT_STRUCT, "WEIGHT", True))
+_FIELD_NEEDS_THEN: tuple[tuple[str, int, str, bool], ...] = (
+    ("pid", ST.TID, "TID", False), ("time", ST.TIME, "TIME", False),
     ("cpu", ST.CPU, "CPU", True), ("iregs", ST.REGS_INTR, "IREGS", True),
     ("uregs", ST.REGS_USER, "UREGS", False), ("phys_addr", ST.PHYS_ADDR, "PHYS_ADDR", True),
     ("data_page_size", ST.DATA_PAGE_SIZE, "DATA_PAGE_SIZE", False),
     ("code_page_size", ST.CODE_PAGE_SIZE, "CODE_PAGE_SIZE", False),
     ("ins_lat", ST.WEIGHT_STRUCT, "WEIGHT_STRUCT", False))
-_PERF_COUNT_SW_DUMMY = 9
+_SW_DUMMY = SOFTWARE_NAMES.index("dummy")
 
 
 def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
@@ -958,27 +965,35 @@ def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
     seen: set[int] = set()
     for ea in pf.attrs:
         atype, config = ea.attr["type"], ea.attr["config"]
-        if (atype == AttrType.SOFTWARE and config == _PERF_COUNT_SW_DUMMY) or atype in seen:
+        if (atype == AttrType.SOFTWARE and config == _SW_DUMMY) or atype in seen:
             continue
         seen.add(atype)
         # (perf's parse_output_fields() marks the fields as asked for only
         # in a list for every type: one for a type, `sw:...`, drops them)
         user_set = set(exact) | set(add) if etype is None else set()
         fields = list(formatter.fields_for(ea))
-        st = ea.sample_type
-        for field, bits, what, lenient in _FIELD_NEEDS:
-            if field == "sym":
-                _check_symbol_fields(fields, st)
-                continue
-            names = ("pid", "tid") if field == "pid" else (field,)
-            shown = [f for f in names if f in fields]
-            if not shown or st & bits:
-                continue
-            asked = [f for f in shown if f in user_set]
-            if asked and not (lenient and decoded):
-                raise PerfDataError("Samples for '%s' event do not have %s attribute set. "
-                                    "Cannot print '%s' field." % (ea.name, what, asked[0]))
-            fields = [f for f in fields if f not in shown]
+        fields = _check_needs(_FIELD_NEEDS_FIRST, fields, ea, user_set, decoded)
+        _check_symbol_fields(fields, ea.sample_type)
+        _check_needs(_FIELD_NEEDS_THEN, fields, ea, user_set, decoded)
+
+
+def _check_needs(needs: tuple[tuple[str, int, str, bool], ...], fields: list[str],
+                 ea: EventAttr, user_set: set[str], decoded: bool) -> list[str]:
+    """evsel__do_check_stype() for each of `needs`: a field asked for whose
+    bits the samples lack is refused, a default one dropped; the fields
+    left."""
+    st = ea.sample_type
+    for field, bits, what, lenient in needs:
+        names = ("pid", "tid") if field == "pid" else (field,)
+        shown = [f for f in names if f in fields]
+        if not shown or st & bits:
+            continue
+        asked = [f for f in shown if f in user_set]
+        if asked and not (lenient and decoded):
+            raise PerfDataError("Samples for '%s' event do not have %s attribute set. "
+                                "Cannot print '%s' field." % (ea.name, what, asked[0]))
+        fields = [f for f in fields if f not in shown]
+    return fields
 
 
 def _check_symbol_fields(fields: list[str], sample_type: int) -> None:
