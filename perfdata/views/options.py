@@ -265,7 +265,9 @@ def time_ranges(text: str) -> TimeRanges | PercentRanges:
     return ranges
 
 
-def _parsed(value: T | str, parse: Callable[[str], T]) -> T:
+def option_value(value: T | str, parse: Callable[[str], T]) -> T:
+    """An option's value as its parser makes it (argparse gives it parsed
+    already; a caller's Namespace may hold the text)."""
     return parse(value) if isinstance(value, str) else value
 
 
@@ -277,13 +279,13 @@ def make_sample_filter(args: argparse.Namespace, first_sample_time: int = 0,
     first_sample_time: with --reltime perf reads --time relative to it;
     sample_span: (first, last) sample time, for --time in percent."""
     # (An empty list selects nothing, as perf's empty strlist.)
-    pids = _parsed(args.pid, int_list) if args.pid is not None else None
-    tids = _parsed(args.tid, int_list) if args.tid is not None else None
-    comms = _parsed(args.comm, name_list) if args.comm is not None else None
-    cpus = _parsed(getattr(args, "cpu", None), cpu_list)
+    pids = option_value(args.pid, int_list) if args.pid is not None else None
+    tids = option_value(args.tid, int_list) if args.tid is not None else None
+    comms = option_value(args.comm, name_list) if args.comm is not None else None
+    cpus = option_value(getattr(args, "cpu", None), cpu_list)
     ranges = None
     if args.time:
-        parsed = _parsed(args.time, time_ranges)
+        parsed = option_value(args.time, time_ranges)
         if isinstance(parsed, PercentRanges):
             # (with --reltime perf shifts these by the first sample time too)
             parsed = parsed.resolve(*(sample_span or (0, 0)))
@@ -315,8 +317,8 @@ def make_leaf_filter(args: argparse.Namespace
     ip only: the dso of its map (by full path or base name) and the function
     there (not an inlined one), or for -S a hexadecimal entry equal to the
     ip.  keep(sample, leaf_frames), or None when neither is given."""
-    syms = _parsed(getattr(args, "symbols", None), symbol_list)
-    dsos = _parsed(getattr(args, "dsos", None), name_list)
+    syms = option_value(getattr(args, "symbols", None), symbol_list)
+    dsos = option_value(getattr(args, "dsos", None), name_list)
     if syms is None and dsos is None:
         return None
     names, addrs = syms if syms is not None else (None, None)
@@ -410,7 +412,7 @@ def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
         nr = (pf.feature(Feature.NRCPUS) or {}).get("nr_cpus_available")
     except PerfDataError:
         nr = None
-    cpus = _parsed(args.cpu, cpu_list)
+    cpus = option_value(args.cpu, cpu_list)
     if nr and cpus and max(cpus) >= nr:
         # perf_session__cpu_bitmap(): "Requested CPU %d too large".
         raise PerfDataError("-C: cpu %d is not one of the recording machine's %d cpus"
@@ -469,7 +471,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
             from ..format.errors import PerfDataError
             raise PerfDataError("--reltime --time: the file has no first sample time "
                                 "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
-    if args.time and isinstance(_parsed(args.time, time_ranges), PercentRanges):
+    if args.time and isinstance(option_value(args.time, time_ranges), PercentRanges):
         span = sample_span(pf)
         if span == (0, 0):
             from .errors import CommandError

@@ -579,7 +579,8 @@ def split_hist_filters(args: argparse.Namespace
     or None; {sort key: the one name its filter list gave} for the elided
     columns)."""
     import argparse as _argparse
-    from .options import make_leaf_filter, make_sample_filter, name_list
+    from .options import (make_leaf_filter, make_sample_filter, name_list, option_value,
+                          symbol_list)
     stream_args = _argparse.Namespace(**vars(args))
     for name in _HIST_FILTER_ARGS:
         setattr(stream_args, name, None)
@@ -597,19 +598,17 @@ def split_hist_filters(args: argparse.Namespace
             return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
         return keep
 
-    elided = {}
-    for key, given in (("comm", args.comm), ("dso", getattr(args, "dsos", None)),
-                       ("sym", getattr(args, "symbols", None))):
-        if given is None:
-            continue
-        if isinstance(given, str):
-            given = name_list(given)
-        if isinstance(given, tuple):
-            # -S: (names, addresses); an address entry as perf echoes a
-            # hexadecimal one written without 0x
-            given = set(given[0]) | {"%x" % a for a in given[1]}
-        if len(given) == 1:
-            elided[key] = next(iter(given))
+    lists: dict[str, set[str]] = {}
+    if args.comm is not None:
+        lists["comm"] = set(option_value(args.comm, name_list))
+    if getattr(args, "dsos", None) is not None:
+        lists["dso"] = set(option_value(args.dsos, name_list))
+    if getattr(args, "symbols", None) is not None:
+        # (-S: names and addresses; an address echoed as perf echoes a
+        # hexadecimal entry written without 0x)
+        names, addrs = option_value(args.symbols, symbol_list)
+        lists["sym"] = set(names) | {"%x" % a for a in addrs}
+    elided = {key: next(iter(given)) for key, given in lists.items() if len(given) == 1}
     return stream_args, hist_filter, elided
 
 
