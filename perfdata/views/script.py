@@ -233,8 +233,9 @@ class ScriptFormatter:
         self._name_width: int | None = None
         # {id(frames): (frames, fields, their text)}
         self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
-        # {id(frame): (frame, its line)} for the field set _frame_lines_for
-        self._frame_lines: dict[int, tuple[StackFrame, str]] = {}
+        # {frame: its line} for the field set _frame_lines_for (a frame is
+        # its own key: StackFrame hashes by identity)
+        self._frame_lines: dict[StackFrame, str] = {}
         self._frame_lines_for: Fields | None = None
         # {fields: whether frame lines take the one-format path}
         self._plain_lines: dict[Fields, bool] = {}
@@ -552,18 +553,16 @@ class ScriptFormatter:
             plain = self._plain_lines[fields] = (
                 has("sym") and has("symoff") and has("dso") and not has("srcline") and
                 self.kernel_path is None)
-        parts: list[str] = []
-        add = parts.append
-        for fr in frames:
-            hit = lines.get(id(fr))
-            if hit is not None and hit[0] is fr:
-                add(hit[1])
-                continue
-            line = self._frame_line(fr, has, "\t", "\n", plain=plain)
-            add(line)
+        # (the lines met before found by map(), C's own loop, the others made)
+        parts = list(map(lines.get, frames))
+        if None in parts:
             if len(lines) > FRAME_LINES_KEPT:
                 lines.clear()
-            lines[id(fr)] = (fr, line)
+            for i, line in enumerate(parts):
+                if line is None:
+                    fr = frames[i]
+                    line = parts[i] = lines[fr] = self._frame_line(fr, has, "\t", "\n",
+                                                                   plain=plain)
         text = "".join(parts)
         if len(self._stacks) > 16384:
             self._stacks.clear()
