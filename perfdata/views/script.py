@@ -69,11 +69,15 @@ _NEEDS = {"cpu": ST.CPU, "time": ST.TIME, "addr": ST.ADDR, "ip": ST.IP, "tid": S
           "ins_lat": ST.WEIGHT_STRUCT, "phys_addr": ST.PHYS_ADDR,
           "data_page_size": ST.DATA_PAGE_SIZE, "code_page_size": ST.CODE_PAGE_SIZE}
 
-# The fields process_event() prints between the event (or trace) and the ip,
-# and those after the ip (after a stack too): ScriptFormatter._print_<field>.
 # Frame lines kept (with their frames: ~0.4 KiB each) for the stacks that
 # share frames; cleared when full.
 FRAME_LINES_KEPT = 16384
+# Stack texts kept (cleared when full), and the lookups per decision whether
+# stacks repeat enough to keep their texts (ScriptFormatter._stack_text).
+STACK_TEXTS_KEPT = 16384
+STACK_TEXT_WINDOW = 1024
+# The fields process_event() prints between the event (or trace) and the ip,
+# and those after the ip (after a stack too): ScriptFormatter._print_<field>.
 _BEFORE_IP = ("addr", "data_src", "weight", "ins_lat")
 _AFTER_IP = ("phys_addr", "data_page_size", "code_page_size")
 
@@ -231,8 +235,12 @@ class ScriptFormatter:
         # {event index: whether its addr names a symbol (_addr_names_symbol)}
         self._addr_named: dict[int, bool] = {}
         self._name_width: int | None = None
-        # {id(frames): (frames, fields, their text)}
+        # {id(frames): (frames, fields, their text)}; whether stacks repeat
+        # enough to keep them (decided per STACK_TEXT_WINDOW lookups) and the
+        # counts it is decided from (see _stack_text)
         self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
+        self._texts_repeat = True
+        self._text_probe = self._text_lookups = self._text_hits = 0
         # {frame: its line} for the field set _frame_lines_for (a frame is
         # its own key: StackFrame hashes by identity)
         self._frame_lines: dict[StackFrame, str] = {}
@@ -307,13 +315,7 @@ class ScriptFormatter:
         if plain_stack:
             # The usual line: the header, then the stack's text (shared by
             # every sample with this stack).
-            frames = sample.frames
-            hit = self._stacks.get(id(frames))
-            if hit is not None and hit[0] is frames and hit[1] is fields:
-                text = hit[2]
-            else:
-                text = self._stack_text(frames, fields, layout[0])
-            return header(sample) + "\n" + text + "\n"
+            return header(sample) + "\n" + self._stack_text(sample.frames, fields, layout[0]) + "\n"
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
         out = [header(sample)]
@@ -536,11 +538,23 @@ class ScriptFormatter:
 
     def _stack_text(self, frames: Sequence[StackFrame], fields: Fields,
                     has: Callable[[str], bool]) -> str:
-        """The callchain lines; samples sharing a stack share its text."""
-        hit: tuple[Any, ...] | None     # (the stack's entry, then each frame's)
-        hit = self._stacks.get(id(frames))
-        if hit is not None and hit[0] is frames and hit[1] is fields:
-            return hit[2]
+        """The callchain lines.  Samples sharing a stack (the resolver's kept
+        frame list) share its text, kept while a quarter of the lookups hit;
+        where stacks do not repeat (make: each process its own address
+        space) 1 in 16 is looked up and kept, to notice when they start to."""
+        probe = self._texts_repeat
+        if not probe:
+            self._text_probe += 1
+            probe = not self._text_probe & 15
+        if probe:
+            hit = self._stacks.get(id(frames))
+            self._text_lookups += 1
+            if self._text_lookups >= STACK_TEXT_WINDOW:
+                self._texts_repeat = self._text_hits * 4 >= self._text_lookups
+                self._text_lookups = self._text_hits = 0
+            if hit is not None and hit[0] is frames and hit[1] is fields:
+                self._text_hits += 1
+                return hit[2]
         # Frames are shared by every stack through their address (the
         # resolver's caches): their lines are made once, kept by frame.
         lines = self._frame_lines
@@ -554,7 +568,8 @@ class ScriptFormatter:
                 has("sym") and has("symoff") and has("dso") and not has("srcline") and
                 self.kernel_path is None)
         # (the lines met before found by map(), C's own loop, the others made)
-        parts = list(map(lines.get, frames))
+        # (str, or None for a line not made yet: none is left at the join)
+        parts: list[Any] = list(map(lines.get, frames))
         if None in parts:
             if len(lines) > FRAME_LINES_KEPT:
                 lines.clear()
@@ -564,9 +579,10 @@ class ScriptFormatter:
                     line = parts[i] = lines[fr] = self._frame_line(fr, has, "\t", "\n",
                                                                    plain=plain)
         text = "".join(parts)
-        if len(self._stacks) > 16384:
-            self._stacks.clear()
-        self._stacks[id(frames)] = (frames, fields, text)
+        if probe:
+            if len(self._stacks) > STACK_TEXTS_KEPT:
+                self._stacks.clear()
+            self._stacks[id(frames)] = (frames, fields, text)
         return text
 
     def _frame_line(self, fr: StackFrame, has: Callable[[str], bool], lead: str, end: str,
