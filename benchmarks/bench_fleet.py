@@ -43,7 +43,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
-from bench_reader import make_big, run_measured  # noqa: E402
+from bench_reader import compile_bytecode, make_big, run_measured  # noqa: E402
 
 PERFDATA = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
 LOOP = ("import time\n"
@@ -183,6 +183,7 @@ def main(argv=None):
     ap.add_argument("--parquet-mib", type=int, default=0,
                     help="also export a file of this many MiB to Parquet (0: no)")
     args = ap.parse_args(argv)
+    compile_bytecode()
     perf = shutil.which("perf")
     if perf is None:
         raise SystemExit("perf is not installed")

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from bench_reader import PERFDATA, run_measured  # noqa: E402
+from bench_reader import PERFDATA, compile_bytecode, run_measured  # noqa: E402
 
 C_FUNC = """
 static int f%(i)d_%(j)d(int *a, int n) {
@@ -223,6 +223,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int,
                     help="perfdata script -j N (default: perfdata's own, the machine's cores)")
     args = ap.parse_args(argv)
+    compile_bytecode()
     perf = shutil.which("perf")
     if perf is None:
         raise SystemExit("perf is not installed")

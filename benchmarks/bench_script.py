@@ -28,7 +28,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-from bench_reader import PERFDATA, best_of, fmt_row  # noqa: E402
+from bench_reader import PERFDATA, best_of, compile_bytecode, fmt_row  # noqa: E402
 
 PROGRAM = os.path.join(REPO, "samples", "bin", "threads")
 
@@ -73,6 +73,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep")
     args = ap.parse_args(argv)
+    compile_bytecode()
     perf = shutil.which("perf")
     if perf is None:
         raise SystemExit("perf is not installed")
