@@ -23,7 +23,7 @@ EXIT_BAD_INPUT = 2
 # the collector still took a tenth of a `-g` run, walking each young
 # generation's survivors (the caches' new frames) again and again (make
 # recording, script -j 1: 0.905x CPU at 500,000 / 100 / 100, farm-bench, 11
-# pairs; 2,000,000 is no faster; peak RSS unchanged, also on the 333 MiB
+# pairs; 2,000,000 is no faster; peak RSS unchanged, also on the 318 MiB
 # DWARF file).
 GC_YOUNG_THRESHOLD = 500000
 GC_OLDER_THRESHOLDS = (100, 100)

@@ -315,7 +315,8 @@ class ScriptFormatter:
         if plain_stack:
             # The usual line: the header, then the stack's text (shared by
             # every sample with this stack).
-            return header(sample) + "\n" + self._stack_text(sample.frames, fields, layout[0]) + "\n"
+            text = self._stack_text(sample.frames, fields, layout[0])
+            return header(sample) + "\n" + text + "\n"
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
         out = [header(sample)]
