@@ -10,6 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
+from .hitrate import HitRate
 from .session.machine import KERNEL_DSO
 
 if TYPE_CHECKING:
@@ -117,10 +118,8 @@ class FrameResolver:
         # repeats (make -j2: 155k such frames, 51k addresses, 20k of them 0).
         self._no_map_frames: dict[tuple[int, bool, bool], tuple[StackFrame, ...]] = {}
         # whether -g stacks repeat enough to be worth keeping (decided per
-        # STACK_WINDOW lookups) and the counts it is decided from (probe:
-        # the stacks met while they are not, 1 in 16 of them looked up)
-        self._stacks_repeat = True
-        self._stack_probe = self._stack_lookups = self._stack_hits = 0
+        # STACK_WINDOW lookups)
+        self._stack_rate = HitRate(STACK_WINDOW)
         # (id(frames of an address), is_return): (frames, with inlines)
         self._dwarf_cache: dict[tuple[int, bool],
                                 tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
@@ -352,34 +351,26 @@ class FrameResolver:
     def keeps_stacks(self) -> bool:
         """Whether whole -g stacks are being kept for the samples that repeat
         them (they are while a quarter of the lookups hit)."""
-        return self._stacks_repeat
+        return self._stack_rate.keeping
 
     def frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
         """Frames of a kernel-recorded callchain (-g): context markers switch
         between kernel and user; every frame but the first is a return address.
         The result is shared by every sample with the same stack in the same
         address space (cached until a map of that space changes)."""
-        if not self._stacks_repeat:
-            # Few stacks repeat here (every process its own address space,
-            # garbage return addresses): keying and keeping them costs more
-            # than the hits save (make -j2: 12% hits, 18% slower with the
-            # cache).  1 sample in 16 still goes through it, to notice when
-            # they start repeating.
-            self._stack_probe += 1
-            if self._stack_probe & 15:
-                return self._frames_for_callchain(sample, ips)
+        rate = self._stack_rate
+        if not rate.keeping and not rate.probe():
+            # Few stacks repeat here (make -j2: 12% hits, 18% slower with
+            # the cache): see HitRate.
+            return self._frames_for_callchain(sample, ips)
         maps = sample.thread.maps if sample.thread is not None else None
         key = (id(maps), maps.generation if maps is not None else 0,
                self.machine.kernel_maps.generation, sample.cpumode, tuple(ips))
-        self._stack_lookups += 1
-        if self._stack_lookups >= STACK_WINDOW:
-            # a quarter of hits pays for the keying of the misses
-            self._stacks_repeat = self._stack_hits * 4 >= self._stack_lookups
-            self._stack_lookups = self._stack_hits = 0
         hit = self._stack_cache.get(key)
         if hit is not None and hit[0] is maps:
-            self._stack_hits += 1
+            rate.looked_up(True)
             return hit[1]
+        rate.looked_up(False)
         frames = self._frames_for_callchain(sample, ips)
         if len(self._stack_cache) > STACK_CACHE_SIZE:
             self._stack_cache.clear()

@@ -19,6 +19,7 @@ from ..format.eventattr import HARDWARE_NAMES, SOFTWARE_NAMES
 from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
+from ..hitrate import HitRate
 from .memdata import data_src_text, page_size_name
 
 if TYPE_CHECKING:
@@ -235,12 +236,10 @@ class ScriptFormatter:
         # {event index: whether its addr names a symbol (_addr_names_symbol)}
         self._addr_named: dict[int, bool] = {}
         self._name_width: int | None = None
-        # {id(frames): (frames, fields, their text)}; whether stacks repeat
-        # enough to keep them (decided per STACK_TEXT_WINDOW lookups) and the
-        # counts it is decided from (see _stack_text)
+        # {id(frames): (frames, fields, their text)}, and whether stacks
+        # repeat enough to keep their texts (see _stack_text)
         self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
-        self._texts_repeat = True
-        self._text_probe = self._text_lookups = self._text_hits = 0
+        self._text_rate = HitRate(STACK_TEXT_WINDOW)
         # {frame: its line} for the field set _frame_lines_for (a frame is
         # its own key: StackFrame hashes by identity)
         self._frame_lines: dict[StackFrame, str] = {}
@@ -540,22 +539,17 @@ class ScriptFormatter:
     def _stack_text(self, frames: Sequence[StackFrame], fields: Fields,
                     has: Callable[[str], bool]) -> str:
         """The callchain lines.  Samples sharing a stack (the resolver's kept
-        frame list) share its text, kept while a quarter of the lookups hit;
-        where stacks do not repeat (make: each process its own address
-        space) 1 in 16 is looked up and kept, to notice when they start to."""
-        probe = self._texts_repeat
-        if not probe:
-            self._text_probe += 1
-            probe = not self._text_probe & 15
+        frame list) share its text, kept while stacks repeat (HitRate: where
+        each process has its own address space, make, no later sample read
+        the texts kept)."""
+        rate = self._text_rate
+        probe = rate.keeping or rate.probe()
         if probe:
             hit = self._stacks.get(id(frames))
-            self._text_lookups += 1
-            if self._text_lookups >= STACK_TEXT_WINDOW:
-                self._texts_repeat = self._text_hits * 4 >= self._text_lookups
-                self._text_lookups = self._text_hits = 0
             if hit is not None and hit[0] is frames and hit[1] is fields:
-                self._text_hits += 1
+                rate.looked_up(True)
                 return hit[2]
+            rate.looked_up(False)
         # Frames are shared by every stack through their address (the
         # resolver's caches): their lines are made once, kept by frame.
         lines = self._frame_lines
