@@ -433,11 +433,7 @@ class FrameResolver:
                            is_return_address: bool) -> Sequence[StackFrame]:
         machine = self.machine
         thread = sample.thread
-        # (Machine.find_map's choice, made here: two calls a frame)
-        if kernel:
-            m = machine.kernel_maps.find(avma)
-        else:
-            m = thread.process.maps.find(avma) if thread is not None else None
+        m = machine.find_map(thread, avma, kernel)
         if m is None and not kernel and avma >= _KERNEL_HALF:
             # perf falls back to the kernel maps for an address without a user map.
             km = machine.kernel_maps.find(avma)

@@ -117,7 +117,9 @@ class Machine:
     def find_map(self, thread: Thread | None, avma: int, kernel: bool) -> Map | None:
         if kernel:
             return self.kernel_maps.find(avma)
-        return thread.maps.find(avma) if thread is not None else None
+        # (the process's maps, not Thread.maps: a property call less, and this
+        # is asked once a frame)
+        return thread.process.maps.find(avma) if thread is not None else None
 
     def find_ksymbol(self, avma: int) -> KernelSymbol | None:
         for sym in self.ksymbols:
