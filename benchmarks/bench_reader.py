@@ -33,6 +33,10 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 PERFDATA = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
+LOOP = "import time\nt=time.time()\nwhile time.time()-t<%s: sum(i*i for i in range(1000))"
+
+
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
 def compile_bytecode():
@@ -44,10 +48,6 @@ def compile_bytecode():
     for name in ("perfdata", "symbolize"):
         compileall.compile_dir(os.path.join(REPO, name), quiet=1)
     compileall.compile_file(os.path.join(REPO, "cli.py"), quiet=1)
-LOOP = "import time\nt=time.time()\nwhile time.time()-t<%s: sum(i*i for i in range(1000))"
-
-
-GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
 def run_measured(cmd, cwd=REPO):
