@@ -87,9 +87,9 @@ class SampleUnwinder:
         else:
             table, binary = None, None
         if binary is not None:
-            svma = binary.file_offset_to_svma(m.pgoff)
-            if svma is not None:
-                mod = UnwindModule(table, m.start - svma)
+            bias = binary.mapping_bias(m.start, m.pgoff, m.end - m.start)
+            if bias is not None:
+                mod = UnwindModule(table, bias)
         if mod is None:
             # JIT code and anonymous maps may keep frame pointers; a binary
             # that is not here has CFI we cannot read (perf stops there too).

@@ -37,8 +37,8 @@ SHF_EXECINSTR = 0x4
 SHF_COMPRESSED = 0x800
 PT_LOAD = 1
 PT_NOTE = 4
+PF_X = 1                # a segment's p_flags: executable
 SHN_XINDEX = 0xFFFF
-PT_NOTE = 4
 
 
 class LoadSegment(NamedTuple):
@@ -423,6 +423,31 @@ class Binary:
             if s.vaddr <= svma < s.vaddr + s.filesz:
                 return s.offset + (svma - s.vaddr)
         return None
+
+    def mapping_bias(self, map_start: int, map_pgoff: int, map_length: int) -> int | None:
+        """avma - svma for the code of a mapping of this file ([map_start,
+        map_start + map_length) holding the file from map_pgoff), or None.
+
+        The loader maps each PT_LOAD from the page below its p_offset.  GNU
+        ld puts every segment at a page-aligned offset, but lld does not
+        (its default, and rustc's since 1.90): a text segment at p_offset
+        0x650, p_vaddr 0x1650 is mapped from offset 0, where the read-only
+        segment lies, whose bias is another.  So the bias is the one of the
+        executable segment that shares the most bytes with the mapping; a
+        mapping that holds none (data) is taken at its first byte."""
+        end = map_pgoff + map_length
+        best: tuple[int, LoadSegment] | None = None
+        for s in self.load_segments:
+            if not s.flags & PF_X:
+                continue
+            shared = min(end, s.offset + s.filesz) - max(map_pgoff, s.offset)
+            if shared > 0 and (best is None or shared > best[0]):
+                best = (shared, s)
+        if best is None:
+            svma = self.file_offset_to_svma(map_pgoff)
+            return None if svma is None else map_start - svma
+        s = best[1]
+        return map_start - map_pgoff - (s.vaddr - s.offset)
 
     def avma_to_svma(self, avma: int, map_start: int, map_pgoff: int) -> int | None:
         """Address in the process -> address in the file, through the mapping
