@@ -25,8 +25,14 @@ def test_jit_frames_named_from_perf_map(tmp_path):
         pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
     theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
                             text=True).stdout
+    # perf report names the map's dso "[JIT] tid PID" (dso__set_basename)
+    their_rows = _rows(subprocess.run([PERF, "report", "-i", str(data), "--stdio",
+                                       "--no-children", "-g", "none"],
+                                      capture_output=True, text=True).stdout)
     try:
         rc, ours, err = run_cli(["script", str(data)])
+        assert rc == 0, err
+        rc, report, err = run_cli(["report", str(data)])
         assert rc == 0, err
     finally:
         for line in theirs.splitlines():
@@ -38,3 +44,9 @@ def test_jit_frames_named_from_perf_map(tmp_path):
     assert "jitted_hot_loop+0x" in ours
     assert ours.count("jitted_hot_loop") == theirs.count("jitted_hot_loop") > 10
     assert ours == theirs
+    assert any("[JIT] tid " in row and "jitted_hot_loop" in row for row in their_rows)
+    assert _rows(report) == their_rows
+
+
+def _rows(text):
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
