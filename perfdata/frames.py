@@ -59,13 +59,13 @@ class StackFrame:
     """One printed line of a stack."""
     __slots__ = ("avma", "address", "symbol", "offset", "dso", "dso_path", "build_id",
                  "source", "inlined", "srcline", "kernel", "is_return_address", "note",
-                 "stitched")
+                 "stitched", "svma")
 
     def __init__(self, avma: int | None, address: int, symbol: str | None, offset: int | None,
                  dso: str, dso_path: str | None = None, build_id: str | None = None,
                  source: str | None = None, inlined: bool = False, srcline: str | None = None,
                  kernel: bool = False, is_return_address: bool = False, note: str | None = None,
-                 stitched: bool = False) -> None:
+                 stitched: bool = False, svma: int | None = None) -> None:
         self.avma = avma
         self.address = address          # what perf prints: map-relative for user maps
         self.symbol = symbol            # None: [unknown]
@@ -81,6 +81,8 @@ class StackFrame:
         self.note = note                # why a frame is unknown, for diagnosis
         # taken from the thread's other samples to complete a cut stack (--stitch)
         self.stitched = stitched
+        # the address in the binary's own terms (objdump's), where known
+        self.svma = svma
 
     def __repr__(self) -> str:
         return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
@@ -582,7 +584,8 @@ class FrameResolver:
             # (positional: a frame is made for every address a run meets)
             frames.append(StackFrame(None, printed, name, fr.offset, dso_shown, fr.dso_path,
                                      fr.build_id or bid, fr.source, fr.inlined, fr.srcline,
-                                     kernel, is_ret, None if name is not None else "no-symbol"))
+                                     kernel, is_ret, None if name is not None else "no-symbol",
+                                     False, fr.svma))
         if not frames:
             frames.append(StackFrame(None, printed, None, None, display_path or dso, path, bid,
                                      kernel=kernel, is_return_address=is_ret,

@@ -511,3 +511,36 @@ def test_fields_the_samples_lack_as_perf(args, refused, tmp_path):
     else:
         assert rc == 0 and mine_rc == 0, err
         assert_same(mine, theirs, " ".join(args))
+
+
+# A frame's source line where none is known: perf 6.1 prints "dso[address]"
+# (the address in the binary's own terms) for kernel frames without a
+# vmlinux, the vdso, a JIT's perf map and PLT stubs, and nothing for the
+# rest of a binary without line tables.
+_ADDRESS_SRCLINE = re.compile(r"^  (\S+(?: tid \d+)?)\[([0-9a-f]+)\]$")
+
+
+def _address_srclines(text):
+    """(the address of the frame above, dso, address) of every "dso[address]"
+    source line, in order."""
+    out, frame = [], None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            frame = line.split()[0]
+            continue
+        m = _ADDRESS_SRCLINE.match(line)
+        if m:
+            out.append((frame, m.group(1), m.group(2)))
+    return out
+
+
+@requires_perf_tool
+@pytest.mark.parametrize("name", ["two_events.data", "plt_loop.fp.data", "vdso_clock.fp.data"])
+def test_srcline_of_frames_without_one_as_perf(name, tmp_path):
+    args = ["-F", "comm,tid,ip,sym,dso,srcline"]
+    rc, theirs = perf_script(SAMPLES / name, args, tmp_path, cwd=SAMPLES, buildid_dir=BUILDIDS)
+    assert rc == 0
+    mine = ours(SAMPLES / name, ["--debug-dir", str(BUILDIDS)] + args, BUILDIDS)
+    expected = _address_srclines(theirs)
+    assert expected, "perf printed no dso[address] line"
+    assert _address_srclines(mine) == expected

@@ -13,12 +13,12 @@ gets the sample's period once, sorted by that, then by self.
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL)
+from .dsoname import dso_short_name
 from .errors import CommandError
 from .collapse import open_output
 from .options import (add_force_argument, add_input_argument, add_symbolize_options,
@@ -85,30 +85,6 @@ def parse_sort(text: str | None) -> list[str]:
     if not keys:
         raise ReportError("no sort key")
     return keys
-
-
-_MODULE_EXT = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
-# perf's sscanf(name, "/tmp/perf-%d.map", &tid) == 1: the number is enough
-_PERF_MAP = re.compile(r"/tmp/perf-\s*([+-]?[0-9]+)")
-
-
-def dso_short_name(frame: StackFrame) -> str:
-    """perf's dso short name: the file name, `[name]` for a kernel module,
-    `[JIT] tid PID` for a JIT's /tmp/perf-PID.map (dso__set_basename)."""
-    dso = frame.dso or "[unknown]"
-    if dso.startswith("["):
-        return dso
-    jit = _PERF_MAP.match(dso)
-    if jit is not None:
-        return "[JIT] tid %d" % int(jit.group(1))
-    base = dso.rsplit("/", 1)[-1]
-    if frame.kernel and base.endswith(_MODULE_EXT):
-        for ext in _MODULE_EXT[::-1]:
-            if base.endswith(ext):
-                base = base[:-len(ext)]
-                break
-        return "[%s]" % base.replace("-", "_")
-    return base
 
 
 def _addr_text(address: int) -> str:

@@ -20,6 +20,7 @@ from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
 from ..hitrate import HitRate
+from .dsoname import dso_short_name
 from .memdata import data_src_text, page_size_name
 
 if TYPE_CHECKING:
@@ -610,13 +611,23 @@ class ScriptFormatter:
         if fr.stitched:
             # --stitch: not in this sample's own stack copy
             parts.append(" [stitched]")
-        if has("srcline") and fr.srcline:
-            # perf prints the file's base name, the whole path with
-            # --full-source-path.
-            path, _, line = fr.srcline.rpartition(":")
-            if not self.full_source_path:
-                path = os.path.basename(path)
-            parts.append("\n  %s:%s" % (path, line))
+        if has("srcline"):
+            if fr.srcline:
+                # perf prints the file's base name, the whole path with
+                # --full-source-path.
+                path, _, line = fr.srcline.rpartition(":")
+                if not self.full_source_path:
+                    path = os.path.basename(path)
+                parts.append("\n  %s:%s" % (path, line))
+            elif fr.kernel or fr.source == "plt" or (
+                    fr.dso.startswith(("[", "/tmp/perf-")) and fr.dso != "[unknown]"):
+                # No line known: perf 6.1 prints "dso[address]" (objdump's
+                # address) for the kernel without a vmlinux, the vdso, a
+                # JIT's /tmp/perf-PID.map and a PLT stub, and nothing for the
+                # other code of a binary without line tables (seen in perf's
+                # output: of libstdc++ and libgcc_s, only their PLT stubs).
+                parts.append("\n  %s[%x]" % (dso_short_name(fr),
+                                               fr.address if fr.svma is None else fr.svma))
         parts.append(end)
         return "".join(parts)
 
