@@ -276,3 +276,69 @@ def test_shown_as_perf_report(name, args, home):
     keep = [ln for ln in theirs.splitlines() if "Tip:" not in ln]
     assert len([ln for ln in keep if _ROW.match(ln)]) >= (0 if "nosuch" in args else 1)
     assert mine.splitlines() == keep
+
+
+from conftest import requires_perf  # noqa: E402
+
+
+@requires_perf
+def test_children_rows_of_addresses_in_no_map_as_perf(tmp_path):
+    """--children rows of callchain addresses in no map (a frame-pointer walk
+    through code built without frame pointers reads garbage): perf keys them
+    by address alone, whatever the level, shows the level of the first
+    sample that made the row, and leaves each such entry the level of the
+    entry before it in the caller-first walk (from the sample's own: "[k]
+    0000000000000000" under a system call)."""
+    dd = shutil.which("dd")
+    if dd is None:
+        pytest.skip("no dd")
+    data = tmp_path / "dd.data"
+    rec = subprocess.run([PERF, "record", "-q", "-g", "-o", str(data), dd, "if=/dev/zero",
+                          "of=/dev/null", "bs=16", "count=4000000"], capture_output=True,
+                         text=True, timeout=120)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    env = dict(os.environ, HOME=str(tmp_path))
+    theirs = subprocess.run([PERF, "report", "-i", str(data), "--stdio", "--children", "-g",
+                             "none"], capture_output=True, text=True, env=env, timeout=120).stdout
+    rc, mine, err = run_cli(["report", "--children", str(data)])
+    assert rc == 0, err
+    unknown = re.compile(r"^\s+[0-9.]+%\s+[0-9.]+%\s+\S+\s+\[unknown\]\s")
+    want = [line.rstrip() for line in theirs.splitlines() if unknown.match(line)]
+    got = [line.rstrip() for line in mine.splitlines() if unknown.match(line)]
+    # a user address in no map shown [k]: the rule this test is for
+    if not any(re.search(r"\[k\] 0(000|x0000)[0-7]", line) for line in want):
+        pytest.skip("no user address in no map under a kernel sample in this recording")
+    assert got == want
+
+
+def _children_rows(samples):
+    from types import SimpleNamespace as NS
+
+    from perfdata.views.report import Report
+    ev = NS(index=0, name="cpu-clock", attr={"type": 1, "config": 0}, sample_type=0)
+    thread = NS(comm="dd", tid=7, pid=7)
+    report = Report(["comm", "dso", "sym"], children=True)
+    for cpumode, frames in samples:
+        report.add(NS(event=ev, period=100, cpumode=cpumode, frames=frames, thread=thread,
+                      tid=7, pid=7, comm="dd", cpu=0, ip=frames[0].address, time=1))
+    return [line.split()[:2] + line.split()[-2:] for line in report.describe([ev]).splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_children_address_in_no_map_keyed_by_address_with_the_first_level():
+    from perfdata.frames import StackFrame
+    kernel = StackFrame(0xffffffff81000130, 0xffffffff81000130, "entry_SYSCALL_64", 0,
+                        "[kernel.kallsyms]", kernel=True)
+    user = StackFrame(0x1234, 0x1234, "write", 0, "libc.so.6")
+    garbage = StackFrame(0x7f0000001000, 0x7f0000001000, None, None, "[unknown]",
+                         note="no-map")
+    in_kernel, in_user = (1, [kernel, user, garbage]), (2, [user, garbage])
+    # a kernel sample first: its user stack's bottom entry inherits [k] (caller
+    # first, from the sample's level), and the user sample's same address
+    # joins that row
+    assert ["100.00%", "0.00%", "[k]", "0x00007f0000001000"] in \
+        _children_rows([in_kernel, in_user])
+    # the user sample first: the row is [.]
+    assert ["100.00%", "0.00%", "[.]", "0x00007f0000001000"] in \
+        _children_rows([in_user, in_kernel])

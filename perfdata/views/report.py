@@ -233,8 +233,12 @@ class Report:
                     values.append(("a", frame.avma))
                 else:
                     values.append(("a", self._entry_address(sample, frame)))
-        # The privilege level ([k], [.]) belongs to the symbol key.
-        key = (level if "sym" in self.sort_keys else None,) + tuple(values)
+        # The privilege level ([k], [.]) belongs to the symbol key, but
+        # for an address without a symbol: perf's sort__sym_cmp() compares
+        # those by address alone, and the row shows the level of the first
+        # sample that made it.
+        key = (level if "sym" in self.sort_keys and frame.symbol is not None else None,
+               ) + tuple(values)
         entry = hist.entries.get(key)
         if entry is None:
             entry = hist.entries[key] = Entry(tuple(values), level, frame.symbol is None,
@@ -302,8 +306,20 @@ class Report:
             # inlined functions as "name (inlined)".
             seen = {id(entry)}
             entry.children += period
+            # An entry in no map keeps the level the entry before it set:
+            # perf's fill_callchain_info() leaves al->level alone for it, and
+            # walks the chain caller first (--children's order), from the
+            # sample's own level ("[k] 0000000000000000" at the bottom of the
+            # user stack of a sample in the kernel).
+            levels = [level] * len(frames)
+            lvl = level
+            for i in range(len(frames) - 1, 0, -1):
+                frame = frames[i]
+                if not (frame.symbol is None and frame.dso == "[unknown]"):
+                    lvl = "k" if frame.kernel else "."
+                levels[i] = lvl
             for i, frame in enumerate(frames):
-                lvl = level if i == 0 else ("k" if frame.kernel else ".")
+                lvl = levels[i]
                 e = self._frame_entry(hist, sample, frame, lvl,
                                       " (inlined)" if frame.inlined else "", in_chain=True)
                 if id(e) not in seen:
