@@ -315,7 +315,7 @@ class Report:
             lvl = level
             for i in range(len(frames) - 1, 0, -1):
                 frame = frames[i]
-                if not (frame.symbol is None and frame.dso == "[unknown]"):
+                if frame.note != "no-map":
                     lvl = "k" if frame.kernel else "."
                 levels[i] = lvl
             for i, frame in enumerate(frames):

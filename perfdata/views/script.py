@@ -619,15 +619,18 @@ class ScriptFormatter:
                 if not self.full_source_path:
                     path = os.path.basename(path)
                 parts.append("\n  %s:%s" % (path, line))
-            elif fr.kernel or fr.source == "plt" or (
-                    fr.dso.startswith(("[", "/tmp/perf-")) and fr.dso != "[unknown]"):
+            elif fr.note != "no-map":
                 # No line known: perf 6.1 prints "dso[address]" (objdump's
-                # address) for the kernel without a vmlinux, the vdso, a
-                # JIT's /tmp/perf-PID.map and a PLT stub, and nothing for the
+                # address) where the dso's short name is bracketed (the
+                # kernel without a vmlinux, a module, the vdso, a JIT's
+                # "[JIT] tid PID") and for a PLT stub, and nothing for the
                 # other code of a binary without line tables (seen in perf's
-                # output: of libstdc++ and libgcc_s, only their PLT stubs).
-                parts.append("\n  %s[%x]" % (dso_short_name(fr),
-                                               fr.address if fr.svma is None else fr.svma))
+                # output: of libstdc++ and libgcc_s, only their PLT stubs),
+                # nor for an address in no map.
+                short = dso_short_name(fr)
+                if fr.source == "plt" or short.startswith("["):
+                    parts.append("\n  %s[%x]" % (short,
+                                                   fr.address if fr.svma is None else fr.svma))
         parts.append(end)
         return "".join(parts)
 
