@@ -47,6 +47,7 @@ _SAMPLE = RT.SAMPLE
 _READ = int(ST.READ)      # (a plain int: an IntFlag makes & a Python call)
 _U64 = (1 << 64) - 1
 _LOST_SAMPLES = RT.LOST_SAMPLES
+_LOST = RT.LOST
 _MMAP2 = RT.MMAP2
 _EXIT = RT.EXIT
 
@@ -174,6 +175,12 @@ class SessionStream:
     jobs, ...) are decoded and handed out, and the side events that fall in
     those blocks; the machine still follows every record.  `ordinal`
     counts the SAMPLE records seen so far.
+
+    What the recording lost is counted as the walk goes (lost_chunks,
+    lost_events: the LOST records, each a time the kernel found the ring
+    buffer full, and the records they stand for; lost_samples: the
+    LOST_SAMPLES counts) and, at the walk's end, said in the file's
+    warnings, with the fix, where perf script says it (see lost_warnings).
     """
 
     def __init__(self, pf: PerfFile, side_events: Iterable[int] = (),
@@ -192,6 +199,9 @@ class SessionStream:
         self.sample_class = sample_class
         self.after_apply = after_apply
         self.ordinal = 0
+        self.lost_chunks = 0
+        self.lost_events = 0
+        self.lost_samples = 0
         self.samples_skipped = 0        # damaged samples (not strict)
         self._reads = CounterReads()
         self._announced: set[str] = set()  # paths of the HEADER_BUILD_ID build-ids handed out
@@ -221,10 +231,10 @@ class SessionStream:
         for rec in pf.records(self.order):
             rtype = rec.type
             if rtype == _SAMPLE:
+                self.ordinal += 1
                 if share is not None:
                     # (mine() inlined: it is asked once a sample)
-                    k = self.ordinal // block
-                    self.ordinal += 1
+                    k = (self.ordinal - 1) // block
                     if k != current:
                         current = k
                         taken = takes(k)
@@ -272,7 +282,16 @@ class SessionStream:
                 except PerfDataError as exc:
                     warn(str(exc))
                     continue
+                self.lost_samples += lost
                 yield LostSamples(rec, lost)
+            elif rtype == _LOST:
+                try:
+                    lost = rec.parse().get("lost", 0) or 0
+                except PerfDataError as exc:
+                    warn(str(exc))
+                    continue
+                self.lost_chunks += 1
+                self.lost_events += lost
             elif rtype == RT.HEADER_BUILD_ID:
                 # Pipe mode: the reader gathers these records; the table they
                 # make so far, read as the BUILD_ID feature is.
@@ -290,6 +309,29 @@ class SessionStream:
                     yield SideEvent(rec, fields, None)
                 elif self._side_cpu_ok(rec, fields):
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+        pf.warnings.extend(self.lost_warnings())
+
+    def lost_warnings(self) -> list[str]:
+        """What the walk so far says the recording lost, as warnings: every
+        LOST record (perf script warns of any: "lost N chunks! Check IO/CPU
+        overload!"), and LOST_SAMPLES counts above 5% of the samples (perf's
+        drop rate threshold) when no LOST record explains them."""
+        where = self.pf.path
+        total = self.ordinal + self.lost_samples
+        if self.lost_chunks:
+            dwarf = any(ea.sample_type & ST.STACK_USER for ea in self.pf.attrs)
+            lost = ("%d samples (%.2f%% of %d)" % (self.lost_samples,
+                                                   100.0 * self.lost_samples / total, total)
+                    if self.lost_samples else "%d records" % self.lost_events)
+            return ["%s: %d times perf record's ring buffer was full (PERF_RECORD_LOST): "
+                    "%s lost, missing from counts and stacks; record with a bigger buffer "
+                    "(-m 1024), a lower rate (-F)%s"
+                    % (where, self.lost_chunks, lost,
+                       ", or a smaller stack copy (--call-graph=dwarf,4096)" if dwarf else "")]
+        if self.lost_samples and self.lost_samples > 0.05 * total:
+            return ["%s: the kernel lost %d of %d samples (%.2f%%, PERF_RECORD_LOST_SAMPLES)"
+                    % (where, self.lost_samples, total, 100.0 * self.lost_samples / total)]
+        return []
 
     def _parsed(self, rec: Record) -> dict[str, Any] | None:
         """A side record's fields, or None (with the reader's warning)."""
