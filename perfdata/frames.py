@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from symbolize import KernelSymbols, Symbolizer
+    from symbolize.lines import InlineFrame
 
     from .session.machine import Machine
     from .session.maps import Map, MapGroup
@@ -320,7 +321,9 @@ class FrameResolver:
         lines = self.symbolizer.line_info(dso_path, dso_bid)
         if lines is None:
             return [head]
-        key = ("inline", m.path, head.build_id, head.address)
+        # (source lines, where asked for: each frame's own, below)
+        with_lines = head.srcline is not None
+        key = ("inline", m.path, head.build_id, head.address, with_lines)
         chain = self._frame_cache.get(key)
         if chain is None:
             chain = ()
@@ -328,22 +331,29 @@ class FrameResolver:
             src = choice.binary or choice.debug
             svma = src.file_offset_to_svma(head.address) if src is not None else None
             if svma is not None:
-                chain = tuple(self._symbol_name(name) for name in lines.function_names(svma))
+                chain = tuple((self._symbol_name(name), None)
+                              for name in lines.function_names(svma))
+                if with_lines and len(chain) > 1:
+                    chain = _chain_lines(chain, lines.frames(svma))
             self._frame_cache[key] = chain
         if not chain:
             return [head]
         out = []
-        for name in chain:
+        for name, srcline in chain:
             if name is None:
                 continue
             if name == head.symbol:
-                out.append(head)
+                f = head
             else:
                 f = with_avma(head, head.avma)
                 f.symbol = name
                 f.inlined = True
                 f.source = "dwarf-inline"
-                out.append(f)
+            if srcline is not None and srcline != f.srcline:
+                if f is head:
+                    f = with_avma(head, head.avma)
+                f.srcline = srcline
+            out.append(f)
         return out or [head]
 
     def _symbol_name(self, name: str | None) -> str | None:
@@ -593,12 +603,27 @@ class FrameResolver:
         return tuple(frames)
 
 
+def _chain_lines(chain: tuple[tuple[str | None, None], ...], located: Sequence[InlineFrame]
+                 ) -> tuple[tuple[str | None, str | None], ...]:
+    """The inline chain's names, each with its own source line: the
+    innermost's at the address, each outer one's at the call site of the
+    function inlined into it (addr2line -i; perf prints those), from the
+    chain of the line tables where it is the same length (the names may
+    come from another index, which names the same chain)."""
+    if len(located) != len(chain):
+        return chain
+    return tuple((name, "%s:%s" % (loc.file, loc.line) if loc.file else None)
+                 for (name, _), loc in zip(chain, located))
+
+
 def _at_call(frame: StackFrame) -> StackFrame:
     """A return-address frame shown at the call instruction (address - 1)."""
     f = with_avma(frame, frame.avma - 1 if frame.avma else frame.avma)
     f.address -= 1
     if f.offset is not None:
         f.offset -= 1
+    if f.svma is not None:
+        f.svma -= 1
     return f
 
 

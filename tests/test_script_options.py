@@ -535,7 +535,8 @@ def _address_srclines(text):
 
 
 @requires_perf_tool
-@pytest.mark.parametrize("name", ["two_events.data", "plt_loop.fp.data", "vdso_clock.fp.data"])
+@pytest.mark.parametrize("name", ["two_events.data", "plt_loop.fp.data", "vdso_clock.fp.data",
+                                  "stripped.fp.data"])
 def test_srcline_of_frames_without_one_as_perf(name, tmp_path):
     args = ["-F", "comm,tid,ip,sym,dso,srcline"]
     rc, theirs = perf_script(SAMPLES / name, args, tmp_path, cwd=SAMPLES, buildid_dir=BUILDIDS)
@@ -544,3 +545,35 @@ def test_srcline_of_frames_without_one_as_perf(name, tmp_path):
     expected = _address_srclines(theirs)
     assert expected, "perf printed no dso[address] line"
     assert _address_srclines(mine) == expected
+
+
+# A source line "  file:N" (the " (inlined)" perf puts after it kept).
+_SRCLINE = re.compile(r"^  (\S+):(\d+)( \(inlined\))?$")
+
+
+@requires_perf_tool
+@pytest.mark.parametrize("name", ["cpp_inline.dwarf.data", "vdso_clock.dwarf.data",
+                                  "plt_loop.dwarf.data", "stripped.dwarf.data",
+                                  "exit_atexit.dwarf.data", "threads.dwarf.data"])
+def test_srcline_of_dwarf_stacks_as_perf(name, tmp_path):
+    """-F srcline on DWARF stacks, as perf 6.1 prints it: an inlined frame's
+    line then " (inlined)"; the function an inline chain sits in, at the
+    call site of the outermost inlined call (cpp_inline.cpp:33, not the
+    innermost line 27); "??:0" for a named user frame without a line
+    (_start), "dso[address]" for a frame of a binary without symbols, at
+    the call (address - 1) as perf prints it.  One difference is allowed,
+    perf's (addr2line's): for code inlined from a header it names the
+    unit's file with the header's line, where perfdata (as gdb and the line
+    table) names the header."""
+    args = ["-F", "comm,tid,ip,sym,dso,srcline"]
+    rc, theirs = perf_script(SAMPLES / name, args, tmp_path, cwd=SAMPLES, buildid_dir=BUILDIDS)
+    assert rc == 0
+    mine = ours(SAMPLES / name, ["--debug-dir", str(BUILDIDS)] + args, BUILDIDS)
+    want, got = theirs.splitlines(), mine.splitlines()
+    assert len(got) == len(want)
+    for n, (g, w) in enumerate(zip(got, want)):
+        if g == w:
+            continue
+        mg, mw = _SRCLINE.match(g), _SRCLINE.match(w)
+        assert mg and mw and mg.group(1).endswith(".h") and mg.groups()[1:] == mw.groups()[1:], \
+            "line %d: %r, perf %r" % (n + 1, g, w)

@@ -20,7 +20,7 @@ from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
 from ..hitrate import HitRate
-from .dsoname import dso_short_name
+from .dsoname import dso_short_name, is_file_path
 from .memdata import data_src_text, page_size_name
 
 if TYPE_CHECKING:
@@ -245,6 +245,8 @@ class ScriptFormatter:
         # its own key: StackFrame hashes by identity)
         self._frame_lines: dict[StackFrame, str] = {}
         self._frame_lines_for: Fields | None = None
+        # (the same for the user frames of DWARF stacks, with srcline)
+        self._unwound_lines: dict[StackFrame, str] = {}
         # {fields: whether frame lines take the one-format path}
         self._plain_lines: dict[Fields, bool] = {}
         self._has: dict[Fields, Layout] = {}
@@ -315,7 +317,7 @@ class ScriptFormatter:
         if plain_stack:
             # The usual line: the header, then the stack's text (shared by
             # every sample with this stack).
-            text = self._stack_text(sample.frames, fields, layout[0])
+            text = self._stack_text(sample.frames, fields, layout[0], sample.unwind is not None)
             return header(sample) + "\n" + text + "\n"
         (has, f_comm, f_pid, f_tid, f_cpu, f_time, f_period, f_event, f_trace, f_ip,
          before_ip, after_ip) = layout
@@ -327,7 +329,7 @@ class ScriptFormatter:
             field(sample, out)
         if f_ip and has_stack:
             out.append("\n")
-            out.append(self._stack_text(sample.frames, fields, has))
+            out.append(self._stack_text(sample.frames, fields, has, sample.unwind is not None))
             for field in after_ip:
                 field(sample, out)
             out.append("\n")
@@ -538,11 +540,12 @@ class ScriptFormatter:
         return "%s+0x%x" % (sym.name, address - sym.start)
 
     def _stack_text(self, frames: Sequence[StackFrame], fields: Fields,
-                    has: Callable[[str], bool]) -> str:
+                    has: Callable[[str], bool], unwound: bool = False) -> str:
         """The callchain lines.  Samples sharing a stack (the resolver's kept
         frame list) share its text, kept while stacks repeat (HitRate: where
         each process has its own address space, make, no later sample read
-        the texts kept)."""
+        the texts kept).  unwound: the user frames are the DWARF unwinder's
+        (their srcline where none is known differs: see _frame_line)."""
         rate = self._text_rate
         probe = rate.keeping or rate.probe()
         if probe:
@@ -556,7 +559,10 @@ class ScriptFormatter:
         lines = self._frame_lines
         if self._frame_lines_for is not fields:
             lines.clear()
+            self._unwound_lines.clear()
             self._frame_lines_for = fields
+        if unwound and has("srcline"):
+            lines = self._unwound_lines
         plain = self._plain_lines.get(fields)
         if plain is None:
             # the default fields: one format per line (see _frame_line)
@@ -573,7 +579,8 @@ class ScriptFormatter:
                 if line is None:
                     fr = frames[i]
                     line = parts[i] = lines[fr] = self._frame_line(fr, has, "\t", "\n",
-                                                                   plain=plain)
+                                                                   plain=plain,
+                                                                   unwound=unwound)
         text = "".join(parts)
         if probe:
             if len(self._stacks) > STACK_TEXTS_KEPT:
@@ -582,9 +589,11 @@ class ScriptFormatter:
         return text
 
     def _frame_line(self, fr: StackFrame, has: Callable[[str], bool], lead: str, end: str,
-                    address: int | None = None, plain: bool = False) -> str:
+                    address: int | None = None, plain: bool = False,
+                    unwound: bool = False) -> str:
         """One frame's text.  plain: the fields are sym, symoff and dso (no
-        srcline, no --show-kernel-path): then a line is one format."""
+        srcline, no --show-kernel-path): then a line is one format.
+        unwound: a frame of a DWARF stack (see srcline below)."""
         if plain and address is None and not (fr.inlined or fr.stitched):
             if fr.symbol is None:
                 return "%s%16x [unknown] (%s)%s" % (lead, fr.address, fr.dso, end)
@@ -600,9 +609,12 @@ class ScriptFormatter:
                 parts.append(" %s+0x%x" % (name, fr.offset))
             else:
                 parts.append(" " + name)
-        # perf prints "(inlined)" in place of the dso for inline frames.
+        # perf prints "(inlined)" in place of the dso for inline frames,
+        # after the source line if there is one.
+        inlined_after = fr.inlined and has("srcline") and fr.srcline is not None
         if fr.inlined:
-            parts.append(" (inlined)")
+            if not inlined_after:
+                parts.append(" (inlined)")
         elif has("dso"):
             if self.kernel_path is not None and fr.kernel and fr.dso == KERNEL_DSO:
                 parts.append(" (%s)" % self.kernel_path)
@@ -627,10 +639,19 @@ class ScriptFormatter:
                 # other code of a binary without line tables (seen in perf's
                 # output: of libstdc++ and libgcc_s, only their PLT stubs),
                 # nor for an address in no map.
+                #   A function of a binary without symbols gets "dso[address]"
+                # too, and in a DWARF stack a user frame in a named function
+                # without a line gets "??:0" (perf's, as seen: the unwound
+                # stack's frames go through its inline-aware lookup).
                 short = dso_short_name(fr)
-                if fr.source == "plt" or short.startswith("["):
+                if fr.source == "plt" or short.startswith("[") or (
+                        fr.symbol is None and is_file_path(fr.dso)):
                     parts.append("\n  %s[%x]" % (short,
                                                    fr.address if fr.svma is None else fr.svma))
+                elif unwound and not fr.kernel and fr.symbol is not None:
+                    parts.append("\n  ??:0")
+        if inlined_after:
+            parts.append(" (inlined)")
         parts.append(end)
         return "".join(parts)
 
