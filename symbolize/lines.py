@@ -164,19 +164,22 @@ class LineInfo:
     the binary and None / [] answers."""
 
     def __init__(self, binary: Binary, cache: CacheWhere = None, native: bool = True, *,
-                 cache_key: tuple[str, str] | None = None) -> None:
+                 cache_key: tuple[str, str] | None = None, native_lines: bool = False) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) under which function_names() keeps its answers
         across runs, and the native index its symcache; `which` tells a
         binary's own DWARF ("b") from its debug file's ("d").  native: answer
         function_names() from symbolic's index (native.py) where it is
-        installed."""
+        installed.  native_lines: frames() and srcline() from it too, where
+        it answers (its file paths are normalized: for callers that print
+        base names)."""
         self.binary = binary
         self.cache = CacheDir.of(cache if cache_key else None)
         self.cache_key = cache_key
         self.names_cache = self.cache.path_for(
             "inline", cache_key[0], "-%s.json" % cache_key[1]) if cache_key else None
         self._native_arg = native
+        self.native_lines = native_lines
         self._native: NativeIndex | Literal[False] | None = None
         self._names: dict[int, tuple] | None = None
         self._names_added = False
@@ -201,6 +204,10 @@ class LineInfo:
         at the address itself when nothing is inlined there).  With
         lines=False only the names are wanted: file and line stay None and
         the unit's line table is not decoded."""
+        if lines and self.native_lines:
+            located = self._native_locations(svma)
+            if located is not None:
+                return located
         try:
             return self._frames(svma, lines)
         except RecursionError:
@@ -244,6 +251,13 @@ class LineInfo:
                     self._native = native.NativeIndex(self.binary, self.cache, self.cache_key)
         return self._native or None
 
+    def _native_locations(self, svma: int) -> list[InlineFrame] | None:
+        native = self._native_index()
+        got = native.locations(svma) if native is not None else None
+        if got is None:
+            return None
+        return [InlineFrame(*loc) for loc in got]
+
     def _load_names(self) -> dict:
         doc = self.cache.read_json(self.names_cache)
         if not isinstance(doc, dict) or doc.get("format") != _names_format():
@@ -272,6 +286,11 @@ class LineInfo:
 
     def srcline(self, svma: int) -> str | None:
         """'file:line' of the address from the line table, or None."""
+        if self.native_lines:
+            located = self._native_locations(svma)
+            if located is not None:
+                first = located[0]
+                return f"{first.file}:{first.line}" if first.file else None
         try:
             cu = self._cu_for(svma)
             if cu is None:

@@ -12,7 +12,9 @@ pyelftools walk of lines.py gives and addr2line prints; what is left to
 pyelftools, and why:
 - File names: symbolic normalizes paths ("./Include/object.h" becomes
   "Include/object.h"); addr2line, so perf, prints them joined, not
-  normalized.  Source lines (srcline, --inline) stay with lines.py.
+  normalized.  So source lines come from here (locations) only where a
+  base name is printed (perf script's srcline without --full-source-path);
+  whole paths stay with lines.py.
 - A function's own name: symbolic prefers the ELF symbol at the function's
   entry over DWARF's name (`foo.constprop.0`, `foo.cold`, an alias) where
   perf prints DWARF's.  The symcache is therefore built from a copy of the
@@ -228,6 +230,29 @@ class NativeIndex:
     def prepare(self) -> None:
         """Read the symcache from the cache, or build and keep it, now."""
         self._symcache()
+
+    def locations(self, svma: int) -> list[tuple[str | None, str | None, int | None]] | None:
+        """(function, file, line) of each frame of the inline chain at svma,
+        innermost first, the outer ones at their call sites, or None when
+        lines.py must answer (no function there: lines.py may still find a
+        line; a unit of no known language).  The file is symbolic's path
+        (normalized: "dir/./x.h" reads "dir/x.h"), so this is for callers
+        that print base names or where the path need not be addr2line's."""
+        sc = self._symcache()
+        if sc is None or svma < self._base:
+            return None
+        try:
+            found = list(sc.lookup(svma - self._base))
+        except Exception:
+            return None
+        if not found:
+            return None
+        out = []
+        for loc in found:
+            if loc.lang == "unknown":
+                return None
+            out.append((loc.symbol or None, loc.full_path or None, loc.line))
+        return out
 
     def names(self, svma: int) -> tuple | None:
         """Names of the inline chain at svma, innermost first (() when DWARF

@@ -78,7 +78,7 @@ class Symbolizer:
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
                  cache_dir: CacheWhere = None, vdso: str | None = None,
-                 demangle_kernel: bool = False) -> None:
+                 demangle_kernel: bool = False, source_paths: bool = True) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
@@ -92,7 +92,9 @@ class Symbolizer:
         vdso: the path of a vdso image to stand in for a profile's vdso that
         has no build-id (see given_vdso).  demangle_kernel: demangle kernel
         symbols too (Rust's, in a kernel built with it): perf does only with
-        --demangle-kernel."""
+        --demangle-kernel.  source_paths: source lines name their files by
+        the whole path addr2line gives; False where only base names are
+        printed, which lets the native index answer (see native.py)."""
         self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
@@ -100,6 +102,7 @@ class Symbolizer:
         self.signatures = signatures
         self.inline = inline
         self.srcline = srcline or inline
+        self.source_paths = source_paths
         self.warnings: list[str] = []
         self._warned: set = set()
         self._dsos: dict[tuple, _Dso] = {}
@@ -220,7 +223,8 @@ class Symbolizer:
                 if lines is None:
                     # (which file the DWARF came from is in the cache's names)
                     lines = LineInfo(f, self.cache, cache_key=(
-                        want, "d" if f is debug else "b") if want else None)
+                        want, "d" if f is debug else "b") if want else None,
+                                     native_lines=not self.source_paths)
                     if want:
                         self._lineinfos[want] = lines
                 break

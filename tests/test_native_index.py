@@ -152,6 +152,71 @@ def test_lineinfo_uses_native_only_for_names(tmp_path):
     assert all(f.file for f in li.frames(a))
 
 
+def compare_lines(path, debug=None, count=3000, seed=13):
+    """native.locations against pyelftools' frames(): (addresses, answered
+    natively, [(addr, native, pyelftools)] that differ), each chain as
+    (function, file's base name, line), innermost first."""
+    lo, hi = text_range(path)
+    f = Binary(debug or path)
+    slow = LineInfo(f, native=False)
+    fast = native.NativeIndex(f)
+    rnd = random.Random(seed)
+    addrs = sorted(rnd.randrange(lo, hi) for _ in range(count))
+    answered, diffs = 0, []
+    for a in addrs:
+        got = fast.locations(a)
+        if got is None:
+            continue
+        answered += 1
+        mine = [(fn, os.path.basename(file or ""), line) for fn, file, line in got]
+        want = [(fr.function, os.path.basename(fr.file or ""), fr.line) for fr in slow.frames(a)]
+        if mine != want:
+            diffs.append((hex(a), mine, want))
+    assert not f.warnings, f.warnings
+    return len(addrs), answered, diffs
+
+
+@pytest.mark.parametrize("which", ["libc", "libpython", "cpp"])
+def test_source_lines_as_pyelftools(tmp_path, which):
+    """The source line of every frame of the chain (the call sites of the
+    outer ones), as lines.py's pyelftools walk finds them (which agrees with
+    addr2line -i), by base name: what `script -F srcline` prints.  pyelftools
+    decodes a whole unit per address of a new unit (0.3 s for one of
+    libpython's): few addresses there."""
+    if which == "libc":
+        libc, dbg = libc_and_debug()
+        total, answered, diffs = compare_lines(libc, dbg, count=400)
+        share = 0.8     # (its assembler units are left to pyelftools)
+    elif which == "libpython":
+        lib = _libpython()
+        if lib is None:
+            pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one)")
+        total, answered, diffs = compare_lines(lib, count=100)
+        share = 0.9     # (addresses DWARF gives a line but no function: pyelftools')
+    else:
+        prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
+        lo, hi = text_range(prog)
+        total, answered, diffs = compare_lines(prog, count=min(3000, hi - lo))
+        share = 0.75    # (the start-up code of crt*.o has no function: pyelftools')
+    assert diffs == [], diffs[:10]
+    assert answered >= share * total, (answered, total)
+
+
+def test_lineinfo_native_lines(tmp_path):
+    """With native_lines, frames() and srcline() come from the index (the
+    pyelftools walk is not started) and say what it says, by base name."""
+    prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
+    fast, slow = LineInfo(Binary(prog), native_lines=True), LineInfo(Binary(prog))
+    lo, hi = text_range(prog)
+    addrs = [a for a in range(lo, hi, 5) if len(slow.function_names(a)) > 1][:50]
+    assert addrs
+    for a in addrs:
+        assert [(f.function, os.path.basename(f.file), f.line) for f in fast.frames(a)] == \
+            [(f.function, os.path.basename(f.file), f.line) for f in slow.frames(a)]
+        assert os.path.basename(fast.srcline(a)) == os.path.basename(slow.srcline(a))
+    assert fast._dwarf is None      # no pyelftools DWARFInfo made
+
+
 @requires_libc_debug_here
 def test_dwarf_recording_against_perf(tmp_path, monkeypatch):
     """perf script's inline frames on a DWARF recording equal perfdata's,

@@ -456,6 +456,9 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
                             signatures=getattr(args, "signatures", False),
                             inline=args.inline and not args.no_inline, srcline=wants_srcline,
+                            # whole source paths as addr2line gives them only
+                            # where they are printed
+                            source_paths=getattr(args, "full_source_path", False),
                             vdso=vdso, demangle_kernel=getattr(args, "demangle_kernel", False),
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
