@@ -79,7 +79,9 @@ class StackFrame:
         self.srcline = srcline
         self.kernel = kernel
         self.is_return_address = is_return_address
-        self.note = note                # why a frame is unknown, for diagnosis
+        # why a frame is unknown, for diagnosis: no-map, no-symbol,
+        # no-symbols (its binary has none), kernel-mismatch
+        self.note = note
         # taken from the thread's other samples to complete a cut stack (--stitch)
         self.stitched = stitched
         # the address in the binary's own terms (objdump's), where known
@@ -594,7 +596,8 @@ class FrameResolver:
             # (positional: a frame is made for every address a run meets)
             frames.append(StackFrame(None, printed, name, fr.offset, dso_shown, fr.dso_path,
                                      fr.build_id or bid, fr.source, fr.inlined, fr.srcline,
-                                     kernel, is_ret, None if name is not None else "no-symbol",
+                                     kernel, is_ret, None if name is not None else
+                                     "no-symbols" if fr.source == "no-symbols" else "no-symbol",
                                      False, fr.svma))
         if not frames:
             frames.append(StackFrame(None, printed, None, None, display_path or dso, path, bid,

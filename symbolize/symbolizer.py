@@ -46,7 +46,8 @@ class Frame(NamedTuple):
     svma: int | None          # the address as given (not address - 1)
     dso_path: str
     build_id: str | None
-    source: str | None        # symtab dynsym plt minidebuginfo debuginfo kallsyms perfmap
+    source: str | None        # symtab dynsym plt minidebuginfo debuginfo kallsyms perfmap;
+                              # with no name: no-symbols (the binary has none but PLT stubs)
     inlined: bool = False
     srcline: str | None = None
 
@@ -565,7 +566,11 @@ class Symbolizer:
             out.append(Frame(self._name(inl[-1].function), None, svma, path, bid,
                              "debuginfo", False, srcline))
         else:
-            out.append(Frame(None, None, svma, path, bid, None, False, srcline))
+            # (no-symbols: the binary has none to name any address with, but
+            # PLT stubs: addr2line, which perf asks for a line, names nothing)
+            bare = dso.table is not None and set(dso.table.sources) <= {"plt"}
+            out.append(Frame(None, None, svma, path, bid, "no-symbols" if bare else None, False,
+                             srcline))
         return out
 
     # ---------------------------------------------------------- kernel, JIT

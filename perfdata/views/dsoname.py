@@ -31,8 +31,3 @@ def dso_short_name(frame: StackFrame) -> str:
         return "[%s]" % base.replace("-", "_")
     return base
 
-
-def is_file_path(dso: str) -> bool:
-    """Is this dso name a file's path (not anonymous memory, a memfd, a
-    device or a SysV segment: code perf has no file to read lines from)?"""
-    return dso.startswith("/") and not dso.startswith(("//anon", "/memfd:", "/dev/", "/SYSV"))

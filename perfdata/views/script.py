@@ -20,7 +20,7 @@ from ..format.errors import PerfDataError
 from ..session.machine import KERNEL_DSO
 from ..format.sample import weight_and_ins_lat
 from ..hitrate import HitRate
-from .dsoname import dso_short_name, is_file_path
+from .dsoname import dso_short_name
 from .memdata import data_src_text, page_size_name
 
 if TYPE_CHECKING:
@@ -639,13 +639,14 @@ class ScriptFormatter:
                 # other code of a binary without line tables (seen in perf's
                 # output: of libstdc++ and libgcc_s, only their PLT stubs),
                 # nor for an address in no map.
-                #   A function of a binary without symbols gets "dso[address]"
-                # too, and in a DWARF stack a user frame in a named function
-                # without a line gets "??:0" (perf's, as seen: the unwound
-                # stack's frames go through its inline-aware lookup).
+                #   An address of a binary without symbols (but PLT stubs)
+                # gets "dso[address]" too (addr2line names no function there;
+                # where it names one, perf prints nothing), and in a DWARF
+                # stack a user frame in a named function without a line gets
+                # "??:0" (perf's, as seen: the unwound stack's frames go
+                # through its inline-aware lookup).
                 short = dso_short_name(fr)
-                if fr.source == "plt" or short.startswith("[") or (
-                        fr.symbol is None and is_file_path(fr.dso)):
+                if fr.source == "plt" or short.startswith("[") or fr.note == "no-symbols":
                     parts.append("\n  %s[%x]" % (short,
                                                    fr.address if fr.svma is None else fr.svma))
                 elif unwound and not fr.kernel and fr.symbol is not None:
