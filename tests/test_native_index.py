@@ -49,8 +49,11 @@ def text_range(path):
     return sec.addr, sec.addr + sec.size
 
 
-def compare(path, debug=None, count=3000, seed=12):
-    """(addresses, answered natively, [(addr, native, pyelftools)] that differ)."""
+def compare(path, debug=None, count=3000, seed=12, lines=False):
+    """(addresses, answered natively, [(addr, native, pyelftools)] that differ):
+    the inline chain's names (native.names against function_names), or with
+    lines each frame as (function, file's base name, line), innermost first
+    (native.locations against frames())."""
     lo, hi = text_range(path)
     f = Binary(debug or path)
     slow = LineInfo(f, native=False)
@@ -59,11 +62,17 @@ def compare(path, debug=None, count=3000, seed=12):
     addrs = sorted(rnd.randrange(lo, hi) for _ in range(count))
     answered, diffs = 0, []
     for a in addrs:
-        got = fast.names(a)
+        if lines:
+            got = fast.locations(a)
+            if got is not None:
+                got = [(fn, os.path.basename(file or ""), line) for fn, file, line in got]
+        else:
+            got = fast.names(a)
         if got is None:
             continue
         answered += 1
-        want = slow.function_names(a)
+        want = ([(fr.function, os.path.basename(fr.file or ""), fr.line) for fr in slow.frames(a)]
+                if lines else slow.function_names(a))
         if got != want:
             diffs.append((hex(a), got, want))
     assert not f.warnings, f.warnings
@@ -152,30 +161,6 @@ def test_lineinfo_uses_native_only_for_names(tmp_path):
     assert all(f.file for f in li.frames(a))
 
 
-def compare_lines(path, debug=None, count=3000, seed=13):
-    """native.locations against pyelftools' frames(): (addresses, answered
-    natively, [(addr, native, pyelftools)] that differ), each chain as
-    (function, file's base name, line), innermost first."""
-    lo, hi = text_range(path)
-    f = Binary(debug or path)
-    slow = LineInfo(f, native=False)
-    fast = native.NativeIndex(f)
-    rnd = random.Random(seed)
-    addrs = sorted(rnd.randrange(lo, hi) for _ in range(count))
-    answered, diffs = 0, []
-    for a in addrs:
-        got = fast.locations(a)
-        if got is None:
-            continue
-        answered += 1
-        mine = [(fn, os.path.basename(file or ""), line) for fn, file, line in got]
-        want = [(fr.function, os.path.basename(fr.file or ""), fr.line) for fr in slow.frames(a)]
-        if mine != want:
-            diffs.append((hex(a), mine, want))
-    assert not f.warnings, f.warnings
-    return len(addrs), answered, diffs
-
-
 @pytest.mark.parametrize("which", ["libc", "libpython", "cpp"])
 def test_source_lines_as_pyelftools(tmp_path, which):
     """The source line of every frame of the chain (the call sites of the
@@ -185,18 +170,18 @@ def test_source_lines_as_pyelftools(tmp_path, which):
     libpython's): few addresses there."""
     if which == "libc":
         libc, dbg = libc_and_debug()
-        total, answered, diffs = compare_lines(libc, dbg, count=400)
+        total, answered, diffs = compare(libc, dbg, count=400, seed=13, lines=True)
         share = 0.8     # (its assembler units are left to pyelftools)
     elif which == "libpython":
         lib = _libpython()
         if lib is None:
             pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one)")
-        total, answered, diffs = compare_lines(lib, count=100)
+        total, answered, diffs = compare(lib, count=100, seed=13, lines=True)
         share = 0.9     # (addresses DWARF gives a line but no function: pyelftools')
     else:
         prog = compile_c(tmp_path, "inl", CPP, "-O2", "-g", lang="cpp")
         lo, hi = text_range(prog)
-        total, answered, diffs = compare_lines(prog, count=min(3000, hi - lo))
+        total, answered, diffs = compare(prog, count=min(3000, hi - lo), seed=13, lines=True)
         share = 0.75    # (the start-up code of crt*.o has no function: pyelftools')
     assert diffs == [], diffs[:10]
     assert answered >= share * total, (answered, total)
