@@ -77,6 +77,10 @@ FRAME_LINES_KEPT = 16384
 # Stack texts kept (cleared when full), and the lookups per decision whether
 # stacks repeat enough to keep their texts (ScriptFormatter._stack_text).
 STACK_TEXTS_KEPT = 16384
+# ... and at most this many characters of them: a DWARF stack's text is ~2 KiB
+# (a -g one ~0.3), and 16,384 of those, with the frames they keep alive, were
+# the largest part of the heap on a 5.6 GB DWARF recording (31 of 85 MiB).
+STACK_TEXT_CHARS = 8 << 20
 STACK_TEXT_WINDOW = 1024
 # The fields process_event() prints between the event (or trace) and the ip,
 # and those after the ip (after a stack too): ScriptFormatter._print_<field>.
@@ -240,6 +244,7 @@ class ScriptFormatter:
         # {id(frames): (frames, fields, their text)}, and whether stacks
         # repeat enough to keep their texts (see _stack_text)
         self._stacks: dict[int, tuple[Sequence[StackFrame], Fields, str]] = {}
+        self._stack_chars = 0       # the length of the texts in _stacks
         self._text_rate = HitRate(STACK_TEXT_WINDOW)
         # {frame: its line} for the field set _frame_lines_for (a frame is
         # its own key: StackFrame hashes by identity)
@@ -583,9 +588,11 @@ class ScriptFormatter:
                                                                    unwound=unwound)
         text = "".join(parts)
         if probe:
-            if len(self._stacks) > STACK_TEXTS_KEPT:
+            if len(self._stacks) > STACK_TEXTS_KEPT or self._stack_chars > STACK_TEXT_CHARS:
                 self._stacks.clear()
+                self._stack_chars = 0
             self._stacks[id(frames)] = (frames, fields, text)
+            self._stack_chars += len(text)
         return text
 
     def _frame_line(self, fr: StackFrame, has: Callable[[str], bool], lead: str, end: str,
