@@ -615,8 +615,7 @@ def _chain_lines(chain: tuple[tuple[str | None, None], ...], located: Sequence[I
     come from another index, which names the same chain)."""
     if len(located) != len(chain):
         return chain
-    return tuple((name, "%s:%s" % (loc.file, loc.line) if loc.file else None)
-                 for (name, _), loc in zip(chain, located))
+    return tuple((name, loc.srcline) for (name, _), loc in zip(chain, located))
 
 
 def _at_call(frame: StackFrame) -> StackFrame:

@@ -17,7 +17,7 @@ from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
                                RecordType as RT, SampleType as ST)
 from .format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
-from .session.stream import (BuildId, LostSamples, Sample, SessionStream, SideEvent,
+from .session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_ids)
 
 if TYPE_CHECKING:
@@ -89,10 +89,6 @@ class SampleSymbolizer:
         # name as they stream by (the resolver looks binaries up by it).
         self.build_ids = recorded_build_ids(pf)
         self.counts = {"samples": 0, "frames": 0}
-        # perf's "Total Lost Samples": the LOST_SAMPLES records' counts seen
-        # so far (not LOST, which perf counts apart), so a report needs no
-        # second pass over the file.
-        self.lost_samples = 0
         self.dwarf_inline = dwarf_inline
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
@@ -121,6 +117,13 @@ class SampleSymbolizer:
             self.stream.after_apply = self._thread_restarts
 
     @property
+    def lost_samples(self) -> int:
+        """perf's "Total Lost Samples": the LOST_SAMPLES records' counts seen
+        so far (not LOST, which perf counts apart), so a report needs no
+        second pass over the file (the stream counts them)."""
+        return self.stream.lost_samples
+
+    @property
     def ordinal(self) -> int:
         """SAMPLE records seen so far (in a sharded run, see SessionStream)."""
         return self.stream.ordinal
@@ -145,7 +148,7 @@ class SampleSymbolizer:
 
     def _samples(self) -> Iterator[SymbolizedSample | SideEvent]:
         """The stream's samples filtered and symbolized, its side events as
-        they come; its lost-sample counts and build-ids kept."""
+        they come; its build-ids kept."""
         counts = self.counts
         filters = self.filters
         leaf_filter = self.leaf_filter
@@ -167,8 +170,6 @@ class SampleSymbolizer:
                 yield event
             elif kind is SideEvent:
                 yield event
-            elif kind is LostSamples:
-                self.lost_samples += event.count
             elif kind is BuildId:
                 build_ids.setdefault(event.path, event.build_id)
 

@@ -57,6 +57,11 @@ class InlineFrame(NamedTuple):
     file: str | None
     line: int | None
 
+    @property
+    def srcline(self) -> str | None:
+        """'file:line', or None where the file is not known."""
+        return f"{self.file}:{self.line}" if self.file else None
+
 
 # Sections pyelftools' DWARFInfo takes, by its keyword. .debug_loc(lists) are
 # needed although no location is read: pyelftools resolves DW_FORM_loclistx
@@ -289,8 +294,7 @@ class LineInfo:
         if self.native_lines:
             located = self._native_locations(svma)
             if located is not None:
-                first = located[0]
-                return f"{first.file}:{first.line}" if first.file else None
+                return located[0].srcline
         try:
             cu = self._cu_for(svma)
             if cu is None:

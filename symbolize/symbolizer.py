@@ -549,15 +549,14 @@ class Symbolizer:
                 inl = dso.lines.frames(addr)
                 self._drain(dso.lines.binary)
                 if inl:
-                    last = inl[-1]
-                    srcline = f"{last.file}:{last.line}" if last.file else None
+                    srcline = inl[-1].srcline
             else:
                 srcline = dso.lines.srcline(addr)
                 self._drain(dso.lines.binary)
         out = []
         for f in inl[:-1]:
             out.append(Frame(self._name(f.function) if f.function else None, None, svma, path, bid,
-                             "debuginfo", True, f"{f.file}:{f.line}" if f.file else None))
+                             "debuginfo", True, f.srcline))
         if sym is not None:
             out.append(Frame(self._name(sym.name), svma - sym.start, svma, path, bid,
                              sym.source, False, srcline))
@@ -568,7 +567,7 @@ class Symbolizer:
         else:
             # (no-symbols: the binary has none to name any address with, but
             # PLT stubs: addr2line, which perf asks for a line, names nothing)
-            bare = dso.table is not None and set(dso.table.sources) <= {"plt"}
+            bare = dso.table is not None and dso.table.sources in ((), ("plt",))
             out.append(Frame(None, None, svma, path, bid, "no-symbols" if bare else None, False,
                              srcline))
         return out

@@ -276,22 +276,18 @@ class SessionStream:
                 if shown and rtype != _EXIT:
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
                 continue
-            if rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
+            if rtype == _LOST or rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
                 try:
                     lost = rec.parse().get("lost", 0) or 0
                 except PerfDataError as exc:
                     warn(str(exc))
                     continue
-                self.lost_samples += lost
-                yield LostSamples(rec, lost)
-            elif rtype == _LOST:
-                try:
-                    lost = rec.parse().get("lost", 0) or 0
-                except PerfDataError as exc:
-                    warn(str(exc))
-                    continue
-                self.lost_chunks += 1
-                self.lost_events += lost
+                if rtype == _LOST:
+                    self.lost_chunks += 1
+                    self.lost_events += lost
+                else:
+                    self.lost_samples += lost
+                    yield LostSamples(rec, lost)
             elif rtype == RT.HEADER_BUILD_ID:
                 # Pipe mode: the reader gathers these records; the table they
                 # make so far, read as the BUILD_ID feature is.

@@ -30,4 +30,3 @@ def dso_short_name(frame: StackFrame) -> str:
                 break
         return "[%s]" % base.replace("-", "_")
     return base
-
