@@ -2,11 +2,15 @@
 
 START and SIZE are hex with or without 0x; the name is the rest of the line
 and may hold spaces. Bad lines are skipped and counted. A JIT may reuse an
-address range: for one start address the later line wins.
+address range (V8 puts new code where freed code was): a later line is newer
+code, so an address is named by the last line that covers it, and by an
+earlier one where only that one does (the older code was longer than the
+newer code at the same start).
 """
 from __future__ import annotations
 
 import bisect
+import heapq
 import os
 import re
 import stat
@@ -36,11 +40,9 @@ def is_perfmap_path(path: str) -> bool:
 
 class PerfMap:
     def __init__(self, symbols: Iterable[MapSymbol] = ()) -> None:
-        by_start: dict[int, MapSymbol] = {}
-        for s in symbols:
-            by_start[s.start] = s
-        self._syms = sorted(by_start.values(), key=lambda s: s.start)
-        self._starts = [s.start for s in self._syms]
+        in_order = list(symbols)                 # the file's order: later is newer
+        self._syms = sorted(in_order, key=lambda s: s.start)
+        self._starts, self._ends, self._owners = _newest_cover(in_order)
         self.warnings: list[str] = []
 
     @classmethod
@@ -94,10 +96,38 @@ class PerfMap:
         if not isinstance(address, int):
             return None
         i = bisect.bisect_right(self._starts, address) - 1
-        # Entries can overlap (JIT code replaced in place): look back a little
-        # for one that still covers the address.
-        for j in range(i, max(i - 4, -1), -1):
-            s = self._syms[j]
-            if s.start <= address < s.start + s.size:
-                return s
+        if i >= 0 and address < self._ends[i]:
+            return self._owners[i]
         return None
+
+
+def _newest_cover(in_order: list[MapSymbol]
+                  ) -> tuple[list[int], list[int], list[MapSymbol]]:
+    """Disjoint pieces (starts, ends, owners) of the ranges the lines cover,
+    each owned by the last line covering it: a sweep over the boundaries
+    with a heap of the lines open there, newest on top (lines that ended
+    are dropped when they come to the top)."""
+    bounds = sorted({s.start for s in in_order} | {s.end for s in in_order})
+    opening = sorted(range(len(in_order)), key=lambda i: in_order[i].start)
+    open_: list[tuple[int, int]] = []            # (-line number, end)
+    starts: list[int] = []
+    ends: list[int] = []
+    owners: list[MapSymbol] = []
+    k = 0
+    for lo, hi in zip(bounds, bounds[1:]):
+        while k < len(opening) and in_order[opening[k]].start <= lo:
+            i = opening[k]
+            heapq.heappush(open_, (-i, in_order[i].end))
+            k += 1
+        while open_ and open_[0][1] <= lo:
+            heapq.heappop(open_)
+        if not open_:
+            continue
+        owner = in_order[-open_[0][0]]
+        if owners and owners[-1] is owner and ends[-1] == lo:
+            ends[-1] = hi
+        else:
+            starts.append(lo)
+            ends.append(hi)
+            owners.append(owner)
+    return starts, ends, owners

@@ -99,11 +99,37 @@ def test_perfmap_formats_and_bad_lines(tmp_path):
     p.write_text(text)
     m = PerfMap.from_file(str(p))
     assert m.lookup(0x7f0000001004).name == "replaced_later"
+    # past the newer, shorter code only the older line covers the address
+    assert m.lookup(0x7f0000001010).name == "plain_name"
+    assert m.lookup(0x7f0000001010).start == 0x7f0000001000
     assert m.lookup(0x7f0000001050).name == "LazyCompile:*foo /app/x.js:10"
     assert m.lookup(0x7f0000002008).name == "UPPER"
     assert m.lookup(0x7f0000001060) is None and m.lookup(0x7f0000004000) is None
     assert m.warnings and "3 malformed" in m.warnings[0]
     assert is_perfmap_path("/tmp/perf-123.map") and not is_perfmap_path("/tmp/perf-x.map")
+
+
+def test_perfmap_newest_line_covering_wins():
+    """V8 (node --perf-basic-prof) puts new code where freed code was: the
+    map then holds `7f00 c58 churn` and later `7f00 160 sort-callback`.  An
+    address is the newest line's that covers it, whichever line starts
+    nearer; past the newer code, the older line's (perf names every address
+    of 7f00..7f00+c58 churn: its tree finds the first line inserted)."""
+    m = PerfMap.parse("1000 c58 churn\n"
+                      "1c40 160 other\n"
+                      "1000 160 cmp\n"
+                      "1000 160 cmp_again\n"
+                      "1100 20 inner\n"
+                      "2000 100 old\n"
+                      "2080 100 straddles\n")
+    assert m.lookup(0x107f).name == "cmp_again" and m.lookup(0x107f).start == 0x1000
+    assert m.lookup(0x1105).name == "inner" and m.lookup(0x1125).name == "cmp_again"
+    assert m.lookup(0x1160).name == "churn" and m.lookup(0x1160).start == 0x1000
+    assert m.lookup(0x1c41).name == "other" and m.lookup(0x1c58).name == "other"
+    assert m.lookup(0x1da0) is None and m.lookup(0xfff) is None
+    assert m.lookup(0x2079).name == "old" and m.lookup(0x2080).name == "straddles"
+    assert m.lookup(0x217f).name == "straddles" and m.lookup(0x2180) is None
+    assert len(m) == 7 and [s.start for s in m] == sorted(s.start for s in m)
 
 
 def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
