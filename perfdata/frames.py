@@ -54,6 +54,9 @@ _CONTEXTS = frozenset(int(c) for c in CC if c != CC.MAX)
 _KERNEL_HALF = 1 << 63
 # Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
 _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
+# Frames named by a JIT's own description, not by a binary: no DWARF to
+# find inline chains in (asking for the "binary" //anon only warned).
+_NO_DWARF_SOURCES = ("perfmap",)
 
 
 class StackFrame:
@@ -313,7 +316,8 @@ class FrameResolver:
         # address - 1 being padding; that one perf prints as is.)
         if is_return and base and base[-1].offset != 0:
             base = [_at_call(f) for f in base]
-        if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel:
+        if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel \
+                or base[0].source in _NO_DWARF_SOURCES:
             return base
         head = base[-1]
         m = self.machine.find_map(sample.thread, avma, False)
