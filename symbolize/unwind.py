@@ -262,7 +262,7 @@ class Unwinder:
             sp = regs[sp_col]
             if row is None:
                 return self._step_without_cfi(ip, regs, sp, is_return_address, module, cfi,
-                                              read_stack)
+                                              read_stack, find_module)
             mask = self.ptr_mask
             ra_col = self._ra_column
             try:
@@ -342,7 +342,8 @@ class Unwinder:
 
     def _step_without_cfi(self, ip: int, regs: dict[int, int], sp: int, is_return_address: bool,
                           module: ModuleLike, cfi: CfiTable | None,
-                          read_stack: Callable[[int], int | None]) -> Step:
+                          read_stack: Callable[[int], int | None],
+                          find_module: Callable[[int], ModuleLike | None]) -> Step:
         if is_return_address and cfi is not None:
             # A "return address" at the first byte of a function with CFI,
             # while the byte before it has none, was pushed, not left by a
@@ -371,6 +372,11 @@ class Unwinder:
             raise UnwindStop("zero-ra", cfa=new_sp)
         if new_sp <= sp:
             raise UnwindStop("cfa-not-increasing", ip, cfa=new_sp)
+        if find_module(ra - 1) is None:
+            # The step is a guess: a "return address" in no mapping says the
+            # register was no frame pointer (a JIT leaf that pushes no frame,
+            # called from code built without frame pointers), not a caller.
+            raise UnwindStop("no-cfi", ip, "the frame-pointer step leads out of mapped code")
         return ra, {self._sp_column: new_sp, fp_col: saved_fp}, FRAME_POINTER, new_sp
 
     def _get_reg(self, ip: int, regs: dict[int, int]) -> Callable[[int], int | None]:

@@ -50,3 +50,39 @@ def test_jit_frames_named_from_perf_map(tmp_path):
 
 def _rows(text):
     return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
+def test_jit_frames_on_dwarf_stacks(tmp_path):
+    """--call-graph=dwarf through the perf-map JIT code: the frame is named
+    from the map with no search for DWARF in "//anon" (which warned "no
+    candidate file exists"), and the leaf, which pushes no frame, is not
+    followed by a frame-pointer guess into no mapping (main keeps no frame
+    pointer): the same text as perf's."""
+    exe = tmp_path / "jit"
+    subprocess.run([GCC, "-O2", "-o", str(exe), str(PROG)], check=True)
+    data = tmp_path / "jit.dwarf.data"
+    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "--call-graph=dwarf",
+                          "-o", str(data), "--", str(exe), "0.2"],
+                         capture_output=True, text=True)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
+    theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
+                            text=True).stdout
+    try:
+        rc, ours, err = run_cli(["script", str(data)])
+    finally:
+        _remove_perf_map(theirs)
+    assert rc == 0, err
+    assert "//anon" not in err, err
+    assert theirs.count("jitted_hot_loop+0x") > 10
+    assert ours == theirs
+
+
+def _remove_perf_map(perf_text):
+    for line in perf_text.splitlines():
+        if "/tmp/perf-" in line:
+            path = line.rsplit("(", 1)[1].rstrip(")")
+            if os.path.exists(path):
+                os.unlink(path)
+            return

@@ -216,6 +216,23 @@ def test_x86_frame_pointer_chain_without_cfi():
     assert result.stop_reason == "no-cfi"
 
 
+def test_frame_pointer_guess_into_no_mapping_is_no_frame():
+    """JIT code without CFI (tests/progs/jit.c's leaf, which pushes no frame)
+    called from code built without frame pointers: rbp is some value of the
+    caller's that happens to point into the stack copy, and the "return
+    address" above it lies in no mapping.  The stack ends at the leaf (perf's
+    libdw prints the leaf alone), not at a garbage frame."""
+    stack = stack_from(0x8000, [0, 0, 0x8020, 0x971bee1, 0x8030, 0x2222])
+    regs = {"rip": 0x1000, "rsp": 0x8000, "rbp": 0x8010}
+    result = unwind_dwarf("x86_64", regs, stack, one_module(None, 0x1000, 0x3000))
+    assert result.frames == [0x1000]
+    assert result.stop_reason == "no-cfi" and "out of mapped code" in result.stop_detail
+    # a frame record whose return address is mapped is still followed
+    stack = stack_from(0x8000, [0, 0, 0x8020, 0x2222, 0, 0x2abc])
+    result = unwind_dwarf("x86_64", regs, stack, one_module(None, 0x1000, 0x3000))
+    assert result.frames == [0x1000, 0x2222, 0x2abc]
+
+
 def test_no_frame_pointer_guess_in_a_binary_that_is_not_here():
     """The same frame records, in a mapping whose binary could not be found
     (its CFI is out of reach): the walk stops at the ip instead of guessing."""
