@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .hitrate import HitRate
+from symbolize.jitdump import is_jitdump_path
 from .session.machine import KERNEL_DSO
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ _KERNEL_HALF = 1 << 63
 _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Frames named by a JIT's own description, not by a binary: no DWARF to
 # find inline chains in (asking for the "binary" //anon only warned).
-_NO_DWARF_SOURCES = ("perfmap",)
+_NO_DWARF_SOURCES = ("perfmap", "jitdump")
+# perf record -k 1 (CLOCK_MONOTONIC): the clock a jitdump's timestamps are on
+_CLOCK_MONOTONIC = 1
 
 
 class StackFrame:
@@ -133,6 +136,9 @@ class FrameResolver:
                                 tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
         self._dso_cache: dict[tuple[str, str | None], tuple[str, str | None]] = {}
         self._perfmap_seen: dict[str, bool] = {}
+        # pid -> the jitdump its process mapped (perf inject's jit_detect),
+        # or (maps, generation) for a process where none was mapped yet
+        self._jitdump_of_pid: dict[int, str | tuple[int, int]] = {}
         self._kernel_ok: bool | None = None
 
     def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
@@ -152,6 +158,7 @@ class FrameResolver:
         maps = sample.thread.maps if sample.thread is not None else None
         user = tuple(user)
         cache = self._stack_cache
+        epoch = self.jit_epoch(sample)
         # A stack whose every address lies in a code map is the same stack
         # until a code map leaves (maps.code_generation): data maps arrive
         # by the hundred in a DWARF recording (perf records them; the heap
@@ -159,12 +166,12 @@ class FrameResolver:
         # after each.  Any other stack is kept per generation.
         if maps is not None:
             code_key = ("dwarf-code", id(maps), maps.code_generation, id(kernel_frames), user,
-                        exact)
+                        exact, epoch)
             hit = cache.get(code_key)
             if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
                 return hit[1]
         key = ("dwarf", id(maps), maps.generation if maps is not None else 0,
-               id(kernel_frames), user, exact)
+               id(kernel_frames), user, exact, epoch)
         hit = cache.get(key)
         if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
             return hit[1]
@@ -383,7 +390,8 @@ class FrameResolver:
             return self._frames_for_callchain(sample, ips)
         maps = sample.thread.maps if sample.thread is not None else None
         key = (id(maps), maps.generation if maps is not None else 0,
-               self.machine.kernel_maps.generation, sample.cpumode, tuple(ips))
+               self.machine.kernel_maps.generation, sample.cpumode, tuple(ips),
+               self.jit_epoch(sample))
         hit = self._stack_cache.get(key)
         if hit is not None and hit[0] is maps:
             rate.looked_up(True)
@@ -511,6 +519,10 @@ class FrameResolver:
                 hit = self._cache_frames(key, self._lookup(
                     perfmap, None, avma, None, is_return_address, avma, perfmap, False,
                     display_path=path), avma)
+            if hit[0].symbol is None and not path.startswith("/memfd:"):
+                dump = self.jitdump_path(sample)
+                if dump is not None:
+                    return self._jitdump_frames(sample, dump, avma, is_return_address) or hit
             return hit
         # Frames are shared by every sample that hits this address of this
         # mapping (callers never change them).
@@ -520,6 +532,62 @@ class FrameResolver:
             hit = self._cache_frames(key, self._lookup(
                 path, bid, None, file_offset, is_return_address, file_offset, m.path, False),
                 avma)
+        return hit
+
+    def jitdump_path(self, sample: Sample) -> str | None:
+        """The jitdump (jit-PID.dump) the sample's process mapped, as perf
+        inject --jit finds it (the JIT maps it so that perf records its
+        path), or None."""
+        pid = sample.pid
+        got = self._jitdump_of_pid.get(pid)
+        if type(got) is str:
+            return got
+        maps = sample.thread.maps if sample.thread is not None else None
+        if maps is None:
+            return None
+        if got == (id(maps), maps.generation):
+            return None
+        for m in maps:
+            if is_jitdump_path(m.path, pid):
+                self._jitdump_of_pid[pid] = m.path
+                return m.path
+        self._jitdump_of_pid[pid] = (id(maps), maps.generation)
+        return None
+
+    def jit_epoch(self, sample: Sample) -> int:
+        """Which of its jitdump's code loads the sample's process had made
+        at the sample's time (0 without a jitdump): a part of the stack
+        caches' keys, as a load is an MMAP2 record once perf inject ran."""
+        if not self._jitdump_of_pid:
+            return 0
+        dump = self._jitdump_of_pid.get(sample.pid)
+        if type(dump) is not str:
+            return 0
+        return self.symbolizer.jitdump(dump).epoch(self._jit_time(sample))
+
+    def _jit_time(self, sample: Sample) -> int | None:
+        """The sample's time on the jitdump's clock, or None where the
+        recording's clock is another (perf record without -k 1)."""
+        attr = sample.event.attr
+        if attr["flags"].get("use_clockid") and attr.get("clockid") == _CLOCK_MONOTONIC:
+            return sample.time
+        return None
+
+    def _jitdump_frames(self, sample: Sample, dump: str, avma: int, is_return_address: bool
+                        ) -> tuple[StackFrame, ...] | None:
+        """The frame of JIT code named by the process's jitdump (a recording
+        perf inject --jit never saw), printed as a perf map's frame is: the
+        process address, the code's name and offset, the jitdump as dso."""
+        found, index = self.symbolizer.lookup_jitdump(dump, avma, self._jit_time(sample),
+                                                      is_return_address)
+        if index is None:
+            return None
+        key = ("jitdump", dump, index, avma, is_return_address)
+        hit = self._frame_cache.get(key)
+        if hit is None:
+            hit = self._cache_frames(key, (StackFrame(
+                None, avma, found.name, found.offset, dump, dump, None, "jitdump", False,
+                None, False, is_return_address, None),), avma)
         return hit
 
     def _perfmap_exists(self, path: str) -> bool:

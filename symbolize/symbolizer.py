@@ -23,6 +23,7 @@ from .kallsyms import KernelSymbols
 from .lines import LineInfo
 from .locate import Candidate, DebugInfoLocator
 from .minidebuginfo import load_minidebuginfo
+from .jitdump import JitDump
 from .perfmap import PerfMap, is_perfmap_path
 from .symtab import SymbolTable, build_symbol_table, load_table, save_table
 
@@ -121,6 +122,7 @@ class Symbolizer:
         self._kernel_tables: dict = {}
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
+        self._jitdumps: dict[str, JitDump] = {}
         # (path, build-id) -> warnings of a prepare(), said at the first use
         self._deferred: dict[tuple, list[str]] = {}
 
@@ -131,7 +133,8 @@ class Symbolizer:
             self._warned.add(key)
             self.warnings.append(message)
 
-    def _drain(self, *objs: Binary | DebugInfoLocator | KernelSymbols | PerfMap | None) -> None:
+    def _drain(self, *objs: Binary | DebugInfoLocator | KernelSymbols | PerfMap | JitDump | None
+               ) -> None:
         for o in objs:
             if o is None:
                 continue
@@ -421,6 +424,30 @@ class Symbolizer:
         frames = self._lookup(path, build_id, svma, file_offset, is_return_address)
         self._frames[outer_key] = tuple(frames)
         return frames
+
+    def jitdump(self, path: str) -> JitDump:
+        """The jitdump at `path`, read once (empty where absent or unreadable:
+        its fault said once among the warnings)."""
+        dump = self._jitdumps.get(path)
+        if dump is None:
+            dump = JitDump.from_file(path) if os.path.lexists(path) else JitDump()
+            self._drain(dump)
+            self._jitdumps[path] = dump
+        return dump
+
+    def lookup_jitdump(self, path: str, address: int, time: int | None,
+                       is_return_address: bool = False) -> tuple[Frame, int | None]:
+        """The JIT code at `address` (a process address) at `time` (the
+        jitdump's clock; None: the last code placed there) from the jitdump
+        at `path`: (frame, the code's index in the dump, which tells apart
+        two functions that held the address in turn).  name None where no
+        code covers the address."""
+        dump = self.jitdump(path)
+        code = dump.lookup(address_for_lookup(address, is_return_address), time)
+        if code is None:
+            return Frame(None, None, address, path, None, None), None
+        return (Frame(self._name(code.name), address - code.start, address, path, None,
+                      "jitdump"), code.code_index)
 
     def lookup_data(self, path: str, build_id: str | None, file_offset: int) -> Frame:
         """The symbol at a data address of a binary (a page fault's), as

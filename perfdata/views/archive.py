@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
+from symbolize.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
     import argparse
@@ -56,8 +57,9 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
                 absent.append((path, bid, "kallsyms"))
             continue
         if path.startswith("[") and path != "[vdso]" or path.startswith("//") or \
-                path.startswith("/tmp/perf-") or path.startswith("/memfd:"):
-            continue          # no file, or a perf map (read from /tmp by its pid)
+                path.startswith("/tmp/perf-") or path.startswith("/memfd:") or \
+                is_jitdump_path(path):
+            continue          # no file, or a perf map or jitdump (read where the JIT wrote it)
         lpath, lbid = ref.lookup
         choice = sym.binary_for(lpath, lbid)
         if choice.binary is None and choice.debug is None:

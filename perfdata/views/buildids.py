@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from perfdata.session.machine import KERNEL_DSO
+from symbolize.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
     import argparse
@@ -95,6 +96,12 @@ def describe_binary(symbolizer: Symbolizer, ref: BinaryRef) -> dict[str, Any]:
         if not n:
             missing.append("kallsyms of this kernel (--kallsyms FILE)")
         info["missing"] = missing
+        return info
+    if is_jitdump_path(ref.path):
+        codes = len(symbolizer.jitdump(path))
+        info["status"] = "jit"
+        info["symbols"] = "jitdump (%d code loads)" % codes if codes else "none"
+        info["missing"] = [] if codes else ["the jitdump the JIT wrote (%s)" % path]
         return info
     if ref.path.startswith("//anon") or ref.path.startswith("/tmp/perf-"):
         info["status"] = "jit"

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
 _KERNEL_DSO = re.compile(r"(^\[|vmlinux$)")
-_JIT_DSO = re.compile(r"/tmp/perf-\d+\.map")
+_JIT_DSO = re.compile(r"/tmp/perf-\d+\.map|(?:^|/)jit-\d+\.dump\Z")
 
 
 class CollapseOptions:

@@ -41,6 +41,7 @@ CLASSES = {
     "resolved-kallsyms": ("resolved", "kernel, from kallsyms", ""),
     "resolved-ksymbol": ("resolved", "kernel BPF/JIT, from KSYMBOL records", ""),
     "resolved-perfmap": ("resolved", "JIT code, from /tmp/perf-PID.map", ""),
+    "resolved-jitdump": ("resolved", "JIT code, from the process's jitdump (jit-PID.dump)", ""),
     "resolved-ra-adjusted": ("resolved", "return address looked up at address - 1 "
                              "(the raw address names another function)", ""),
     "no-debuginfo": ("problem", "binary without symbols for the address and no debug file", ""),
@@ -77,10 +78,11 @@ CLASSES = {
                   "without frame pointers (its caller is missing or wrong)",
                   "rebuild with -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer, or "
                   "record with --call-graph=dwarf"),
-    "jit-no-perfmap": ("problem", "JIT code without a perf map",
+    "jit-no-perfmap": ("problem", "JIT code without a perf map or jitdump that names it",
                        "make the JIT write /tmp/perf-PID.map (node --perf-basic-prof, "
-                       "python3.12 -X perf, java with perf-map-agent) and keep it with the "
-                       "profile"),
+                       "python3.12 -X perf, java with perf-map-agent) or a jitdump "
+                       "(node --perf-prof, python3.13 -X perf_jit; record with -k 1) and "
+                       "keep it with the profile"),
     "no-map": ("problem", "address in no mapping (JIT without MMAP records, or garbage)",
                "for JIT code write a perf map; else see the frame-pointer class"),
     "bottom-garbage-dropped": ("note", "frames past a stack bottom (coroutine's "
@@ -222,6 +224,8 @@ class Diagnosis:
                 return "resolved-plt", binary
             if src == "perfmap":
                 return "resolved-perfmap", (f.dso, None)
+            if src == "jitdump":
+                return "resolved-jitdump", (f.dso, None)
             if f.is_return_address and self._ra_adjusted(f):
                 return "resolved-ra-adjusted", binary
             if src == "minidebuginfo":
@@ -361,7 +365,8 @@ class Diagnosis:
             return False
         if f.source == "plt":
             return True
-        if f.source in ("perfmap", "ksymbol") or f.dso == "[vdso]" and f.source is None:
+        if f.source in ("perfmap", "jitdump", "ksymbol") or \
+                f.dso == "[vdso]" and f.source is None:
             return False          # code we have no bytes of
         start = f.address - f.offset
         key = (f.dso_path, f.build_id, start)
@@ -465,7 +470,7 @@ class Diagnosis:
             if i == 0 or i in exact:
                 continue
             f = by_avma.get(ra - 1)
-            if f is None or f.symbol is None or f.source in ("perfmap", "ksymbol"):
+            if f is None or f.symbol is None or f.source in ("perfmap", "jitdump", "ksymbol"):
                 continue
             if self._names_differ(f.dso_path, f.build_id, f.address + 1):
                 old_cls, b = self._classify(sample, f, False)

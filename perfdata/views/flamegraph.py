@@ -47,7 +47,7 @@ FONT_SIZE = 12
 FONT_WIDTH = 0.59
 XPAD = 10
 MIN_WIDTH_PX = 0.1
-_JIT_DSO = re.compile(r"(/tmp/perf-\d+\.map|^//anon|^\[anon|^/memfd:|^\[jit)")
+_JIT_DSO = re.compile(r"(/tmp/perf-\d+\.map|^//anon|^\[anon|^/memfd:|^\[jit|(?:^|/)jit-\d+\.dump\Z)")
 
 KIND_COLORS = {
     "kernel": ((70, 120, 200), (130, 175, 235)),  # blue

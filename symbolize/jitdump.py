@@ -1,0 +1,196 @@
+"""JIT code described in a jitdump file (jit-PID.dump): what a JIT writes for
+`perf inject --jit` (CPython 3.13 `-X perf_jit`, node `--perf-prof`, the
+JVM's perf agent), read directly, so a recording that was never injected
+is named too.
+
+The layout is tools/perf/util/jitdump.h's: a header, then records of a
+common prefix (id, total size, timestamp).  CODE_LOAD says that code named
+`name` of `code_size` bytes was placed at `code_addr` at `timestamp`;
+CODE_MOVE that the code of `code_index` moved.  The other records (debug
+and unwinding info, close) are skipped by their size.
+
+A JIT reuses its code space, so an address may hold several functions in
+turn: at a time, the address is the last load's (or move's) at or before
+that time that covers it; without a time, the last one in the file.  (perf
+inject makes one ELF file per load and an MMAP2 record at its timestamp:
+the same answer.)
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import os
+import stat
+from typing import Any, NamedTuple
+
+from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
+
+MAX_JITDUMP_SIZE = 1 << 30
+JITDUMP_MAGIC = 0x4A695444            # "JiTD" in the writer's byte order
+CODE_LOAD, CODE_MOVE = 0, 1
+#: header flag: the timestamps are the architecture's counter (TSC), not a clock
+FLAG_ARCH_TIMESTAMP = 1
+
+
+def _schemas(u32: Any, u64: Any) -> tuple[Struct, Struct, Struct, Struct]:
+    """The layouts in one byte order: header, record prefix, CODE_LOAD and
+    CODE_MOVE bodies (after the prefix)."""
+    header = Struct(
+        "magic" / u32, "version" / u32, "total_size" / u32, "elf_mach" / u32,
+        "pad1" / u32, "pid" / u32, "timestamp" / u64, "flags" / u64)
+    prefix = Struct("id" / u32, "total_size" / u32, "timestamp" / u64)
+    load = Struct(
+        "pid" / u32, "tid" / u32, "vma" / u64, "code_addr" / u64, "code_size" / u64,
+        "code_index" / u64, "name" / CString("utf8"))
+    move = Struct(
+        "pid" / u32, "tid" / u32, "vma" / u64, "old_code_addr" / u64,
+        "new_code_addr" / u64, "code_size" / u64, "code_index" / u64)
+    return header, prefix, load, move
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(big_endian: bool) -> tuple:
+    """The schemas compiled (twice the records a second), on first use."""
+    schemas = _schemas(Int32ub, Int64ub) if big_endian else _schemas(Int32ul, Int64ul)
+    return tuple(s.compile() for s in schemas)
+
+_PREFIX_SIZE = 16
+_HEADER_MIN = 40
+
+
+class JitCode(NamedTuple):
+    name: str
+    start: int
+    size: int
+    timestamp: int
+    code_index: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+
+class JitDump:
+    """The code loads of one jitdump, looked up by address and time."""
+
+    def __init__(self, codes: list[JitCode] | None = None, pid: int | None = None,
+                 arch_timestamps: bool = False) -> None:
+        # (a stable sort: records of one timestamp keep the file's order)
+        self.codes = sorted(codes or (), key=lambda c: c.timestamp)
+        self.pid = pid
+        #: the timestamps are TSC counts: not comparable with a sample's time
+        self.arch_timestamps = arch_timestamps
+        self.warnings: list[str] = []
+        bounds = sorted({c.start for c in self.codes} | {c.end for c in self.codes})
+        # Pieces between consecutive bounds; each holds the codes covering it
+        # in time order (and their timestamps, for bisect).
+        self._bounds = bounds
+        self._covering: list[list[JitCode]] = [[] for _ in bounds]
+        for c in self.codes:
+            for i in range(bisect.bisect_left(bounds, c.start), bisect.bisect_left(bounds, c.end)):
+                self._covering[i].append(c)
+        self._times = [[c.timestamp for c in cov] for cov in self._covering]
+        self._load_times = [c.timestamp for c in self.codes]
+
+    @classmethod
+    def parse(cls, data: bytes, *, source: str = "jitdump") -> "JitDump":
+        warnings = []
+        if len(data) < _HEADER_MIN:
+            t = cls()
+            t.warnings.append(f"{source}: too short for a jitdump header")
+            return t
+        if int.from_bytes(data[:4], "little") == JITDUMP_MAGIC:
+            header_s, prefix_s, load_s, move_s = _compiled(False)
+        elif int.from_bytes(data[:4], "big") == JITDUMP_MAGIC:
+            header_s, prefix_s, load_s, move_s = _compiled(True)
+        else:
+            t = cls()
+            t.warnings.append(f"{source}: not a jitdump (bad magic)")
+            return t
+        header = header_s.parse(data)
+        at = max(header.total_size, _HEADER_MIN)
+        codes: list[JitCode] = []
+        names: dict[int, str] = {}
+        bad = 0
+        while at + _PREFIX_SIZE <= len(data):
+            prefix = prefix_s.parse(data[at:at + _PREFIX_SIZE])
+            size = prefix.total_size
+            if size < _PREFIX_SIZE or at + size > len(data):
+                # a record cut by the end (the JIT was killed while writing)
+                # or damaged: nothing after it can be trusted to start a record
+                bad += 1
+                break
+            body = data[at + _PREFIX_SIZE:at + size]
+            try:
+                if prefix.id == CODE_LOAD:
+                    r = load_s.parse(body)
+                    names[r.code_index] = r.name
+                    if r.code_size:
+                        codes.append(JitCode(r.name, r.code_addr, r.code_size, prefix.timestamp,
+                                             r.code_index))
+                elif prefix.id == CODE_MOVE:
+                    r = move_s.parse(body)
+                    name = names.get(r.code_index)
+                    if name is not None and r.code_size:
+                        codes.append(JitCode(name, r.new_code_addr, r.code_size,
+                                             prefix.timestamp, r.code_index))
+            except (ConstructError, UnicodeDecodeError):
+                bad += 1
+            at += size
+        if bad:
+            warnings.append(f"{source}: {bad} damaged or cut records skipped")
+        t = cls(codes, header.pid, bool(header.flags & FLAG_ARCH_TIMESTAMP))
+        t.warnings.extend(warnings)
+        return t
+
+    @classmethod
+    def from_file(cls, path: str) -> "JitDump":
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError("not a regular file")
+            if st.st_size > MAX_JITDUMP_SIZE:
+                raise OSError(f"larger than {MAX_JITDUMP_SIZE} bytes")
+            with open(path, "rb") as f:
+                data = f.read(MAX_JITDUMP_SIZE)
+        except OSError as e:
+            t = cls()
+            t.warnings.append(f"{path}: {e.strerror or e}")
+            return t
+        return cls.parse(data, source=path)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def epoch(self, time: int | None) -> int:
+        """How many codes were placed by `time` (all, with no time): two
+        times of one epoch see the same code at every address."""
+        if time is None or self.arch_timestamps:
+            return len(self.codes)
+        return bisect.bisect_right(self._load_times, time)
+
+    def lookup(self, address: int, time: int | None = None) -> JitCode | None:
+        """The code at `address` at `time` (the last one placed there at or
+        before it; the jitdump's clock, CLOCK_MONOTONIC), or with no time
+        the last one placed there."""
+        i = bisect.bisect_right(self._bounds, address) - 1
+        if i < 0:
+            return None
+        covering = self._covering[i]
+        if not covering:
+            return None
+        if time is None or self.arch_timestamps:     # (TSC counts: no order
+            return covering[-1]                        # against a sample's clock)
+        k = bisect.bisect_right(self._times[i], time)
+        return covering[k - 1] if k else None
+
+
+def is_jitdump_path(path: str, pid: int | None = None) -> bool:
+    """perf inject's jit_detect(): a file named jit-PID.dump (of this pid, if
+    given)."""
+    base = os.path.basename(path)
+    if not (base.startswith("jit-") and base.endswith(".dump")):
+        return False
+    digits = base[4:-5]
+    return digits.isdigit() and (pid is None or int(digits) == pid)
+
