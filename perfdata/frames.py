@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .hitrate import HitRate
-from symbolize.jitdump import is_jitdump_path
 from .session.machine import KERNEL_DSO
+from symbolize.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence

@@ -26,6 +26,9 @@ from typing import Any, NamedTuple
 from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
 
 MAX_JITDUMP_SIZE = 1 << 30
+#: how many pieces of the address space a load covers, on average at most
+#: (the loads of a real JIT overlap little; see JitDump)
+COVER_ENTRIES_PER_LOAD = 64
 JITDUMP_MAGIC = 0x4A695444            # "JiTD" in the writer's byte order
 CODE_LOAD, CODE_MOVE = 0, 1
 #: header flag: the timestamps are the architecture's counter (TSC), not a clock
@@ -86,9 +89,23 @@ class JitDump:
         # in time order (and their timestamps, for bisect).
         self._bounds = bounds
         self._covering: list[list[JitCode]] = [[] for _ in bounds]
+        # A JIT's loads overlap only where it reused freed code space, so a
+        # load covers a few pieces; a damaged or hostile dump (huge sizes)
+        # would make this n squared: past the budget, loads are left out.
+        budget = COVER_ENTRIES_PER_LOAD * len(self.codes) + 4096
+        left_out = 0
         for c in self.codes:
-            for i in range(bisect.bisect_left(bounds, c.start), bisect.bisect_left(bounds, c.end)):
+            first = bisect.bisect_left(bounds, c.start)
+            last = bisect.bisect_left(bounds, c.end)
+            if last - first > budget:
+                left_out += 1
+                continue
+            budget -= last - first
+            for i in range(first, last):
                 self._covering[i].append(c)
+        if left_out:
+            self.warnings.append(f"{left_out} code loads overlapping more code than a JIT "
+                                 "reuses left out (a damaged jitdump?)")
         self._times = [[c.timestamp for c in cov] for cov in self._covering]
         self._load_times = [c.timestamp for c in self.codes]
 
@@ -140,7 +157,7 @@ class JitDump:
         if bad:
             warnings.append(f"{source}: {bad} damaged or cut records skipped")
         t = cls(codes, header.pid, bool(header.flags & FLAG_ARCH_TIMESTAMP))
-        t.warnings.extend(warnings)
+        t.warnings[:] = [f"{source}: {w}" for w in t.warnings] + warnings
         return t
 
     @classmethod

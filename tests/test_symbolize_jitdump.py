@@ -8,10 +8,10 @@ from symbolize.jitdump import JitDump, is_jitdump_path
 
 
 def _dump(records, order="<", flags=0):
-    out = struct.pack(order + "IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, 1234, 1, flags)
+    out = [struct.pack(order + "IIIIIIQQ", 0x4A695444, 1, 40, 62, 0, 1234, 1, flags)]
     for kind, ts, body in records:
-        out += struct.pack(order + "IIQ", kind, 16 + len(body), ts) + body
-    return out
+        out.append(struct.pack(order + "IIQ", kind, 16 + len(body), ts) + body)
+    return b"".join(out)
 
 
 def _load(order, ts, addr, size, index, name):
@@ -70,3 +70,19 @@ def test_from_file_and_path_rule(tmp_path):
     assert is_jitdump_path("/tmp/jit-1234.dump", 1234) and is_jitdump_path("/x/jit-5.dump")
     assert not is_jitdump_path("/tmp/jit-1234.dump", 99)
     assert not is_jitdump_path("/tmp/jit-x.dump") and not is_jitdump_path("/tmp/perf-1.map")
+
+
+def test_overlapping_loads_bounded():
+    """Loads of absurd sizes (a damaged or hostile dump) would cover every
+    piece of the address space each: n squared.  Past a budget linear in
+    the loads they are left out, with a warning; the others still answer."""
+    records = [_load("<", 1, 0x1000, 0x10, 1, "real")]
+    for i in range(20000):
+        body = struct.pack("<IIQQQQ", 1234, 1234, 0, 0x2000 + 16 * i, 1 << 40, 2 + i) + b"x\0"
+        records.append((0, 10 + i, body))
+    dump = JitDump.parse(_dump(records), source="hostile.dump")
+    assert dump.lookup(0x1008, 5).name == "real"
+    assert len(dump.warnings) == 1 and dump.warnings[0].startswith("hostile.dump: ")
+    assert "left out" in dump.warnings[0]
+    left_out = int(dump.warnings[0].split()[1])
+    assert 19000 < left_out < 20000 and len(dump) == 20001
