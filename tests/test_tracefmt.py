@@ -590,3 +590,67 @@ def test_printk_strings_and_pointer_fields():
     assert format_trace_fields(ev, raw) == "[1234] [123456789abcdef0]"
     assert format_trace_fields(ev, raw, printk_formats={0x1234: "hello %d"}) == \
         "[hello %d] [123456789abcdef0]"
+
+
+# ------------------------------------------------------------------ whole lines
+def build_formats_file(events, path):
+    """A perf.data of tracepoint samples: events is [(format text, [raw, ...])],
+    each text with its own `ID:`; one sample per raw, in that order."""
+    b = Builder(True)
+    sample_type = ST.IDENTIFIER | ST.TID | ST.TIME | ST.CPU | ST.PERIOD | ST.RAW
+    attrs, records, texts = [], [], []
+    for text, raws in events:
+        eid = int(re.search(r"^ID: (\d+)", text, re.M).group(1))
+        texts.append(text.encode())
+        attr = Attr(attr_value(size=128, type=2, config=eid, sample_type=sample_type,
+                               sample_period=1, flags={"sample_id_all": 1}), ids=[eid])
+        attrs.append(attr)
+        for raw in raws:
+            records.append(b.sample(attr, {
+                "identifier": eid, "pid": 4242, "tid": 4242, "time": 1000000 + len(records),
+                "cpu": 0, "cpu_res": 0, "period": 1, "raw": {"size": len(raw), "data": raw}}))
+    Path(path).write_bytes(b.file(attrs, records, features={
+        Feature.TRACING_DATA: tracing_data([("tfmt", texts)])}))
+
+
+def perf_script_text(path, args):
+    res = subprocess.run([PERF, "script", "-i", str(path)] + args, capture_output=True,
+                         timeout=60)
+    return res.stdout.decode("utf-8", "replace")
+
+
+def our_script_text(path, args):
+    from conftest import run_cli
+    rc, out, err = run_cli(["script", str(path)] + args)
+    assert rc == 0, err
+    return out
+
+
+# A print fmt that ends in a newline: ext4_fsmap_* hold one in the string
+# (the format file's `print fmt:` goes on over two lines), ftrace:hwlat a `\n`.
+# perf prints it, then its own newline: an empty line after the sample.
+NEWLINE_FMTS = ['"lit=%d\n", REC->b', '"esc=%d\\n", REC->b', '"none=%d", REC->b']
+NEWLINE_EXPECTED = ("tfmt:c0: lit=133\n\n"
+                    "tfmt:c1: esc=133\n\n"
+                    "tfmt:c2: none=133\n")
+
+
+def newline_events():
+    return [(format_text("c%d" % k, 1000 + k, fmt), [layout_raw(1000 + k)])
+            for k, fmt in enumerate(NEWLINE_FMTS)]
+
+
+def test_print_fmt_newline_ends_in_an_empty_line(tmp_path):
+    path = tmp_path / "nl.data"
+    build_formats_file(newline_events(), path)
+    assert our_script_text(path, ["-F", "event,trace"]) == NEWLINE_EXPECTED
+    lines = our_script_text(path, []).split("\n")
+    assert lines[1] == lines[3] == "" and "none=133" in lines[4], lines
+
+
+@requires_perf
+def test_print_fmt_newline_against_perf(tmp_path):
+    path = tmp_path / "nl.data"
+    build_formats_file(newline_events(), path)
+    for args in (["-F", "event,trace"], [], ["-F", "comm,tid,event,trace"]):
+        assert our_script_text(path, args) == perf_script_text(path, args), args

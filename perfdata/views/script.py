@@ -348,9 +348,10 @@ class ScriptFormatter:
             out.append(self._frame_line(frame, has, " ", "", sample.ip))
         for field in after_ip:
             field(sample, out)
+        # (A trace text may end in a newline of its print fmt, ext4_fsmap_*'s:
+        # perf prints its own after it all the same, an empty line.)
         out.append("\n")
-        text = "".join(out)
-        return text[:-1] if text.endswith("\n\n") else text
+        return "".join(out)
 
     def name_width(self) -> int:
         if self._name_width is None:
