@@ -654,3 +654,44 @@ def test_print_fmt_newline_against_perf(tmp_path):
     build_formats_file(newline_events(), path)
     for args in (["-F", "event,trace"], [], ["-F", "comm,tid,event,trace"]):
         assert our_script_text(path, args) == perf_script_text(path, args), args
+
+
+# ipi:ipi_send_cpumask (Linux 6.6+): `__get_cpumask` is a function perf 6.1's
+# libtraceevent does not know, so it lists the fields; its `__data_loc
+# cpumask_t cpumask` has no brackets, so libtraceevent does not take it for an
+# array and prints the location word (length << 16 | offset) as a number.
+IPI_FORMAT = (
+    "name: ipi_send_cpumask\nID: 1200\nformat:\n" + COMMON +
+    "\tfield:__data_loc cpumask_t cpumask;\toffset:8;\tsize:4;\tsigned:0;\n"
+    "\tfield:void * callsite;\toffset:16;\tsize:8;\tsigned:0;\n"
+    "\tfield:void * callback;\toffset:24;\tsize:8;\tsigned:0;\n"
+    "\tfield:__data_loc char[] name;\toffset:32;\tsize:4;\tsigned:0;\n\n"
+    'print fmt: "cpumask=%s callsite=%pS callback=%pS", __get_cpumask(cpumask), '
+    "REC->callsite, REC->callback\n")
+
+
+def ipi_raw():
+    raw = bytearray(36)
+    struct.pack_into("<HBBi", raw, 0, 1200, 0, 0, 4242)
+    struct.pack_into("<I4xQQI", raw, 8, 8 << 16 | 36, 0x1234, 0, 4 << 16 | 44)
+    raw += struct.pack("<Q", 0x3) + b"ipi\0"
+    return bytes(raw)
+
+
+IPI_EXPECTED = ("[FAILED TO PARSE] cpumask=524324 callsite=0x1234 callback=0x0 name=ipi")
+
+
+def test_data_loc_without_brackets_listed_as_a_number():
+    ev = EventFormat.from_text("ipi", IPI_FORMAT)
+    assert ev.field("cpumask").is_dynamic and not ev.field("cpumask").is_dynamic_array
+    assert ev.field("name").is_dynamic_array
+    assert format_trace_fields(ev, ipi_raw()) == IPI_EXPECTED
+
+
+@requires_perf
+def test_data_loc_without_brackets_against_perf(tmp_path):
+    path = tmp_path / "ipi.data"
+    build_formats_file([(IPI_FORMAT, [ipi_raw()])], path)
+    theirs = perf_script_text(path, ["-F", "event,trace"])
+    assert theirs == our_script_text(path, ["-F", "event,trace"])
+    assert theirs.strip().split(": ", 1)[1] == IPI_EXPECTED

@@ -100,15 +100,18 @@ _ARRAY_RE = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*\[(?P<len>[^\]]*)\]\s*$")
 class FieldFormat:
     """One field of an event format: name, type, offset and size in the raw
     data, signedness, and how it is stored (`is_array` with `array_len`,
-    `is_dynamic` for __data_loc / __rel_loc, `is_string` as libtraceevent
-    flags it: char, u8 or s8 arrays)."""
+    `is_dynamic` for __data_loc / __rel_loc, `is_dynamic_array` for those
+    declared with brackets, `is_string` as libtraceevent flags it: char, u8
+    or s8 arrays)."""
 
     __slots__ = ("name", "type", "offset", "size", "signed", "is_array", "array_len",
-                 "is_dynamic", "is_rel", "is_string", "is_pointer", "is_common")
+                 "is_dynamic", "is_dynamic_array", "is_rel", "is_string", "is_pointer",
+                 "is_common")
 
     def __init__(self, name: str, type: str, offset: int, size: int, signed: bool,
                  is_array: bool = False, array_len: int = 0, is_dynamic: bool = False,
-                 is_rel: bool = False, is_common: bool = False) -> None:
+                 is_rel: bool = False, is_common: bool = False,
+                 is_dynamic_array: bool | None = None) -> None:
         self.name = name
         self.type = type
         self.offset = offset
@@ -118,6 +121,11 @@ class FieldFormat:
         self.array_len = array_len
         self.is_dynamic = is_dynamic
         self.is_rel = is_rel
+        # `__data_loc char[] name` is an array to libtraceevent (it saw a
+        # `[`), `__data_loc cpumask_t mask` (ipi_send_cpumask) is not: its
+        # [FAILED TO PARSE] listing prints the location word as a number.
+        self.is_dynamic_array = is_dynamic if is_dynamic_array is None else \
+            is_dynamic and is_dynamic_array
         # libtraceevent's field_is_string(): an array whose type mentions char,
         # u8 or s8 (dynamic arrays alike).
         self.is_string = (is_array or is_dynamic) and "*" not in type and \
@@ -146,6 +154,7 @@ class FieldFormat:
                 array_len = int(match.group("len"), 0)
             except ValueError:
                 array_len = 0
+        bracketed = "[" in ctype
         if dynamic:
             ctype = ctype.replace("[]", "").strip()
             is_array = False
@@ -153,7 +162,7 @@ class FieldFormat:
             signed = not re.search(r"\bunsigned\b|\bu(8|16|32|64)\b|\b__u(8|16|32|64)\b",
                                    ctype)
         return cls(name, ctype, offset, size, bool(signed), is_array, array_len,
-                   dynamic, rel, is_common)
+                   dynamic, rel, is_common, is_dynamic_array=bracketed)
 
     def __repr__(self) -> str:
         extra = "[%d]" % self.array_len if self.is_array else ""

@@ -121,7 +121,8 @@ def _field_info(f: FieldFormat, long_size: int) -> _FieldInfo:
     size = int(getattr(f, "size", 0) or 0)
     info.dynamic = dynamic
     info.relative = bool(getattr(f, "is_rel", False))
-    info.array = bool(getattr(f, "is_array", False)) or dynamic
+    info.array = bool(getattr(f, "is_array", False)) or (
+        dynamic and bool(getattr(f, "is_dynamic_array", True)))
     info.string = info.array and any(t in ctype for t in ("char", "u8", "s8"))
     if dynamic and size == 2:
         info.string = info.array = True
