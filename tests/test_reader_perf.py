@@ -629,6 +629,20 @@ def test_round_order_equals_perf(case, tmp_path):
     assert got == want
 
 
+@pytest.mark.parametrize("case", ROUND_CASES)
+def test_out_of_order_count_equals_perf(case, tmp_path):
+    """perf script's closing warning, "N out of order events recorded.":
+    the records timed before the last one a round delivered."""
+    path = tmp_path / ("%s.data" % case)
+    path.write_bytes(timed_samples_file(ROUND_CASES[case]))
+    _, err = perf_out(["script", "-i", str(path)])
+    theirs = re.findall(r"^(\d+ out of order events recorded\.)$", err, re.M)
+    pf = perfdata.open(str(path))
+    assert sum(1 for _ in pf.records()) == len(ROUND_CASES[case])
+    ours = [w for w in pf.warnings if "out of order" in w]
+    assert ours == theirs
+
+
 # ------------------------------------------------- kernel records vs perf -D
 DUMP_HEAD = re.compile(r"^(?:-?\d+ )?(\d+) 0x([0-9a-f]+) \[0x([0-9a-f]+)\]: "
                        r"PERF_RECORD_([A-Z0-9_]+)(.*)$")

@@ -611,6 +611,19 @@ def test_time_order_cases(case):
     assert got == perf_round_order(events)
 
 
+def test_out_of_order_records_are_counted_once():
+    """perf's count of records queued below the last time a round delivered
+    (checked against perf in test_reader_perf): 10 after 200 was delivered,
+    5 after 10; said once however often the records are read."""
+    pf = open_bytes(_timed_file([100, 200, "ROUND", 50, 60, "ROUND", 10, "ROUND", 5]))
+    for _ in range(2):
+        assert len(list(pf.records())) == 9
+    assert pf.warnings == ["2 out of order events recorded."]
+    pf = open_bytes(_timed_file([10, 20, "ROUND", 20, 30, "ROUND", 25, "ROUND", 40]))
+    list(pf.records())
+    assert not pf.warnings
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_time_order_across_rounds(seed):
     rnd = random.Random(seed)

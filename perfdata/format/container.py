@@ -523,6 +523,12 @@ class PerfFile:
             else:
                 push(time, rec)
         yield from queue.flush_all()
+        if queue.out_of_order:
+            # perf's sentence (perf_session__warn_about_errors): records
+            # timed before ones a round already delivered come after them.
+            warning = "%d out of order events recorded." % queue.out_of_order
+            if warning not in self.warnings:
+                self.warnings.append(warning)
 
     def __iter__(self) -> Iterator[Record]:
         return self.records()
