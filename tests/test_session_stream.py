@@ -309,3 +309,63 @@ def test_damaged_sample_skipped_or_strict(tmp_path):
         assert any("(sample skipped)" in w for w in pf.warnings)
     with perfdata.open(str(path)) as pf, pytest.raises(PerfDataError):
         list(SessionStream(pf, strict=True))
+
+
+# ------------------------------------------------------- pid -1 (u32 all ones)
+def gone_task_file():
+    """cpu-clock samples of thread 5, then of a task already out of its pid
+    namespace (the kernel writes pid = tid = -1: a sample in do_exit after
+    exit_notify, seen in perf record -a), then of thread 5 again."""
+    a = make_attr(ST.IP | ST.TID | ST.TIME | ST.CPU | ST.PERIOD, [], type=1, config=0,
+                  sample_period=250000, flags={"sample_id_all": 1})
+    b = Builder(True)
+    recs = []
+    for n, pid in enumerate((5, 0xFFFFFFFF, 5)):
+        recs.append(b.sample(a, {"ip": 0x400000 + n, "pid": pid, "tid": pid,
+                                 "time": 2_000_000_000 + n * 1000, "cpu": n % 2, "cpu_res": 0,
+                                 "period": 250000}, misc=2))
+    feats = {Feature.HOSTNAME: build_feature(Feature.HOSTNAME, "synth", True)}
+    return b.file([a], recs, feats)
+
+
+# What perf 6.1 prints for gone_task_file (-F comm,pid,tid,cpu,time,event),
+# and its perf report --sort pid rows.
+GONE_TASK_SCRIPT = [
+    "              :5     5/5     [000]     2.000000: cpu-clock:HG: ",
+    "             :-1    -1/-1    [001]     2.000001: cpu-clock:HG: ",
+    "              :5     5/5     [000]     2.000002: cpu-clock:HG: ",
+]
+
+
+def test_gone_task_is_thread_minus_one(tmp_path):
+    """perf reads a sample's u32 pid and tid as pid_t: thread -1, comm ":-1"."""
+    from conftest import run_cli
+    path = tmp_path / "gone.data"
+    path.write_bytes(gone_task_file())
+    with perfdata.open(str(path)) as pf:
+        got = [(e.pid, e.tid, e.comm, e.thread.tid) for e in SessionStream(pf)
+               if type(e) is Sample]
+    assert got == [(5, 5, ":5", 5), (-1, -1, ":-1", -1), (5, 5, ":5", 5)]
+    rc, out, err = run_cli(["script", str(path), "-F", "comm,pid,tid,cpu,time,event"])
+    assert rc == 0, err
+    assert out.splitlines() == GONE_TASK_SCRIPT
+    rc, out, err = run_cli(["report", str(path), "--sort", "pid", "-q"])
+    assert rc == 0, err
+    assert [line.split() for line in out.splitlines() if line.strip()] == [
+        ["66.67%", "5::5"], ["33.33%", "-1::-1"]]
+
+
+@requires_perf_tool
+def test_gone_task_as_perf(tmp_path):
+    from conftest import run_cli
+    path = tmp_path / "gone.data"
+    path.write_bytes(gone_task_file())
+    for args in (["script", "-F", "comm,pid,tid,cpu,time,event"], ["script"],
+                 ["report", "--stdio", "--no-children", "-g", "none", "--sort", "pid",
+                  "-q"]):
+        res = subprocess.run([PERF] + args[:1] + ["-i", str(path)] + args[1:],
+                             capture_output=True, text=True, timeout=60)
+        rc, out, err = run_cli(args[:1] + [str(path)] + args[1:])
+        assert rc == 0, err
+        assert [l.rstrip() for l in out.splitlines() if l.strip()] == \
+            [l.rstrip() for l in res.stdout.splitlines() if l.strip()], args

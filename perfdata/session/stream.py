@@ -52,6 +52,14 @@ _MMAP2 = RT.MMAP2
 _EXIT = RT.EXIT
 
 
+def pid_t(value: int) -> int:
+    """A sample's u32 pid or tid as perf reads it, a pid_t: the kernel
+    writes -1 for a task already gone from its pid namespace (a sample
+    taken in do_exit after exit_notify), which perf prints and groups as
+    thread -1, comm ":-1"."""
+    return value - (1 << 32) if value > 0x7FFFFFFF else value
+
+
 class Sample:
     """One sample of one event, as the session sees it (the fields perf
     script prints first, taken out of the decoded ones)."""
@@ -66,8 +74,8 @@ class Sample:
         self.event = event
         self.thread = thread
         self.comm = thread.comm if thread is not None else ":-1"
-        self.pid = get("pid", -1)
-        self.tid = get("tid", -1)
+        self.pid = pid_t(get("pid", -1))
+        self.tid = pid_t(get("tid", -1))
         self.time = get("time", 0)
         self.cpu = get("cpu")
         # Without PERIOD in sample_type perf reports the attr's sample_period.
@@ -248,7 +256,7 @@ class SessionStream:
                     fields = self._decode_damaged(rec)
                     if fields is None:
                         continue
-                thread = thread_of(fields.get("pid", -1), fields.get("tid", -1))
+                thread = thread_of(pid_t(fields.get("pid", -1)), pid_t(fields.get("tid", -1)))
                 if ea.reads_group:  # type: ignore[union-attr]  # (decoded: it has its attr)
                     yield from self._group_members(rec, fields, thread)
                     continue
