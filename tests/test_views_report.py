@@ -342,3 +342,37 @@ def test_children_address_in_no_map_keyed_by_address_with_the_first_level():
     # the user sample first: the row is [.]
     assert ["100.00%", "0.00%", "[.]", "0x00007f0000001000"] in \
         _children_rows([in_user, in_kernel])
+
+
+@pytest.fixture(scope="module")
+def per_thread_data(tmp_path_factory):
+    """A `perf record --per-thread` file: its samples have no PERF_SAMPLE_CPU
+    (as `-p PID` / `-t TID` attached to a running process) and no callchain."""
+    dd = shutil.which("dd")
+    if dd is None:
+        pytest.skip("no dd")
+    data = tmp_path_factory.mktemp("per-thread") / "pt.data"
+    rec = subprocess.run([PERF, "record", "-q", "--per-thread", "-o", str(data), dd,
+                          "if=/dev/zero", "of=/dev/null", "bs=16", "count=200000"],
+                         capture_output=True, text=True, timeout=120)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    return data
+
+
+@requires_perf
+@pytest.mark.parametrize("args", [["--sort", "cpu"], ["--sort", "cpu,comm", "-n"],
+                                  ["--children"], ["--children", "--sort", "dso"]])
+def test_per_thread_file_as_perf_report(per_thread_data, args, home):
+    """perf keeps the cpu column at its header's width whatever it holds
+    (HISTC_CPU is 3; a sample without a cpu prints "-001"), and drops
+    --children silently when no event has callchains."""
+    env = dict(os.environ, HOME=home)
+    theirs = subprocess.run([PERF, "report", "--stdio", "-g", "none", "--no-children", "-i",
+                             str(per_thread_data)] + args, capture_output=True, text=True,
+                            env=env, timeout=60).stdout
+    rc, mine, err = run_cli(["report", str(per_thread_data), "-j", "1"] + args)
+    assert rc == 0, err
+    keep = [ln for ln in theirs.splitlines() if "Tip:" not in ln]
+    assert any(_ROW.match(ln) for ln in keep)
+    assert mine.splitlines() == keep

@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
-                                MISC_HYPERVISOR, MISC_KERNEL)
+                                MISC_HYPERVISOR, MISC_KERNEL, SampleType)
 from .dsoname import dso_short_name
 from .errors import CommandError
 from .collapse import open_output
@@ -414,7 +414,10 @@ class Report:
         keys = [None] * npct + list(sort_keys)
         for pcts, cells in rows:
             for i, text in enumerate(pcts + cells):
-                if keys[i] in ("comm", "pid"):
+                # (comm, pid: below; cpu: hists__calc_col_len() fixes HISTC_CPU
+                # at 3, the header's width, and a wider "%*.*d" ("-001", a
+                # sample without PERF_SAMPLE_CPU) just overflows it)
+                if keys[i] in ("comm", "pid", "cpu"):
                     continue
                 if text.endswith(" (inlined)"):
                     # perf sizes the column by the symbol's own name.
@@ -619,6 +622,10 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         sys.stderr.write("perfdata: note: report prints the flat table only (as -g none); "
                          "see perfdata flamegraph for the call graph\n")
     pf = open_profile(args.file, getattr(args, "strict", False))
+    if args.children and not any(ea.sample_type & SampleType.CALLCHAIN for ea in pf.attrs):
+        # perf's report__setup_sample_type(): --children is silently dropped
+        # when no event has callchains (one Overhead column, not two)
+        args.children = False
     samples = make_sample_symbolizer(pf, args)
     jobs = report_jobs(args, pf)
     if jobs > 1:
