@@ -161,8 +161,12 @@ class DebugInfoLocator:
             out.append(Candidate(os.path.join(cdir, "elf"), "buildid-cache"))
         if bid is not None and self.buildid_dir and len(bid) >= 4:
             # Old cache layout: the .build-id entry links to the file itself.
-            out.append(Candidate(os.path.join(self.buildid_dir, ".build-id", bid[:2], bid[2:]),
-                                 "buildid-cache"))
+            # (Where it links to a directory, the new layout's, its files are
+            # the candidates above; one without `elf` -- a vdso image, or
+            # `probes` alone -- is no binary of this path, and no warning.)
+            old = os.path.join(self.buildid_dir, ".build-id", bid[:2], bid[2:])
+            if not os.path.isdir(old):
+                out.append(Candidate(old, "buildid-cache"))
         if not pseudo and not self.symfs and mapped is None:
             out.append(Candidate(os.path.normpath(path), "original"))
         return _dedup(out)

@@ -418,3 +418,22 @@ def test_wrong_types_do_not_raise():
     b = Binary("/bin/ls")
     assert b.avma_to_svma(None, 1, 2) is None and b.file_offset_to_svma(-5) is None
     assert build_symbol_table(b).lookup("q") is None
+
+
+def test_perf_buildid_cache_directory_without_elf_is_no_candidate(built, tmp_path):
+    """A cache entry of the new layout that holds no `elf` (perf caches a vdso
+    as `[vdso]/<bid>/vdso`, the image perfdata's stand-in names by another
+    path) is passed over without a warning; the binary is found at its path."""
+    bid = readelf_build_id(built["full"])
+    cache = tmp_path / "dotdebug"
+    entry = cache / "[vdso]" / bid
+    entry.mkdir(parents=True)
+    shutil.copy(built["full"], entry / "vdso")
+    (entry / "probes").write_bytes(b"")
+    link = cache / ".build-id" / bid[:2] / bid[2:]
+    link.parent.mkdir(parents=True)
+    os.symlink(os.path.relpath(entry, link.parent), link)
+    s = Symbolizer(only(buildid_dir=str(cache)), inline=False)
+    c = s.binary_for(built["full"], bid)
+    assert c.status == "found" and c.binary.path == built["full"]
+    assert s.warnings == []
