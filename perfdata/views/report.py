@@ -344,7 +344,13 @@ class Report:
         for key, value in zip(self.sort_keys, entry.key):
             if key == "sym":
                 kind, v = value[:2]
-                parts.append((1, "", v) if kind == "a" else (0, v, 0))
+                # perf's _sort__addr_cmp(): (int64_t)(right_ip - left_ip), so
+                # addresses with bit 63 set (garbage words of a frame-pointer
+                # walk, kernel addresses in no map) sort as negative numbers
+                # (where two differ by 2**63 or more, perf's order is its
+                # rbtree's shape, not followed here)
+                parts.append((1, "", v - (1 << 64) if v >= 1 << 63 else v) if kind == "a"
+                             else (0, v, 0))
             elif key == "dso":
                 # perf: an entry without a map ([unknown]) after those with one.
                 parts.append((1, "") if value == "[unknown]" else (0, value))
