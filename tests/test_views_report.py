@@ -414,3 +414,60 @@ def test_addresses_in_no_map_sorted_as_perf(tmp_path, args, home):
     rc, mine, err = run_cli(["report", str(path), "-j", "1"] + args)
     assert rc == 0, err
     assert mine.splitlines() == keep
+
+
+_INLINED_TWICE_C = r"""
+static inline __attribute__((always_inline)) unsigned long mix(unsigned long v, unsigned long i)
+{
+    for (int k = 0; k < 64; k++)
+        v = (v ^ i) * 0x9E3779B97F4A7C15UL + k;
+    return v;
+}
+__attribute__((noinline)) unsigned long alpha(unsigned long n)
+{
+    unsigned long v = 1;
+    for (unsigned long i = 0; i < n; i++) v = mix(v, i);
+    return v;
+}
+__attribute__((noinline)) unsigned long beta(unsigned long n)
+{
+    unsigned long v = 2;
+    for (unsigned long i = 0; i < 2 * n; i++) v = mix(v, i) + 1;
+    return v;
+}
+volatile unsigned long sink;
+int main(void) { sink = alpha(600000) + beta(600000); return 0; }
+"""
+
+
+@requires_perf
+def test_function_inlined_in_two_functions_is_two_children_rows(tmp_path, home):
+    """--children on a DWARF recording: perf's entry for an inlined function
+    is its name and the range of the function holding it (new_inline_sym()),
+    so `mix (inlined)` in alpha and in beta are two rows, as perf prints them."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc")
+    src, prog, data = tmp_path / "twice.c", tmp_path / "twice", tmp_path / "twice.data"
+    src.write_text(_INLINED_TWICE_C)
+    subprocess.run([gcc, "-O2", "-g", "-o", str(prog), str(src)], check=True, timeout=60)
+    rec = subprocess.run([PERF, "record", "-q", "--call-graph=dwarf", "-F", "2000", "-o",
+                          str(data), str(prog)], capture_output=True, text=True, timeout=120)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    env = dict(os.environ, HOME=home)
+    theirs = subprocess.run([PERF, "report", "--stdio", "-g", "none", "--children", "--sort",
+                             "sym", "-i", str(data)], capture_output=True, text=True, env=env,
+                            timeout=120).stdout
+    rc, mine, err = run_cli(["report", str(data), "-j", "1", "--children", "--sort", "sym"])
+    assert rc == 0, err
+
+    def program_rows(text):
+        # (the program's own functions: the rest, ld.so's start-up and the
+        # kernel, may differ on purpose; README's table)
+        return [ln.split() for ln in text.splitlines() if _ROW.match(ln)
+                and re.search(r"\] (alpha|beta|mix \(inlined\))$", ln)]
+    want = program_rows(theirs)
+    if sum(1 for cells in want if cells[-2:] == ["mix", "(inlined)"]) < 2:
+        pytest.skip("perf names no `mix (inlined)` in both functions here")
+    assert program_rows(mine) == want

@@ -221,10 +221,14 @@ class Report:
                 if frame.symbol is not None:
                     # perf's sort__sym_cmp: a symbol is its dso and start
                     # (map-relative; two overloads printed alike stay two rows);
-                    # an inlined function, its name.
+                    # an inlined function, its name and the range of the
+                    # function it is inlined in (new_inline_sym() gives it
+                    # that symbol's start and end; _sort__sym_cmp() takes
+                    # overlapping ranges as one): Py_INCREF inlined in two
+                    # functions is two rows.  (An inlined frame's offset is
+                    # from the start of the function that holds it.)
                     ident = None
-                    if not frame.inlined and frame.offset is not None and \
-                            frame.address is not None:
+                    if frame.offset is not None and frame.address is not None:
                         ident = (frame.dso_path or frame.dso, frame.address - frame.offset)
                     values.append(("s", frame.symbol + suffix, ident))
                 elif in_chain and frame.avma is not None:
