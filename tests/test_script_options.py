@@ -259,6 +259,10 @@ BUNDLED_CASES = [
     ("threads.fp.data", ["--header-only", "-I"]),
     ("threads.dwarf.data", ["-S", "hot_beta"]),
     ("threads.dwarf.data", ["-G"]),
+    # the sampled registers, perf_sample__fprintf_regs(): after the ip, or
+    # on a line of their own after a stack
+    ("threads.dwarf.data", ["-G", "-F", "comm,tid,ip,sym,uregs"]),
+    ("threads.dwarf.data", ["-F", "+uregs"]),
     ("cpp_inline.dwarf.data", ["-G"]),
     ("cpp_inline.dwarf.data", ["-G", "-S", "perfdemo::Mixer<unsigned long>::run,main"]),
     ("cpp_inline.dwarf.data", ["-S", "perfdemo::detail::drive<perfdemo::Mixer<unsigned long> >"]),
@@ -597,3 +601,47 @@ def test_srcline_of_dwarf_stacks_as_perf(name, tmp_path):
         mg, mw = _SRCLINE.match(g), _SRCLINE.match(w)
         assert mg and mw and mg.group(1).endswith(".h") and mg.groups()[1:] == mw.groups()[1:], \
             "line %d: %r, perf %r" % (n + 1, g, w)
+
+
+@requires_perf_tool
+@pytest.mark.parametrize("arch,user_bits,intr_bits", [
+    ("aarch64", (0, 1, 29, 30, 31, 32), (28, 29, 30, 31, 32, 46)),
+    ("x86_64", (0, 8, 9, 15, 16, 23), (6, 7, 8, 32, 33, 62, 63)),
+], ids=["aarch64", "x86_64"])
+def test_sampled_registers_as_perf(tmp_path, arch, user_bits, intr_bits):
+    """-F iregs,uregs: " ABI:n " and "%5s:0x%x " per register of the attr's
+    mask, named for the recording's arch (the ARCH feature: x86's XMM
+    registers take two bits, both named after it); nothing for a sample
+    whose registers are ABI_NONE."""
+    import struct
+
+    from perfdata.format.constants import Feature, SampleType as ST
+    from synth import Attr, Builder, attr_value
+    st = ST.IP | ST.TID | ST.TIME | ST.PERIOD | ST.REGS_USER | ST.REGS_INTR
+    umask = sum(1 << b for b in user_bits)
+    imask = sum(1 << b for b in intr_bits)
+    attr = Attr(attr_value(128, type=1, config=0, sample_type=st, sample_period=1000,
+                           sample_regs_user=umask, sample_regs_intr=imask,
+                           flags={"sample_id_all": 1, "comm": 1, "task": 1}))
+    b = Builder()
+    recs = [b.kernel_record(RT.COMM, {"pid": 5, "tid": 5, "comm": "regs\0"}, attr,
+                            pid=5, tid=5, time=1)]
+    for i in range(3):
+        user = {"abi": 0, "regs": None} if i == 1 else \
+            {"abi": 2, "regs": [0x1000 * i + k for k in range(len(user_bits))]}
+        recs.append(b.sample(attr, {
+            "ip": 0x401000 + i, "pid": 5, "tid": 5, "time": 10 + i, "period": 1000,
+            "regs_user": user,
+            "regs_intr": {"abi": 2, "regs": [(1 << 63) + k for k in range(len(intr_bits))]}},
+            misc=2))
+    name = arch.encode() + b"\0"
+    name += bytes(-len(name) % 64)
+    path = tmp_path / "regs.data"
+    path.write_bytes(b.file([attr], recs, features={
+        Feature.ARCH: struct.pack("<I", len(name)) + name}))
+    args = ["-F", "comm,tid,ip,iregs,uregs"]
+    rc, theirs = perf_script(path, args, tmp_path)
+    assert rc == 0 and "ABI:2" in theirs
+    rc, mine, err = run_cli(["script", str(path)] + args)
+    assert rc == 0, err
+    assert mine == theirs

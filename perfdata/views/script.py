@@ -22,6 +22,7 @@ from ..format.sample import weight_and_ins_lat
 from ..hitrate import HitRate
 from .dsoname import dso_short_name
 from .memdata import data_src_text, page_size_name
+from .regs import perf_arch, regs_text
 
 if TYPE_CHECKING:
     import argparse
@@ -85,7 +86,7 @@ STACK_TEXT_WINDOW = 1024
 # The fields process_event() prints between the event (or trace) and the ip,
 # and those after the ip (after a stack too): ScriptFormatter._print_<field>.
 _BEFORE_IP = ("addr", "data_src", "weight", "ins_lat")
-_AFTER_IP = ("phys_addr", "data_page_size", "code_page_size")
+_AFTER_IP = ("iregs", "uregs", "phys_addr", "data_page_size", "code_page_size")
 
 
 def default_fields(event: EventAttr, any_tracepoint_callchain: bool = False) -> list[str]:
@@ -262,6 +263,7 @@ class ScriptFormatter:
         self.kernel_symbols = kernel_symbols
         self._fields: dict[int, Fields] = {}
         self._data_src_width = 0
+        self._regs_arch: str | None = None     # perf_env__arch(), when first needed
 
     def fields_for(self, event: EventAttr) -> Fields:
         got: Sequence[str] | None
@@ -429,7 +431,23 @@ class ScriptFormatter:
             return functools.partial(_print_number, field, "%16x")
         if field in ("data_page_size", "code_page_size"):
             return functools.partial(_print_page_size, field)
+        if field in ("iregs", "uregs"):
+            return functools.partial(self._print_regs, field)
         return getattr(self, "_print_" + field)
+
+    def _print_regs(self, field: str, sample: SymbolizedSample, out: list[str]) -> None:
+        """perf_sample__fprintf_{i,u}regs(): the registers of the attr's mask,
+        named for the recording's arch."""
+        if self._regs_arch is None:
+            from ..format.constants import Feature
+            self._regs_arch = perf_arch(self.pf.feature(Feature.ARCH) or os.uname().machine)
+        if field == "uregs":
+            regs, mask = sample.fields.get("regs_user"), sample.event.attr["sample_regs_user"]
+        else:
+            regs, mask = sample.fields.get("regs_intr"), sample.event.attr["sample_regs_intr"]
+        text = regs_text(regs, mask, self._regs_arch)
+        if text:
+            out.append(text)
 
     def _print_addr(self, sample: SymbolizedSample, out: list[str]) -> None:
         """perf_sample__fprintf_addr(): the address; for a page fault's, the
