@@ -471,3 +471,43 @@ def test_function_inlined_in_two_functions_is_two_children_rows(tmp_path, home):
     if sum(1 for cells in want if cells[-2:] == ["mix", "(inlined)"]) < 2:
         pytest.skip("perf names no `mix (inlined)` in both functions here")
     assert program_rows(mine) == want
+
+
+_GROUP_LOAD = "x = [bytearray(4096) for i in range(20000)]; sum(range(2000000))"
+
+
+@pytest.fixture(scope="module")
+def group_data(tmp_path_factory):
+    """`perf record -g -e '{task-clock,page-faults}'`: a group of two
+    software events (GROUP_DESC), each sampling on its own."""
+    data = tmp_path_factory.mktemp("group") / "group.data"
+    rec = subprocess.run([PERF, "record", "-q", "-g", "-e", "{task-clock,page-faults}", "-o",
+                          str(data), sys.executable, "-c", _GROUP_LOAD],
+                         capture_output=True, text=True, timeout=120)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf could not record: %s" % rec.stderr.strip()[-200:])
+    return data
+
+
+@requires_perf
+@pytest.mark.parametrize("args", [
+    ["--sort", "comm,dso"], ["--sort", "dso", "-n"], ["--sort", "pid"],
+    ["--sort", "dso", "--percent-limit", "1"], ["--sort", "dso", "-q"],
+    ["--children", "--sort", "comm"], ["--children", "--sort", "comm", "-n"]])
+def test_event_group_as_perf_report(group_data, args, home):
+    """perf's --group view (its default for a file with groups): one table
+    per group, "of events 'anon group { a, b }'", the samples and periods of
+    all its events added in the header, a percent (and Samples) column per
+    event, the rows of every event's entries sorted by the leader's period,
+    then the members'."""
+    env = dict(os.environ, HOME=home)
+    theirs = subprocess.run([PERF, "report", "--stdio", "-g", "none", "--no-children", "-i",
+                             str(group_data)] + args, capture_output=True, text=True,
+                            env=env, timeout=60).stdout
+    if "anon group { task-clock, page-faults }" not in theirs and "-q" not in args:
+        pytest.skip("perf shows no group view here")
+    rc, mine, err = run_cli(["report", str(group_data), "-j", "1"] + args)
+    assert rc == 0, err
+    keep = [ln for ln in theirs.splitlines() if "Tip:" not in ln]
+    assert any(_ROW.match(ln) for ln in keep)
+    assert mine.splitlines() == keep

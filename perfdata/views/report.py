@@ -366,14 +366,18 @@ class Report:
 
     def describe(self, attrs: Iterable[EventAttr], lost: int = 0, *,
                  show_nr_samples: bool = False, quiet: bool = False,
-                 percent_limit: float = 0.0, elided: dict[str, str] | None = None) -> str:
+                 percent_limit: float = 0.0, elided: dict[str, str] | None = None,
+                 groups: dict[int, tuple[str, list[int]]] | None = None) -> str:
         """The table as perf report --stdio prints it; show_nr_samples: the
         Samples column (-n); quiet: no comment lines (-q); percent_limit:
         the entries below it left out (--percent-limit: of the children
         period with --children), the columns sized by them all, as perf's;
         elided: {sort key: the one name a filter list gave for it (--comm,
         --dsos, --symbols)}: perf's sort__setup_elide() says it in the
-        header and leaves the column out, unless every column would go."""
+        header and leaves the column out, unless every column would go;
+        groups: {leader's index: (group name, the members' indexes)}
+        (event_groups()): each group one table, as perf's default --group
+        view prints it, a column per event in each percent column."""
         elided = {k: v for k, v in (elided or {}).items() if k in self.sort_keys}
         said = ["# %s: %s\n" % ("symbol" if k == "sym" else k, elided[k])
                 for k in self.sort_keys if k in elided]
@@ -384,42 +388,114 @@ class Report:
             "--header/--header-only options.\n", "#\n"] + said + [
             "#\n", "# Total Lost Samples: %d\n" % lost, "#\n"]
         shown = [k for k in self.sort_keys if k not in elided]
+        groups = groups or {}
+        members_of = {m for _, members in groups.values() for m in members}
+        attrs = list(attrs)
+        names = {ea.index: ea.name for ea in attrs}
         for ea in attrs:
+            if ea.index in members_of:
+                continue        # (in its leader's table)
             hist = self.hists.get(ea.index)
             if hist is None:
                 continue
-            out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit, shown))
+            group = groups.get(ea.index)
+            if group is None:
+                out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit,
+                                               shown))
+                continue
+            name, members = group
+            title = "%s { %s }" % (name, ", ".join(
+                [ea.name] + [names.get(m, "") for m in members]))
+            out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit, shown,
+                                           [self.hists.get(m) for m in members], title))
         if not quiet:
             out.append("#\n#\n")
         return "".join(out)
 
     def _describe_hist(self, hist: EventHistogram, show_nr_samples: bool = False,
                        quiet: bool = False, percent_limit: float = 0.0,
-                       shown: list[str] | None = None) -> list[str]:
+                       shown: list[str] | None = None,
+                       members: list[EventHistogram | None] | None = None,
+                       group_title: str | None = None) -> list[str]:
+        """One event's table; with members (a group's other events: perf's
+        --group view, its default), the leader's table with a column per
+        event in each percent column: the member entries paired by key
+        (hists__match), those only a member has added with nothing for the
+        leader (hists__link), sorted by the leader's period, then the
+        members' in order (__hpp__sort; with --children, by the leader's
+        children period first, __hpp__sort_acc)."""
         k: str | None           # (a sort key's name; None for a percent column)
-        out = [] if quiet else [
-            "# Samples: %s of event '%s'\n" % (_unit_number(hist.samples), hist.event.name),
-            "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
+        group: list[EventHistogram | None] = [hist]
+        group += members or []
+        if quiet:
+            out = []
+        elif group_title is None:
+            out = ["# Samples: %s of event '%s'\n" % (_unit_number(hist.samples),
+                                                      hist.event.name),
+                   "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
+        else:
+            out = ["# Samples: %s of events '%s'\n" % (
+                       _unit_number(sum(h.samples for h in group if h is not None)), group_title),
+                   "# Event count (approx.): %d\n" % sum(h.total_period for h in group
+                                                        if h is not None), "#\n"]
         total = hist.total_period or 1
-        entries = [e for e in hist.entries.values()
-                   if e.self_period or (self.children and e.children) or e.samples]
-        entries.sort(key=self._sort_key)
+
+        def shown_entry(e: Entry) -> bool:
+            return bool(e.self_period or (self.children and e.children) or e.samples)
+        by_key = {key: e for key, e in hist.entries.items() if shown_entry(e)}
+        for member in group[1:]:
+            for key, e in (member.entries.items() if member is not None else ()):
+                if key not in by_key and shown_entry(e):
+                    # (hists__add_dummy_entry(): the leader's row, empty)
+                    by_key[key] = Entry(e.key, e.level, e.unresolved, e.thread, e.first)
+        entries = list(by_key.values())
+        key_of = {id(e): key for key, e in by_key.items()}
+
+        def paired(e: Entry) -> list[Entry | None]:
+            key = key_of[id(e)]
+            return [e] + [member.entries.get(key) if member is not None else None
+                          for member in group[1:]]
+        if len(group) > 1:
+            def group_sort_key(e: Entry) -> tuple[Any, ...]:
+                mine = paired(e)
+                selfs = tuple(-(x.self_period if x is not None else 0) for x in mine)
+                if self.children:
+                    # (__hpp__sort_acc(): the leader's children period only)
+                    return (-e.children,) + selfs + (self._sort_key(e)[-1],)
+                return selfs + (self._sort_key(e)[-1],)
+            entries.sort(key=group_sort_key)
+        else:
+            entries.sort(key=self._sort_key)
+        n = len(group)
+        totals = [h.total_period if h is not None else 0 for h in group]
+
+        def pct_cell(values: list[int]) -> str:
+            # perf's __hpp__fmt(): " %6.2f%%" per event of the group (0.00
+            # for one without the entry or without samples), the first
+            # space left to the column's padding
+            if n == 1:
+                return "%.2f%%" % (100.0 * values[0] / total)
+            return "".join(" %6.2f%%" % (100.0 * v / t if t else 0.0)
+                           for v, t in zip(values, totals))[1:]
         sort_keys = self.sort_keys if shown is None else shown    # the columns printed
         rows = []
         for e in entries:
             cells = [self._cell(k, v, e.level, e.thread) for k, v in zip(self.sort_keys, e.key)
                      if k in sort_keys]
-            pcts = ["%.2f%%" % (100.0 * e.self_period / total)]
+            mine = paired(e) if n > 1 else [e]
+            pcts = [pct_cell([x.self_period if x is not None else 0 for x in mine])]
             if self.children:
-                pcts.insert(0, "%.2f%%" % (100.0 * e.children / total))
+                pcts.insert(0, pct_cell([x.children if x is not None else 0 for x in mine]))
             if show_nr_samples:
-                pcts.append("%d" % e.samples)
+                pcts.append("".join(" %11d" % (x.samples if x is not None else 0)
+                                    for x in mine)[1:] if n > 1 else "%d" % e.samples)
             rows.append((pcts, cells))
         heads = (["Children", "Self"] if self.children else ["Overhead"]) + \
             (["Samples"] if show_nr_samples else []) + [SORT_KEYS[k] for k in sort_keys]
         npct = (2 if self.children else 1) + (1 if show_nr_samples else 0)
-        # (perf's percent columns are 8 wide at least, its Samples 12)
-        widths = [(12 if h == "Samples" else max(len(h), 8)) if i < npct else len(h)
+        # (perf's percent columns are 8 wide at least, its Samples 12, each
+        # times the events of a group: hpp__width_fn())
+        widths = [(12 * n if h == "Samples" else max(len(h), 8 * n)) if i < npct else len(h)
                   for i, h in enumerate(heads)]
         keys = [None] * npct + list(sort_keys)
         for pcts, cells in rows:
@@ -624,6 +700,31 @@ def split_hist_filters(args: argparse.Namespace
     return stream_args, hist_filter, elided
 
 
+def event_groups(pf: PerfFile) -> dict[int, tuple[str, list[int]]]:
+    """{leader's index: (group name, the members' indexes)} from the
+    GROUP_DESC feature, as perf's process_group_desc() rebuilds the groups
+    (a leader's next nr_members - 1 events are its members; "{anon_group}"
+    is printed "anon group"); groups of one event are none."""
+    from ..format.constants import Feature
+    try:
+        descs = pf.feature(Feature.GROUP_DESC) or []
+    except Exception:       # a damaged section: no groups, as perf's reading fails
+        return {}
+    attrs = list(pf.attrs)
+    groups: dict[int, tuple[str, list[int]]] = {}
+    for desc in descs:
+        try:
+            leader, nr = int(desc["leader_idx"]), int(desc["nr_members"])
+            name = str(desc["name"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if nr > 1 and 0 <= leader < len(attrs) and leader + nr <= len(attrs):
+            groups[attrs[leader].index] = (
+                "anon group" if name == "{anon_group}" else name,
+                [attrs[i].index for i in range(leader + 1, leader + nr)])
+    return groups
+
+
 def run(args: argparse.Namespace, out: TextIO) -> None:
     keys = parse_sort(args.sort)
     args, hist_filter, elided = split_hist_filters(args)
@@ -650,7 +751,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             print_warnings(pf, samples.symbolizer.warnings)
         lost = samples.lost_samples
     text = report.describe(pf.attrs, lost=lost, show_nr_samples=args.show_nr_samples,
-                           quiet=args.quiet, percent_limit=args.percent_limit, elided=elided)
+                           quiet=args.quiet, percent_limit=args.percent_limit, elided=elided,
+                           groups=event_groups(pf))
     try:
         stream.write(text)
     finally:
