@@ -253,6 +253,12 @@ SHOWN_CASES = [
     ("threads.fp", ["--sort", "cpu,comm,sym"]),
     ("threads.dwarf", ["--sort", "sym,cpu", "-n"]),
     ("two_events", ["--sort", "dso,cpu", "--kallsyms", "/dev/null"]),
+    # --group on a file without groups: every event in one table under the
+    # first (a forced leader: no "anon group { }"); --no-group: a table per
+    # event, the first one's header "of events" (perf's group_set forces
+    # the leader all the same)
+    ("two_events", ["--group", "--sort", "dso", "-n", "--kallsyms", "/dev/null"]),
+    ("two_events", ["--no-group", "--sort", "dso", "--kallsyms", "/dev/null"]),
 ]
 
 
@@ -493,7 +499,8 @@ def group_data(tmp_path_factory):
 @pytest.mark.parametrize("args", [
     ["--sort", "comm,dso"], ["--sort", "dso", "-n"], ["--sort", "pid"],
     ["--sort", "dso", "--percent-limit", "1"], ["--sort", "dso", "-q"],
-    ["--children", "--sort", "comm"], ["--children", "--sort", "comm", "-n"]])
+    ["--children", "--sort", "comm"], ["--children", "--sort", "comm", "-n"],
+    ["--sort", "dso", "--no-group"], ["--sort", "dso", "--group", "-n"]])
 def test_event_group_as_perf_report(group_data, args, home):
     """perf's --group view (its default for a file with groups): one table
     per group, "of events 'anon group { a, b }'", the samples and periods of
@@ -504,7 +511,8 @@ def test_event_group_as_perf_report(group_data, args, home):
     theirs = subprocess.run([PERF, "report", "--stdio", "-g", "none", "--no-children", "-i",
                              str(group_data)] + args, capture_output=True, text=True,
                             env=env, timeout=60).stdout
-    if "anon group { task-clock, page-faults }" not in theirs and "-q" not in args:
+    if "anon group { task-clock, page-faults }" not in theirs and \
+            not {"-q", "--no-group"} & set(args):
         pytest.skip("perf shows no group view here")
     rc, mine, err = run_cli(["report", str(group_data), "-j", "1"] + args)
     assert rc == 0, err

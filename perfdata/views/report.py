@@ -367,7 +367,8 @@ class Report:
     def describe(self, attrs: Iterable[EventAttr], lost: int = 0, *,
                  show_nr_samples: bool = False, quiet: bool = False,
                  percent_limit: float = 0.0, elided: dict[str, str] | None = None,
-                 groups: dict[int, tuple[str, list[int]]] | None = None) -> str:
+                 groups: dict[int, tuple[str | None, list[int]]] | None = None,
+                 leaders: set[int] | None = None) -> str:
         """The table as perf report --stdio prints it; show_nr_samples: the
         Samples column (-n); quiet: no comment lines (-q); percent_limit:
         the entries below it left out (--percent-limit: of the children
@@ -377,7 +378,11 @@ class Report:
         header and leaves the column out, unless every column would go;
         groups: {leader's index: (group name, the members' indexes)}
         (event_groups()): each group one table, as perf's default --group
-        view prints it, a column per event in each percent column."""
+        view prints it, a column per event in each percent column (a name
+        of None: the events of a file without groups put in one by
+        --group, evsel__group_desc() of a forced leader); leaders: the
+        indexes of group leaders shown apart (--no-group), whose header
+        says "of events" (nr_members > 1)."""
         elided = {k: v for k, v in (elided or {}).items() if k in self.sort_keys}
         said = ["# %s: %s\n" % ("symbol" if k == "sym" else k, elided[k])
                 for k in self.sort_keys if k in elided]
@@ -401,11 +406,12 @@ class Report:
             group = groups.get(ea.index)
             if group is None:
                 out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit,
-                                               shown))
+                                               shown, leader=ea.index in (leaders or ())))
                 continue
             name, members = group
-            title = "%s { %s }" % (name, ", ".join(
-                [ea.name] + [names.get(m, "") for m in members]))
+            title = ", ".join([ea.name] + [names.get(m, "") for m in members])
+            if name is not None:            # (None: a forced leader's, without braces)
+                title = "%s { %s }" % (name, title)
             out.extend(self._describe_hist(hist, show_nr_samples, quiet, percent_limit, shown,
                                            [self.hists.get(m) for m in members], title))
         if not quiet:
@@ -416,7 +422,7 @@ class Report:
                        quiet: bool = False, percent_limit: float = 0.0,
                        shown: list[str] | None = None,
                        members: list[EventHistogram | None] | None = None,
-                       group_title: str | None = None) -> list[str]:
+                       group_title: str | None = None, leader: bool = False) -> list[str]:
         """One event's table; with members (a group's other events: perf's
         --group view, its default), the leader's table with a column per
         event in each percent column: the member entries paired by key
@@ -430,8 +436,8 @@ class Report:
         if quiet:
             out = []
         elif group_title is None:
-            out = ["# Samples: %s of event '%s'\n" % (_unit_number(hist.samples),
-                                                      hist.event.name),
+            out = ["# Samples: %s of event%s '%s'\n" % (_unit_number(hist.samples),
+                                                        "s" if leader else "", hist.event.name),
                    "# Event count (approx.): %d\n" % hist.total_period, "#\n"]
         else:
             out = ["# Samples: %s of events '%s'\n" % (
@@ -700,18 +706,24 @@ def split_hist_filters(args: argparse.Namespace
     return stream_args, hist_filter, elided
 
 
-def event_groups(pf: PerfFile) -> dict[int, tuple[str, list[int]]]:
+def event_groups(pf: PerfFile, group: bool | None = None
+                 ) -> dict[int, tuple[str | None, list[int]]]:
     """{leader's index: (group name, the members' indexes)} from the
     GROUP_DESC feature, as perf's process_group_desc() rebuilds the groups
     (a leader's next nr_members - 1 events are its members; "{anon_group}"
-    is printed "anon group"); groups of one event are none."""
+    is printed "anon group"); groups of one event are none.  group: perf
+    report's --group (True: a file without groups has its events put in one
+    under the first, evlist__force_leader(), named None) or --no-group
+    (False: none)."""
     from ..format.constants import Feature
+    attrs = list(pf.attrs)
+    if group is False:
+        return {}
     try:
         descs = pf.feature(Feature.GROUP_DESC) or []
     except Exception:       # a damaged section: no groups, as perf's reading fails
-        return {}
-    attrs = list(pf.attrs)
-    groups: dict[int, tuple[str, list[int]]] = {}
+        descs = []
+    groups: dict[int, tuple[str | None, list[int]]] = {}
     for desc in descs:
         try:
             leader, nr = int(desc["leader_idx"]), int(desc["nr_members"])
@@ -722,6 +734,8 @@ def event_groups(pf: PerfFile) -> dict[int, tuple[str, list[int]]]:
             groups[attrs[leader].index] = (
                 "anon group" if name == "{anon_group}" else name,
                 [attrs[i].index for i in range(leader + 1, leader + nr)])
+    if group and not groups and len(attrs) > 1:
+        groups[attrs[0].index] = (None, [ea.index for ea in attrs[1:]])
     return groups
 
 
@@ -752,7 +766,12 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         lost = samples.lost_samples
     text = report.describe(pf.attrs, lost=lost, show_nr_samples=args.show_nr_samples,
                            quiet=args.quiet, percent_limit=args.percent_limit, elided=elided,
-                           groups=event_groups(pf))
+                           groups=event_groups(pf, args.group),
+                           # (--no-group sets perf's group_set: the events are
+                           # grouped, a forced leader if need be, but shown
+                           # apart, a leader's header saying "of events")
+                           leaders=set(event_groups(pf, True)) if args.group is False
+                           else None)
     try:
         stream.write(text)
     finally:
@@ -767,6 +786,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_force_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_report_options(p)
+    # (perf's OPT_BOOLEAN_SET: without either, a file's own groups are shown
+    # together, symbol_conf.event_group's default)
+    p.add_argument("--group", action="store_true", default=None,
+                   help="show the events of a group together (the default for a file "
+                        "with groups; without groups: all events in one table)")
+    p.add_argument("--no-group", dest="group", action="store_false",
+                   help="a table per event, also for an event group")
     add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)
