@@ -442,7 +442,7 @@ __attribute__((noinline)) unsigned long beta(unsigned long n)
     return v;
 }
 volatile unsigned long sink;
-int main(void) { sink = alpha(600000) + beta(600000); return 0; }
+int main(void) { sink = alpha(1500000) + beta(1500000); return 0; }
 """
 
 
