@@ -396,7 +396,7 @@ class Report:
         groups = groups or {}
         members_of = {m for _, members in groups.values() for m in members}
         attrs = list(attrs)
-        names = {ea.index: ea.name for ea in attrs}
+        names = {ea.index: getattr(ea, "name", "") for ea in attrs} if groups else {}
         for ea in attrs:
             if ea.index in members_of:
                 continue        # (in its leader's table)
