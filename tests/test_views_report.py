@@ -476,6 +476,11 @@ def test_function_inlined_in_two_functions_is_two_children_rows(tmp_path, home):
     want = program_rows(theirs)
     if sum(1 for cells in want if cells[-2:] == ["mix", "(inlined)"]) < 2:
         pytest.skip("perf names no `mix (inlined)` in both functions here")
+    names = [cells[-1] for cells in want if cells[-1] != "(inlined)"]
+    if len(names) != len(set(names)):
+        # perf's comparator of inlined entries is no order: a row split in two
+        # (README's table)
+        pytest.skip("perf split a function's row: %s" % names)
     assert program_rows(mine) == want
 
 
