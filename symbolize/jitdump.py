@@ -20,10 +20,11 @@ from __future__ import annotations
 import bisect
 import functools
 import os
-import stat
 from typing import Any, NamedTuple
 
 from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
+
+from .perfmap import read_regular_file
 
 MAX_JITDUMP_SIZE = 1 << 30
 #: how many pieces of the address space a load covers, on average at most
@@ -163,13 +164,7 @@ class JitDump:
     @classmethod
     def from_file(cls, path: str) -> "JitDump":
         try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError("not a regular file")
-            if st.st_size > MAX_JITDUMP_SIZE:
-                raise OSError(f"larger than {MAX_JITDUMP_SIZE} bytes")
-            with open(path, "rb") as f:
-                data = f.read(MAX_JITDUMP_SIZE)
+            data = read_regular_file(path, MAX_JITDUMP_SIZE)
         except OSError as e:
             t = cls()
             t.warnings.append(f"{path}: {e.strerror or e}")

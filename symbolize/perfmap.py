@@ -38,6 +38,19 @@ def is_perfmap_path(path: str) -> bool:
     return isinstance(path, str) and bool(_PERFMAP_PATH.search(path))
 
 
+def read_regular_file(path: str, max_size: int) -> bytes:
+    """The bytes of a file a JIT wrote (a perf map, a jitdump): OSError
+    where it is no regular file (a FIFO would block) or larger than
+    max_size."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError("not a regular file")
+    if st.st_size > max_size:
+        raise OSError(f"larger than {max_size} bytes")
+    with open(path, "rb") as f:
+        return f.read(max_size)
+
+
 class PerfMap:
     def __init__(self, symbols: Iterable[MapSymbol] = ()) -> None:
         in_order = list(symbols)                 # the file's order: later is newer
@@ -73,13 +86,7 @@ class PerfMap:
     @classmethod
     def from_file(cls, path: str) -> "PerfMap":
         try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError("not a regular file")
-            if st.st_size > MAX_PERFMAP_SIZE:
-                raise OSError(f"larger than {MAX_PERFMAP_SIZE} bytes")
-            with open(path, "rb") as f:
-                data = f.read(MAX_PERFMAP_SIZE)
+            data = read_regular_file(path, MAX_PERFMAP_SIZE)
         except OSError as e:
             t = cls()
             t.warnings.append(f"{path}: {e.strerror or e}")
