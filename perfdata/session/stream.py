@@ -74,8 +74,8 @@ class Sample:
         self.event = event
         self.thread = thread
         self.comm = thread.comm if thread is not None else ":-1"
-        self.pid = pid_t(get("pid", -1))
-        self.tid = pid_t(get("tid", -1))
+        self.pid = get("pid", -1)       # (pid_t already: SessionStream)
+        self.tid = get("tid", -1)
         self.time = get("time", 0)
         self.cpu = get("cpu")
         # Without PERIOD in sample_type perf reports the attr's sample_period.
@@ -256,7 +256,12 @@ class SessionStream:
                     fields = self._decode_damaged(rec)
                     if fields is None:
                         continue
-                thread = thread_of(pid_t(fields.get("pid", -1)), pid_t(fields.get("tid", -1)))
+                pid, tid = fields.get("pid", -1), fields.get("tid", -1)
+                if pid > 0x7FFFFFFF or tid > 0x7FFFFFFF:
+                    # (read as pid_t once, here, for the thread and the sample)
+                    pid = fields["pid"] = pid_t(pid)
+                    tid = fields["tid"] = pid_t(tid)
+                thread = thread_of(pid, tid)
                 if ea.reads_group:  # type: ignore[union-attr]  # (decoded: it has its attr)
                     yield from self._group_members(rec, fields, thread)
                     continue
