@@ -466,6 +466,7 @@ class FrameResolver:
         max_stack = self.max_stack
         kernel = sample.cpumode in KERNEL_MODES
         user_memo, kernel_memo = self._address_memos(sample)
+        memo = kernel_memo if kernel else user_memo
         first = True
         depth = 0
         for index, ip in enumerate(ips):
@@ -480,6 +481,7 @@ class FrameResolver:
                         self.counts.get("invalid_context_samples", 0) + 1
                     break
                 kernel = ip in _KERNEL_CONTEXTS
+                memo = kernel_memo if kernel else user_memo
                 if not kernel:
                     # The first user entry is where user space was interrupted
                     # (a syscall or an interrupt), an ip, not a return address.
@@ -487,7 +489,6 @@ class FrameResolver:
                 continue
             if depth >= max_stack:
                 break
-            memo = kernel_memo if kernel else user_memo
             key = ip << 1 | (not first)
             found = memo.get(key)
             if found is None:
