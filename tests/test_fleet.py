@@ -247,7 +247,7 @@ def _report_rows(text):
     """{(event, row cells): percentage} and {event: event count} of a report."""
     rows, counts, event = {}, {}, None
     for line in text.splitlines():
-        m = re.match(r"# Samples: .* of event '(.*)'", line)
+        m = re.match(r"# Samples: .* of events? '(.*)'", line)
         if m:
             event = m.group(1)
         m = re.match(r"# Event count \(approx.\): (\d+)", line)
@@ -259,9 +259,11 @@ def _report_rows(text):
     return rows, counts
 
 
-@pytest.mark.parametrize("flags", [(), ("--children", "--sort", "pid,dso,sym")])
+@pytest.mark.parametrize("flags", [(), ("--children", "--sort", "pid,dso,sym"),
+                                   ("--group", "--sort", "dso"), ("--no-group", "--sort", "dso")])
 def test_report_of_copies_equals_single_report(scheduler, tmp_path, flags):
-    """The same profile twice: the same table, twice the samples."""
+    """The same profile twice: the same table, twice the samples; with
+    --group one table of both events, as the report of one file."""
     src = SAMPLES / "two_events.data"
     one = single("report", src, *DEBUG, *flags)
     copies = []
@@ -273,7 +275,9 @@ def test_report_of_copies_equals_single_report(scheduler, tmp_path, flags):
     rows1, counts1 = _report_rows(one)
     rows2, counts2 = _report_rows(out)
     assert rows2 == rows1 and len(rows1) > 3
-    assert counts2 == {e: 2 * n for e, n in counts1.items()} and len(counts1) == 2
+    # (--group: one table of both events)
+    assert counts2 == {e: 2 * n for e, n in counts1.items()} and \
+        len(counts1) == (1 if "--group" in flags else 2)
     strip = [line for line in one.splitlines() if not line.startswith(("# Samples",
                                                                         "# Event count"))]
     assert [line for line in out.splitlines()

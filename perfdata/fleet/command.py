@@ -110,8 +110,23 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool,
             entry.samples = count
             hist.entries[key] = entry
         report.hists[index] = hist
-        attrs.append(types.SimpleNamespace(index=index))
-    return report.describe(attrs, lost=data["lost"], **shown)  # type: ignore[arg-type]  # (as above)
+        attrs.append(types.SimpleNamespace(index=index, name=name))
+    index_of = {name: index for index, name in enumerate(data["events"])}
+    groups = {}
+    for leader, group in data.get("groups", {}).items():
+        if group is None or leader not in index_of:
+            continue
+        name, members = group
+        for member in members:
+            if member not in index_of:
+                # a member no file sampled: its columns are zeros, as in
+                # the report of one file (an event without a histogram)
+                index_of[member] = len(attrs)
+                attrs.append(types.SimpleNamespace(index=len(attrs), name=member))
+        groups[index_of[leader]] = (name, [index_of[m] for m in members])
+    leaders = {index_of[e] for e in data.get("apart", []) if e in index_of}
+    return report.describe(attrs, lost=data["lost"], groups=groups,  # type: ignore[arg-type]
+                           leaders=leaders, **shown)  # (attrs: stand-ins, as above)
 
 
 def run_report(args: argparse.Namespace, out: TextIO) -> None:

@@ -8,7 +8,8 @@ collapse  {folded stack: count}
 flamegraph {(frame, ...): self weight} with each frame's kind and dso, and
            the event drawn
 report    per event: samples, event count and the histogram entries with
-           their self/children periods and sample counts, and lost samples
+           their self/children periods and sample counts; lost samples; the
+           event groups (GROUP_DESC, --group), by event name
 so `fleet collapse` over files is the sum of `collapse` over each.
 """
 from __future__ import annotations
@@ -84,9 +85,16 @@ def _flamegraph(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespac
 
 def _report(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
             notes: TextIO) -> dict[str, Any]:
-    from ..views.report import build_report, parse_sort
+    from ..views.report import build_report, event_groups, parse_sort
     report = build_report(pf, samples, parse_sort(args.sort), children=args.children,
                           progress=False)
+    group = getattr(args, "group", None)
+    names = {ea.index: ea.name for ea in pf.attrs}
+    # by event name, as the tables are: {leader: [group name, members]}
+    groups = {names[leader]: [name, [names[m] for m in members]]
+              for leader, (name, members) in event_groups(pf, group).items()}
+    # the leaders --no-group shows apart (their header says "of events")
+    apart = [names[leader] for leader in event_groups(pf, True)] if group is False else []
     events = {}
     for ea in pf.attrs:
         hist = report.hists.get(ea.index)
@@ -98,7 +106,8 @@ def _report(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
             entries[key] = [e.self_period, e.children, e.samples, e.unresolved, e.level,
                             e.key, comm]
         events[hist.event.name] = [hist.samples, hist.total_period, entries]
-    return {"events": events, "lost": samples.lost_samples}
+    return {"events": events, "lost": samples.lost_samples, "groups": groups,
+            "apart": apart}
 
 
 COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}
@@ -188,7 +197,24 @@ def _merge_report(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                 table[key] = e
             else:
                 table[key] = [have[0] + e[0], have[1] + e[1], have[2] + e[2]] + have[3:]
-    return {"events": events, "lost": a["lost"] + b["lost"]}
+    return {"events": events, "lost": a["lost"] + b["lost"],
+            "groups": _merge_groups(a.get("groups", {}), b.get("groups", {})),
+            "apart": list(a.get("apart", [])) + [e for e in b.get("apart", [])
+                                                  if e not in a.get("apart", [])]}
+
+
+def _merge_groups(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """The groups of two partials, by leader: a leader that two files group
+    differently leads no group (None: its events' tables shown apart), one
+    grouped in one file only keeps its group (the other file's samples of
+    those events count in its columns)."""
+    out = dict(a)
+    for leader, group in b.items():
+        if leader not in out:
+            out[leader] = group
+        elif out[leader] != group:
+            out[leader] = None
+    return out
 
 
 MERGE = {"collapse": _merge_collapse, "flamegraph": _merge_flamegraph, "report": _merge_report}

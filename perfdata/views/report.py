@@ -786,13 +786,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_force_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_report_options(p)
-    # (perf's OPT_BOOLEAN_SET: without either, a file's own groups are shown
-    # together, symbol_conf.event_group's default)
-    p.add_argument("--group", action="store_true", default=None,
-                   help="show the events of a group together (the default for a file "
-                        "with groups; without groups: all events in one table)")
-    p.add_argument("--no-group", dest="group", action="store_false",
-                   help="a table per event, also for an event group")
     add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)
@@ -813,6 +806,13 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="the rows only: no comment lines")
     p.add_argument("--percent-limit", type=_percent, default=0.0, metavar="PCT",
                    help="leave out entries below PCT%% (of the children time with --children)")
+    # (perf's OPT_BOOLEAN_SET: without either, a file's own groups are shown
+    # together, symbol_conf.event_group's default)
+    p.add_argument("--group", action="store_true", default=None,
+                   help="show the events of a group together (the default for a file "
+                        "with groups; without groups: all events in one table)")
+    p.add_argument("--no-group", dest="group", action="store_false",
+                   help="a table per event, also for an event group")
     p.add_argument("--stdio", action="store_true", help=argparse_suppress())
     # perf's -g: only the flat table is printed, so only `-g none` is meaningful.
     p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
