@@ -178,15 +178,36 @@ COMMAND_MODULES = {
 }
 
 
+# The options of perf's commands whose value may start with '-' (perf
+# takes `-F -period`, `--time -1,`, `-C -1` as their values; argparse would
+# take them for options): joined to their option before argparse sees them.
+_DASH_VALUE_OPTIONS = {
+    "script": ("-F", "--fields", "--time", "--pid", "--tid", "-C", "--cpu", "--max-stack"),
+    "report": ("--time", "--pid", "--tid", "-C", "--cpu", "--max-stack", "-s", "--sort",
+               "--percent-limit"),
+}
+
+
 def _join_dash_values(argv: Iterable[str]) -> list[str]:
     """perf accepts `-F -period`; argparse would take -period for an option."""
-    out = []
+    out: list[str] = []
     it = iter(argv)
+    joined: tuple[str, ...] = ("-F", "--fields")
     for arg in it:
-        if arg in ("-F", "--fields"):
+        if not out or all(a.startswith("-") for a in out):
+            joined = _DASH_VALUE_OPTIONS.get(arg, joined)
+        if arg in joined:
             value = next(it, None)
-            if value is not None:
+            if value is not None and arg in ("-F", "--fields"):
                 out.append("--fields=" + value)
+                continue
+            if value is not None and value.startswith("-"):
+                # (-CVALUE: a short option's value joined to it; -C=VALUE would
+                # be '=VALUE')
+                out.append(arg + ("=" if arg.startswith("--") else "") + value)
+                continue
+            if value is not None:
+                out += [arg, value]
                 continue
         out.append(arg)
     return out

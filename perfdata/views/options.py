@@ -63,8 +63,10 @@ def path_map_entry(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(exc))
 
 
-def add_symbolize_options(p: argparse.ArgumentParser) -> None:
-    """Options every command that symbolizes shares (one definition)."""
+def add_symbolize_options(p: argparse.ArgumentParser, unsigned_max_stack: bool = False) -> None:
+    """Options every command that symbolizes shares (one definition).
+    unsigned_max_stack: --max-stack is perf's OPT_UINTEGER (perf script's),
+    not OPT_INTEGER (perf report's)."""
     g = p.add_argument_group("symbols")
     g.add_argument("--debug-dir", action="append", default=[], metavar="DIR",
                    help="directory of debug files (.build-id layout or path layout); repeatable")
@@ -105,7 +107,8 @@ def add_symbolize_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--inline", action="store_true",
                    help="show inlined frames (perf script's --inline)")
     g.add_argument("--no-inline", action="store_true", help="never look up inlined frames")
-    g.add_argument("--max-stack", type=int, default=127, help="frames per stack (perf's 127)")
+    g.add_argument("--max-stack", type=perf_uinteger if unsigned_max_stack else perf_integer,
+                   default=127, help="frames per stack (perf's 127)")
     g.add_argument("--unwind", choices=("auto", "dwarf", "fp", "none"), default="auto",
                    help="user stack unwinding (auto: dwarf when samples carry regs and stack)")
     g.add_argument("--stitch", action="store_true",
@@ -131,6 +134,39 @@ def add_symbolize_options(p: argparse.ArgumentParser) -> None:
 
 # Option values, parsed (and refused with argparse's one-line error) once.
 
+def _strtol(text: str) -> int | None:
+    """C's strtol(text, &end, 10) where *end must be the string's end (perf's
+    parse-options): blanks and a sign before the digits; None if that is not
+    the whole string.  A value past a long is LONG_MIN or LONG_MAX."""
+    import re
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([-+]?)([0-9]+)", text)
+    if m is None:
+        return None
+    value = min(int(m.group(2)), (1 << 63) - (m.group(1) != "-"))
+    return -value if m.group(1) == "-" else value
+
+
+def perf_integer(text: str) -> int:
+    """--max-stack as perf's OPT_INTEGER (perf report's) reads it: strtol,
+    stored in an int; a negative one walks no caller, as 0 (perf report
+    --children --max-stack=-1 prints what --max-stack=0 prints)."""
+    value = _strtol(text)
+    if value is None:
+        raise _arg_error("expects a numerical value: %r" % text)
+    value &= 0xffffffff
+    return 0 if value >> 31 else value
+
+
+def perf_uinteger(text: str) -> int:
+    """--max-stack as perf's OPT_UINTEGER (perf script's) reads it: refused
+    when it starts with '-' ("expects an unsigned numerical value"), else
+    strtol stored in an unsigned int, which perf passes on as an int: from
+    2**31 (' -1', 4294967295) no caller frame, as 0; 2**32 + 1 is 1."""
+    if text.startswith("-"):
+        raise _arg_error("expects an unsigned numerical value: %r" % text)
+    return perf_integer(text)
+
+
 def _arg_error(message: str) -> argparse.ArgumentTypeError:
     import argparse
     return argparse.ArgumentTypeError(message)
@@ -149,22 +185,60 @@ def name_list(text: str) -> frozenset[str]:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
+def _strtoul(text: str, pos: int, base: int) -> tuple[int, int]:
+    """C's strtoul(text + pos, &end, base) for base 0 or 10: (value, end).
+    Blanks and a sign before the digits; with base 0 '0x' is hexadecimal
+    and a leading 0 octal; no digits: (0, pos); a value past an unsigned
+    long is ULONG_MAX; '-' negates modulo 2**64."""
+    import re
+    m = re.compile(r"[ \t\n\v\f\r]*([-+]?)").match(text, pos)
+    assert m is not None
+    at, sign = m.end(), m.group(1)
+    digits, radix = r"[0-9]+", 10
+    if base == 0 and re.compile(r"0[xX][0-9a-fA-F]").match(text, at):
+        at, digits, radix = at + 2, r"[0-9a-fA-F]+", 16
+    elif base == 0 and text.startswith("0", at):
+        digits, radix = r"[0-7]+", 8
+    got = re.compile(digits).match(text, at)
+    if got is None:
+        return 0, pos
+    value = int(got.group(0), radix)
+    if value >> 64:
+        return (1 << 64) - 1, got.end()
+    return (-value if sign == "-" else value) % (1 << 64), got.end()
+
+
+_INT_MAX = (1 << 31) - 1
+
+
 def cpu_list(text: str) -> frozenset[int]:
-    """perf_cpu_map__new(): '0-2,5'; a cpu twice or a range downwards is invalid."""
+    """perf_cpu_map__new() as perf 6.1 reads -C: numbers (strtoul base 0:
+    0x10, 010 octal) and ranges (`0-2`; `0-` is 0-0) separated by commas,
+    read while the list goes on with a digit (`0,a` is cpu 0, a trailing
+    comma ends it); a cpu twice, a range downwards or anything else after
+    a number is invalid, as is a list with no cpu that is not empty (an
+    empty one selects no cpu)."""
     cpus: set[int] = set()
-    for part in text.split(","):
-        lo, dash, hi = part.partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if dash else first
-        except ValueError:
+    pos, n = 0, len(text)
+    while pos < n and text[pos].isdigit() and text[pos].isascii():
+        first, pos = _strtoul(text, pos, 0)
+        if first >= _INT_MAX or (pos < n and text[pos] not in ",-"):
             raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
-        if first < 0 or last < first:
-            raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
+        last = first
+        if pos < n and text[pos] == "-":
+            last, pos = _strtoul(text, pos + 1, 0)
+            if last >= _INT_MAX or (pos < n and text[pos] != ","):
+                raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
+            if last < first:
+                raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
         span = set(range(first, last + 1))
         if span & cpus:
             raise _arg_error("invalid cpu list %r: cpu listed twice" % text)
         cpus |= span
+        if pos < n:
+            pos += 1
+    if not cpus and pos < n:
+        raise _arg_error("invalid cpu list %r (example: 0-2,5)" % text)
     return frozenset(cpus)
 
 
@@ -242,27 +316,76 @@ def time_ranges(text: str) -> TimeRanges | PercentRanges:
     """perf's --time: 'start,stop' in seconds (either may be empty), several
     ranges separated by spaces: [(start_ns or None, stop_ns or None)]; or in
     percent of the profile's span (PercentRanges)."""
-    lo: str | int | None    # (the text of a bound, then the time)
-    hi: str | int | None
     if "%" in text:
         try:
             return _percent_ranges(text)
         except ValueError:
             raise _arg_error("invalid time range %r (percent: 10%%/2, 0%%-10%%,30%%-40%% "
                              "or 50%%)" % text)
-    ranges: TimeRanges = []
     try:
-        for part in text.split():
-            lo, _, hi = part.partition(",")
-            ranges.append((int(float(lo) * 1e9) if lo.strip() else None,
-                           int(float(hi) * 1e9) if hi.strip() else None))
+        return _perf_time_ranges(text)
     except ValueError:
-        raise _arg_error("invalid time range %r (start,stop in seconds)" % text)
-    for lo, hi in ranges:
-        # perf_time__parse_str: a stop before its start is no time string
-        if lo is not None and hi is not None and hi < lo:
-            raise _arg_error("invalid time range %r: it stops before it starts" % text)
+        raise _arg_error("invalid time range %r (start,stop in seconds; ranges "
+                         "ascending, separated by a space)" % text)
+
+
+def _perf_time_ranges(text: str) -> TimeRanges:
+    """perf_time__parse_strs(): as many ranges as commas (none: invalid),
+    each but the last ended by the first blank after its comma (a second
+    comma before it is invalid); every range must end before the next
+    starts.  A bound of 0 or none is open (perf's 0)."""
+    num = text.count(",")
+    if not num:
+        raise ValueError(text)
+    pieces = []
+    pos = 0
+    for _ in range(num - 1):
+        at = text.index(",", pos) + 1
+        while at < len(text) and text[at] in " \t\n\v\f\r":
+            at += 1
+        while at < len(text) and text[at] not in " \t\n\v\f\r":
+            if text[at] == ",":
+                raise ValueError(text)
+            at += 1
+        pieces.append(text[pos:at])
+        pos = at + 1 if at < len(text) else at
+    pieces.append(text[pos:])
+    ranges = [_perf_time_range(piece) for piece in pieces]
+    for (_, stop), (start, _) in zip(ranges, ranges[1:]):
+        if (stop or 0) >= (start or 0):
+            raise ValueError(text)
     return ranges
+
+
+def _perf_time_range(text: str) -> tuple[int | None, int | None]:
+    """perf_time__parse_str(): 'start,stop', either empty; a stop (not 0)
+    before its start is invalid."""
+    lo_text, _, hi_text = text.partition(",")
+    lo = _perf_nsec_time(lo_text) if lo_text else 0
+    hi = _perf_nsec_time(hi_text) if hi_text else 0
+    if hi and hi < lo:
+        raise ValueError(text)
+    return lo or None, hi or None
+
+
+def _perf_nsec_time(text: str) -> int:
+    """parse_nsec_time(): seconds (strtoul, base 10), then optionally '.'
+    and at most 9 digits of fraction; nanoseconds, modulo 2**64 as perf's
+    u64 ('-1' is far in the future)."""
+    secs, end = _strtoul(text, 0, 10)
+    rest = text[end:]
+    if rest and not rest.startswith("."):
+        raise ValueError(text)
+    nsecs = 0
+    if rest:
+        frac = rest[1:]
+        if len(frac) > 9:
+            raise ValueError(text)
+        frac = frac.ljust(9, "0")
+        nsecs, end = _strtoul(frac, 0, 10)
+        if end != len(frac):
+            raise ValueError(text)
+    return (secs * 1_000_000_000 + nsecs) % (1 << 64)
 
 
 def option_value(value: T | str, parse: Callable[[str], T]) -> T:

@@ -68,22 +68,37 @@ class ReportError(CommandError):
     pass
 
 
+# perf 6.1's common_sort_dimensions in its order: a --sort key is the first
+# of them (then of the others, _PERF_SORT_KEYS) that it begins, whatever
+# the case (sort_dimension__add: strncasecmp over the key's length), so
+# `s` is symbol, `c` comm, `p` pid, `t` transaction.
+_PERF_COMMON_SORT = ("pid", "comm", "dso", "symbol", "parent", "cpu", "socket", "srcline",
+                     "srcfile", "local_weight", "weight", "transaction", "trace",
+                     "symbol_size", "dso_size", "cgroup", "cgroup_id", "ipc_null", "time",
+                     "code_page_size", "local_ins_lat", "ins_lat", "local_p_stage_cyc",
+                     "p_stage_cyc", "addr")
+
+
 def parse_sort(text: str | None) -> list[str]:
+    """--sort as perf splits it (strtok on ',' and ' ') and matches each
+    key (a prefix, any case); a list of no key at all (`-s ,`) is the
+    Overhead column alone, one row."""
+    import re
     keys: list[str] = []
-    for key in (text or DEFAULT_SORT).split(","):
-        key = key.strip()
+    for key in re.split(r"[, ]", DEFAULT_SORT if text is None else text or DEFAULT_SORT):
         if not key:
             continue
-        if key not in SORT_KEYS:
-            if key in _PERF_SORT_KEYS:
-                raise ReportError("sort key %r is perf's, not supported here (supported: "
-                                  "comm, dso, sym, pid, cpu)" % key)
+        low = key.lower()
+        name = next((n for n in _PERF_COMMON_SORT if n.startswith(low)), None) or \
+            next((n for n in sorted(_PERF_SORT_KEYS) if n.startswith(low)), None)
+        if name is None:
             raise ReportError("unknown sort key %r (known: comm, dso, sym, pid, cpu)" % key)
-        key = "sym" if key == "symbol" else key
-        if key not in keys:
-            keys.append(key)
-    if not keys:
-        raise ReportError("no sort key")
+        if name not in SORT_KEYS:
+            raise ReportError("sort key %r is perf's, not supported here (supported: "
+                              "comm, dso, sym, pid, cpu)" % key)
+        name = "sym" if name == "symbol" else name
+        if name not in keys:
+            keys.append(name)
     return keys
 
 
@@ -815,7 +830,40 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="a table per event, also for an event group")
     p.add_argument("--stdio", action="store_true", help=argparse_suppress())
     # perf's -g: only the flat table is printed, so only `-g none` is meaningful.
-    p.add_argument("-g", "--call-graph", default="none", help=argparse_suppress())
+    p.add_argument("-g", "--call-graph", nargs="?", const="graph", default="none",
+                   type=call_graph, help=argparse_suppress())
+
+
+# __parse_callchain_report_opt()'s words, each taken by any prefix of it.
+_CALL_GRAPH_WORDS = ("graph", "flat", "fractal", "folded", "callee", "caller", "function",
+                     "address", "percent", "period", "count")
+
+
+def call_graph(text: str) -> str:
+    """perf report's -g as perf 6.1 checks it (__parse_callchain_report_opt):
+    comma-separated tokens, each a prefix of a mode, order, sort key or value
+    word, or a number (the threshold, strtod, then print limits, strtoul:
+    whatever follows the number's start is ignored); a prefix of `none`
+    ends the list and turns the call graph off ("none" here).  Anything
+    else is refused, as perf refuses it (its usage text, exit 129)."""
+    import argparse
+    import re
+    numbers = 0
+    for tok in text.split(","):
+        if not tok:
+            continue
+        if "none".startswith(tok):
+            return "none"
+        if any(word.startswith(tok) for word in _CALL_GRAPH_WORDS):
+            continue
+        number = r"[ \t\n\v\f\r]*[-+]?(\d|\.\d|inf|nan)" if not numbers else \
+            r"[ \t\n\v\f\r]*[-+]?\d"
+        if re.match(number, tok, re.IGNORECASE) is None:
+            raise argparse.ArgumentTypeError("invalid call graph option %r in %r (perf's: "
+                                             "print_type,threshold[,print_limit],order,"
+                                             "sort_key[,branch],value)" % (tok, text))
+        numbers += 1
+    return text
 
 
 def _percent(text: str) -> float:

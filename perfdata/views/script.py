@@ -49,8 +49,8 @@ if TYPE_CHECKING:
                    bool, tuple[Printer, ...], tuple[Printer, ...]]
     # ScriptFormatter._plan: (fields, layout, header function, plain stack line)
     Plan = tuple[Fields, Layout, Callable[[SymbolizedSample], str], bool]
-    # parse_field_spec: (attr type or None, exact, add, remove)
-    FieldSpec = tuple[int | None, list[str], list[str], list[str]]
+    # parse_field_spec: (attr type or None, exact or None, add, remove)
+    FieldSpec = tuple[int | None, list[str] | None, list[str], list[str]]
     # kernel_symbols: a table, or what loads it when first needed
     KernelTable = KernelSymbols | Callable[[], KernelSymbols | None]
 
@@ -115,30 +115,83 @@ PERF_FIELDS = frozenset(ALL_FIELDS) | frozenset((
     "synth", "metric", "srccode", "tod", "brstackinsnlen", "machine_pid", "vcpu"))
 
 
+# perf's event_type(): the name -F's messages give an output type.
+_TYPE_NAMES = {AttrType.HARDWARE: "hardware", AttrType.SOFTWARE: "software",
+               AttrType.TRACEPOINT: "tracepoint", AttrType.HW_CACHE: "hardware-cache"}
+# The types of perf 6.1's output[] table (hw, sw, tracepoint, hw-cache, raw,
+# breakpoint, synth, other), for the warnings of a field no type takes.
+_OUTPUT_TYPES = (AttrType.HARDWARE, AttrType.SOFTWARE, AttrType.TRACEPOINT, AttrType.HW_CACHE,
+                 AttrType.RAW, AttrType.BREAKPOINT, -1, -2)
+
+
+def type_name(etype: int) -> str:
+    return _TYPE_NAMES.get(etype, "unknown")     # type: ignore[call-overload]
+
+
+def invalid_fields(etype: int) -> tuple[str, ...]:
+    """output[type].invalid_fields: what -F cannot give events of a type."""
+    if etype == AttrType.TRACEPOINT:
+        return ()
+    return ("trace",) if etype == AttrType.SOFTWARE else ("trace", "bpf-output")
+
+
+def _spec_body(text: str) -> tuple[str | None, str]:
+    """(the type prefix or None, the fields): perf takes everything before
+    the string's first ':' for the type (strchr), wherever it is."""
+    if ":" in text:
+        name, body = text.split(":", 1)
+        return name, body
+    return None, text
+
+
 def field_spec(text: str) -> str:
-    """-F as perf checks it (parse_output_fields): an unknown field or event
-    type, or +/-fields mixed with plain ones, is refused before anything is
-    read."""
+    """-F as perf checks it (parse_output_fields), token by token in its
+    order: an unknown event type, an empty list for every type, +/-fields
+    mixed with plain ones, an unknown field (names taken as written:
+    strtok on ',' alone, no blanks dropped), or with a type one that type
+    cannot print, is refused before anything is read."""
     import argparse
-    spec = text
-    if ":" in spec.split(",")[0]:
-        name, spec = spec.split(":", 1)
+    name, body = _spec_body(text)
+    etype = None
+    if name is not None:
         if name not in _SPEC_TYPES:
-            raise argparse.ArgumentTypeError("invalid event type %r in field string %r"
+            raise argparse.ArgumentTypeError("Invalid event type %r in field string %r"
                                              % (name, text))
-    kinds = set()
-    for item in spec.split(","):
-        item = item.strip()
+        etype = _SPEC_TYPES[name]
+    elif not text:
+        raise argparse.ArgumentTypeError("Cannot set fields to 'none' for all event types.")
+    change = None
+    for item in body.split(","):
         if not item:
             continue
-        kinds.add(item[0] in "+-")
-        name = item[1:] if item[0] in "+-" else item
-        if name not in PERF_FIELDS:
-            raise argparse.ArgumentTypeError("invalid field requested: %r" % name)
-    if len(kinds) > 1:
-        raise argparse.ArgumentTypeError("cannot mix +-field with overridden fields: %r"
-                                         % text)
+        kind = item[0] if item[0] in "+-" else "="
+        if (change not in (None, "=")) if kind == "=" else (change == "="):
+            raise argparse.ArgumentTypeError("Cannot mix +-field with overridden fields: %r"
+                                             % text)
+        change = kind
+        field = item if kind == "=" else item[1:]
+        if field == "flags":
+            continue
+        if field not in PERF_FIELDS:
+            raise argparse.ArgumentTypeError("Invalid field requested: %r" % field)
+        if etype is not None and field in invalid_fields(etype):
+            raise argparse.ArgumentTypeError("'%s' not valid for %s events." % (field, type_name(etype)))
     return text
+
+
+def field_warnings(text: str | None) -> list[str]:
+    """perf's warnings for a list for every type naming a field some types
+    cannot print: "'trace' not valid for hardware events. Ignoring.", once a
+    type of its output table (those types print the rest)."""
+    if text is None or _spec_body(text)[0] is not None:
+        return []
+    out = []
+    for item in text.split(","):
+        field = item[1:] if item[:1] in ("+", "-") else item
+        for etype in _OUTPUT_TYPES:
+            if field and field in invalid_fields(etype):
+                out.append("'%s' not valid for %s events. Ignoring." % (field, type_name(etype)))
+    return out
 
 
 def parse_field_spec(spec: str | None) -> FieldSpec | None:
@@ -146,19 +199,19 @@ def parse_field_spec(spec: str | None) -> FieldSpec | None:
 
     (attr type or None, exact, add, remove): with a type (hw, sw, trace, raw,
     break) the fields are those of that type's events only; the others keep
-    their defaults."""
+    their defaults.  exact is None where the defaults stay: perf resets them
+    only for a string with no '+' or '-' anywhere (a name with a dash,
+    bpf-output, counts), and a plain field then adds to them."""
     if spec is None:
         return None
-    etype = None
-    if ":" in spec.split(",")[0]:
-        name, spec = spec.split(":", 1)
-        etype = _SPEC_TYPES.get(name)
+    name, body = _spec_body(spec)
+    etype = _SPEC_TYPES.get(name) if name is not None else None
+    reset = "+" not in body and "-" not in body
     add: list[str]
     remove: list[str]
     exact: list[str]
     add, remove, exact = [], [], []
-    for item in spec.split(","):
-        item = item.strip()
+    for item in body.split(","):
         if not item:
             continue
         if item.startswith("+"):
@@ -166,8 +219,8 @@ def parse_field_spec(spec: str | None) -> FieldSpec | None:
         elif item.startswith("-"):
             remove.append(item[1:])
         else:
-            exact.append(item)
-    return etype, exact, add, remove
+            (exact if reset else add).append(item)
+    return etype, exact if reset else None, add, remove
 
 
 def format_time(ns: int, nanosecs: bool = False) -> str:
@@ -276,17 +329,23 @@ class ScriptFormatter:
             if self.spec is None or self.spec[0] not in (None, event.attr["type"]):
                 got = default_fields(event, tp_chain)
             else:
-                _, exact, add, remove = self.spec
+                etype, exact, add, remove = self.spec
                 # (perf adds ip and sym to the tracepoints' defaults only where -F
                 # left their type alone: output[TRACEPOINT].user_set)
-                base = list(exact) if exact else default_fields(event, False)
+                base = list(exact) if exact is not None else default_fields(event, False)
                 base += [f for f in add if f not in base]
-                got = [f for f in base if f not in remove]
+                # (a list for every type leaves out what a type cannot print)
+                bad = invalid_fields(event.attr["type"]) if etype is None else ()
+                got = [f for f in base if f not in remove and f not in bad]
                 if self.pf.is_pipe and not self.hide_call_graph and any(
                         _carries_stack(ea) for ea in self.pf.attrs):
                     # perf's process_attr() (pipe mode only): with stacks in
                     # the samples, ip and sym print unless -F removed them.
                     got += [f for f in ("ip", "sym") if f not in got and f not in remove]
+            if all(f == "flags" for f in got):
+                # perf's output[type].fields == 0 (flags is no field of it):
+                # the samples of the type are not shown
+                got = ()
             self._fields[event.index] = got = tuple(got)
         return got
 
@@ -321,6 +380,8 @@ class ScriptFormatter:
         if plan is None:
             plan = self._plan(event, has_stack)
         fields, layout, header, plain_stack = plan
+        if not fields:
+            return ""
         if plain_stack:
             # The usual line: the header, then the stack's text (shared by
             # every sample with this stack).
@@ -920,7 +981,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("-F", "--fields", type=field_spec, help="fields, with perf's syntax")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
     add_script_options(p)
-    add_symbolize_options(p)
+    add_symbolize_options(p, unsigned_max_stack=True)
     p.set_defaults(func=run)
 
 
@@ -1023,13 +1084,24 @@ def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
     dummy) is checked against the fields it would print; a field asked for
     with -F that its samples lack is refused, as perf refuses it, before
     anything is printed (a default one is left out).  Nothing is checked in
-    a file of counter values (HEADER_STAT)."""
+    a file of counter values (HEADER_STAT).  A list for one type that names
+    no field (`hw:`, `trace:flags`) needs an event of that type."""
     from ..format.constants import Feature
-    if spec_text is None or pf.has_feature(Feature.STAT):
+    if spec_text is None:
         return
     spec = parse_field_spec(spec_text)
     assert spec is not None
     etype, exact, add, _ = spec
+    if etype is not None and etype >= 0 and exact is not None and \
+            all(f == "flags" for f in exact) and not any(
+                ea.attr["type"] == etype and not (etype == AttrType.SOFTWARE and
+                                                  ea.attr["config"] == _SW_DUMMY)
+                for ea in pf.attrs):
+        # (perf's wildcard_set stays false: no field was parsed)
+        raise PerfDataError("%s events do not exist. Remove corresponding -F option to proceed."
+                            % type_name(etype))
+    if pf.has_feature(Feature.STAT):
+        return
     decoded = pf.has_feature(Feature.AUXTRACE)
     # (the fields as perf checks them: before it adds ip and sym to the
     # tracepoints' defaults of a file with callchains, or to a pipe's events)
@@ -1042,7 +1114,7 @@ def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
         seen.add(atype)
         # (perf's parse_output_fields() marks the fields as asked for only
         # in a list for every type: one for a type, `sw:...`, drops them)
-        user_set = set(exact) | set(add) if etype is None else set()
+        user_set = set(exact or ()) | set(add) if etype is None else set()
         fields = list(formatter.fields_for(ea))
         fields = _check_needs(_FIELD_NEEDS_FIRST, fields, ea, user_set, decoded)
         _check_symbol_fields(fields, ea.sample_type)
@@ -1086,6 +1158,7 @@ def _check_symbol_fields(fields: list[str], sample_type: int) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     """`perfdata script`: every sample as perf script prints it."""
+    import sys
     from ..session.stream import SideEvent
     from .options import open_profile, print_warnings
     from .progress import sample_progress
@@ -1100,6 +1173,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             return
         if features is not None:
             side.add(features.record_type)
+    for warning in dict.fromkeys(field_warnings(args.fields)):
+        sys.stderr.write("perfdata: warning: %s\n" % warning)
     check_output_fields(pf, args.fields)
     jobs = script_jobs(args, pf)
     if jobs > 1:
