@@ -111,6 +111,10 @@ record() {
     rec "$S/two_events.data" -e cpu-clock,task-clock -F $FREQ -g -- "$BIN/vdso_clock" 0.3
     # tracepoints (user+kernel callchains, PERF_SAMPLE_RAW)
     rec "$S/tracepoint.data" -e syscalls:sys_enter_write,sched:sched_switch -g -- "$BIN/writer"
+    # perf record -s (inherit_stat): READ records of each thread's counts, for report -T
+    # (golden: perf --buildid-dir buildids report -T --stdio, its tip line left out,
+    # in expected/threads_stat.report-T.txt)
+    rec "$S/threads_stat.data" -s -e cpu-clock:u,task-clock:u -F 100 -- "$BIN/threads" 0.3
     # directory format: threads_dir.data/{data,data.N}
     rec "$S/threads_dir.data" --threads -e cpu-clock:u -F $FREQ -g -- "$BIN/threads" 0.3
     cp "$WORK/record.log" "$EXP/record.stderr.txt" 2>/dev/null || true

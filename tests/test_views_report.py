@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import perfdata
-from conftest import run_cli, sample_vdso
+from conftest import SAMPLE_SYMBOL_ARGS, run_cli, sample_vdso
 from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
 from perfdata.views.report import Report, parse_sort
 
@@ -524,3 +524,41 @@ def test_event_group_as_perf_report(group_data, args, home):
     keep = [ln for ln in theirs.splitlines() if "Tip:" not in ln]
     assert any(_ROW.match(ln) for ln in keep)
     assert mine.splitlines() == keep
+
+
+# ------------------------------------------------ -T: counts per thread
+_STAT_SAMPLE = SAMPLES / "threads_stat.data"
+_STAT_GOLDEN = SAMPLES / "expected" / "threads_stat.report-T.txt"
+
+
+def _without_tip(text):
+    """perf report's closing '# (Tip: ...)' line is drawn at random: left out."""
+    return "".join(l for l in text.splitlines(True) if not l.startswith("# (Tip:"))
+
+
+def test_threads_values_as_perf(tmp_path):
+    """samples/threads_stat.data (perf record -s, two events, two worker
+    threads): -T prints perf's PID/TID table of the READ records after the
+    tables, as samples/expected/threads_stat.report-T.txt (perf 6.1's
+    output, its tip line left out) says; with perf here, perf says so too."""
+    rc, out, err = run_cli(["report", str(_STAT_SAMPLE), "-T"] + SAMPLE_SYMBOL_ARGS)
+    assert rc == 0, err
+    golden = _STAT_GOLDEN.read_text()
+    assert out == golden
+    assert golden.endswith("#   PID    TID  cpu-clock:u  task-clock:u\n"
+                           "  23111  23113    103255044     231067740\n"
+                           "  23111  23114     78297811     259092069\n")
+    if PERF is None:
+        return
+    res = subprocess.run([PERF, "--buildid-dir", str(SAMPLES / "buildids"), "report", "-i",
+                          _STAT_SAMPLE.name, "--stdio", "-T"], cwd=SAMPLES, capture_output=True,
+                         text=True, env=dict(os.environ, HOME=str(tmp_path)))
+    assert _without_tip(res.stdout) == golden
+
+
+def test_threads_values_without_read_records():
+    """A file with no READ records: perf's table of no counter, the header
+    alone (3 wide PID and TID), also with -q."""
+    rc, out, err = run_cli(["report", str(SAMPLES / "threads.fp.data"), "-T", "-q"])
+    assert rc == 0, err
+    assert out.endswith("\n\n# PID  TID\n")

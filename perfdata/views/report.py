@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..format.constants import (MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
+from ..format.constants import (RecordType as RT, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
                                 MISC_HYPERVISOR, MISC_KERNEL, SampleType)
 from .dsoname import dso_short_name
 from .errors import CommandError
@@ -787,11 +787,54 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
                            # apart, a leader's header saying "of events")
                            leaders=set(event_groups(pf, True)) if args.group is False
                            else None)
+    if args.threads:
+        text += thread_values(pf)
     try:
         stream.write(text)
     finally:
         if close:
             stream.close()
+
+
+def thread_values(pf: PerfFile) -> str:
+    """perf report -T (--threads): the counter values of the file's READ
+    records (perf record -s, inherit_stat: a thread's count when it exits),
+    as perf_read_values__display_pretty() prints them after the table: a
+    row per pid/tid in the order of their first record (perf's time order),
+    a column per event in the order of its first record, values of one
+    thread and event added up, 0 where a thread has none; the widths those
+    of the longest number or name (at least 3 for PID and TID).  The value
+    is the record's first word (perf's event->read.value)."""
+    threads: dict[tuple[int, int], dict[int, int]] = {}
+    counters: dict[int, str] = {}
+    for rec in pf.records(order="time"):
+        if rec.type != RT.READ:
+            continue
+        fields = rec.parse()
+        attr = rec.attr or (pf.attrs[0] if pf.attrs else None)
+        if attr is None:
+            continue
+        key = (_pid_t(fields["pid"]), _pid_t(fields["tid"]))
+        values = fields["values"]
+        value = next(iter(values.values()), 0) if isinstance(values, dict) else 0
+        counters.setdefault(attr.index, attr.name)
+        row = threads.setdefault(key, {})
+        row[attr.index] = (row.get(attr.index, 0) + value) % (1 << 64)
+    pid_w = max([3] + [len(str(p)) for p, _ in threads])
+    tid_w = max([3] + [len(str(t)) for _, t in threads])
+    widths = {i: max([len(name)] + [len(str(row.get(i, 0))) for row in threads.values()])
+              for i, name in counters.items()}
+    out = ["# %*s  %*s" % (pid_w, "PID", tid_w, "TID")
+           + "".join("  %*s" % (widths[i], name) for i, name in counters.items()) + "\n"]
+    for (pid, tid), row in threads.items():
+        out.append("  %*d  %*d" % (pid_w, pid, tid_w, tid)
+                   + "".join("  %*d" % (widths[i], row.get(i, 0)) for i in counters) + "\n")
+    return "".join(out)
+
+
+def _pid_t(value: int) -> int:
+    """A u32 pid or tid as perf prints it (%d)."""
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 
@@ -801,6 +844,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_force_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     add_report_options(p)
+    p.add_argument("-T", "--threads", action="store_true",
+                   help="after the table, the counter values per thread of a file "
+                        "recorded with perf record -s (its READ records)")
     add_jobs_argument(p)
     add_symbolize_options(p)
     p.set_defaults(func=run)
