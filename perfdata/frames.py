@@ -45,11 +45,6 @@ STACK_CACHE_SIZE = 16384
 STACK_WINDOW = 1024
 # Frames of addresses in no map kept (cleared when full): see _no_map_frames.
 NO_MAP_FRAMES_KEPT = 16384
-# Address spaces with a memo of their addresses' frames, and the addresses
-# in all memos (see FrameResolver._address_memos); cleared when full.  Each
-# is ~130 bytes: make -j2's 37 processes met 149k addresses, 20 MiB unbounded.
-ADDRESS_MEMO_SPACES = 4096
-ADDRESS_MEMO_ENTRIES = 65536
 _CC_MAX = CC.MAX
 _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # The context markers a callchain may hold; any other value at or above
@@ -102,12 +97,6 @@ class StackFrame:
         return "<%x %s+%s (%s)>" % (self.address, self.symbol, self.offset, self.dso)
 
 
-if TYPE_CHECKING:
-    # frames_for_address's answers in one address space, by
-    # address << 1 | is a return address
-    AddressMemo = dict[int, Sequence[StackFrame]]
-
-
 class FrameResolver:
     """(address, the thread's maps) -> frames: the map and its binary, the
     symbolizer's answer as StackFrames, the inline chains of DWARF frames,
@@ -151,12 +140,6 @@ class FrameResolver:
         # or (maps, generation) for a process where none was mapped yet
         self._jitdump_of_pid: dict[int, str | tuple[int, int]] = {}
         self._kernel_ok: bool | None = None
-        # see _address_memos: id(maps) -> (maps, generation, jit epoch, memo)
-        self._user_memos: dict[int, tuple[MapGroup, int, int, AddressMemo]] = {}
-        self._kernel_memo: AddressMemo = {}
-        self._kernel_memo_generation: tuple[int, int] = (-1, 0)
-        self._no_thread_memo: AddressMemo = {}
-        self._memo_entries = 0
 
     def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
         """The frames of the sample's own ip (perf's machine__resolve()):
@@ -420,44 +403,6 @@ class FrameResolver:
         self._stack_cache[key] = (maps, frames)
         return frames
 
-    def _address_memos(self, sample: Sample) -> tuple[AddressMemo, AddressMemo]:
-        """The answers of frames_for_address in the sample's address space,
-        user and kernel, by `address << 1 | is_return_address`: valid until
-        a map of the space changes (or, for a JIT with a jitdump, its next
-        code load).  The frame cache is keyed by the binary's identity, so
-        that every process of the same cc1 shares it; a key costs a map
-        lookup and its tuple, which this skips for the addresses a process
-        meets again (make -j2: 63% of its 430k frames)."""
-        machine = self.machine
-        # (KSYMBOL records, bpf programs, name kernel addresses in no map)
-        kgen = (machine.kernel_maps.generation, len(machine.ksymbols))
-        if self._kernel_memo_generation != kgen:
-            self._forget_memos()        # (a user address may fall back on them)
-            self._kernel_memo_generation = kgen
-        thread = sample.thread
-        if thread is None:
-            return self._no_thread_memo, self._kernel_memo
-        maps = thread.process.maps
-        epoch = self.jit_epoch(sample)
-        got = self._user_memos.get(id(maps))
-        if got is not None and got[0] is maps and got[1] == maps.generation and got[2] == epoch:
-            return got[3], self._kernel_memo
-        if len(self._user_memos) > ADDRESS_MEMO_SPACES:
-            self._forget_memos()
-            self._user_memos.clear()
-        memo: AddressMemo = {}
-        self._user_memos[id(maps)] = (maps, maps.generation, epoch, memo)
-        return memo, self._kernel_memo
-
-    def _forget_memos(self) -> None:
-        # (every space's, the current one too: the processes of a make
-        # come and go, and the memos of those gone are dead weight)
-        for got in self._user_memos.values():
-            got[3].clear()
-        self._kernel_memo.clear()
-        self._no_thread_memo.clear()
-        self._memo_entries = 0
-
     def _frames_for_callchain(self, sample: Sample, ips: Sequence[int]) -> list[StackFrame]:
         # (the hot loop of frame-pointer recordings: names bound once)
         frames: list[StackFrame] = []
@@ -465,8 +410,6 @@ class FrameResolver:
         frames_for_address = self.frames_for_address
         max_stack = self.max_stack
         kernel = sample.cpumode in KERNEL_MODES
-        user_memo, kernel_memo = self._address_memos(sample)
-        memo = kernel_memo if kernel else user_memo
         first = True
         depth = 0
         for index, ip in enumerate(ips):
@@ -481,7 +424,6 @@ class FrameResolver:
                         self.counts.get("invalid_context_samples", 0) + 1
                     break
                 kernel = ip in _KERNEL_CONTEXTS
-                memo = kernel_memo if kernel else user_memo
                 if not kernel:
                     # The first user entry is where user space was interrupted
                     # (a syscall or an interrupt), an ip, not a return address.
@@ -489,14 +431,7 @@ class FrameResolver:
                 continue
             if depth >= max_stack:
                 break
-            key = ip << 1 | (not first)
-            found = memo.get(key)
-            if found is None:
-                found = frames_for_address(sample, ip, kernel, not first)
-                if self._memo_entries >= ADDRESS_MEMO_ENTRIES:
-                    self._forget_memos()
-                self._memo_entries += 1
-                memo[key] = found
+            found = frames_for_address(sample, ip, kernel, not first)
             extend(found)
             at_ip = first
             first = False

@@ -9,8 +9,6 @@ from perfdata.session.maps import Map
 
 
 class _NoSymbols:
-    given_kernel_symbols = None     # (no kernel symbols: the file's kernel is not this one)
-
     def lookup(self, path, build_id, svma, file_offset=None, is_return_address=False):
         return []
 
@@ -115,35 +113,3 @@ def test_callchain_ends_at_a_value_that_is_no_context():
     assert resolver.counts["invalid_context_samples"] == 3
     ips = [int(CC.USER), 0x401000, int(CC.USER), 0x403000]
     assert [f.avma for f in resolver.frames_for_callchain(sample, ips)] == [0x401000, 0x403000]
-
-
-def test_address_memos_follow_each_space_and_its_map_changes(monkeypatch):
-    """-g frames are remembered per address space (FrameResolver's address
-    memos): the same address in two processes names each one's own binary,
-    a map replaced in one changes its frames and not the other's, a kernel
-    map arriving changes the kernel frames, and a bounded memo emptied
-    while a stack is made still gives the same frames."""
-    import perfdata.frames as frames_mod
-    from perfdata.format.constants import CallchainContext as CC
-    resolver, thread = _resolver()
-    other = resolver.machine.thread(8, 8)
-    thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/a"))
-    other.maps.insert(Map(0x400000, 0x10000, 0, "/bin/b"))
-    ips = [int(CC.KERNEL), 0xffffffff81000100, int(CC.USER), 0x401000, 0x402000]
-
-    def dsos(t):
-        resolver._stack_rate.keeping = False     # (the memos alone, no stack cache)
-        return _dsos(resolver.frames_for_callchain(_callchain_sample(t), ips))
-
-    assert dsos(thread) == ["[unknown]", "/bin/a", "/bin/a"]
-    assert dsos(other) == ["[unknown]", "/bin/b", "/bin/b"]
-    assert dsos(thread) == ["[unknown]", "/bin/a", "/bin/a"]
-    thread.maps.insert(Map(0x402000, 0x1000, 0, "/bin/c"))
-    assert dsos(thread) == ["[unknown]", "/bin/a", "/bin/c"]
-    assert dsos(other) == ["[unknown]", "/bin/b", "/bin/b"]
-    resolver.machine.kernel_maps.insert(Map(0xffffffff81000000, 0x100000, 0, "/lib/mod.ko"))
-    assert dsos(other) == ["/lib/mod.ko", "/bin/b", "/bin/b"]
-    monkeypatch.setattr(frames_mod, "ADDRESS_MEMO_ENTRIES", 2)
-    for _ in range(3):
-        assert dsos(thread) == ["/lib/mod.ko", "/bin/a", "/bin/c"]
-        assert dsos(other) == ["/lib/mod.ko", "/bin/b", "/bin/b"]
