@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from symbolize import KernelSymbols, Symbolizer
+    from symbolize.jitdump import JitUnwindTable
     from symbolize.lines import InlineFrame
 
     from .session.machine import Machine
@@ -553,6 +554,15 @@ class FrameResolver:
                 return m.path
         self._jitdump_of_pid[pid] = (id(maps), maps.generation)
         return None
+
+    def jit_unwind_table(self, sample: Sample) -> JitUnwindTable | None:
+        """The unwinding info of the JIT code in the sample's process at its
+        time, from the jitdump it mapped (CODE_UNWINDING_INFO, what perf
+        inject --jit makes each jitted .so's .eh_frame of), or None."""
+        dump = self.jitdump_path(sample)
+        if dump is None:
+            return None
+        return self.symbolizer.jitdump(dump).unwind_table(self._jit_time(sample))
 
     def jit_epoch(self, sample: Sample) -> int:
         """Which of its jitdump's code loads the sample's process had made

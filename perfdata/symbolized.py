@@ -233,7 +233,8 @@ class SampleSymbolizer:
         return address - 1, with DWARF inline chains."""
         resolver = self.resolver
         # (called only with an unwinder)
-        result = self.unwinder.unwind(sample, resolver.dso_of)  # type: ignore[union-attr]
+        result = self.unwinder.unwind(  # type: ignore[union-attr]
+            sample, resolver.dso_of, resolver.jit_unwind_table(sample))
         if result is None or not result.frames:
             return False
         kernel_frames: Sequence[StackFrame] = ()
@@ -293,7 +294,8 @@ class SampleSymbolizer:
         if self.stitcher is None or "regs_user" not in sample.fields:
             return
         # (a stitcher is made only with an unwinder)
-        result = self.unwinder.unwind(sample, self.resolver.dso_of)  # type: ignore[union-attr]
+        result = self.unwinder.unwind(  # type: ignore[union-attr]
+            sample, self.resolver.dso_of, self.resolver.jit_unwind_table(sample))
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,

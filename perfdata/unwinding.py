@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from symbolize import Binary, Symbolizer
     from symbolize.arch import PerfColumns
+    from symbolize.jitdump import JitUnwindTable
     from symbolize.unwind import UnwindResult
 
     from .session.maps import Map, MapGroup
@@ -50,9 +51,13 @@ class SampleUnwinder:
         self._modules: dict[tuple[str, str | None, int, int], UnwindModule] = {}
         # id(map) -> (map, UnwindModule): the same, found faster
         self._by_map: dict[int, tuple[Map, UnwindModule]] = {}
-        # id(maps) -> (maps, code_generation, _ModulesAt): per address space,
-        # the module at each lookup address asked about (module_finder)
-        self._modules_at: dict[int, tuple[MapGroup, int, _ModulesAt]] = {}
+        # (id(maps), id(JIT table)) -> (maps, code_generation, JIT table,
+        # _ModulesAt): per address space (and the JIT code in it at the
+        # sample's time), the module at each lookup address asked about
+        self._modules_at: dict[tuple[int, int], tuple[MapGroup, int, JitUnwindTable | None,
+                                                      _ModulesAt]] = {}
+        # id(JIT table) -> (table, the UnwindModule of anonymous code under it)
+        self._jit_modules: dict[int, tuple[JitUnwindTable, UnwindModule]] = {}
         # sample_regs_user mask -> Arch.perf_columns(mask)
         self._reg_layouts: dict[int, PerfColumns] = {}
         self.counts = {"unwound": 0, "ip_mismatch": 0, "no_regs": 0, "empty_stack": 0}
@@ -79,9 +84,7 @@ class SampleUnwinder:
         mod = self._modules.get(key)
         if mod is not None:
             return mod
-        file_backed = not (m.path.startswith("//anon") or m.path.startswith("/memfd:") or
-                           m.path == "[anon]" or
-                           (m.path.startswith("[") and m.path != "[vdso]"))
+        file_backed = _file_backed(m)
         if file_backed:
             table, binary = self._cfi_for(path, build_id)
         else:
@@ -97,8 +100,13 @@ class SampleUnwinder:
         self._modules[key] = mod
         return mod
 
-    def unwind(self, sample: Sample, dso_of: DsoOf) -> UnwindResult | None:
-        """UnwindResult for a sample, or None when it has no usable regs/stack."""
+    def unwind(self, sample: Sample, dso_of: DsoOf, jit: JitUnwindTable | None = None
+               ) -> UnwindResult | None:
+        """UnwindResult for a sample, or None when it has no usable regs/stack.
+        `jit`: the unwinding info of the JIT code in the process at the
+        sample's time (its jitdump's CODE_UNWINDING_INFO, which perf inject
+        --jit turns into the .eh_frame of each jitted .so), used for the
+        anonymous memory the code lies in."""
         fields = sample.fields
         regs_user = fields.get("regs_user")
         stack = fields.get("stack_user")
@@ -136,34 +144,48 @@ class SampleUnwinder:
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
         result = self.unwinder.walk(ip, regs, read_stack,
-                                    self.module_finder(maps, dso_of), self.max_depth)
+                                    self.module_finder(maps, dso_of, jit), self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
 
-    def module_finder(self, maps: MapGroup | None, dso_of: DsoOf
+    def module_finder(self, maps: MapGroup | None, dso_of: DsoOf,
+                      jit: JitUnwindTable | None = None
                       ) -> Callable[[int], UnwindModule | None]:
         """`find_module` for Unwinder.step/walk over one address space (a
-        MapGroup) with `dso_of(map)` -> (path, build-id): a dict's own
-        lookup (no Python call per frame once an address was seen), kept
-        until a code map leaves the space (MapGroup.code_generation)."""
+        MapGroup) with `dso_of(map)` -> (path, build-id), and `jit` the
+        unwinding info of its JIT code (or None): a dict's own lookup (no
+        Python call per frame once an address was seen), kept until a code
+        map leaves the space (MapGroup.code_generation)."""
         if maps is None:
             return _no_module
-        entry = self._modules_at.get(id(maps))
-        if entry is None or entry[0] is not maps or entry[1] != maps.code_generation:
+        key = (id(maps), id(jit))
+        entry = self._modules_at.get(key)
+        if entry is None or entry[0] is not maps or entry[1] != maps.code_generation or \
+                entry[2] is not jit:
             if len(self._modules_at) > 64:
                 self._modules_at.clear()
-            entry = (maps, maps.code_generation,
-                     _ModulesAt(partial(self._module_at, maps, dso_of)))
-            self._modules_at[id(maps)] = entry
-        return entry[2].__getitem__
+            entry = (maps, maps.code_generation, jit,
+                     _ModulesAt(partial(self._module_at, maps, dso_of, jit)))
+            self._modules_at[key] = entry
+        return entry[3].__getitem__
 
-    def _module_at(self, maps: MapGroup, dso_of: DsoOf, avma: int
+    def _module_at(self, maps: MapGroup, dso_of: DsoOf, jit: JitUnwindTable | None, avma: int
                    ) -> tuple[UnwindModule | None, bool]:
         """(UnwindModule or None, may it be kept until a code map leaves)."""
         m = maps.find(avma)
         if m is None:
             return None, False
+        if jit is not None and (m.path.startswith("//anon") or m.path == "[anon]"):
+            # JIT code described by its jitdump: the table takes process
+            # addresses (bias 0); where it describes no code, the step
+            # falls back to the frame pointer as for any anonymous code
+            got = self._jit_modules.get(id(jit))
+            if got is None or got[0] is not jit:
+                if len(self._jit_modules) > 4096:
+                    self._jit_modules.clear()
+                got = self._jit_modules[id(jit)] = (jit, UnwindModule(jit, 0))  # type: ignore[arg-type]
+            return got[1], not m.is_data
         by_map = self._by_map
         hit = by_map.get(id(m))
         if hit is None or hit[0] is not m:
@@ -174,6 +196,14 @@ class SampleUnwinder:
         # No map there, or a data map: a map arriving may change the answer
         # without bumping code_generation.
         return hit[1], not m.is_data
+
+
+def _file_backed(m: Map) -> bool:
+    """Is the map's code in a file (whose CFI can be read)?  Not anonymous
+    memory, a memfd, or a pseudo-file but the vdso."""
+    path = m.path
+    return not (path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]" or
+                (path.startswith("[") and path != "[vdso]"))
 
 
 def _no_module(avma: int) -> None:

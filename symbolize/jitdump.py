@@ -6,8 +6,11 @@ is named too.
 The layout is tools/perf/util/jitdump.h's: a header, then records of a
 common prefix (id, total size, timestamp).  CODE_LOAD says that code named
 `name` of `code_size` bytes was placed at `code_addr` at `timestamp`;
-CODE_MOVE that the code of `code_index` moved.  The other records (debug
-and unwinding info, close) are skipped by their size.
+CODE_MOVE that the code of `code_index` moved; CODE_UNWINDING_INFO carries
+the .eh_frame and .eh_frame_hdr of the next load's code (as perf inject
+puts them in that load's jitted-PID-N.so, after the code, 8-aligned: see
+JitDump.unwind_table).  The other records (debug info, close) are skipped
+by their size.
 
 A JIT reuses its code space, so an address may hold several functions in
 turn: at a time, the address is the last load's (or move's) at or before
@@ -24,6 +27,7 @@ from typing import Any, NamedTuple
 
 from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
 
+from .cfi import CfiRow, CfiTable
 from .perfmap import read_regular_file
 
 MAX_JITDUMP_SIZE = 1 << 30
@@ -31,14 +35,17 @@ MAX_JITDUMP_SIZE = 1 << 30
 #: (the loads of a real JIT overlap little; see JitDump)
 COVER_ENTRIES_PER_LOAD = 64
 JITDUMP_MAGIC = 0x4A695444            # "JiTD" in the writer's byte order
-CODE_LOAD, CODE_MOVE = 0, 1
+CODE_LOAD, CODE_MOVE, CODE_UNWINDING_INFO = 0, 1, 4
+#: bytes of a CODE_UNWINDING_INFO body before its data (three u64 sizes)
+_UNWINDING_HEAD = 24
 #: header flag: the timestamps are the architecture's counter (TSC), not a clock
 FLAG_ARCH_TIMESTAMP = 1
 
 
-def _schemas(u32: Any, u64: Any) -> tuple[Struct, Struct, Struct, Struct]:
-    """The layouts in one byte order: header, record prefix, CODE_LOAD and
-    CODE_MOVE bodies (after the prefix)."""
+def _schemas(u32: Any, u64: Any) -> tuple[Struct, Struct, Struct, Struct, Struct]:
+    """The layouts in one byte order: header, record prefix, CODE_LOAD,
+    CODE_MOVE and CODE_UNWINDING_INFO bodies (after the prefix; the
+    unwinding data follows the last)."""
     header = Struct(
         "magic" / u32, "version" / u32, "total_size" / u32, "elf_mach" / u32,
         "pad1" / u32, "pid" / u32, "timestamp" / u64, "flags" / u64)
@@ -49,7 +56,9 @@ def _schemas(u32: Any, u64: Any) -> tuple[Struct, Struct, Struct, Struct]:
     move = Struct(
         "pid" / u32, "tid" / u32, "vma" / u64, "old_code_addr" / u64,
         "new_code_addr" / u64, "code_size" / u64, "code_index" / u64)
-    return header, prefix, load, move
+    unwinding = Struct(
+        "unwinding_size" / u64, "eh_frame_hdr_size" / u64, "mapped_size" / u64)
+    return header, prefix, load, move, unwinding
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,7 +68,18 @@ def _compiled(big_endian: bool) -> tuple:
     return tuple(s.compile() for s in schemas)
 
 _PREFIX_SIZE = 16
+#: e_machine values of 32-bit architectures (EM_386, EM_ARM, EM_MIPS,
+#: EM_PPC): the address size of the unwinding info's absolute pointers
+_ELF_MACHINES_32 = frozenset((3, 40, 8, 20))
 _HEADER_MIN = 40
+
+
+class JitUnwind(NamedTuple):
+    """A code load's unwinding info (CODE_UNWINDING_INFO): .eh_frame then
+    .eh_frame_hdr, as the JIT wrote them for the layout of perf inject's
+    ELF file (see JitDump.unwind_table)."""
+    eh_frame: bytes
+    eh_frame_hdr: bytes
 
 
 class JitCode(NamedTuple):
@@ -68,6 +88,8 @@ class JitCode(NamedTuple):
     size: int
     timestamp: int
     code_index: int
+    #: the unwinding info that came before the load (None: the JIT wrote none)
+    unwind: JitUnwind | None = None
 
     @property
     def end(self) -> int:
@@ -78,13 +100,21 @@ class JitDump:
     """The code loads of one jitdump, looked up by address and time."""
 
     def __init__(self, codes: list[JitCode] | None = None, pid: int | None = None,
-                 arch_timestamps: bool = False) -> None:
+                 arch_timestamps: bool = False, address_size: int = 8,
+                 little_endian: bool = True) -> None:
         # (a stable sort: records of one timestamp keep the file's order)
         self.codes = sorted(codes or (), key=lambda c: c.timestamp)
         self.pid = pid
         #: the timestamps are TSC counts: not comparable with a sample's time
         self.arch_timestamps = arch_timestamps
+        self.address_size = address_size
+        self.little_endian = little_endian
         self.warnings: list[str] = []
+        #: does any load carry unwinding info (CODE_UNWINDING_INFO)?
+        self.has_unwinding = any(c.unwind is not None for c in self.codes)
+        # epoch -> its JitUnwindTable; code -> the CfiTable of its unwinding info
+        self._unwind_tables: dict[int, JitUnwindTable] = {}
+        self._code_cfi: dict[JitCode, CfiTable] = {}
         bounds = sorted({c.start for c in self.codes} | {c.end for c in self.codes})
         # Pieces between consecutive bounds; each holds the codes covering it
         # in time order (and their timestamps, for bisect).
@@ -117,10 +147,11 @@ class JitDump:
             t = cls()
             t.warnings.append(f"{source}: too short for a jitdump header")
             return t
-        if int.from_bytes(data[:4], "little") == JITDUMP_MAGIC:
-            header_s, prefix_s, load_s, move_s = _compiled(False)
+        little = int.from_bytes(data[:4], "little") == JITDUMP_MAGIC
+        if little:
+            header_s, prefix_s, load_s, move_s, unwinding_s = _compiled(False)
         elif int.from_bytes(data[:4], "big") == JITDUMP_MAGIC:
-            header_s, prefix_s, load_s, move_s = _compiled(True)
+            header_s, prefix_s, load_s, move_s, unwinding_s = _compiled(True)
         else:
             t = cls()
             t.warnings.append(f"{source}: not a jitdump (bad magic)")
@@ -128,7 +159,10 @@ class JitDump:
         header = header_s.parse(data)
         at = max(header.total_size, _HEADER_MIN)
         codes: list[JitCode] = []
-        names: dict[int, str] = {}
+        # code_index -> (name, unwinding info) of its load, for the moves
+        names: dict[int, tuple[str, JitUnwind | None]] = {}
+        # the unwinding info for the next load (perf inject's jd->unwinding_data)
+        pending: JitUnwind | None = None
         bad = 0
         while at + _PREFIX_SIZE <= len(data):
             prefix = prefix_s.parse(data[at:at + _PREFIX_SIZE])
@@ -142,22 +176,40 @@ class JitDump:
             try:
                 if prefix.id == CODE_LOAD:
                     r = load_s.parse(body)
-                    names[r.code_index] = r.name
+                    names[r.code_index] = (r.name, pending)
                     if r.code_size:
                         codes.append(JitCode(r.name, r.code_addr, r.code_size, prefix.timestamp,
-                                             r.code_index))
+                                             r.code_index, pending))
+                    # perf inject (jit_repipe_code_load) lets the info go
+                    # only when it had an .eh_frame_hdr
+                    if pending is not None and pending.eh_frame_hdr:
+                        pending = None
                 elif prefix.id == CODE_MOVE:
                     r = move_s.parse(body)
-                    name = names.get(r.code_index)
-                    if name is not None and r.code_size:
-                        codes.append(JitCode(name, r.new_code_addr, r.code_size,
-                                             prefix.timestamp, r.code_index))
+                    known = names.get(r.code_index)
+                    if known is not None and r.code_size:
+                        # the moved code keeps its load's file, so its .eh_frame
+                        codes.append(JitCode(known[0], r.new_code_addr, r.code_size,
+                                             prefix.timestamp, r.code_index, known[1]))
+                elif prefix.id == CODE_UNWINDING_INFO:
+                    u = unwinding_s.parse(body)
+                    held = len(body) - _UNWINDING_HEAD
+                    if u.eh_frame_hdr_size > u.unwinding_size or u.unwinding_size > held:
+                        bad += 1          # sizes beyond the record: not used
+                        pending = None
+                    else:
+                        eh_size = u.unwinding_size - u.eh_frame_hdr_size
+                        start = _UNWINDING_HEAD
+                        pending = JitUnwind(body[start:start + eh_size],
+                                            body[start + eh_size:start + u.unwinding_size])
             except (ConstructError, UnicodeDecodeError):
                 bad += 1
             at += size
         if bad:
             warnings.append(f"{source}: {bad} damaged or cut records skipped")
-        t = cls(codes, header.pid, bool(header.flags & FLAG_ARCH_TIMESTAMP))
+        t = cls(codes, header.pid, bool(header.flags & FLAG_ARCH_TIMESTAMP),
+                4 if header.elf_mach in _ELF_MACHINES_32 else 8,
+                little)
         t.warnings[:] = [f"{source}: {w}" for w in t.warnings] + warnings
         return t
 
@@ -181,6 +233,34 @@ class JitDump:
             return len(self.codes)
         return bisect.bisect_right(self._load_times, time)
 
+    def unwind_table(self, time: int | None) -> JitUnwindTable | None:
+        """The unwinding info of the code placed by `time` (None: all of
+        it), by process address; None when no load carries any."""
+        if not self.has_unwinding:
+            return None
+        epoch = self.epoch(time)
+        table = self._unwind_tables.get(epoch)
+        if table is None:
+            # (any time of the epoch sees the same code at every address)
+            table = self._unwind_tables[epoch] = JitUnwindTable(
+                self, None if epoch == len(self.codes) else time)
+        return table
+
+    def cfi_of(self, code: JitCode) -> CfiTable | None:
+        """The CfiTable of a load's unwinding info, by process address (see
+        JitUnwindTable), or None without any."""
+        u = code.unwind
+        if u is None:
+            return None
+        table = self._code_cfi.get(code)
+        if table is None:
+            at = code.start + (-(-code.size // 8) * 8)
+            table = self._code_cfi[code] = CfiTable.from_sections(
+                eh_frame=u.eh_frame, eh_frame_addr=at,
+                eh_frame_hdr=u.eh_frame_hdr or None, eh_frame_hdr_addr=at + len(u.eh_frame),
+                address_size=self.address_size, little_endian=self.little_endian)
+        return table
+
     def lookup(self, address: int, time: int | None = None) -> JitCode | None:
         """The code at `address` at `time` (the last one placed there at or
         before it; the jitdump's clock, CLOCK_MONOTONIC), or with no time
@@ -195,6 +275,53 @@ class JitDump:
             return covering[-1]                        # against a sample's clock)
         k = bisect.bisect_right(self._times[i], time)
         return covering[k - 1] if k else None
+
+
+class JitUnwindTable:
+    """The unwinding info of a jitdump's code at one time, with a CfiTable's
+    face for symbolize.unwind (`rows`, `fde_range`, `has_cfi`; bias 0): a
+    process address in, the row of the code placed there then.  Each load's
+    .eh_frame lies where perf inject's ELF file puts it (genelf.c): the code
+    at GEN_ELF_TEXT_OFFSET (16-aligned), .eh_frame at ALIGN_8(its end),
+    .eh_frame_hdr right after; mapped at the code's address, that is
+    ALIGN_8(code size) past the code's start."""
+
+    def __init__(self, dump: JitDump, time: int | None) -> None:
+        self._dump = dump
+        self._time = time
+        self.rows: dict[int, CfiRow | None] = _Rows(self._find_row)
+
+    def has_cfi(self) -> bool:
+        return self._dump.has_unwinding
+
+    def _table_at(self, avma: int) -> CfiTable | None:
+        code = self._dump.lookup(avma, self._time)
+        return self._dump.cfi_of(code) if code is not None else None
+
+    def _find_row(self, avma: int) -> CfiRow | None:
+        table = self._table_at(avma)
+        return table.rows[avma] if table is not None else None
+
+    def fde_range(self, avma: int) -> tuple[int, int] | None:
+        table = self._table_at(avma)
+        return table.fde_range(avma) if table is not None else None
+
+
+class _Rows(dict):
+    """avma -> compute(avma), computed on first use (bounded)."""
+    __slots__ = ("compute",)
+
+    LIMIT = 1 << 16
+
+    def __init__(self, compute: Any) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: int) -> CfiRow | None:
+        if len(self) > self.LIMIT:
+            self.clear()
+        value = self[key] = self.compute(key)
+        return value
 
 
 def is_jitdump_path(path: str, pid: int | None = None) -> bool:

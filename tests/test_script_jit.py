@@ -149,3 +149,136 @@ def _dump_path(line):
     path = line.rsplit("(", 1)[1].rstrip(")")
     assert os.path.basename(path).startswith("jit-") and path.endswith(".dump"), line
     return path
+
+
+def _python313():
+    """A CPython 3.13 or later that runs (a pyenv shim on PATH may not): on
+    PATH, else a pyenv build."""
+    import glob
+    candidates = [shutil.which(name) for name in ("python3.13", "python3.14")]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[3-9]*/bin/python3.1?")))
+    for exe in filter(None, candidates):
+        try:
+            ok = subprocess.run([exe, "-c", "import sys; sys.exit(sys.version_info < (3, 13))"],
+                                capture_output=True, timeout=60).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return exe
+    return None
+
+
+PYTHON313 = _python313()
+_PY_WORK = """
+import time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+def churn():
+    a = sorted(str(i) for i in range(2000))
+    return fib(14) + len(a)
+t0 = time.time()
+while time.time() - t0 < 0.4:
+    churn()
+"""
+_BOGUS = "\tffffffffffffffff [unknown] ([unknown])"
+
+
+def _jit_neutral(line):
+    """A frame line with the JIT code's address and file left out: perfdata
+    prints the process address and the jitdump, perf on the injected file
+    the jitted-PID-N.so's offset and path."""
+    import re
+    if re.search(r"\((\S*/)?(jit-\d+\.dump|jitted-\d+-\d+\.so)\)$", line):
+        return "\tJIT " + line.split(None, 1)[1].rsplit(" (", 1)[0]
+    return line
+
+
+def _plt_neutral(mine, perfs):
+    """perfdata's line with a PLT stub named as perf names it ([unknown] for
+    .plt.sec, _init+off for .plt: a deliberate difference, see README)."""
+    import re
+    if mine != perfs and "@plt+0x" in mine:
+        m, p = re.match(r"(\s+\w+) \S+ (\(.*)", mine), re.match(r"(\s+\w+) (\S+) (\(.*)", perfs)
+        if m and p and m.group(1) == p.group(1) and m.group(2) == p.group(3) and (
+                p.group(2) == "[unknown]" or p.group(2).startswith("_init+")):
+            return perfs
+    return mine
+
+
+def _samples(text):
+    return [[_jit_neutral(line) for line in block.split("\n") if line]
+            for block in text.split("\n\n") if block.strip()]
+
+
+@requires_perf
+@pytest.mark.skipif(PYTHON313 is None, reason="needs python3.13")
+def test_python_perf_jit_dwarf_stacks_without_perf_inject(tmp_path):
+    """python3.13 -X perf_jit writes /tmp/jit-PID.dump with a
+    CODE_UNWINDING_INFO record before each trampoline's load; perf inject
+    --jit makes them the .eh_frame of the jitted .so's, through which perf
+    unwinds --call-graph=dwarf stacks.  perfdata on the recording perf inject
+    never saw unwinds through the trampolines with the dump's own unwinding
+    info: every sample through JIT code has the frames perf script of the
+    injected file prints (without perf's bogus last frame of a stack cut by
+    the snapshot, which stands after, or where perfdata prints, the last
+    address it found; see README)."""
+    probe = subprocess.run([PYTHON313, "-X", "perf_jit", "-c", "import sys; "
+                            "sys.exit(0 if sys.is_stack_trampoline_active() else 3)"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("-X perf_jit is not supported here: %s" % probe.stderr.strip()[-200:])
+    data, injected = tmp_path / "py.data", tmp_path / "py.jit.data"
+    rec = subprocess.run([PERF, "record", "-q", "-k", "1", "--call-graph=dwarf", "-o", str(data),
+                          "--", PYTHON313, "-X", "perf_jit", "-c", _PY_WORK],
+                         capture_output=True, text=True, cwd=tmp_path)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf record failed: %s" % rec.stderr.strip()[-200:])
+    dump = None
+    try:
+        rc, ours, err = run_cli(["script", str(data)])
+        assert rc == 0, err
+        for line in ours.splitlines():
+            if line.endswith(".dump)") and "/jit-" in line:
+                dump = line.rsplit("(", 1)[1].rstrip(")")
+                break
+        assert dump is not None, "no frame named from the jitdump"
+        inj = subprocess.run([PERF, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+                             capture_output=True, text=True, cwd=tmp_path)
+        if inj.returncode != 0:
+            pytest.skip("perf inject --jit failed: %s" % inj.stderr.strip()[-200:])
+        theirs = subprocess.run([PERF, "script", "-i", str(injected)], capture_output=True,
+                                text=True).stdout
+    finally:
+        _remove_jit_files(dump)
+    assert "jitted-" in theirs, "perf inject made no jitted .so"
+    mine, perf_samples = _samples(ours), _samples(theirs)
+    assert len(mine) == len(perf_samples)
+    through = 0
+    for m, p in zip(mine, perf_samples):
+        if not any(line.startswith("\tJIT ") for line in m + p):
+            continue      # no JIT code: what other tests compare
+        m = [_plt_neutral(a, b) for a, b in zip(m, p)] + m[len(p):]
+        if p[-1] == _BOGUS:
+            # cut by the snapshot: perf's -1 frame after, or in place of,
+            # the last address perfdata found (the lines of its inline chain)
+            extra = m[len(p) - 1:]
+            assert m[:len(p) - 1] == p[:-1], (m[-6:], p[-6:])
+            assert len({line.split()[0] for line in extra}) <= 1, (extra, p[-3:])
+        else:
+            assert m == p, (m, p)
+        # a trampoline with callers after it: unwound through the JIT code
+        through += any(line.startswith("\tJIT py::") for line in m[1:-1])
+    assert through > 20
+    assert sum("\tJIT py::" in "\n".join(m) for m in mine) == \
+        sum("\tJIT py::" in "\n".join(p) for p in perf_samples)
+
+
+def _remove_jit_files(dump):
+    """The jitdump the JIT wrote and the .so files perf inject made next to it."""
+    import glob
+    if dump is None:
+        return
+    pid = os.path.basename(dump)[4:-5]
+    for path in [dump] + glob.glob(os.path.join(os.path.dirname(dump), "jitted-%s-*.so" % pid)):
+        if os.path.exists(path):
+            os.unlink(path)

@@ -86,3 +86,87 @@ def test_overlapping_loads_bounded():
     assert "left out" in dump.warnings[0]
     left_out = int(dump.warnings[0].split()[1])
     assert 19000 < left_out < 20000 and len(dump) == 20001
+
+
+def _unwinding(order, ts, code_start, code_size):
+    """A CODE_UNWINDING_INFO record as CPython 3.13's perf_jit writes it for
+    a trampoline `push rbp; ...; pop rbp; ret`: one CIE, one FDE (pc_begin
+    pcrel sdata4) and an .eh_frame_hdr (pcrel eh_frame_ptr, datarel table),
+    all relative to the place perf inject's ELF file gives them: .eh_frame at
+    ALIGN_8(the code's end), the header right after."""
+    cie_body = (struct.pack(order + "IB", 0, 1) + b"zR\0" + bytes([1, 0x78, 16, 1, 0x1b]) +
+                bytes([0x0c, 7, 8, 0x90, 1]))                 # def_cfa r7+8; r16 at cfa-8
+    cie_body += b"\0" * (-(len(cie_body) + 4) % 8)
+    cie = struct.pack(order + "I", len(cie_body)) + cie_body
+    eh_at = code_start + -(-code_size // 8) * 8
+    fde_at = eh_at + len(cie)
+    insns = bytes([0x44, 0x0e, 16, 0x46, 0x0e, 8])            # +4: cfa+16; +6: cfa+8
+    fde_body = struct.pack(order + "IiIB", len(cie) + 4, code_start - (fde_at + 8), code_size,
+                           0) + insns
+    fde_body += b"\0" * (-(len(fde_body) + 4) % 8)
+    eh_frame = cie + struct.pack(order + "I", len(fde_body)) + fde_body
+    hdr_at = eh_at + len(eh_frame)
+    hdr = bytes([1, 0x1b, 0x03, 0x3b]) + struct.pack(
+        order + "iIii", eh_at - (hdr_at + 4), 1, code_start - hdr_at, fde_at - hdr_at)
+    data = eh_frame + hdr
+    body = struct.pack(order + "QQQ", len(data), len(hdr), -(-len(data) // 16) * 16) + data
+    return (4, ts, body)
+
+
+def test_unwinding_info_of_each_load():
+    """CODE_UNWINDING_INFO goes with the next load, as perf inject puts it
+    into that load's ELF file; a move keeps its load's; code without any
+    has none; the rows are those of the FDE, at process addresses."""
+    for order in "<>":
+        records = [_unwinding(order, 90, 0x7f0000001000, 11),
+                   _load(order, 100, 0x7f0000001000, 11, 1, "py::f:x.py"),
+                   _load(order, 110, 0x7f0000002000, 16, 2, "py::g:x.py"),   # none
+                   _unwinding(order, 120, 0x7f0000003008, 11),
+                   _load(order, 130, 0x7f0000003008, 11, 3, "py::h:x.py"),
+                   _move(order, 140, 0x7f0000003008, 0x7f0000005008, 11, 3)]
+        dump = JitDump.parse(_dump(records, order))
+        assert dump.warnings == [] and dump.has_unwinding
+        table = dump.unwind_table(None)
+        cfa = [(r.cfa_register, r.cfa_offset) if r else None
+               for r in (table.rows[0x7f0000001000 + i] for i in range(12))]
+        assert cfa == [(7, 8)] * 4 + [(7, 16)] * 6 + [(7, 8), None]
+        assert table.fde_range(0x7f0000001003) == (0x7f0000001000, 0x7f000000100b)
+        assert table.rows[0x7f0000002004] is None          # the load without info
+        # the moved code: its load's info, at the new address from time 140 on
+        assert dump.unwind_table(135).rows[0x7f0000003008 + 5].cfa_offset == 16
+        assert dump.unwind_table(135).rows[0x7f0000005008 + 5] is None
+        assert dump.unwind_table(140).rows[0x7f0000005008 + 5].cfa_offset == 16
+        # before the first load nothing is described
+        assert dump.unwind_table(50).rows[0x7f0000001005] is None
+        assert JitDump.parse(_dump(_records(order), order)).unwind_table(None) is None
+
+
+def test_unwinding_info_walked_through():
+    """symbolize.unwind steps out of the JIT code with the dump's table (bias
+    0): the trampoline's saved rbp and return address are found."""
+    from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
+    dump = JitDump.parse(_dump([_unwinding("<", 90, 0x7f0000001000, 11),
+                                _load("<", 100, 0x7f0000001000, 11, 1, "py::f:x.py")]))
+    module = UnwindModule(dump.unwind_table(None), 0)
+    sp = 0x7ffd0000
+    stack = StackSnapshot(sp, struct.pack("<QQ", 0x1234, 0x401005))  # rbp, return address
+    step = Unwinder.for_arch("x86_64").step
+    ra, regs, _, cfa = step(0x7f0000001005, {7: sp, 6: 0}, "innermost", stack,
+                            lambda a: module if 0x7f0000001000 <= a < 0x7f0000001010 else None)
+    assert (ra, cfa, regs[7]) == (0x401005, sp + 16, sp + 16)
+
+
+def test_unwinding_info_bad_sizes():
+    """Sizes beyond the record (a damaged dump): the info is not used, the
+    record is counted as damaged, and nothing reads past it."""
+    bad = (4, 90, struct.pack("<QQQ", 1 << 40, 20, 0) + b"\0" * 40)
+    worse = (4, 91, struct.pack("<QQQ", 20, 40, 0) + b"\0" * 40)
+    for record in (bad, worse):
+        dump = JitDump.parse(_dump([record, _load("<", 100, 0x7f0000001000, 11, 1, "f")]),
+                             source="bad.dump")
+        assert dump.codes[0].unwind is None and not dump.has_unwinding
+        assert dump.warnings and dump.warnings[0].startswith("bad.dump: 1 damaged")
+    # an .eh_frame that is garbage: rows are None, never an exception
+    junk = (4, 90, struct.pack("<QQQ", 40, 0, 48) + b"\xff" * 40)
+    dump = JitDump.parse(_dump([junk, _load("<", 100, 0x7f0000001000, 11, 1, "f")]))
+    assert dump.has_unwinding and dump.unwind_table(None).rows[0x7f0000001004] is None
