@@ -555,6 +555,10 @@ class FrameResolver:
         self._jitdump_of_pid[pid] = (id(maps), maps.generation)
         return None
 
+    def jitdump_paths(self) -> list[str]:
+        """The jitdumps (recorded paths) the processes met so far mapped."""
+        return sorted({p for p in self._jitdump_of_pid.values() if isinstance(p, str)})
+
     def jit_unwind_table(self, sample: Sample) -> JitUnwindTable | None:
         """The unwinding info of the JIT code in the sample's process at its
         time, from the jitdump it mapped (CODE_UNWINDING_INFO, what perf

@@ -171,6 +171,31 @@ class DebugInfoLocator:
             out.append(Candidate(os.path.normpath(path), "original"))
         return _dedup(out)
 
+    def candidates_for_jit_file(self, path: str) -> list[Candidate]:
+        """Where a file a JIT wrote for perf (a jitdump, jit-PID.dump) may be,
+        best first: --debug-dir's path layout (DIR/<path>, where `perfdata
+        archive` stores it), the path-map, the symfs root, then the recorded
+        path unless a path-map or symfs says where the recorded files are."""
+        if _is_pseudo(path):
+            return []
+        if not os.path.isabs(path):
+            return [Candidate(path, "original")]
+        out: list[Candidate] = []
+        for d in self.debug_dirs:
+            p = _rooted(d, path)
+            if p:
+                out.append(Candidate(p, "debug-dir"))
+        mapped = map_path(path, self.path_map)
+        if mapped is not None:
+            out.append(Candidate(mapped, "path-map"))
+        if self.symfs:
+            p = _rooted(self.symfs, path)
+            if p:
+                out.append(Candidate(p, "symfs"))
+        if not self.symfs and mapped is None:
+            out.append(Candidate(os.path.normpath(path), "original"))
+        return _dedup(out)
+
     def candidates_for_debug(self, path: str, build_id: str | None = None,
                              debuglink: tuple[str, int] | None = None,
                              binary_path: str | None = None) -> list[Candidate]:

@@ -425,12 +425,23 @@ class Symbolizer:
         self._frames[outer_key] = tuple(frames)
         return frames
 
+    def jitdump_file(self, path: str) -> str | None:
+        """Where the jitdump recorded at `path` is here (the locator's
+        candidates_for_jit_file: --debug-dir, --path-map, --symfs, the
+        recorded path), or None."""
+        for cand in self.locator.candidates_for_jit_file(path):
+            if os.path.lexists(cand.path):
+                return cand.path
+        return None
+
     def jitdump(self, path: str) -> JitDump:
-        """The jitdump at `path`, read once (empty where absent or unreadable:
-        its fault said once among the warnings)."""
+        """The jitdump recorded at `path` (found by jitdump_file), read once
+        (empty where absent or unreadable: its fault said once among the
+        warnings)."""
         dump = self._jitdumps.get(path)
         if dump is None:
-            dump = JitDump.from_file(path) if os.path.lexists(path) else JitDump()
+            found = self.jitdump_file(path)
+            dump = JitDump.from_file(found) if found is not None else JitDump()
             self._drain(dump)
             self._jitdumps[path] = dump
         return dump

@@ -282,3 +282,56 @@ def _remove_jit_files(dump):
     for path in [dump] + glob.glob(os.path.join(os.path.dirname(dump), "jitted-%s-*.so" % pid)):
         if os.path.exists(path):
             os.unlink(path)
+
+
+def _jit_lines(text):
+    return [line for line in text.splitlines() if line.endswith(".dump)")]
+
+
+@requires_perf
+@pytest.mark.skipif(NODE is None, reason="needs node")
+def test_jitdump_found_by_path_map_symfs_and_archive(tmp_path):
+    """The jitdump is found as the binaries are, when it is not at its
+    recorded path (a recording brought from another machine or container):
+    under --path-map's NEW, under the --symfs root, and in the tree `perfdata
+    archive` packs (which now holds it) unpacked as a --debug-dir.  Each run
+    names the JIT frames as the run with the dump in place (whose names are
+    perf inject --jit's: test_jitdump_read_without_perf_inject); without
+    any of them they are not named."""
+    work = tmp_path / "rec"
+    work.mkdir()
+    data = tmp_path / "node.data"
+    rec = subprocess.run([PERF, "record", "-q", "-k", "1", "-g", "-o", str(data), "--", NODE,
+                          "--perf-prof", "-e", _NODE_WORK], capture_output=True, text=True,
+                         cwd=work)
+    dumps = list(work.glob("jit-*.dump"))
+    if rec.returncode != 0 or not data.exists() or not dumps:
+        pytest.skip("perf record of node --perf-prof failed: %s" % rec.stderr.strip()[-200:])
+    rc, here, err = run_cli(["script", str(data)])
+    assert rc == 0, err
+    named = _jit_lines(here)
+    assert len(named) > 50 and all(str(dumps[0]) in line for line in named[:5])
+    archive = tmp_path / "node.tar.zst"
+    rc, listing, err = run_cli(["archive", str(data), "-o", str(archive)])
+    assert rc == 0, err
+    rel = os.path.relpath(dumps[0], "/")
+    assert "jitdump %s" % rel in listing, listing
+
+    # the dump leaves its recorded path
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.move(str(dumps[0]), moved / dumps[0].name)
+    rc, bare, err = run_cli(["script", str(data)])
+    assert rc == 0 and _jit_lines(bare) == [], err
+    rc, mapped, err = run_cli(["script", str(data), "--path-map", "%s=%s" % (work, moved)])
+    assert rc == 0 and mapped == here, err
+    root = tmp_path / "root"
+    (root / os.path.dirname(rel)).mkdir(parents=True)
+    shutil.copy(moved / dumps[0].name, root / rel)
+    rc, rooted, err = run_cli(["script", str(data), "--symfs", str(root)])
+    assert rc == 0 and _jit_lines(rooted) == named, err
+    unpacked = tmp_path / "unpacked"
+    rc, _, err = run_cli(["archive", "-x", str(archive), "-C", str(unpacked)])
+    assert rc == 0, err
+    rc, there, err = run_cli(["script", str(data), "--debug-dir", str(unpacked)])
+    assert rc == 0 and there == here, err

@@ -170,3 +170,26 @@ def test_unwinding_info_bad_sizes():
     junk = (4, 90, struct.pack("<QQQ", 40, 0, 48) + b"\xff" * 40)
     dump = JitDump.parse(_dump([junk, _load("<", 100, 0x7f0000001000, 11, 1, "f")]))
     assert dump.has_unwinding and dump.unwind_table(None).rows[0x7f0000001004] is None
+
+
+def test_jitdump_located_as_binaries(tmp_path):
+    """Symbolizer.jitdump finds a dump not at its recorded path under
+    --debug-dir's path tree, --path-map's NEW or the --symfs root; the
+    recorded path is not read when a path-map or symfs covers it."""
+    from symbolize import Symbolizer
+    from symbolize.locate import DebugInfoLocator
+    recorded = "/rec/dir/jit-1234.dump"
+    data = _dump(_records("<"))
+    for layout in ("dbg", "new", "root"):
+        (tmp_path / layout / "rec" / "dir").mkdir(parents=True)
+    (tmp_path / "dbg" / "rec" / "dir" / "jit-1234.dump").write_bytes(data)
+    (tmp_path / "new" / "jit-1234.dump").write_bytes(data)
+    (tmp_path / "root" / "rec" / "dir" / "jit-1234.dump").write_bytes(data)
+    for locator in (DebugInfoLocator(debug_dirs=[str(tmp_path / "dbg")]),
+                    DebugInfoLocator(path_map=["/rec/dir=%s" % (tmp_path / "new")]),
+                    DebugInfoLocator(symfs=str(tmp_path / "root"))):
+        sym = Symbolizer(locator)
+        assert sym.jitdump_file(recorded) is not None and len(sym.jitdump(recorded)) == 4
+    sym = Symbolizer(DebugInfoLocator(symfs=str(tmp_path / "dbg" / "nothing")))
+    assert sym.jitdump_file(str(tmp_path / "new" / "jit-1234.dump")) is None
+    assert Symbolizer(DebugInfoLocator()).jitdump_file(recorded) is None

@@ -8,6 +8,7 @@ reads; the kernel's symbols as `[kernel.kallsyms]/BUILD-ID/kallsyms` (perf's
 build-id cache layout: --buildid-dir DIR finds it, or --kallsyms FILE);
 binaries the profile has no build-id for (perf records those with leaf hits
 only) also under their path (DIR/usr/lib/..., --debug-dir's path layout);
+the jitdumps (jit-PID.dump) the processes mapped, under their path too;
 `MANIFEST.txt` lists member, kind, original path.  Unpack with
 `perfdata archive -x OUT.tar.zst -C DIR` (or `tar --zstd -xf`), then
 `perfdata script FILE --debug-dir DIR`.
@@ -56,10 +57,11 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
             else:
                 absent.append((path, bid, "kallsyms"))
             continue
+        if is_jitdump_path(path):
+            continue          # below
         if path.startswith("[") and path != "[vdso]" or path.startswith("//") or \
-                path.startswith("/tmp/perf-") or path.startswith("/memfd:") or \
-                is_jitdump_path(path):
-            continue          # no file, or a perf map or jitdump (read where the JIT wrote it)
+                path.startswith("/tmp/perf-") or path.startswith("/memfd:"):
+            continue          # no file, or a perf map (read where the JIT wrote it)
         lpath, lbid = ref.lookup
         choice = sym.binary_for(lpath, lbid)
         if choice.binary is None and choice.debug is None:
@@ -84,6 +86,17 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
             add(base, choice.binary.path, "vdso" if path == "[vdso]" else "binary", path)
         if choice.debug is not None:
             add(base + ".debug", choice.debug.path, "debug", path)
+    # The jitdumps the processes mapped (JIT code's names and unwinding
+    # info), under their recorded path: --debug-dir's path layout, where
+    # the symbolizer looks for one first.
+    dumps = {path for path, _ in refs if is_jitdump_path(path)}
+    for path in sorted(dumps | set(ss.resolver.jitdump_paths())):
+        found = sym.jitdump_file(path)
+        rel = os.path.normpath(path).lstrip("/")
+        if found is None or not safe_name(rel):
+            absent.append((path, None, "jitdump not found"))
+        else:
+            add(rel, found, "jitdump", path)
     return items, absent
 
 
