@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from .cachedir import CacheWhere
-from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, choose_best, fixup_symbols
+from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_columns, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
 KSYM_NAME_LEN = 512
@@ -64,7 +64,9 @@ class KernelSymbols:
             return table
         # Kept as arrays and one string of names (120,000 KernelSymbols would
         # cost more than the parse); symbols are made when looked up.
-        starts, sizes, names = _fixup(starts, list(map(_BINDINGS.__getitem__, kinds)), names)
+        starts, sizes, names, _, _ = fixup_columns(
+            starts, [0] * len(starts), list(map(_BINDINGS.__getitem__, kinds)), names,
+            is_kallsyms=True)
         modules = [""] * len(names)
         for i in itertools.compress(range(len(names)), map(operator.contains, names,
                                                             itertools.repeat("\t"))):
@@ -178,49 +180,6 @@ def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
         kinds.append(parts[1])
         names.append(name)
     return starts, kinds, names, bad
-
-
-def _fixup(starts: list[int], bindings: list[int], names: list[str]
-           ) -> tuple[list[int], list[int], list[str]]:
-    """symtab.fixup_entries(is_kallsyms=True) on symbols without sizes, by
-    columns: (starts, sizes, names) sorted, one symbol per address (a
-    column costs a C loop where a list per symbol costs a Python step)."""
-    n = len(starts)
-    if not n:
-        return [], [], []
-    # (a kallsyms text is in address order but for modules and BPF programs:
-    # sorted already, it is left as it is, as a stable sort would leave it)
-    if n > 1 and not all(map(operator.le, starts, itertools.islice(starts, 1, None))):
-        order = sorted(range(n), key=starts.__getitem__)      # stable, as fixup_entries
-        pick = operator.itemgetter(*order)
-        starts, bindings, names = list(pick(starts)), list(pick(bindings)), list(pick(names))
-    # A symbol runs to the next one, but the last of the kernel or of a
-    # module ends at the end of the page after its start, not across the
-    # gap; the very last one a page further.
-    ends = starts[1:]
-    ends.append((starts[-1] + 4095) // 4096 * 4096 + 4096)
-    in_module = list(map(operator.contains, names, itertools.repeat("[")))
-    for i in itertools.compress(range(n - 1), map(operator.ne, in_module, in_module[1:])):
-        ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
-    # Symbols sharing an address: perf's choose_best_symbol keeps one.
-    keep = [True] * n
-    winner = None
-    for i in itertools.compress(range(n - 1), map(operator.eq, starts, starts[1:])):
-        if winner is None or starts[winner] != starts[i]:
-            winner = i
-        nxt = i + 1
-        if choose_best([starts[winner], ends[winner], bindings[winner], names[winner]],
-                       [starts[nxt], ends[nxt], bindings[nxt], names[nxt]]):
-            keep[nxt] = False
-        else:
-            keep[winner] = False
-            winner = nxt
-    sizes = list(map(operator.sub, ends, starts))
-    if not all(keep):
-        starts = list(itertools.compress(starts, keep))
-        sizes = list(itertools.compress(sizes, keep))
-        names = list(itertools.compress(names, keep))
-    return starts, sizes, names
 
 
 def _read_kallsyms(path: str) -> bytes | str:

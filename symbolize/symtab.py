@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import struct
 from array import array
-from itertools import accumulate
-from operator import attrgetter, itemgetter
+from itertools import accumulate, compress, islice
+from operator import add, attrgetter, eq, itemgetter, le, mul, sub
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from .elffile import Binary, SHF_ALLOC
@@ -76,52 +76,69 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: b
     if not data or not strtab:
         return []
     strtab = bytes(strtab)
-    fmt, names = binary.struct_layout("Elf_Sym")
+    fmt, fields = binary.struct_layout("Elf_Sym")
     size = struct.calcsize(fmt)
-    order = tuple(names.index(n) for n in
-                  ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
-    arm = binary.machine in ("EM_ARM", "EM_AARCH64")
-    sections = binary.sections
-    sec_by_index = {s.index: s for s in sections}
-    out: list[RawSymbol] = []
     n = len(data) // size
-    i_name, i_value, i_size, i_info, i_other, i_shndx = order
-    for ent in struct.iter_unpack(fmt, bytes(data[:n * size])):
-        st_info = ent[i_info]
-        typ = st_info & 0xF
-        st_name = ent[i_name]
-        shndx = ent[i_shndx]
-        if st_name == 0 or shndx == SHN_UNDEF or shndx >= SHN_LORESERVE:
+    if not n:
+        return []
+    # The table as columns (one C loop each) rather than a Python step per
+    # entry: cc1plus's 31,000 .dynsym entries are read in a first run.
+    columns = list(zip(*struct.iter_unpack(fmt, bytes(data[:n * size]))))
+    st_name, st_value, st_size, st_info, st_other, st_shndx = (
+        columns[fields.index(f)] for f in
+        ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
+    kinds = bytes(st_info).translate(_KIND_OBJECTS if objects else _KIND)
+    # Symbols of sections that are not loaded never match a sample; SHN_UNDEF
+    # (the null section) and the reserved indices stay 0.
+    placed = bytearray(0x10000)
+    for sec in binary.sections:
+        if sec.flags & SHF_ALLOC and 0 < sec.index < SHN_LORESERVE:
+            placed[sec.index] = _IN_TEXT if "text" in sec.name else _LOADED
+    where = bytes(map(placed.__getitem__, st_shndx))
+    arm = binary.machine in ("EM_ARM", "EM_AARCH64")
+    names = strtab.decode("ascii") if strtab.isascii() else None
+    limit = len(strtab)
+    out: list[RawSymbol] = []
+    append = out.append
+    for i in compress(range(n), map(mul, kinds, where)):
+        if kinds[i] == _LABEL and (where[i] != _IN_TEXT or
+                                   (st_other[i] & 3) in (STV_HIDDEN, STV_INTERNAL)):
             continue
-        if typ == STT_NOTYPE:
-            vis = ent[i_other] & 3
-            if vis in (STV_HIDDEN, STV_INTERNAL):
-                continue
-            is_label = True
-        elif typ in (STT_FUNC, STT_GNU_IFUNC) or (objects and typ == STT_OBJECT):
-            is_label = False
+        at = st_name[i]
+        if at == 0 or at >= limit:
+            continue
+        if names is not None:
+            end = names.find("\0", at)
+            name = names[at:end if end >= 0 else limit]
         else:
-            continue
-        sec = sec_by_index.get(shndx)
-        # Symbols of sections that are not loaded never match a sample.
-        if sec is None or not (sec.flags & SHF_ALLOC):
-            continue
-        if is_label and "text" not in sec.name:
-            continue
-        if st_name >= len(strtab):
-            continue
-        end = strtab.find(b"\0", st_name)
-        name = strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+            end = strtab.find(b"\0", at)
+            name = strtab[at:end if end >= 0 else limit].decode("utf-8", "replace")
         # ARM/AArch64 mapping symbols ($a, $d, $t, $x) mark code/data runs,
         # not functions; perf rejects them.
         if arm and name[:1] == "$" and len(name) >= 2 and name[1] in "adtx" and (
                 len(name) == 2 or name[2] == "."):
             continue
-        out.append(RawSymbol(name, ent[i_value], ent[i_size], st_info >> 4, typ, source))
+        info = st_info[i]
+        append(RawSymbol(name, st_value[i], st_size[i], info >> 4, info & 0xF, source))
     return out
 
 
-_START = itemgetter(0)
+# What an entry's st_info makes it, as perf's dso__load_sym keeps it: a
+# function (STT_FUNC, STT_GNU_IFUNC; with objects STT_OBJECT too), a label
+# (STT_NOTYPE: kept in a text section, unless hidden), or nothing (0).
+_FUNCTION, _LABEL = 1, 2
+# Where an entry's section puts it: not loaded (0), loaded, in a *text* section.
+_LOADED, _IN_TEXT = 1, 2
+
+
+def _kinds(objects: bool) -> bytes:
+    kept = {STT_FUNC: _FUNCTION, STT_GNU_IFUNC: _FUNCTION, STT_NOTYPE: _LABEL}
+    if objects:
+        kept[STT_OBJECT] = _FUNCTION
+    return bytes(kept.get(info & 0xF, 0) for info in range(256))
+
+
+_KIND, _KIND_OBJECTS = _kinds(False), _kinds(True)
 
 
 def _underscores(name: str) -> int:
@@ -162,36 +179,72 @@ def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> lis
 
     Returns sorted [start, end, binding, name, source] lists, one per address.
     """
-    return fixup_entries([[r.start, r.start + r.size, r.binding, r.name, r.source]
-                          for r in raw], is_kallsyms=is_kallsyms)
+    starts, sizes, names, bindings, sources = _fixup_raw(raw, is_kallsyms)
+    return [list(e) for e in zip(starts, map(add, starts, sizes), bindings, names, sources)]
 
 
-def fixup_entries(ents: list[list], *, is_kallsyms: bool = False) -> list[list]:
-    """fixup_symbols on [start, end, binding, name, source] lists already
-    made (kallsyms makes them straight from its text); sorts them in place."""
-    ents.sort(key=_START)               # stable: equal starts keep table order
-    if not ents:
-        return []
-    for prev, curr in zip(ents, ents[1:]):
-        if prev[1] == prev[0]:
-            if is_kallsyms and (("[" in prev[3]) != ("[" in curr[3])):
-                # Last kernel/module symbol: end of its page, not across the gap.
-                prev[1] = ((prev[1] + 4096) + 4095) // 4096 * 4096
-            else:
-                prev[1] = curr[0]
-    last = ents[-1]
-    if last[1] == last[0]:
-        last[1] = (last[0] + 4095) // 4096 * 4096 + 4096
-    out = []
-    curr = ents[0]
-    for nxt in ents[1:]:
-        if nxt[0] != curr[0]:
-            out.append(curr)
-            curr = nxt
-        elif not choose_best(curr, nxt):
-            curr = nxt
-    out.append(curr)
-    return out
+def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool
+               ) -> tuple[list[int], list[int], list[str], list[int], list]:
+    rows = list(raw)
+    if not rows:
+        return [], [], [], [], []
+    names, starts, sizes, bindings, _, sources = (list(c) for c in zip(*rows))
+    return fixup_columns(starts, sizes, bindings, names, sources, is_kallsyms=is_kallsyms)
+
+
+def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], names: list[str],
+                  sources: list | None = None, *, is_kallsyms: bool = False
+                  ) -> tuple[list[int], list[int], list[str], list[int], list]:
+    """perf 6.1's symbols__fixup_end then symbols__fixup_duplicate on a
+    table as columns (a column costs a C loop where a list per symbol costs
+    a Python step): (starts, sizes, names, bindings, sources) sorted by
+    start, one symbol per address.  A size of 0 is perf's zero-size symbol,
+    which runs to the next one; with is_kallsyms the last symbol of the
+    kernel or of a module (a name holding perf's in-band "[module]" marker)
+    ends at the end of the page after its start, not across the gap; the
+    very last symbol a page past its own.  sources (any values) follow
+    their symbols; None gives an empty list."""
+    n = len(starts)
+    if sources is None:
+        sources = []
+    if not n:
+        return [], [], [], [], sources
+    # Stable, as perf's rbtree insertion leaves equal starts in table order;
+    # a table in address order already (kallsyms, mostly) is left as it is.
+    if n > 1 and not all(map(le, starts, islice(starts, 1, None))):
+        pick = itemgetter(*sorted(range(n), key=starts.__getitem__))
+        starts, sizes, bindings = list(pick(starts)), list(pick(sizes)), list(pick(bindings))
+        names = list(pick(names))
+        if sources:
+            sources = list(pick(sources))
+    ends = list(map(add, starts, sizes))
+    for i in compress(range(n - 1), map(eq, ends, starts)):
+        if is_kallsyms and ("[" in names[i]) != ("[" in names[i + 1]):
+            ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
+        else:
+            ends[i] = starts[i + 1]
+    if ends[-1] == starts[-1]:
+        ends[-1] = (starts[-1] + 4095) // 4096 * 4096 + 4096
+    # Symbols sharing an address: choose_best_symbol keeps one.
+    keep = [True] * n
+    winner = None
+    for i in compress(range(n - 1), map(eq, starts, islice(starts, 1, None))):
+        if winner is None or starts[winner] != starts[i]:
+            winner = i
+        nxt = i + 1
+        if choose_best([starts[winner], ends[winner], bindings[winner], names[winner]],
+                       [starts[nxt], ends[nxt], bindings[nxt], names[nxt]]):
+            keep[nxt] = False
+        else:
+            keep[winner] = False
+            winner = nxt
+    sizes = list(map(sub, ends, starts))
+    if not all(keep):
+        starts, sizes = list(compress(starts, keep)), list(compress(sizes, keep))
+        names, bindings = list(compress(names, keep)), list(compress(bindings, keep))
+        if sources:
+            sources = list(compress(sources, keep))
+    return starts, sizes, names, bindings, sources
 
 
 # A cache file's first line is at most this long (see SymbolTable.to_bytes).
@@ -225,10 +278,9 @@ class SymbolTable:
 
     @classmethod
     def from_raw(cls, raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> "SymbolTable":
-        ents = fixup_symbols(raw, is_kallsyms=is_kallsyms)     # (sorted by start)
+        starts, sizes, names, _, sources = _fixup_raw(raw, is_kallsyms)
         table = cls.__new__(cls)
-        table._set_columns([e[0] for e in ents], [e[1] - e[0] for e in ents],
-                           [e[3] for e in ents], [e[4] for e in ents])
+        table._set_columns(starts, sizes, names, sources)
         return table
 
     def _set_columns(self, starts: list[int], sizes: list[int], names: list[str],

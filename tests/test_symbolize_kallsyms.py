@@ -209,7 +209,7 @@ def test_cache_file_of_another_kallsyms_is_not_used(tmp_path, monkeypatch):
 @pytest.mark.parametrize("in_order", [False, True], ids=["shuffled", "in-address-order"])
 def test_parse_by_columns_keeps_perfs_fixup_rules(in_order):
     """The parse sorts, sizes and picks among aliases by columns; what it
-    gives is what symtab.fixup_entries (perf's symbols__fixup_end and
+    gives is what fixup_entries (perf's symbols__fixup_end and
     choose_best_symbol, shared with ELF tables) gives on the same symbols:
     unsorted lines, aliases of every binding, kernel/module boundaries, a
     name with '[' in it, a module of another form, malformed lines; and
@@ -217,7 +217,7 @@ def test_parse_by_columns_keeps_perfs_fixup_rules(in_order):
     the parse leaves unsorted."""
     import random
     from symbolize import kallsyms
-    from symbolize.symtab import fixup_entries
+    from symtab_reference import fixup_entries
     rng = random.Random(12)
     lines = []
     for i in range(3000):
