@@ -333,3 +333,17 @@ def is_jitdump_path(path: str, pid: int | None = None) -> bool:
     digits = base[4:-5]
     return digits.isdigit() and (pid is None or int(digits) == pid)
 
+
+def injected_jit_group(path: str) -> str | None:
+    """The files perf inject --jit wrote for one process's code loads, one
+    per load (jit_write_elf's jitted-PID-INDEX.so, util/jitdump.c), named
+    as one: DIR/jitted-PID-*.so for any of them (or that name itself);
+    None for any other path."""
+    base = os.path.basename(path)
+    if not (base.startswith("jitted-") and base.endswith(".so")):
+        return None
+    pid, _, index = base[7:-3].partition("-")
+    if not (pid.isdigit() and (index.isdigit() or index == "*")):
+        return None
+    return os.path.join(os.path.dirname(path), "jitted-%s-*.so" % pid)
+

@@ -145,6 +145,26 @@ def test_frame_pointer_chain_broken(tmp_path):
 
 @requires_perf
 @needs_tools
+def test_frame_pointer_chain_broken_in_jit_code(tmp_path):
+    """Code a JIT wrote cannot be rebuilt with frame pointers: where the
+    chain breaks in a file perf inject --jit made (jitted-PID-INDEX.so, one
+    per code load), the blame goes to the process's JIT code as one binary
+    and the fix is the JIT's own unwinding info, not a rebuild.  The nofp
+    program run under such a name stands in for an injected load."""
+    exe = util.build("nofp.c", tmp_path / "jitted-4242-17.so")
+    data = util.record(tmp_path, exe, tmp_path / "jit.data")
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "fp-broken")
+    assert c is not None, res
+    blamed = c["binaries"][0]
+    assert blamed["path"] == str(tmp_path / "jitted-4242-*.so"), c["binaries"]
+    assert blamed["build_id"] is None
+    assert "--call-graph=dwarf" in blamed["fix"] and "unwinding info" in blamed["fix"]
+    assert "-fno-omit-frame-pointer" not in blamed["fix"]
+
+
+@requires_perf
+@needs_tools
 def test_dwarf_stack_exhausted_and_suggested_size_suffices(tmp_path):
     exe = util.build("deep.c", tmp_path / "deep")
     data = util.record(tmp_path, exe, tmp_path / "deep.data",

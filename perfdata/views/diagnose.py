@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from perfdata.format.constants import CallchainContext as CC
 from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
+from symbolize.jitdump import injected_jit_group, is_jitdump_path
 
 if TYPE_CHECKING:
     import argparse
@@ -612,6 +613,13 @@ class Diagnosis:
     def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
         from symbolize.packages import package_of
         if name == "fp-broken":
+            if path and (injected_jit_group(path) or is_jitdump_path(path)):
+                # Code a JIT wrote cannot be rebuilt: its stacks need the
+                # JIT's own unwinding info (CPython's perf trampolines set up
+                # no frame pointer).
+                return ("JIT code without frame pointers: record with --call-graph=dwarf "
+                        "and the JIT's unwinding info (python3.13 -X perf_jit, node "
+                        "--perf-prof --perf-prof-unwinding-info; -k 1)")
             pkg = package_of(path) if path and path.startswith("/") else None
             if pkg is not None:
                 return ("from package %s, built without frame pointers: record with "
@@ -637,7 +645,11 @@ class Diagnosis:
 
 
 def broken_binary(f: StackFrame) -> BinaryKey:
-    return (f.dso_path or f.dso, f.build_id)
+    """The binary blamed for a broken chain; the code a JIT wrote, which perf
+    inject --jit puts in a file per load (thousands), as one."""
+    path = f.dso_path or f.dso
+    group = injected_jit_group(path) if path else None
+    return (group, None) if group is not None else (path, f.build_id)
 
 
 def _iter_maps(maps: MapGroup | None) -> Sequence[Map]:
