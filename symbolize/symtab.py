@@ -65,17 +65,26 @@ def read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bo
         return []
 
 
-def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
-                      ) -> list[RawSymbol]:
+def symbol_section(binary: Binary, section_name: str) -> tuple[bytes, bytes] | None:
+    """(the entries, the string table they name) of a symbol section, or
+    None where either is missing or empty."""
     symsec = binary.get_section(section_name)
     if symsec is None:
-        return []
+        return None
     data = binary.section_data(symsec)
     strsec = binary.section_by_index(symsec.link)
     strtab = binary.section_data(strsec) if strsec is not None else None
     if not data or not strtab:
+        return None
+    return bytes(data), bytes(strtab)
+
+
+def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
+                      ) -> list[RawSymbol]:
+    tables = symbol_section(binary, section_name)
+    if tables is None:
         return []
-    strtab = bytes(strtab)
+    data, strtab = tables
     fmt, fields = binary.struct_layout("Elf_Sym")
     size = struct.calcsize(fmt)
     n = len(data) // size
@@ -83,7 +92,7 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: b
         return []
     # The table as columns (one C loop each) rather than a Python step per
     # entry: cc1plus's 31,000 .dynsym entries are read in a first run.
-    columns = list(zip(*struct.iter_unpack(fmt, bytes(data[:n * size]))))
+    columns = list(zip(*struct.iter_unpack(fmt, data[:n * size])))
     st_name, st_value, st_size, st_info, st_other, st_shndx = (
         columns[fields.index(f)] for f in
         ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))

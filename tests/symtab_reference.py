@@ -6,21 +6,17 @@ from operator import itemgetter
 
 from symbolize.elffile import SHF_ALLOC
 from symbolize.symtab import (SHN_LORESERVE, SHN_UNDEF, STT_FUNC, STT_GNU_IFUNC, STT_NOTYPE,
-                              STT_OBJECT, STV_HIDDEN, STV_INTERNAL, RawSymbol, choose_best)
+                              STT_OBJECT, STV_HIDDEN, STV_INTERNAL, RawSymbol, choose_best,
+                              symbol_section)
 
 _START = itemgetter(0)
 
 
 def read_elf_symbols(binary, section_name, source, objects=False):
-    symsec = binary.get_section(section_name)
-    if symsec is None:
+    tables = symbol_section(binary, section_name)
+    if tables is None:
         return []
-    data = binary.section_data(symsec)
-    strsec = binary.section_by_index(symsec.link)
-    strtab = binary.section_data(strsec) if strsec is not None else None
-    if not data or not strtab:
-        return []
-    strtab = bytes(strtab)
+    data, strtab = tables
     fmt, names = binary.struct_layout("Elf_Sym")
     size = struct.calcsize(fmt)
     order = tuple(names.index(n) for n in
