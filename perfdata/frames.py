@@ -607,7 +607,8 @@ class FrameResolver:
     def _perfmap_exists(self, path: str) -> bool:
         got = self._perfmap_seen.get(path)
         if got is None:
-            got = self._perfmap_seen[path] = os.path.isfile(path)
+            found = self.symbolizer.jit_file(path)
+            got = self._perfmap_seen[path] = found is not None and os.path.isfile(found)
         return got
 
     def _kernel_text_map(self, avma: int) -> Map | None:

@@ -172,7 +172,8 @@ class DebugInfoLocator:
         return _dedup(out)
 
     def candidates_for_jit_file(self, path: str) -> list[Candidate]:
-        """Where a file a JIT wrote for perf (a jitdump, jit-PID.dump) may be,
+        """Where a file a JIT wrote for perf (a jitdump, jit-PID.dump; a perf
+        map, /tmp/perf-PID.map) may be,
         best first: --debug-dir's path layout (DIR/<path>, where `perfdata
         archive` stores it), the path-map, the symfs root, then the recorded
         path unless a path-map or symfs says where the recorded files are."""

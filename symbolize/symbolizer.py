@@ -425,22 +425,23 @@ class Symbolizer:
         self._frames[outer_key] = tuple(frames)
         return frames
 
-    def jitdump_file(self, path: str) -> str | None:
-        """Where the jitdump recorded at `path` is here (the locator's
-        candidates_for_jit_file: --debug-dir, --path-map, --symfs, the
-        recorded path), or None."""
+    def jit_file(self, path: str) -> str | None:
+        """Where a file a JIT wrote for perf (a jitdump, or a perf map:
+        /tmp/perf-PID.map), recorded or named at `path`, is here (the
+        locator's candidates_for_jit_file: --debug-dir, --path-map, --symfs,
+        the path itself), or None."""
         for cand in self.locator.candidates_for_jit_file(path):
             if os.path.lexists(cand.path):
                 return cand.path
         return None
 
     def jitdump(self, path: str) -> JitDump:
-        """The jitdump recorded at `path` (found by jitdump_file), read once
+        """The jitdump recorded at `path` (found by jit_file), read once
         (empty where absent or unreadable: its fault said once among the
         warnings)."""
         dump = self._jitdumps.get(path)
         if dump is None:
-            found = self.jitdump_file(path)
+            found = self.jit_file(path)
             dump = JitDump.from_file(found) if found is not None else JitDump()
             self._drain(dump)
             self._jitdumps[path] = dump
@@ -692,7 +693,11 @@ class Symbolizer:
         if pm is None:
             # No map file is no fault: anonymous executable memory promises
             # none (perf is silent too); a map that is there but unreadable is.
-            pm = PerfMap.from_file(path) if os.path.lexists(path) else PerfMap()
+            # (perf 6.1 reads /tmp/perf-PID.map only: a recording read on
+            # another machine or after a container is gone needs the map
+            # where --path-map, --symfs or an archive put it.)
+            found = self.jit_file(path)
+            pm = PerfMap.from_file(found) if found is not None else PerfMap()
             self._drain(pm)
             self._perfmaps[path] = pm
         s = pm.lookup(address_for_lookup(address, is_ret))

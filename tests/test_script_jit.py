@@ -53,6 +53,58 @@ def _rows(text):
 
 
 @pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
+def test_perf_map_found_by_path_map_symfs_and_archive(tmp_path):
+    """A perf map the JIT wrote (/tmp/perf-PID.map) is found as the
+    binaries are when it is no longer there (a recording read on another
+    machine, or a container's /tmp): under --path-map's NEW, under the
+    --symfs root, and in the tree `perfdata archive` packs (which holds it)
+    unpacked as a --debug-dir.  Each run names the JIT frames as perf script
+    names them with the map in place; without any of them they are not
+    named.  (perf 6.1 reads the map at its recorded path only.)"""
+    exe = tmp_path / "jit"
+    subprocess.run([GCC, "-O2", "-o", str(exe), str(PROG)], check=True)
+    data = tmp_path / "jit.data"
+    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "-o", str(data), "--",
+                          str(exe), "0.2"], capture_output=True, text=True)
+    if rec.returncode != 0 or not data.exists():
+        pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
+    theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
+                            text=True).stdout
+    maps = sorted({line.rsplit("(", 1)[1].rstrip(")") for line in theirs.splitlines()
+                   if "(/tmp/perf-" in line})
+    assert len(maps) == 1, maps
+    recorded = maps[0]
+    moved = tmp_path / "moved" / os.path.basename(recorded)
+    moved.parent.mkdir()
+    try:
+        rc, here, err = run_cli(["script", str(data)])
+        assert rc == 0 and here == theirs, err
+        archive = tmp_path / "jit.tar.zst"
+        rc, listing, err = run_cli(["archive", str(data), "-o", str(archive)])
+        assert rc == 0, err
+        assert "perfmap %s" % recorded.lstrip("/") in listing, listing
+    finally:
+        shutil.move(recorded, moved)
+    named = [line for line in here.splitlines() if "jitted_hot_loop+0x" in line]
+    assert len(named) > 10
+    rc, bare, err = run_cli(["script", str(data)])
+    assert rc == 0 and "jitted_hot_loop" not in bare, err
+    rc, mapped, err = run_cli(["script", str(data), "--path-map", "%s=%s" % (recorded, moved)])
+    assert rc == 0 and mapped == here, err
+    root = tmp_path / "root"
+    (root / "tmp").mkdir(parents=True)
+    shutil.copy(moved, root / recorded.lstrip("/"))
+    rc, rooted, err = run_cli(["script", str(data), "--symfs", str(root)])
+    assert rc == 0, err
+    assert [line for line in rooted.splitlines() if "jitted_hot_loop+0x" in line] == named
+    unpacked = tmp_path / "unpacked"
+    rc, _, err = run_cli(["archive", "-x", str(archive), "-C", str(unpacked)])
+    assert rc == 0, err
+    rc, there, err = run_cli(["script", str(data), "--debug-dir", str(unpacked)])
+    assert rc == 0 and there == here, err
+
+
+@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
 def test_jit_frames_on_dwarf_stacks(tmp_path):
     """--call-graph=dwarf through the perf-map JIT code: the frame is named
     from the map with no search for DWARF in "//anon" (which warned "no

@@ -189,7 +189,7 @@ def test_jitdump_located_as_binaries(tmp_path):
                     DebugInfoLocator(path_map=["/rec/dir=%s" % (tmp_path / "new")]),
                     DebugInfoLocator(symfs=str(tmp_path / "root"))):
         sym = Symbolizer(locator)
-        assert sym.jitdump_file(recorded) is not None and len(sym.jitdump(recorded)) == 4
+        assert sym.jit_file(recorded) is not None and len(sym.jitdump(recorded)) == 4
     sym = Symbolizer(DebugInfoLocator(symfs=str(tmp_path / "dbg" / "nothing")))
-    assert sym.jitdump_file(str(tmp_path / "new" / "jit-1234.dump")) is None
-    assert Symbolizer(DebugInfoLocator()).jitdump_file(recorded) is None
+    assert sym.jit_file(str(tmp_path / "new" / "jit-1234.dump")) is None
+    assert Symbolizer(DebugInfoLocator()).jit_file(recorded) is None

@@ -8,7 +8,8 @@ reads; the kernel's symbols as `[kernel.kallsyms]/BUILD-ID/kallsyms` (perf's
 build-id cache layout: --buildid-dir DIR finds it, or --kallsyms FILE);
 binaries the profile has no build-id for (perf records those with leaf hits
 only) also under their path (DIR/usr/lib/..., --debug-dir's path layout);
-the jitdumps (jit-PID.dump) the processes mapped, under their path too;
+the jitdumps (jit-PID.dump) the processes mapped and the perf maps
+(/tmp/perf-PID.map) that named JIT code, under their path too;
 `MANIFEST.txt` lists member, kind, original path.  Unpack with
 `perfdata archive -x OUT.tar.zst -C DIR` (or `tar --zstd -xf`), then
 `perfdata script FILE --debug-dir DIR`.
@@ -25,6 +26,7 @@ from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F4
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
 from symbolize.jitdump import is_jitdump_path
+from symbolize.perfmap import is_perfmap_path
 
 if TYPE_CHECKING:
     import argparse
@@ -59,9 +61,11 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
             continue
         if is_jitdump_path(path):
             continue          # below
+        if is_perfmap_path(path):
+            continue          # below
         if path.startswith("[") and path != "[vdso]" or path.startswith("//") or \
-                path.startswith("/tmp/perf-") or path.startswith("/memfd:"):
-            continue          # no file, or a perf map (read where the JIT wrote it)
+                path.startswith("/memfd:"):
+            continue          # no file
         lpath, lbid = ref.lookup
         choice = sym.binary_for(lpath, lbid)
         if choice.binary is None and choice.debug is None:
@@ -89,14 +93,18 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
     # The jitdumps the processes mapped (JIT code's names and unwinding
     # info), under their recorded path: --debug-dir's path layout, where
     # the symbolizer looks for one first.
+    # The perf maps that named JIT code (/tmp/perf-PID.map) likewise.
     dumps = {path for path, _ in refs if is_jitdump_path(path)}
-    for path in sorted(dumps | set(ss.resolver.jitdump_paths())):
-        found = sym.jitdump_file(path)
-        rel = os.path.normpath(path).lstrip("/")
-        if found is None or not safe_name(rel):
-            absent.append((path, None, "jitdump not found"))
-        else:
-            add(rel, found, "jitdump", path)
+    maps = {path for path, _ in refs if is_perfmap_path(path)}
+    for kind, paths in (("jitdump", dumps | set(ss.resolver.jitdump_paths())),
+                        ("perfmap", maps)):
+        for path in sorted(paths):
+            found = sym.jit_file(path)
+            rel = os.path.normpath(path).lstrip("/")
+            if found is None or not safe_name(rel):
+                absent.append((path, None, "%s not found" % kind))
+            else:
+                add(rel, found, kind, path)
     return items, absent
 
 
