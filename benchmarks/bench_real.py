@@ -2,7 +2,7 @@
 """`perfdata script` against `perf script` on recordings of real programs.
 
     python3 benchmarks/bench_real.py [--repeat 3] [--keep DIR] [--only NAME,...]
-                                     [--python PYTHON] [--jobs N]
+                                     [--python PYTHON] [--jobs N] [--perfparser PATH]
 
 Records, with perf, into a tmp dir (or --keep DIR, reused when the files are
 there), whatever of these the machine has:
@@ -222,6 +222,9 @@ def main(argv=None):
     ap.add_argument("--record-only", action="store_true")
     ap.add_argument("--jobs", type=int,
                     help="perfdata script -j N (default: perfdata's own, the machine's cores)")
+    ap.add_argument("--perfparser", metavar="PATH",
+                    help="also time hotspot's perfparser (a build of KDAB/perfparser) "
+                    "converting each file (--input FILE --output /dev/null), in a second table")
     args = ap.parse_args(argv)
     compile_bytecode()
     perf = shutil.which("perf")
@@ -271,6 +274,18 @@ def main(argv=None):
                       name, os.path.getsize(path) / 2 ** 20, pw, pc, fw, fc, ww, wc,
                       fw / pw, fc / max(pc, 1e-3), ww / pw, wc / max(pc, 1e-3),
                       pr // 1024, fr // 1024, wr // 1024), flush=True)
+        if args.perfparser:
+            # The peer that unwinds and symbolizes in C++ with elfutils
+            # (hotspot's back end): no cache, so every run is a first one.
+            print()
+            print("| recording | perfparser wall / CPU | /perf wall, CPU | peak RSS |")
+            print("|---|---|---|---|")
+            for name, path in files:
+                pw, pc, _ = measure([perf, "script", "-i", path], args.repeat, False)
+                qw, qc, qr = measure([args.perfparser, "--input", path, "--output", os.devnull],
+                                     args.repeat, False)
+                print("| %s | %.2f / %.2f s | %.1fx, %.1fx | %d MiB |" % (
+                    name, qw, qc, qw / pw, qc / max(pc, 1e-3), qr // 1024), flush=True)
     finally:
         shutil.rmtree(warm_cache, ignore_errors=True)
         if keep_env is None:
