@@ -111,3 +111,17 @@ def test_kernel_symbols_travel_in_the_archive(tmp_path):
     rc, there, _ = run_cli(["script", data, "--debug-dir", str(unpacked), "--buildid-dir",
                             str(empty), "--symfs", str(empty)])
     assert there == here and "[kernel.kallsyms]" in there
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_archive_that_does_not_unpack_is_bad_input_whatever_the_workers(tmp_path, jobs):
+    """Each -j worker unpacks --archive itself: its ArchiveError is bad input
+    (exit 2, one line), as in one process, not an internal error."""
+    from conftest import SAMPLES
+    bad = tmp_path / "bad.tar.zst"
+    bad.write_bytes(b"not an archive at all" * 100)
+    for archive in (str(bad), str(tmp_path / "absent.tar.zst")):
+        rc, _, err = run_cli(["script", str(SAMPLES / "threads.fp.data"), "--archive", archive,
+                              "-j", jobs])
+        assert rc == 2 and err.startswith("perfdata: error: %s: " % archive), err
+        assert "internal error" not in err and "Traceback" not in err

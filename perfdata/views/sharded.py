@@ -250,9 +250,13 @@ def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exceptio
     run's warnings for the caller to print before it."""
     kind, message_text, path, offset = described
     from ..format import errors as reader_errors
+    if kind == "Exception":            # a bug: not bad input
+        return RuntimeError(message_text)
     cls = getattr(reader_errors, kind, None)
     if not (isinstance(cls, type) and issubclass(cls, PerfDataError)):
-        return RuntimeError(message_text)
+        # bad input found outside the reader (an --archive that does not
+        # unpack: ArchiveError) is bad input still
+        cls = PerfDataError
     error = cls(message_text, path=path, offset=offset)
     error.warnings = list(warnings)  # type: ignore[attr-defined]  # (script.run reads it with getattr)
     return error
