@@ -59,7 +59,9 @@ class BinaryChoice(NamedTuple):
     binary: Binary | None     # the file with the code (None if not found)
     debug: Binary | None      # a separate debug file, if one was found
     reason: str
-    tried: tuple              # (path, outcome) for each candidate looked at
+    tried: tuple              # (path, outcome, detail) for each candidate looked at;
+                              # detail: the build-id a buildid-mismatch file has
+                              # ("" for none), what is wrong with a damaged one
 
 
 class _Dso:
@@ -125,6 +127,8 @@ class Symbolizer:
         self._jitdumps: dict[str, JitDump] = {}
         # (path, build-id) -> warnings of a prepare(), said at the first use
         self._deferred: dict[tuple, list[str]] = {}
+        # candidate path -> what _try found in it, for BinaryChoice.tried
+        self._tried_detail: dict[str, str] = {}
 
     # ---------------------------------------------------------- warnings
     def _warn(self, path: str, kind: str, message: str) -> None:
@@ -173,7 +177,7 @@ class Symbolizer:
         worst = "missing"
         for cand in self.locator.candidates_for_binary(path, bid):
             b, outcome = self._try(cand, bid)
-            tried.append((cand.path, outcome))
+            tried.append((cand.path, outcome, self._tried_detail.pop(cand.path, "")))
             if b is not None:
                 binary = b
                 break
@@ -196,10 +200,12 @@ class Symbolizer:
             d, outcome = self._try(cand, want, debug=True)
             if d is not None and not (d.has_section(".symtab") or d.has_section(".debug_info")):
                 # A copy of the stripped binary (e.g. a .build-id/xx/rest entry of
-                # an archive) is no debug file: keep looking.
+                # an archive) is no debug file: keep looking.  A file whose
+                # section table is cut off is damaged, and said to be.
+                self._say_damaged(cand, d)
                 d.close()
                 d, outcome = None, "no-debug-sections"
-            tried.append((cand.path, outcome))
+            tried.append((cand.path, outcome, self._tried_detail.pop(cand.path, "")))
             if d is not None:
                 debug = d
                 break
@@ -275,6 +281,9 @@ class Symbolizer:
             # (not ok: error_kind is set)
             return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind  # type: ignore[return-value]
         if not debug and not b.has_code and b.get_section(".dynsym") is None:
+            # (a debug file's copy, or a file cut short: perf's build-id
+            # cache entry of a binary truncated in place, a copy that failed)
+            self._say_damaged(cand, b)
             b.close()
             return None, "no-code"
         have = b.build_id
@@ -282,6 +291,7 @@ class Symbolizer:
             if have != bid:
                 self._warn(cand.path, "bid",
                            f"{cand.path}: build-id {have or 'none'} is not the wanted {bid}; not used")
+                self._tried_detail[cand.path] = have or ""
                 b.close()
                 return None, "buildid-mismatch"
             return b, "found"
@@ -299,6 +309,18 @@ class Symbolizer:
             return b, "found"
         b.close()
         return None, "unverifiable"
+
+    def _say_damaged(self, cand: Candidate, b: Binary) -> None:
+        """Warn about a candidate whose headers point past its end (the
+        first thing found wrong), and note it for BinaryChoice.tried."""
+        if b.ok:
+            b.sections        # (read: a cut-off table is found wanting here)
+        if b.warnings:
+            problem = b.warnings[0]
+            problem = problem[len(b.path) + 2:] if problem.startswith(b.path + ": ") else problem
+            self._warn(cand.path, "damaged", f"{cand.path}: damaged ({problem}); not used")
+            self._tried_detail[cand.path] = problem
+            b.warnings.clear()
 
     def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
                    bid: str | None, kinds: str, objects: bool = False) -> SymbolTable:

@@ -101,7 +101,11 @@ def test_stale_binary_named_then_fixed_with_the_old_copy(tmp_path):
     # (e.g. the caller of a libc leaf that has no frame pointer: fp-broken),
     # which depends on where the samples landed: allow one percent of them.
     assert perf_unknown - max(2, perf_unknown // 100) <= c["frames"] <= perf_unknown
-    assert "perf buildid-cache" in c["fix"] and "archive" in c["fix"]
+    assert "perfdata archive" in c["fix"] and "perf archive" in c["fix"]
+    # the file found in its place is named, with the build-id it has
+    (entry,) = [b for b in c["binaries"] if b["path"] == exe]
+    assert entry["found"] == ["%s has build-id %s, not the recorded %s"
+                              % (exe, util.build_id(exe), old_bid)]
     d = tmp_path / "dbg" / ".build-id" / old_bid[:2]
     d.mkdir(parents=True)
     shutil.copy(saved, d / old_bid[2:])

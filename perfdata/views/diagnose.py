@@ -54,9 +54,11 @@ CLASSES = {
                        "or --symfs ROOT / --debuginfod URL"),
     "buildid-mismatch": ("problem", "binary here has another build-id than at record time "
                          "(rebuilt or upgraded since)",
-                         "keep the recorded binary: `perf buildid-cache -a BINARY` before "
-                         "rebuilding, or `perf archive FILE` / `perfdata archive FILE -o "
-                         "OUT.tar.zst` on the recording machine, then --debug-dir; or "
+                         "keep a copy of the recorded binary before it is replaced: "
+                         "`perfdata archive FILE -o OUT.tar.zst` (then --archive OUT.tar.zst) "
+                         "or `perf archive FILE` (unpacked, then --debug-dir) on the recording "
+                         "machine; perf's build-id cache (~/.debug) keeps it only while the "
+                         "binary is replaced by a new file, not written over in place; or "
                          "--debuginfod URL for the executable"),
     "vdso-missing": ("problem", "vdso image not available",
                      "record with perf's build-id cache on (no --no-buildid-cache), or run "
@@ -553,10 +555,13 @@ class Diagnosis:
             kind, title, fix = CLASSES.get(name, ("problem", name, ""))
             if kind == "problem":
                 problems += 1
-            binaries = []
+            binaries: list[dict[str, Any]] = []
             for (path, bid), frames in st.binaries.most_common(5):
-                entry = {"path": path, "build_id": bid, "frames": frames,
+                entry: dict[str, Any] = {"path": path, "build_id": bid, "frames": frames,
                          "samples": st.bin_samples.get((path, bid), 0)}
+                found = self._found_instead(name, path, bid)
+                if found:
+                    entry["found"] = found
                 bfix = self._binary_fix(name, path, bid)
                 if bfix:
                     entry["fix"] = bfix
@@ -610,6 +615,35 @@ class Diagnosis:
                     "%d were recorded)" % (size, need, rec))
         return None
 
+    def _found_instead(self, name: str, path: str, bid: str | None) -> list[str]:
+        """What the files looked at for a binary of these classes hold
+        instead of it: another build-id (and where perf's build-id cache
+        entry is the same file as the binary: overwritten in place), or
+        damage."""
+        if name not in ("buildid-mismatch", "binary-missing") or not path:
+            return []
+        tried = self.symbolizer.binary_for(path, bid).tried
+        recorded = os.path.normpath(path)
+        out = []
+        linked = []
+        for p, outcome, detail in tried:
+            if outcome == "buildid-mismatch":
+                if p != recorded and _same_file(p, recorded):
+                    linked.append(p)
+                    continue
+                out.append("%s has build-id %s%s" % (
+                    p, detail or "none", ", not the recorded %s" % bid if bid else ""))
+            elif outcome in ("not-elf", "no-code", "no-debug-sections") and detail:
+                out.append("%s is damaged: %s" % (p, detail))
+        if linked:
+            # perf record (and perf buildid-cache -a) link the binary into
+            # the cache where they can: one file under two names
+            out.append("%s: perf's build-id cache copy is the same file as %s (a hard link "
+                       "perf made), so writing over the binary in place (cp onto it) changed "
+                       "the copy too; a new file (install, mv, a linker's output) leaves it"
+                       % (", ".join(linked), recorded))
+        return out
+
     def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
         from symbolize.packages import package_of
         if name == "fp-broken":
@@ -642,6 +676,13 @@ class Diagnosis:
             parts.append("or rebuild with -g and keep the debug file "
                          "(objcopy --only-keep-debug)")
         return "; ".join(p for p in parts if p)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def broken_binary(f: StackFrame) -> BinaryKey:
@@ -726,6 +767,8 @@ def describe(result: dict[str, Any], path: str) -> str:
             lines.append("  binary: %s%s  (%d frames, %d samples)" % (
                 b["path"], " build-id %s" % b["build_id"] if b["build_id"] else "",
                 b["frames"], b["samples"]))
+            for found in b.get("found") or ():
+                lines.append("    found: %s" % found)
             if b.get("fix"):
                 lines.append("    fix: %s" % b["fix"])
         ex = c["example"]
