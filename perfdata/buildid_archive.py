@@ -57,43 +57,104 @@ def write_archive(items: Sequence[tuple[str, str, str, str]], out_path: str,
     os.replace(tmp, out_path)
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# A file of `perf archive`'s tarball (perf's build-id cache, ~/.debug):
+# <path>/<build-id>/elf|debug|vdso, [kernel.kallsyms]/<build-id>/kallsyms
+_PERF_MEMBER = re.compile(r"^(?P<path>.+)/(?P<bid>[0-9a-f]{8,128})/"
+                          r"(?P<kind>elf|debug|vdso|kallsyms)$")
+
+
+def perf_member_name(name: str) -> str | None:
+    """Where a member of perf archive's tarball goes in this archive's
+    layout (`.build-id/xx/rest` for a binary or vdso image, `.build-id/xx/
+    rest.debug` for a debug file, kallsyms as it is), or None for one to
+    leave out: the .build-id symlinks, `probes`, directories."""
+    m = _PERF_MEMBER.match(name)
+    if m is None or not safe_name(name):
+        return None
+    bid, kind = m.group("bid"), m.group("kind")
+    if kind == "kallsyms":
+        return name if m.group("path") == "[kernel.kallsyms]" else None
+    return ".build-id/%s/%s%s" % (bid[:2], bid[2:], ".debug" if kind == "debug" else "")
+
+
 def extract_archive(archive: str, dest: str) -> str:
-    """Unpack an archive made by write_archive into dest (created); returns
-    dest.  Raises ArchiveError on anything outside the layout."""
-    import zstandard
+    """Unpack into dest (created) an archive made by write_archive, or the
+    tarball `perf archive` makes (bzip2, gzip, xz or plain tar of perf's
+    build-id cache: its files are put in write_archive's layout, its links
+    left out); returns dest.  Raises ArchiveError on anything outside the
+    layout."""
     os.makedirs(dest, exist_ok=True)
+    try:
+        with open(archive, "rb") as raw:
+            if raw.read(4) == ZSTD_MAGIC:
+                raw.seek(0)
+                _extract_zstd(archive, raw, dest)
+            else:
+                raw.seek(0)
+                _extract_perf_archive(archive, raw, dest)
+    except OSError as exc:
+        raise ArchiveError("%s: %s" % (archive, exc))
+    return dest
+
+
+def _extract_perf_archive(archive: str, raw: io.BufferedReader, dest: str) -> None:
+    total = 0
+    taken = 0
+    try:
+        with tarfile.open(fileobj=raw, mode="r|*") as tar:
+            for ti in tar:
+                target = perf_member_name(ti.name) if ti.isreg() else None
+                if target is None:
+                    continue
+                total = _extract_member(archive, tar, ti, os.path.join(dest, target), total)
+                taken += 1
+    except (tarfile.TarError, EOFError) as exc:
+        raise ArchiveError("%s: neither a .tar.zst of perfdata archive nor a tarball of "
+                           "perf archive: %s" % (archive, exc))
+    if not taken:
+        raise ArchiveError("%s: a tarball with no file of perf archive's layout "
+                           "(<path>/<build-id>/elf, debug, vdso or kallsyms)" % archive)
+
+
+def _extract_zstd(archive: str, raw: io.BufferedReader, dest: str) -> None:
+    import zstandard
     total = 0
     try:
-        with open(archive, "rb") as raw, \
-                zstandard.ZstdDecompressor().stream_reader(raw) as zin, \
+        with zstandard.ZstdDecompressor().stream_reader(raw) as zin, \
                 tarfile.open(fileobj=zin, mode="r|") as tar:
             for ti in tar:
                 name = ti.name
                 if not ti.isreg() or not (_NAME_OK.match(name) or safe_name(name)):
                     raise ArchiveError("%s: member %r is not part of the archive layout"
                                        % (archive, name))
-                if ti.size > MAX_MEMBER or total + ti.size > MAX_TOTAL:
-                    raise ArchiveError("%s: member %r is too large" % (archive, name))
-                total += ti.size
-                target = os.path.join(dest, name)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                src = tar.extractfile(ti)
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".part")
-                with os.fdopen(fd, "wb") as out:
-                    left = ti.size
-                    while left:
-                        # (a regular member: extractfile gives its file)
-                        chunk = src.read(min(left, 1 << 20))  # type: ignore[union-attr]
-                        if not chunk:
-                            raise ArchiveError("%s: %r is cut short" % (archive, name))
-                        out.write(chunk)
-                        left -= len(chunk)
-                os.replace(tmp, target)
+                total = _extract_member(archive, tar, ti, os.path.join(dest, name), total)
     except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
         raise ArchiveError("%s: not a readable .tar.zst: %s" % (archive, exc))
-    except OSError as exc:
-        raise ArchiveError("%s: %s" % (archive, exc))
-    return dest
+
+
+def _extract_member(archive: str, tar: tarfile.TarFile, ti: tarfile.TarInfo, target: str,
+                    total: int) -> int:
+    """Write one regular member to target (through a temporary file);
+    returns the total size unpacked so far."""
+    name = ti.name
+    if ti.size > MAX_MEMBER or total + ti.size > MAX_TOTAL:
+        raise ArchiveError("%s: member %r is too large" % (archive, name))
+    total += ti.size
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    src = tar.extractfile(ti)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".part")
+    with os.fdopen(fd, "wb") as out:
+        left = ti.size
+        while left:
+            # (a regular member: extractfile gives its file)
+            chunk = src.read(min(left, 1 << 20))  # type: ignore[union-attr]
+            if not chunk:
+                raise ArchiveError("%s: %r is cut short" % (archive, name))
+            out.write(chunk)
+            left -= len(chunk)
+    os.replace(tmp, target)
+    return total
 
 
 def archived_vdso(directory: str) -> str | None:

@@ -4,11 +4,13 @@ Pure data: nothing here opens a file. The caller opens each candidate in turn
 and checks it (build-id, or the .gnu_debuglink CRC) before trusting it, as
 wholesym does. Orders follow perf and gdb:
 
-binary:  --debug-dir dirs (.build-id/xx/rest, DIR/<path>), the symfs root,
+binary:  --debug-dir dirs (.build-id/xx/rest, DIR/<path>, and perf's cache
+         layout there: .build-id/xx/rest/elf, DIR/<path>/<build-id>/elf), the symfs root,
          perf's build-id cache (~/.debug), then the original path, or, for a
          path under a --path-map prefix, the path rewritten to the new root
          instead of it.
-debug:   --debug-dir dirs (.build-id/xx/rest.debug, DIR/<path>.debug, ...),
+debug:   --debug-dir dirs (.build-id/xx/rest.debug, DIR/<path>.debug, ...,
+         perf's cache layout's `debug`),
          the symfs root's /usr/lib/debug, /usr/lib/debug (.build-id and path
          layouts), perf's build-id cache, then .gnu_debuglink's file next to
          the binary, in its .debug/ and under /usr/lib/debug/<dir>/.
@@ -119,16 +121,18 @@ class DebugInfoLocator:
             return None
         return build_id_path_parts(bid)
 
-    def _cache_dirs(self, path: str, bid: str | None) -> list[str]:
-        """Directories of perf's build-id cache that may hold this binary."""
-        if not self.buildid_dir or bid is None:
+    def _cache_dirs(self, path: str, bid: str | None, root: str | None = None) -> list[str]:
+        """Directories of perf's build-id cache (or of root laid out as it
+        is) that may hold this binary."""
+        root = root or self.buildid_dir
+        if not root or bid is None or len(bid) < 4:
             return []
         xx, rest = bid[:2], bid[2:]
-        out = [os.path.join(self.buildid_dir, ".build-id", xx, rest)]
+        out = [os.path.join(root, ".build-id", xx, rest)]
         if path.startswith("[") and "/" not in path and "\0" not in path:
-            out.append(os.path.join(self.buildid_dir, path, bid))
+            out.append(os.path.join(root, path, bid))
         else:
-            p = _rooted(self.buildid_dir, path)
+            p = _rooted(root, path)
             if p is not None:
                 out.append(os.path.join(p, bid))
         return out
@@ -148,6 +152,12 @@ class DebugInfoLocator:
                 p = _rooted(d, path)
                 if p:
                     out.append(Candidate(p, "debug-dir"))
+            # A debug dir laid out as perf's build-id cache (`perf archive`'s
+            # tarball unpacked, a copy of someone's ~/.debug)
+            for cdir in self._cache_dirs(path, bid, d):
+                if path == "[vdso]":
+                    out.append(Candidate(os.path.join(cdir, "vdso"), "debug-dir"))
+                out.append(Candidate(os.path.join(cdir, "elf"), "debug-dir"))
         mapped = None if pseudo else map_path(path, self.path_map)
         if mapped is not None:
             out.append(Candidate(mapped, "path-map"))
@@ -224,6 +234,8 @@ class DebugInfoLocator:
                     out.append(Candidate(p, "debug-dir"))
             if has_bid:
                 out.append(Candidate(base, "debug-dir"))
+            for cdir in self._cache_dirs(path, bid, d):      # perf's cache layout
+                out.append(Candidate(os.path.join(cdir, "debug"), "debug-dir"))
         roots = []
         if self.symfs and self.system_debug:
             roots.append((_rooted(self.symfs, self.system_debug), "symfs"))

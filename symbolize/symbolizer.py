@@ -271,6 +271,10 @@ class Symbolizer:
         """Open one candidate; (Binary, 'found') or (None, why not)."""
         if not os.path.lexists(cand.path):
             return None, "missing"
+        if cand.origin in ("debug-dir", "buildid-cache") and os.path.isdir(cand.path):
+            # perf's build-id cache layout: .build-id/xx/rest and <path> are
+            # directories there (their `elf` and `debug` are candidates too)
+            return None, "directory"
         b = Binary(cand.path, facts=self.cache)
         # (what the checks below and the lookups read of the file: kept for
         # the next run, which then reads no ELF header)

@@ -125,3 +125,46 @@ def test_archive_that_does_not_unpack_is_bad_input_whatever_the_workers(tmp_path
                               "-j", jobs])
         assert rc == 2 and err.startswith("perfdata: error: %s: " % archive), err
         assert "internal error" not in err and "Traceback" not in err
+
+
+def test_perf_archive_tarball_put_in_this_layout_links_left_out(tmp_path):
+    """perf archive's tarball (perf's build-id cache: <path>/<bid>/elf,
+    .build-id/xx/rest symlinks) unpacks by build-id; its symlinks, probes and
+    any name that climbs out are left out, never written."""
+    bid = "ab" * 20
+    members = [
+        ("usr/lib/libx.so/%s/elf" % bid, b"ELF"),
+        ("usr/lib/libx.so/%s/debug" % bid, b"DEBUG"),
+        ("usr/lib/libx.so/%s/probes" % bid, b"P"),
+        ("[kernel.kallsyms]/%s/kallsyms" % bid, b"K"),
+        ("../evil/%s/elf" % bid, b"E"),
+        ("tmp/../../evil/%s/debug" % bid, b"E"),
+    ]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:bz2") as tar:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tar.addfile(ti, io.BytesIO(data))
+        link = tarfile.TarInfo(".build-id/ab/" + bid[2:])
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc"
+        tar.addfile(link)
+    arc = tmp_path / "perf.data.tar.bz2"
+    arc.write_bytes(buf.getvalue())
+    out = tmp_path / "out" / "x"
+    extract_archive(str(arc), str(out))
+    got = sorted(str(p.relative_to(out)) for p in out.rglob("*") if not p.is_dir())
+    assert got == sorted([".build-id/ab/%s" % bid[2:], ".build-id/ab/%s.debug" % bid[2:],
+                          "[kernel.kallsyms]/%s/kallsyms" % bid])
+    assert (out / ".build-id" / "ab" / bid[2:]).read_bytes() == b"ELF"
+    assert not os.path.islink(out / ".build-id" / "ab" / bid[2:])
+    assert not (tmp_path / "out" / "evil").exists() and not (tmp_path / "evil").exists()
+    # a tarball with none of perf's files is no archive
+    empty = tmp_path / "other.tar.bz2"
+    with tarfile.open(str(empty), mode="w:bz2") as tar:
+        ti = tarfile.TarInfo("README")
+        ti.size = 1
+        tar.addfile(ti, io.BytesIO(b"x"))
+    with pytest.raises(ArchiveError):
+        extract_archive(str(empty), str(tmp_path / "out2"))

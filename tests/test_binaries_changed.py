@@ -144,6 +144,34 @@ def test_damaged_cache_entry_a_warning_not_wrong_names(tmp_path, recorded, damag
         assert util.cls(res, "buildid-mismatch") is not None
 
 
+def test_perf_archive_tarball_read_elsewhere(tmp_path, recorded):
+    exe, bid, data = recorded
+    here, _ = _script(tmp_path, data)
+    res = subprocess.run([util.PERF, "archive", data], env=util.env_for(tmp_path),
+                         capture_output=True, timeout=120)
+    tarball = data + ".tar.bz2"
+    if not os.path.exists(tarball):
+        pytest.skip("perf archive made no tarball: %s" % res.stderr.decode(errors="replace"))
+    os.unlink(exe)
+    shutil.rmtree(tmp_path / "home" / ".debug")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    elsewhere = ["--symfs", str(empty), "--buildid-dir", str(empty)]
+    bare, _ = _script(tmp_path, data, *elsewhere)
+    assert {n for s in _frames_of(bare, exe) for n in s} == {"[unknown]"}
+    there, err = _script(tmp_path, data, "--archive", tarball, *elsewhere)
+    assert _frames_of(there, exe) == _frames_of(here, exe)
+    assert any(_frames_of(here, exe))
+    # unpacked as perf says (tar xf -C ~/.debug), as a --debug-dir: the same,
+    # and its directories are no "file" to warn about
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    subprocess.run(["tar", "xf", tarball, "-C", str(unpacked)], check=True, timeout=60)
+    there2, err2 = _script(tmp_path, data, "--debug-dir", str(unpacked), *elsewhere)
+    assert there2 == there
+    assert "not a regular file" not in err2
+
+
 def test_dwarf_stack_in_a_rebuilt_binary_is_never_unwound_with_its_cfi(tmp_path):
     """perf unwinds through the file at the recorded path whatever its
     build-id (its CFI at the old addresses: garbage frames where the

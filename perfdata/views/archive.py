@@ -114,7 +114,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                               "a profile in one .tar.zst (perf archive)")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="archive to write (default FILE.tar.zst)")
-    p.add_argument("-x", "--extract", metavar="ARCHIVE", help="unpack ARCHIVE instead")
+    p.add_argument("-x", "--extract", metavar="ARCHIVE",
+                   help="unpack ARCHIVE instead (this command's, or perf archive's tarball, "
+                        "put in this layout)")
     p.add_argument("-C", "--directory", metavar="DIR", help="where -x unpacks (default .)")
     add_symbolize_options(p)
     p.set_defaults(func=run)

@@ -77,7 +77,8 @@ def add_symbolize_options(p: argparse.ArgumentParser, unsigned_max_stack: bool =
                         "at NEW on this machine: for profiles recorded in a container, on "
                         "another host or in another checkout; repeatable, longest OLD wins")
     g.add_argument("--archive", metavar="FILE.tar.zst",
-                   help="binaries and debug files packed by `perfdata archive`")
+                   help="binaries and debug files packed by `perfdata archive`, or the "
+                        "tarball of `perf archive` (FILE.tar.bz2)")
     g.add_argument("--buildid-dir", metavar="DIR", help="perf's build-id cache (default ~/.debug)")
     g.add_argument("--kallsyms", metavar="FILE", help="kernel symbols file")
     g.add_argument(*_free(p, "-k", "--vmlinux"), metavar="FILE",
