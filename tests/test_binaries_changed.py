@@ -199,3 +199,11 @@ def test_dwarf_stack_in_a_rebuilt_binary_is_never_unwound_with_its_cfi(tmp_path)
             assert user == true_user[:1]      # the ip, then nothing
         assert all(sym == "[unknown]" for _, sym, d in frames if d == exe)
     assert in_exe > 0
+    # diagnose blames the binary, not its CFI
+    res, _ = util.diagnose(data)
+    stopped = util.cls(res, "dwarf-no-binary")
+    assert stopped is not None and stopped["samples"] >= in_exe
+    assert [b["path"] for b in stopped["binaries"]] == [exe]
+    assert util.cls(res, "buildid-mismatch") is not None
+    assert not [b for c in res["classes"] if c["class"] == "dwarf-no-cfi"
+                for b in c["binaries"] if b["path"] == exe]

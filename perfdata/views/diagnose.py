@@ -98,6 +98,10 @@ CLASSES = {
                      "there, or went on by one frame-pointer step: those frames counted)",
                      "rebuild with -fasynchronous-unwind-tables (the default), or supply the "
                      "debug file (.debug_frame), or record with frame pointers"),
+    "dwarf-no-binary": ("problem", "DWARF unwind stopped in a binary that is not here, or "
+                        "not the recorded build: no CFI to find its callers with",
+                        "the fix of the binary's class (binary-missing, buildid-mismatch): "
+                        "the recorded binary's CFI continues the stacks"),
     "dwarf-no-map": ("problem", "DWARF unwind stopped at an address in no mapping",
                      "JIT code cannot be unwound with DWARF: use frame pointers in the JIT"),
     "dwarf-max-depth": ("note", "DWARF unwind stopped at --max-stack", "raise --max-stack"),
@@ -443,9 +447,12 @@ class Diagnosis:
                 # _start, __libc_start_main, ...: the stack's own end, where
                 # glibc marks the return address undefined (no CFI to want)
                 return
-            st = self._hit("dwarf-no-cfi", sample, 0,
-                           self._binary_at(sample, self._unwind_of(sample, "stop_address"))
-                           or lastbin)
+            where = self._binary_at(sample, self._unwind_of(sample, "stop_address")) or lastbin
+            if where is not None and self._absent(where):
+                # (no CFI because no binary: the binary's own class says why)
+                self._hit("dwarf-no-binary", sample, 0, where)
+                return
+            st = self._hit("dwarf-no-cfi", sample, 0, where)
             st.detail["stopped"] = st.detail.get("stopped", 0) + 1
         elif reason == "no-map":
             self._hit("dwarf-no-map", sample, 0, lastbin)
@@ -454,6 +461,16 @@ class Diagnosis:
         elif reason in _BAD_UNWIND:
             st = self._hit("dwarf-bad-unwind", sample, 0, lastbin)
             st.detail[reason] = st.detail.get(reason, 0) + 1
+
+    def _absent(self, binary: BinaryKey) -> bool:
+        """Is this a file binary (not JIT code, the vdso) that was not found
+        here, or only in another build?"""
+        path, bid = binary
+        if not path or not path.startswith("/") or path.startswith("//") or \
+                path.startswith("/memfd:") or path.startswith("/tmp/perf-"):
+            return False
+        return self.symbolizer.binary_for(path, bid).status in (
+            "missing", "buildid-mismatch", "not-elf")
 
     def _dwarf_ra_adjusted(self, sample: SymbolizedSample, frames: Sequence[StackFrame],
                            raw: Sequence[int]) -> None:
