@@ -62,6 +62,9 @@ class BinaryChoice(NamedTuple):
     tried: tuple              # (path, outcome, detail) for each candidate looked at;
                               # detail: the build-id a buildid-mismatch file has
                               # ("" for none), what is wrong with a damaged one
+    # the binary was taken at its recorded path with no build-id to check it
+    # by, and it was modified after the profile was written (recorded_at)
+    modified_after_recording: bool = False
 
 
 class _Dso:
@@ -82,7 +85,8 @@ class Symbolizer:
                  inline: bool = True, *, srcline: bool = False, signatures: bool = False,
                  kallsyms: KernelSymbols | str | None = None,
                  cache_dir: CacheWhere = None, vdso: str | None = None,
-                 demangle_kernel: bool = False, source_paths: bool = True) -> None:
+                 demangle_kernel: bool = False, source_paths: bool = True,
+                 recorded_at: float | None = None) -> None:
         """srcline: also fill Frame.srcline when inline is off (it costs a
         DWARF line-table read per compilation unit hit). kallsyms: a table or
         a file path for '[kernel.kallsyms]' lookups; by default it is found
@@ -98,7 +102,12 @@ class Symbolizer:
         symbols too (Rust's, in a kernel built with it): perf does only with
         --demangle-kernel.  source_paths: source lines name their files by
         the whole path addr2line gives; False where only base names are
-        printed, which lets the native index answer (see native.py)."""
+        printed, which lets the native index answer (see native.py).
+        recorded_at: when the profile was written (seconds since the epoch):
+        a binary taken at its recorded path with no build-id to check it by
+        (perf record 6.1 writes build-ids only for the binaries its samples'
+        own ips hit) that was modified after then is warned about, its names
+        maybe another build's (BinaryChoice.modified_after_recording)."""
         self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle
@@ -129,6 +138,8 @@ class Symbolizer:
         self._deferred: dict[tuple, list[str]] = {}
         # candidate path -> what _try found in it, for BinaryChoice.tried
         self._tried_detail: dict[str, str] = {}
+        self.recorded_at = recorded_at
+        self._modified: set[str] = set()     # candidates modified after recorded_at
 
     # ---------------------------------------------------------- warnings
     def _warn(self, path: str, kind: str, message: str) -> None:
@@ -244,7 +255,9 @@ class Symbolizer:
         else:
             status = "found"
             reason = f"symbols from {', '.join(table.sources)}"
-        return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried)), table, lines,
+        modified = binary is not None and binary.path in self._modified
+        return _Dso(BinaryChoice(status, binary, debug, reason, tuple(tried), modified),
+                    table, lines,
                     minidebug, self._answers_for(want, kinds, table, binary, debug, minidebug))
 
     def _answers_for(self, bid: str | None, kinds: str, table: SymbolTable,
@@ -308,11 +321,39 @@ class Symbolizer:
                 return None, "crc-mismatch"
             return b, "found"
         if cand.origin in ("original", "path-map", "symfs", "debug-dir") and not debug:
+            if cand.origin == "original":
+                self._check_unchanged(cand.path)
             return b, "found"
         if debug and cand.origin in ("debug-dir", "symfs", "system") and have is None:
             return b, "found"
         b.close()
         return None, "unverifiable"
+
+    def modified_after_recording(self, path: str) -> bool:
+        """Was the binary at this path taken unverified (the profile has no
+        build-id for it) though modified after recorded_at?"""
+        return path in self._modified
+
+    def _check_unchanged(self, path: str) -> None:
+        """Warn about a binary taken unverified at its recorded path that
+        was modified after the profile was written.  (Only there: a copy
+        under --path-map, --symfs or a debug dir has its own times.)"""
+        if self.recorded_at is None:
+            return
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            return
+        if mtime > self.recorded_at:
+            import time
+            self._modified.add(path)
+            self._warn(path, "modified", "%s: modified after the profile was written (%s, the "
+                       "profile %s) and the profile has no build-id to check it by: its names "
+                       "may be another build's (perf record --buildid-all records every "
+                       "binary's build-id)" % (
+                           path, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(mtime)),
+                           time.strftime("%Y-%m-%d %H:%M:%S",
+                                         time.localtime(self.recorded_at))))
 
     def _say_damaged(self, cand: Candidate, b: Binary) -> None:
         """Warn about a candidate whose headers point past its end (the

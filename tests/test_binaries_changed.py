@@ -207,3 +207,29 @@ def test_dwarf_stack_in_a_rebuilt_binary_is_never_unwound_with_its_cfi(tmp_path)
     assert util.cls(res, "buildid-mismatch") is not None
     assert not [b for c in res["classes"] if c["class"] == "dwarf-no-cfi"
                 for b in c["binaries"] if b["path"] == exe]
+
+
+def test_no_build_id_recorded_and_modified_since_is_warned_about(tmp_path):
+    """A recording without the binary's build-id (perf record --no-buildid
+    here; perf 6.1 writes none for binaries only callers are in): a rebuild
+    at the path cannot be told by build-id.  perf names the frames from the
+    new file, wrongly; perfdata too (the same choice), but says the file
+    changed after the profile was written, and diagnose counts its frames."""
+    exe = util.build("hot.c", tmp_path / "hot", "-DVARIANT=37")
+    data = util.record(tmp_path, exe, tmp_path / "hot.data", opts=("-g", "--no-buildid"))
+    rc, before, err = run_cli(["script", data])
+    assert rc == 0 and "modified after" not in err, err
+    stacks = [s for s in _frames_of(before, exe) if s]
+    assert stacks and all(_in_order(s, TRUE_STACK) for s in stacks)
+    util.build("hot.c", exe, "-DVARIANT=38", "-O0")
+    os.utime(exe, (os.stat(data).st_mtime + 10,) * 2)   # (whatever the clock's grain)
+    perf = _frames_of(util.perf_script(tmp_path, data), exe)
+    rc, after, err = run_cli(["script", data])
+    assert rc == 0
+    assert _frames_of(after, exe) == perf
+    assert not all(_in_order(s, TRUE_STACK) for s in perf if s)   # another build's names
+    assert "%s: modified after the profile was written" % exe in err
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "binary-modified")
+    assert c is not None and [b["path"] for b in c["binaries"]] == [exe]
+    assert c["frames"] == sum(map(len, perf))

@@ -60,6 +60,13 @@ CLASSES = {
                          "machine; perf's build-id cache (~/.debug) keeps it only while the "
                          "binary is replaced by a new file, not written over in place; or "
                          "--debuginfod URL for the executable"),
+    "binary-modified": ("problem", "from a binary modified after the recording that the "
+                        "profile has no build-id for (perf record writes those of the "
+                        "binaries its samples' own ips hit): the names may be another build's",
+                        "keep the recorded binary with the profile (`perfdata archive FILE -o "
+                        "OUT.tar.zst` before rebuilding, then --archive) and record with `perf "
+                        "record --buildid-all`: every binary's build-id recorded, a rebuilt "
+                        "one is refused rather than misread"),
     "vdso-missing": ("problem", "vdso image not available",
                      "record with perf's build-id cache on (no --no-buildid-cache), or run "
                      "`perfdata archive FILE` on the recording machine; a profile that names "
@@ -203,7 +210,10 @@ class Diagnosis:
                 self._fp_truncated(sample, frames)
         b: BinaryKey | None
         for i, f in enumerate(frames):
-            if broken_after is not None and i > broken_after and not f.kernel:
+            if broken_after is not None and i > broken_after and not f.kernel and \
+                    not self._modified(f):
+                # (a frame named from a binary modified since is that first:
+                # its names are suspect whatever the chain)
                 cls, b = "fp-broken", broken_binary(frames[broken_after])
                 if i == broken_after + 1:
                     fn = self._hit(cls, sample, 0).detail.setdefault("functions", Counter())
@@ -220,6 +230,8 @@ class Diagnosis:
     def _classify(self, sample: SymbolizedSample, f: StackFrame,
                   exclude_kernel: bool) -> tuple[str, BinaryKey | None]:
         binary = (f.dso_path or f.dso, f.build_id)
+        if self._modified(f):
+            return "binary-modified", binary
         if f.symbol is not None:
             src = f.source
             if f.kernel:
@@ -267,6 +279,12 @@ class Diagnosis:
         if choice.debug is None and (b is None or not b.has_section(".symtab")):
             return "no-debuginfo", binary
         return "no-symbol", binary
+
+    def _modified(self, f: StackFrame) -> bool:
+        """Is the frame from a binary taken unverified (no build-id
+        recorded) at its path, modified after the recording?"""
+        return not f.kernel and bool(f.dso_path) and \
+            self.symbolizer.modified_after_recording(f.dso_path)  # type: ignore[arg-type]
 
     def _stretched(self, f: StackFrame) -> bool:
         """Is a .dynsym-named frame past its symbol's own size (a symbol of

@@ -4,6 +4,7 @@ written for one works for the others, with perf's spellings."""
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -550,6 +551,17 @@ def open_profile(path: str, strict: bool = False) -> PerfFile:
     return perfdata.open(path, strict=strict)
 
 
+def _written_at(path: str | None) -> float | None:
+    """When the profile at path was last written (perf record writes its
+    header last), or None for standard input."""
+    if not path or path == "-":
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: Iterable[int] = (),
                            order: str = "time", stitch: bool | None = None,
                            share: tuple[int, int, int] | None = None) -> SampleSymbolizer:
@@ -584,6 +596,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
                             # where they are printed
                             source_paths=getattr(args, "full_source_path", False),
                             vdso=vdso, demangle_kernel=getattr(args, "demangle_kernel", False),
+                            recorded_at=_written_at(getattr(args, "file", None)),
                             **({"kallsyms": kernel_symbols_from_args(pf, args)}
                                if args.kallsyms or getattr(args, "vmlinux", None) else {}))
     check_cpu_filter(pf, args)
