@@ -42,6 +42,21 @@ def _is_pseudo(path: str) -> bool:
     return not path or path.startswith("[") or path.startswith("//") or "\0" in path
 
 
+DELETED = " (deleted)"
+
+
+def _paths_elsewhere(path: str) -> list[str]:
+    """The recorded path, and without the " (deleted)" the kernel appends
+    to the name of a file deleted while mapped (perf record -p, -a of a
+    running process): where a copy of the recording machine's files is
+    (--path-map NEW, --symfs, a debug dir's path tree) it is not deleted.
+    (Not at the recorded path itself: a file there now is the one that
+    replaced it.)"""
+    if path.endswith(DELETED) and not path.startswith("/memfd:") and len(path) > len(DELETED):
+        return [path, path[:-len(DELETED)]]
+    return [path]
+
+
 def _rooted(root: str, path: str, suffix: str = "") -> str | None:
     """root + absolute path, with '..' resolved first so the result stays
     inside root."""
@@ -149,9 +164,10 @@ class DebugInfoLocator:
             if bid is not None and len(bid) >= 4:
                 out.append(Candidate(os.path.join(d, ".build-id", bid[:2], bid[2:]), "debug-dir"))
             if not pseudo:
-                p = _rooted(d, path)
-                if p:
-                    out.append(Candidate(p, "debug-dir"))
+                for q in _paths_elsewhere(path):
+                    p = _rooted(d, q)
+                    if p:
+                        out.append(Candidate(p, "debug-dir"))
             # A debug dir laid out as perf's build-id cache (`perf archive`'s
             # tarball unpacked, a copy of someone's ~/.debug)
             for cdir in self._cache_dirs(path, bid, d):
@@ -160,11 +176,15 @@ class DebugInfoLocator:
                 out.append(Candidate(os.path.join(cdir, "elf"), "debug-dir"))
         mapped = None if pseudo else map_path(path, self.path_map)
         if mapped is not None:
-            out.append(Candidate(mapped, "path-map"))
+            for q in _paths_elsewhere(path):
+                m = map_path(q, self.path_map)
+                if m is not None:
+                    out.append(Candidate(m, "path-map"))
         if self.symfs and not pseudo:
-            p = _rooted(self.symfs, path)
-            if p:
-                out.append(Candidate(p, "symfs"))
+            for q in _paths_elsewhere(path):
+                p = _rooted(self.symfs, q)
+                if p:
+                    out.append(Candidate(p, "symfs"))
         for cdir in self._cache_dirs(path, bid):
             if path == "[vdso]":
                 out.append(Candidate(os.path.join(cdir, "vdso"), "buildid-cache"))

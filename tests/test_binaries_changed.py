@@ -43,10 +43,17 @@ def _cache_entry(tmp, exe, bid):
 
 
 def _frames_of(text, exe):
-    """The names (offsets dropped) of every frame in exe, sample by sample."""
+    """The names (offsets dropped) of every frame in exe, sample by sample
+    (a dso's name may hold parentheses: `hot (deleted)`)."""
     out = []
+    tail = " (%s)" % exe
     for _, frames in parse_samples(text):
-        out.append([sym.split("+0x")[0] for _, sym, dso in frames if dso == str(exe)])
+        names = []
+        for addr, sym, dso in frames:
+            line = "%s (%s)" % (sym, dso)
+            if addr is not None and line.endswith(tail):
+                names.append(line[:-len(tail)].split("+0x")[0])
+        out.append(names)
     return out
 
 
@@ -233,3 +240,44 @@ def test_no_build_id_recorded_and_modified_since_is_warned_about(tmp_path):
     c = util.cls(res, "binary-modified")
     assert c is not None and [b["path"] for b in c["binaries"]] == [exe]
     assert c["frames"] == sum(map(len, perf))
+
+
+def test_deleted_while_running_named_from_a_copy(tmp_path):
+    """perf record -p of a process whose binary was deleted while it ran:
+    the MMAP2 name ends in " (deleted)" and no build-id is recorded.  A copy
+    given by --path-map (or under --symfs) is read under the name without
+    the suffix; perf looks for the name with it, `[unknown]` whatever the
+    copy."""
+    (tmp_path / "bin").mkdir()
+    exe = util.build("hot.c", tmp_path / "bin" / "hot", "-DVARIANT=39")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(exe, copy / "hot")
+    proc = subprocess.Popen([exe, "3"], stdout=subprocess.DEVNULL)
+    try:
+        os.unlink(exe)
+        data = str(tmp_path / "hot.data")
+        res = subprocess.run([util.PERF, "record", "-q", "--no-buildid-cache", "-e",
+                              "cpu-clock:u", "-F", "1000", "-g", "-p", str(proc.pid), "-o", data,
+                              "--", "sleep", "0.3"], env=util.env_for(tmp_path),
+                             capture_output=True, timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    if res.returncode != 0 or not os.path.exists(data):
+        pytest.skip("perf record -p failed: %s" % res.stderr.decode(errors="replace"))
+    deleted = exe + " (deleted)"
+    root = tmp_path / "root"
+    (root / os.path.dirname(exe).lstrip("/")).mkdir(parents=True)
+    shutil.copy(copy / "hot", root / exe.lstrip("/"))
+    text = subprocess.run([util.PERF, "script", "-i", data, "--symfs", str(root)],
+                          env=util.env_for(tmp_path), capture_output=True, timeout=120).stdout
+    perf = _frames_of(text.decode(errors="replace"), deleted)
+    assert sum(map(len, perf)) > 0 and {n for s in perf for n in s} == {"[unknown]"}
+    for opts in (["--path-map", "%s=%s" % (os.path.dirname(exe), copy)],
+                 ["--symfs", str(root)]):
+        rc, out, err = run_cli(["script", data, *opts])
+        assert rc == 0, err
+        ours = _frames_of(out, deleted)
+        assert len(ours) == len(perf) and sum(map(len, ours)) > 0
+        assert all(s and _in_order(s, TRUE_STACK) for s in ours if s)
