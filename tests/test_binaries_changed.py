@@ -281,3 +281,6 @@ def test_deleted_while_running_named_from_a_copy(tmp_path):
         ours = _frames_of(out, deleted)
         assert len(ours) == len(perf) and sum(map(len, ours)) > 0
         assert all(s and _in_order(s, TRUE_STACK) for s in ours if s)
+    res, _ = util.diagnose(data)
+    (entry,) = [b for b in util.cls(res, "binary-missing")["binaries"] if b["path"] == deleted]
+    assert "--path-map %s=COPY" % exe in entry["fix"]

@@ -681,6 +681,12 @@ class Diagnosis:
 
     def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
         from symbolize.packages import package_of
+        if name == "binary-missing" and path and path.endswith(" (deleted)"):
+            # (perf record -p / -a of a process whose binary was deleted:
+            # nothing on the recording machine to archive any more)
+            return ("deleted while the process ran, so no build-id was recorded and no archive "
+                    "can hold it: give a copy of the same build with --path-map %s=COPY or "
+                    "under --symfs ROOT" % path[:-len(" (deleted)")])
         if name == "fp-broken":
             if path and (injected_jit_group(path) or is_jitdump_path(path)):
                 # Code a JIT wrote cannot be rebuilt: its stacks need the
