@@ -57,6 +57,11 @@ def _frames_of(text, exe):
     return out
 
 
+def _buildids(tmp, data):
+    return run_cli(["buildids", str(data), "--buildid-dir",
+                    os.path.join(str(tmp), "home", ".debug")])
+
+
 def _in_order(names, stack):
     rest = iter(stack)
     return all(n in rest for n in names)
@@ -145,10 +150,14 @@ def test_damaged_cache_entry_a_warning_not_wrong_names(tmp_path, recorded, damag
         (entry,) = [b for b in util.cls(res, "binary-missing")["binaries"] if b["path"] == exe]
         assert "%s is damaged: section header table runs past the end of the file" % cached \
             in entry["found"]
+        rc, listing, _ = _buildids(tmp_path, data)
+        assert "%s: section header table runs past the end of the file" % cached in listing
     else:
         assert "%s: build-id %s is not the wanted %s" % (cached, util.build_id(cached), bid) \
             in err
         assert util.cls(res, "buildid-mismatch") is not None
+        rc, listing, _ = _buildids(tmp_path, data)
+        assert "%s has %s" % (cached, util.build_id(cached)) in listing
 
 
 def test_perf_archive_tarball_read_elsewhere(tmp_path, recorded):
@@ -240,6 +249,9 @@ def test_no_build_id_recorded_and_modified_since_is_warned_about(tmp_path):
     c = util.cls(res, "binary-modified")
     assert c is not None and [b["path"] for b in c["binaries"]] == [exe]
     assert c["frames"] == sum(map(len, perf))
+    rc, listing, _ = run_cli(["buildids", data])
+    assert "the file was modified after the profile was written" in \
+        listing.split(" %s\n" % exe, 1)[1].split("\n    missing: ", 1)[1].split("\n")[0]
 
 
 def test_deleted_while_running_named_from_a_copy(tmp_path):

@@ -121,10 +121,19 @@ def describe_binary(symbolizer: Symbolizer, ref: BinaryRef) -> dict[str, Any]:
     if choice.status == "missing":
         missing.append("the binary" + (" with build-id %s" % bid if bid else ""))
     elif choice.status == "buildid-mismatch":
-        missing.append("the binary with build-id %s (what is here has another)" % bid)
+        others = ["%s has %s" % (p, detail or "none") for p, outcome, detail in choice.tried
+                  if outcome == "buildid-mismatch"]
+        missing.append("the binary with build-id %s (what is here has another: %s)"
+                       % (bid, "; ".join(others)))
     elif choice.status == "not-elf":
-        missing.append("a usable ELF file")
+        damaged = ["%s: %s" % (p, detail) for p, outcome, detail in choice.tried
+                   if outcome in ("not-elf", "no-code") and detail]
+        missing.append("a usable ELF file" + (" (%s)" % "; ".join(damaged) if damaged else ""))
     else:
+        if choice.binary is not None and \
+                symbolizer.modified_after_recording(choice.binary.path):
+            missing.append("a recorded build-id to check it by: the file was modified after "
+                           "the profile was written, its names may be another build's")
         has_symtab = (b is not None and b.has_section(".symtab")) or \
             (d is not None and d.has_section(".symtab"))
         has_dwarf = any(x is not None and x.has_section(".debug_info") for x in (b, d))
