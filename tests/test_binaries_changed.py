@@ -252,6 +252,11 @@ def test_no_build_id_recorded_and_modified_since_is_warned_about(tmp_path):
     rc, listing, _ = run_cli(["buildids", data])
     assert "the file was modified after the profile was written" in \
         listing.split(" %s\n" % exe, 1)[1].split("\n    missing: ", 1)[1].split("\n")[0]
+    # gone: perf archive could not have kept it (no build-id); diagnose says so
+    os.unlink(exe)
+    res, _ = util.diagnose(data)
+    (entry,) = [b for b in util.cls(res, "binary-missing")["binaries"] if b["path"] == exe]
+    assert "`perf archive` leaves it out" in entry["fix"] and "perfdata archive" in entry["fix"]
 
 
 def test_deleted_while_running_named_from_a_copy(tmp_path):

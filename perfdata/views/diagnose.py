@@ -687,6 +687,13 @@ class Diagnosis:
             return ("deleted while the process ran, so no build-id was recorded and no archive "
                     "can hold it: give a copy of the same build with --path-map %s=COPY or "
                     "under --symfs ROOT" % path[:-len(" (deleted)")])
+        if name == "binary-missing" and path and path.startswith("/") and not bid:
+            # (perf archive takes the binaries of the build-id list only)
+            return ("the profile has no build-id for it (perf record writes those of the "
+                    "binaries its samples' own ips hit), so `perf archive` leaves it out: "
+                    "`perfdata archive FILE -o OUT.tar.zst` on the recording machine takes "
+                    "it by its path (then --archive), or give a copy of the same build with "
+                    "--path-map %s=COPY or --symfs ROOT" % path)
         if name == "fp-broken":
             if path and (injected_jit_group(path) or is_jitdump_path(path)):
                 # Code a JIT wrote cannot be rebuilt: its stacks need the
