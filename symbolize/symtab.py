@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import struct
 from array import array
-from itertools import accumulate, compress, islice
-from operator import add, attrgetter, eq, itemgetter, le, mul, sub
+from itertools import accumulate, compress, repeat
+from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from .elffile import Binary, SHF_ALLOC
@@ -85,69 +85,49 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: b
     if tables is None:
         return []
     data, strtab = tables
-    fmt, fields = binary.struct_layout("Elf_Sym")
+    fmt, names = binary.struct_layout("Elf_Sym")
     size = struct.calcsize(fmt)
-    n = len(data) // size
-    if not n:
-        return []
-    # The table as columns (one C loop each) rather than a Python step per
-    # entry: cc1plus's 31,000 .dynsym entries are read in a first run.
-    columns = list(zip(*struct.iter_unpack(fmt, data[:n * size])))
-    st_name, st_value, st_size, st_info, st_other, st_shndx = (
-        columns[fields.index(f)] for f in
-        ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
-    kinds = bytes(st_info).translate(_KIND_OBJECTS if objects else _KIND)
-    # Symbols of sections that are not loaded never match a sample; SHN_UNDEF
-    # (the null section) and the reserved indices stay 0.
-    placed = bytearray(0x10000)
-    for sec in binary.sections:
-        if sec.flags & SHF_ALLOC and 0 < sec.index < SHN_LORESERVE:
-            placed[sec.index] = _IN_TEXT if "text" in sec.name else _LOADED
-    where = bytes(map(placed.__getitem__, st_shndx))
+    order = tuple(names.index(n) for n in
+                  ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
     arm = binary.machine in ("EM_ARM", "EM_AARCH64")
-    names = strtab.decode("ascii") if strtab.isascii() else None
-    limit = len(strtab)
+    sections = binary.sections
+    sec_by_index = {s.index: s for s in sections}
     out: list[RawSymbol] = []
-    append = out.append
-    for i in compress(range(n), map(mul, kinds, where)):
-        if kinds[i] == _LABEL and (where[i] != _IN_TEXT or
-                                   (st_other[i] & 3) in (STV_HIDDEN, STV_INTERNAL)):
+    n = len(data) // size
+    i_name, i_value, i_size, i_info, i_other, i_shndx = order
+    for ent in struct.iter_unpack(fmt, data[:n * size]):
+        st_info = ent[i_info]
+        typ = st_info & 0xF
+        st_name = ent[i_name]
+        shndx = ent[i_shndx]
+        if st_name == 0 or shndx == SHN_UNDEF or shndx >= SHN_LORESERVE:
             continue
-        at = st_name[i]
-        if at == 0 or at >= limit:
-            continue
-        if names is not None:
-            end = names.find("\0", at)
-            name = names[at:end if end >= 0 else limit]
+        if typ == STT_NOTYPE:
+            vis = ent[i_other] & 3
+            if vis in (STV_HIDDEN, STV_INTERNAL):
+                continue
+            is_label = True
+        elif typ in (STT_FUNC, STT_GNU_IFUNC) or (objects and typ == STT_OBJECT):
+            is_label = False
         else:
-            end = strtab.find(b"\0", at)
-            name = strtab[at:end if end >= 0 else limit].decode("utf-8", "replace")
+            continue
+        sec = sec_by_index.get(shndx)
+        # Symbols of sections that are not loaded never match a sample.
+        if sec is None or not (sec.flags & SHF_ALLOC):
+            continue
+        if is_label and "text" not in sec.name:
+            continue
+        if st_name >= len(strtab):
+            continue
+        end = strtab.find(b"\0", st_name)
+        name = strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
         # ARM/AArch64 mapping symbols ($a, $d, $t, $x) mark code/data runs,
         # not functions; perf rejects them.
         if arm and name[:1] == "$" and len(name) >= 2 and name[1] in "adtx" and (
                 len(name) == 2 or name[2] == "."):
             continue
-        info = st_info[i]
-        append(RawSymbol(name, st_value[i], st_size[i], info >> 4, info & 0xF, source))
+        out.append(RawSymbol(name, ent[i_value], ent[i_size], st_info >> 4, typ, source))
     return out
-
-
-# What an entry's st_info makes it, as perf's dso__load_sym keeps it: a
-# function (STT_FUNC, STT_GNU_IFUNC; with objects STT_OBJECT too), a label
-# (STT_NOTYPE: kept in a text section, unless hidden), or nothing (0).
-_FUNCTION, _LABEL = 1, 2
-# Where an entry's section puts it: not loaded (0), loaded, in a *text* section.
-_LOADED, _IN_TEXT = 1, 2
-
-
-def _kinds(objects: bool) -> bytes:
-    kept = {STT_FUNC: _FUNCTION, STT_GNU_IFUNC: _FUNCTION, STT_NOTYPE: _LABEL}
-    if objects:
-        kept[STT_OBJECT] = _FUNCTION
-    return bytes(kept.get(info & 0xF, 0) for info in range(256))
-
-
-_KIND, _KIND_OBJECTS = _kinds(False), _kinds(True)
 
 
 def _underscores(name: str) -> int:
@@ -218,26 +198,31 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
         sources = []
     if not n:
         return [], [], [], [], sources
+    # (slices, not islice: a copy costs less than an iterator's steps)
     # Stable, as perf's rbtree insertion leaves equal starts in table order;
     # a table in address order already (kallsyms, mostly) is left as it is.
-    if n > 1 and not all(map(le, starts, islice(starts, 1, None))):
+    if n > 1 and not all(map(le, starts, starts[1:])):
         pick = itemgetter(*sorted(range(n), key=starts.__getitem__))
         starts, sizes, bindings = list(pick(starts)), list(pick(sizes)), list(pick(bindings))
         names = list(pick(names))
         if sources:
             sources = list(pick(sources))
-    ends = list(map(add, starts, sizes))
-    for i in compress(range(n - 1), map(eq, ends, starts)):
-        if is_kallsyms and ("[" in names[i]) != ("[" in names[i + 1]):
-            ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
-        else:
-            ends[i] = starts[i + 1]
-    if ends[-1] == starts[-1]:
-        ends[-1] = (starts[-1] + 4095) // 4096 * 4096 + 4096
+    if any(sizes):
+        ends = [start + size if size else nxt
+                for start, size, nxt in zip(starts, sizes, starts[1:])]
+    else:
+        ends = starts[1:]              # (kallsyms: no symbol has a size)
+    last = starts[-1]
+    ends.append(last + sizes[-1] if sizes[-1] else (last + 4095) // 4096 * 4096 + 4096)
+    if is_kallsyms:
+        in_module = list(map(contains, names, repeat("[")))
+        for i in compress(range(n - 1), map(ne, in_module, in_module[1:])):
+            if not sizes[i]:
+                ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
     # Symbols sharing an address: choose_best_symbol keeps one.
     keep = [True] * n
     winner = None
-    for i in compress(range(n - 1), map(eq, starts, islice(starts, 1, None))):
+    for i in compress(range(n - 1), map(eq, starts, starts[1:])):
         if winner is None or starts[winner] != starts[i]:
             winner = i
         nxt = i + 1

@@ -14,8 +14,9 @@ PERF = shutil.which("perf")
 GCC = shutil.which("gcc")
 
 
-@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
-def test_jit_frames_named_from_perf_map(tmp_path):
+def _record_jit(tmp_path):
+    """tests/progs/jit.c built and recorded (it writes /tmp/perf-PID.map):
+    the recording and perf script's text of it."""
     exe = tmp_path / "jit"
     subprocess.run([GCC, "-O2", "-o", str(exe), str(PROG)], check=True)
     data = tmp_path / "jit.data"
@@ -23,8 +24,13 @@ def test_jit_frames_named_from_perf_map(tmp_path):
                           str(exe), "0.2"], capture_output=True, text=True)
     if rec.returncode != 0 or not data.exists():
         pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
-    theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
-                            text=True).stdout
+    return data, subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
+                                text=True).stdout
+
+
+@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
+def test_jit_frames_named_from_perf_map(tmp_path):
+    data, theirs = _record_jit(tmp_path)
     # perf report names the map's dso "[JIT] tid PID" (dso__set_basename)
     their_rows = _rows(subprocess.run([PERF, "report", "-i", str(data), "--stdio",
                                        "--no-children", "-g", "none"],
@@ -61,15 +67,7 @@ def test_perf_map_found_by_path_map_symfs_and_archive(tmp_path):
     unpacked as a --debug-dir.  Each run names the JIT frames as perf script
     names them with the map in place; without any of them they are not
     named.  (perf 6.1 reads the map at its recorded path only.)"""
-    exe = tmp_path / "jit"
-    subprocess.run([GCC, "-O2", "-o", str(exe), str(PROG)], check=True)
-    data = tmp_path / "jit.data"
-    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "-o", str(data), "--",
-                          str(exe), "0.2"], capture_output=True, text=True)
-    if rec.returncode != 0 or not data.exists():
-        pytest.skip("perf record is not permitted here: %s" % rec.stderr.strip()[:200])
-    theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
-                            text=True).stdout
+    data, theirs = _record_jit(tmp_path)
     maps = sorted({line.rsplit("(", 1)[1].rstrip(")") for line in theirs.splitlines()
                    if "(/tmp/perf-" in line})
     assert len(maps) == 1, maps

@@ -226,17 +226,16 @@ def _real_binaries():
 
 @pytest.mark.parametrize("section", [".symtab", ".dynsym"])
 @pytest.mark.parametrize("objects", [False, True], ids=["functions", "with-objects"])
-def test_columns_equal_the_rules_one_symbol_at_a_time(prog, section, objects):
-    """The table read and fixed up by columns is the one perf's rules give
-    stated symbol by symbol (tests/symtab_reference.py), on real binaries
-    and the alias program: every kept entry, its size, name and source."""
+def test_fixup_by_columns_equals_the_rules_one_symbol_at_a_time(prog, section, objects):
+    """The table fixed up by columns is the one perf's rules give stated
+    symbol by symbol (tests/symtab_reference.py), on real binaries and the
+    alias program: every kept entry, its size, name and source."""
     import symtab_reference as ref
     from symbolize.symtab import SymbolTable, fixup_symbols
     checked = 0
     for path in _real_binaries() + [str(prog)]:
         binary = Binary(path)
         raw = read_elf_symbols(binary, section, "x", objects)
-        assert raw == ref.read_elf_symbols(binary, section, "x", objects), path
         want = ref.fixup_entries([[r.start, r.start + r.size, r.binding, r.name, r.source]
                                   for r in raw])
         assert fixup_symbols(raw) == want, path
