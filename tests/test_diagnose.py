@@ -9,6 +9,7 @@ stack size) must empty the class on the next run.
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -112,6 +113,63 @@ def test_stale_binary_named_then_fixed_with_the_old_copy(tmp_path):
     res2, _ = util.diagnose(data, "--buildid-dir", str(empty), "--debug-dir",
                             str(tmp_path / "dbg"))
     assert util.cls(res2, "buildid-mismatch") is None
+
+
+def _can_unshare_mount():
+    """unshare --pid --mount --fork and a tmpfs mount in it work here (root)."""
+    if shutil.which("unshare") is None:
+        return False
+    res = subprocess.run(["unshare", "--pid", "--mount", "--fork", "sh", "-c",
+                          "mount -t tmpfs none /mnt"], capture_output=True, timeout=30)
+    return res.returncode == 0
+
+
+@requires_perf
+@needs_tools
+def test_container_binary_named_with_path_map_or_symfs(tmp_path):
+    """A program run in its own pid and mount namespaces from a path only its
+    mount namespace has (a container): after it exits, perf 6.1 and perfdata
+    name none of its frames, the recording holding no build-id for it; the
+    fix diagnose prints names --path-map and --symfs, and with either
+    perfdata names the frames perf names with --symfs."""
+    if not _can_unshare_mount():
+        pytest.skip("unshare --pid --mount with a tmpfs mount is not allowed here")
+    exe = util.build("hot.c", tmp_path / "hot")
+    ct = tmp_path / "ct"             # empty here; the container mounts a tmpfs on it
+    ct.mkdir()
+    inside = str(ct / "hot")
+    data = str(tmp_path / "ct.data")
+    script = "mount -t tmpfs none %s && cp %s %s && %s 0.3" % (ct, exe, inside, inside)
+    res = subprocess.run([util.PERF, "record", "-q", "--no-buildid-cache", "-e", "cpu-clock:u",
+                          "-F", "1000", "-g", "-o", data, "--", "unshare", "--pid", "--mount",
+                          "--fork", "sh", "-c", script], env=util.env_for(tmp_path),
+                         capture_output=True, timeout=120)
+    assert res.returncode == 0 and os.path.exists(data), res.stderr
+    assert not os.path.exists(inside)
+    perf_text = util.perf_script(tmp_path, data)
+    perf_unknown = _frames_in(perf_text, inside, unknown_only=True)
+    assert perf_unknown == _frames_in(perf_text, inside) > 0
+    res, _ = util.diagnose(data)
+    c = util.cls(res, "binary-missing")
+    b = next(b for b in c["binaries"] if b["path"] == inside)
+    assert b["build_id"] is None and b["frames"] == perf_unknown
+    assert "--path-map %s=" % inside in b["fix"] and "--symfs ROOT" in b["fix"]
+    # The oracle: perf script --symfs ROOT, the container's files under ROOT.
+    root = tmp_path / "root"
+    (root / ct.relative_to("/")).mkdir(parents=True)
+    shutil.copy(exe, root / ct.relative_to("/") / "hot")
+    res2 = subprocess.run([util.PERF, "script", "-i", data, "--symfs", str(root)],
+                          env=util.env_for(tmp_path), capture_output=True, text=True, timeout=120)
+    theirs = [[f for f in frames if f[2] == inside] for _, frames in parse_samples(res2.stdout)]
+    assert sum(1 for frames in theirs for f in frames if f[1].startswith("hot_inner+")) > 0
+    for opts in (["--symfs", str(root)], ["--path-map", "%s=%s" % (inside, exe)]):
+        res3, _ = util.diagnose(data, *opts)
+        c3 = util.cls(res3, "binary-missing")
+        assert c3 is None or all(b["path"] != inside for b in c3["binaries"]), c3
+        rc, out, err = run_cli(["script", data] + opts)
+        assert rc == 0, err
+        ours = [[f for f in frames if f[2] == inside] for _, frames in parse_samples(out)]
+        assert ours == theirs
 
 
 @requires_perf

@@ -687,13 +687,8 @@ class Diagnosis:
             return ("deleted while the process ran, so no build-id was recorded and no archive "
                     "can hold it: give a copy of the same build with --path-map %s=COPY or "
                     "under --symfs ROOT" % path[:-len(" (deleted)")])
-        if name == "binary-missing" and path and path.startswith("/") and not bid:
-            # (perf archive takes the binaries of the build-id list only)
-            return ("the profile has no build-id for it (perf record writes those of the "
-                    "binaries its samples' own ips hit), so `perf archive` leaves it out: "
-                    "`perfdata archive FILE -o OUT.tar.zst` on the recording machine takes "
-                    "it by its path (then --archive), or give a copy of the same build with "
-                    "--path-map %s=COPY or --symfs ROOT" % path)
+        if name == "binary-missing":
+            return _missing_binary_fix(path, bid)
         if name == "fp-broken":
             if path and (injected_jit_group(path) or is_jitdump_path(path)):
                 # Code a JIT wrote cannot be rebuilt: its stacks need the
@@ -731,6 +726,32 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def _missing_binary_fix(path: str, bid: str | None) -> str | None:
+    """Where to point perfdata for a binary whose recorded path does not
+    exist here: a container's file (a path of its own mount namespace), or
+    another machine's.  perf record reads the build-ids at its end, through
+    the process's mount namespace while it lives: of a container that had
+    exited by then the recording holds none, and a file given for the path
+    is taken unchecked."""
+    if not path or not path.startswith("/") or os.path.lexists(path):
+        return None          # (a file that is there but unusable: the class's fix)
+    parts = ["%s does not exist here (a container's file, or another machine's): "
+             "--path-map %s=COPY (a copy of the file; or --path-map %s=DIR for its "
+             "directory), or --symfs ROOT (the container's root filesystem: its image "
+             "unpacked, or /proc/PID/root while it runs)"
+             % (path, path, os.path.dirname(path) or "/")]
+    if bid:
+        parts.append("or --debug-dir DIR holding .build-id/%s/%s" % (bid[:2], bid[2:]))
+    else:
+        parts.append("the profile holds no build-id for it (perf record writes those of "
+                     "the binaries its samples' own ips hit, read at its end through the "
+                     "mount namespace of a process still alive; none in a pipe-mode "
+                     "recording), so the file given is not checked, and `perf archive` "
+                     "leaves it out: `perfdata archive FILE -o OUT.tar.zst` on the recording "
+                     "machine takes it by its path (then --archive)")
+    return "; ".join(parts)
 
 
 def broken_binary(f: StackFrame) -> BinaryKey:
