@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .hitrate import HitRate
-from .session.machine import KERNEL_DSO
+from .session.machine import KERNEL_DSO, KERNEL_PID
 from symbolize.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
@@ -246,7 +246,11 @@ class FrameResolver:
         """(path to look the binary up by, build-id) for a map.  The vdso has
         no file: perf's build-id cache may hold its image; else, as perf does,
         this machine's own vdso stands in, used silently only when its
-        build-id is the recorded one."""
+        build-id is the recorded one.  A binary not found under its path
+        here (nor by build-id, --symfs, --path-map) is looked for in the
+        mount namespace of the process that mapped it, /proc/PID/root/PATH,
+        while that process lives (a container's file): taken only with the
+        recorded build-id, so a pid now another process's names nothing."""
         key = (m.path, m.build_id)
         hit = self._dso_cache.get(key)
         if hit is None:
@@ -256,6 +260,10 @@ class FrameResolver:
             if m.path == "[vdso]" and (
                     bid is None or self.symbolizer.binary_for(m.path, bid).status != "found"):
                 hit = self._vdso_stand_in(bid) or hit
+            elif bid is not None and m.path.startswith("/") and m.pid is not None and \
+                    0 < m.pid < KERNEL_PID:
+                hit = (self.symbolizer.first_found(
+                    (m.path, "/proc/%d/root%s" % (m.pid, m.path)), bid), bid)
             self._dso_cache[key] = hit
         return hit
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from .addresses import address_for_lookup, ends_call
 from .answers import AddressAnswers
@@ -168,6 +168,19 @@ class Symbolizer:
         if not isinstance(path, str):
             return BinaryChoice("missing", None, None, "no path", ())
         return self._dso(path, build_id).choice
+
+    def first_found(self, paths: Sequence[str], build_id: str) -> str:
+        """The first of `paths`, places of one binary in the order wanted,
+        under which a file with this build-id is found (its symbols or not);
+        else the first.  What looking under the others had to say is never
+        said; the first's, at its first lookup, as always."""
+        bid = normalize_build_id(build_id)
+        for path in paths:
+            with self._warnings_held((path, bid)):
+                status = self._dso(path, build_id).choice.status
+            if status in ("found", "no-symbols"):
+                return path
+        return paths[0]
 
     def _dso(self, path: str, build_id: str | None) -> _Dso:
         bid = normalize_build_id(build_id)

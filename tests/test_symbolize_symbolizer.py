@@ -437,3 +437,26 @@ def test_perf_buildid_cache_directory_without_elf_is_no_candidate(built, tmp_pat
     c = s.binary_for(built["full"], bid)
     assert c.status == "found" and c.binary.path == built["full"]
     assert s.warnings == []
+
+
+def test_first_found_takes_the_first_place_with_the_build_id(built, tmp_path):
+    """first_found: places of one binary in the order wanted (perfdata's
+    recorded path, then the recording process's /proc/PID/root): the first
+    holding a file with the build-id, never a file with another; else the
+    first, whose lookups then say why it is missing, and no other's."""
+    bid = readelf_build_id(built["full"])
+    gone = str(tmp_path / "gone" / "prog")
+    wrong = shutil.copy(built["other"], tmp_path / "wrong")
+    right = shutil.copy(built["full"], tmp_path / "right")
+    addr = truth(built["full"])["main"]
+    s = Symbolizer(only(), inline=False)
+    assert s.first_found([gone, str(wrong), str(right)], bid) == str(right)
+    assert s.lookup(str(right), bid, addr)[-1].name == "main"
+    assert s.warnings == []
+    s2 = Symbolizer(only(), inline=False)
+    assert s2.first_found([gone, str(wrong)], bid) == gone
+    assert s2.warnings == []
+    s2.lookup(gone, bid, addr)
+    assert len(s2.warnings) == 1 and gone in s2.warnings[0]
+    # the first place that has it is taken whatever follows
+    assert Symbolizer(only(), inline=False).first_found([built["full"], gone], bid) == built["full"]

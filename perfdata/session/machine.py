@@ -101,7 +101,7 @@ class Machine:
         m = Map(f["start"], f["len"], f["pgoff"], filename,
                 build_id=f.get("build_id"), prot=prot, flags=f.get("flags", 0),
                 maj=f.get("maj", 0), min=f.get("min", 0), ino=f.get("ino", 0), time=time,
-                is_data=bool(misc & MISC_MMAP_DATA))
+                is_data=bool(misc & MISC_MMAP_DATA), pid=f["pid"])
         cpumode = misc & MISC_CPUMODE_MASK
         if f["pid"] == KERNEL_PID or cpumode in (MISC_KERNEL, MISC_GUEST_KERNEL):
             if filename.startswith(KERNEL_DSO) or filename.startswith("[guest.kernel"):

@@ -10,11 +10,11 @@ PROT_EXEC = 4
 class Map:
     """One mapping: [start, end) of the address space backed by `path` at `pgoff`."""
     __slots__ = ("start", "end", "pgoff", "path", "build_id", "prot", "flags",
-                 "maj", "min", "ino", "time", "is_data")
+                 "maj", "min", "ino", "time", "is_data", "pid")
 
     def __init__(self, start: int, length: int, pgoff: int, path: str, build_id: str | None = None,
                  prot: int = PROT_EXEC, flags: int = 0, maj: int = 0, min: int = 0, ino: int = 0,
-                 time: int = 0, is_data: bool = False) -> None:
+                 time: int = 0, is_data: bool = False, pid: int | None = None) -> None:
         self.start = start
         self.end = start + length
         self.pgoff = pgoff
@@ -25,6 +25,9 @@ class Map:
         self.maj, self.min, self.ino = maj, min, ino
         self.time = time
         self.is_data = is_data
+        # the process whose MMAP record made it (a fork's copies keep it): its
+        # mount namespace held the path (/proc/PID/root, while it lives)
+        self.pid = pid
 
     def file_offset(self, avma: int) -> int:
         """Offset in the mapped file of a process address (perf's map__map_ip)."""
