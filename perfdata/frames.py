@@ -108,11 +108,14 @@ class FrameResolver:
     def __init__(self, machine: Machine, symbolizer: Symbolizer, build_ids: dict[str, str],
                  warnings: list[str], recorded_release: Callable[[], str | None] = lambda: None,
                  max_stack: int = DEFAULT_MAX_STACK, dwarf_inline: bool = True,
-                 counts: dict[str, int] | None = None) -> None:
+                 counts: dict[str, int] | None = None,
+                 build_id_choices: dict[str, list[str]] | None = None) -> None:
         self.machine = machine
         self.symbolizer = symbolizer
         # binary path -> build-id, as recorded (updated as MMAP2 records come)
         self.build_ids = build_ids
+        # binary path -> its build-ids, for the paths recorded with several
+        self.build_id_choices = build_id_choices or {}
         self.warnings = warnings              # the run's warnings (a list to append to)
         self._recorded_release = recorded_release   # () -> the file's uname -r, or None
         self.max_stack = max_stack
@@ -251,10 +254,14 @@ class FrameResolver:
         mount namespace of the process that mapped it, /proc/PID/root/PATH,
         while that process lives (a container's file): taken only with the
         recorded build-id, so a pid now another process's names nothing."""
-        key = (m.path, m.build_id)
+        key: tuple = (m.path, m.build_id)
+        several = m.build_id is None and m.path in self.build_id_choices
+        if several:
+            key = (m.path, None, m.maj, m.min, m.ino, m.pid)
         hit = self._dso_cache.get(key)
         if hit is None:
-            bid = m.build_id or self.build_ids.get(m.path)
+            bid = m.build_id or (self._own_build_id(m) if several else
+                                 self.build_ids.get(m.path))
             hit = (m.path, bid)
             # (without a build-id no file can be found for "[vdso]")
             if m.path == "[vdso]" and (
@@ -266,6 +273,35 @@ class FrameResolver:
                     (m.path, "/proc/%d/root%s" % (m.pid, m.path)), bid), bid)
             self._dso_cache[key] = hit
         return hit
+
+    def _own_build_id(self, m: Map) -> str:
+        """Which of the build-ids recorded under the map's path is its file's
+        (perf's header names them by path alone; the host's file and a
+        container's have one path): that of the file with the map's device
+        and inode, here or in its process's mount namespace; else, where
+        the file here is another (its inode not the map's) and its build-id
+        one of them, the only other; else the first listed, as perf's
+        header is read for one build-id a path."""
+        choices = self.build_id_choices[m.path]
+        if not m.ino:
+            return choices[0]
+        places = [m.path]
+        if m.pid is not None and 0 < m.pid < KERNEL_PID:
+            places.append("/proc/%d/root%s" % (m.pid, m.path))
+        others = list(choices)
+        for place in places:
+            try:
+                st = os.stat(place)
+            except OSError:
+                continue
+            bid = _file_build_id(place)
+            if bid not in choices:
+                continue
+            if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) == (m.maj, m.min, m.ino):
+                return bid
+            if bid in others:
+                others.remove(bid)            # another map's file
+        return others[0] if len(others) == 1 else choices[0]
 
     def _vdso_stand_in(self, bid: str | None) -> tuple[str, str | None] | None:
         """The image that stands in for a vdso not found by its build-id:
@@ -699,6 +735,15 @@ class FrameResolver:
                                      kernel=kernel, is_return_address=is_ret,
                                      note="no-symbol"))
         return tuple(frames)
+
+
+def _file_build_id(path: str) -> str | None:
+    from symbolize import Binary
+    b = Binary(path)
+    try:
+        return b.build_id if b.ok else None
+    finally:
+        b.close()
 
 
 def _chain_lines(chain: tuple[tuple[str | None, None], ...], located: Sequence[InlineFrame]

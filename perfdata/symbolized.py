@@ -18,7 +18,7 @@ from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
 from .format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
 from .session.stream import (BuildId, Sample, SessionStream, SideEvent,
-                             recorded_build_ids)
+                             recorded_build_id_choices, recorded_build_ids)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -92,7 +92,8 @@ class SampleSymbolizer:
         self.dwarf_inline = dwarf_inline
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
-                                      dwarf_inline, self.counts)
+                                      dwarf_inline, self.counts,
+                                      build_id_choices=recorded_build_id_choices(pf))
         self.unwinder: unwinding.SampleUnwinder | None = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER

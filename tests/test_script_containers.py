@@ -156,3 +156,135 @@ def test_frames_in_a_running_container_as_perf(live_container, mode):
     assert all(s == want for s in in_leaf), in_leaf[:3]
     rc, listing, _ = run_cli(["buildids", str(data)])
     assert "/proc/" in listing and "/root" + inside in listing
+
+
+HOLD_SOURCE = r"""
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+typedef long (*work_fn)(long);
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+/* argv: a library, its work function, seconds to run it, a FIFO to wait on */
+int main(int argc, char **argv) {
+    char self[32] = {0};
+    if (argc < 5 || readlink("/proc/self", self, sizeof self - 1) < 0) return 1;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    work_fn f = h ? (work_fn)dlsym(h, argv[2]) : NULL;
+    if (!f) return 1;
+    double end = now() + atof(argv[3]);
+    while (now() < end) f(20000);
+    printf("%s\n", self);
+    fflush(stdout);
+    int fd = open(argv[4], O_RDONLY);
+    char c;
+    while (fd >= 0 && read(fd, &c, 1) > 0) {}
+    return 0;
+}
+"""
+LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs", "lifecycle_lib.c")
+
+
+@pytest.fixture(scope="module")
+def one_path_two_files(tmp_path_factory):
+    """A process here and one in a container, each running a library loaded
+    from the same path, a different file in each (tests/progs/lifecycle_lib.c
+    built as a and b), both alive when perf record ends, so that perf reads
+    both build-ids.  Yields (perf.data, the buildid dir, the library's path,
+    {pid: the leaf it runs}, release) where release() lets the processes
+    go."""
+    if shutil.which("gcc") is None or not _can_unshare_mount():
+        pytest.skip("needs gcc, and unshare --pid --mount with a tmpfs mount (root)")
+    tmp = tmp_path_factory.mktemp("onepath")
+    src = tmp / "hold.c"
+    src.write_text(HOLD_SOURCE)
+    exe = str(tmp / "hold")
+    subprocess.run(["gcc"] + CFLAGS + ["-o", exe, str(src), "-ldl"], check=True,
+                   capture_output=True, timeout=60)
+    shared = tmp / "shared"
+    shared.mkdir()
+    for lib in ("a", "b"):
+        subprocess.run(["gcc"] + CFLAGS + ["-shared", "-fPIC", "-DLIB=" + lib, "-o",
+                                           str(tmp / ("lib%s.so" % lib)), LIB],
+                       check=True, capture_output=True, timeout=60)
+    path = str(shared / "libwork.so")
+    shutil.copy(tmp / "liba.so", path)
+    go, ready = tmp / "go", tmp / "ready"
+    os.mkfifo(go)
+    os.mkfifo(ready)
+    here = "%s %s a_work 0.4 %s" % (exe, path, go)
+    inside = ("mount -t tmpfs none %s && cp %s %s && exec %s %s b_work 0.4 %s"
+              % (shared, tmp / "libb.so", path, exe, path, go))
+    outer = ("%s > %s & unshare --pid --mount --fork sh -c '%s' > %s & "
+             "head -n 2 %s > %s" % (here, ready, inside, ready, ready, tmp / "pids"))
+    data = tmp / "onepath.data"
+    buildid_dir = tmp / "buildid-cache"
+    env = dict(os.environ, HOME=str(tmp))
+
+    def release():
+        try:
+            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:       # no reader: the programs are gone
+            pass
+
+    try:
+        with open(tmp / "record.err", "wb") as err:
+            rec = subprocess.run([PERF, "--buildid-dir", str(buildid_dir), "record", "-q",
+                                  "-e", "cpu-clock:u", "-F", "1000", "-g", "-o", str(data),
+                                  "--", "sh", "-c", outer], env=env, stdout=subprocess.DEVNULL,
+                                 stderr=err, timeout=120)
+        if rec.returncode != 0 or not data.exists():
+            pytest.skip("perf could not record: %s" % (tmp / "record.err").read_text()[-200:])
+        pids = [int(p) for p in (tmp / "pids").read_text().split()]
+        # (which line came first is not known: ask each process what it maps)
+        leaves = {}
+        for pid in pids:
+            with open("/proc/%d/maps" % pid) as f:
+                maps = f.read()
+            leaves[pid] = "a_leaf" if path in maps and os.stat(
+                "/proc/%d/root%s" % (pid, path)).st_ino == os.stat(path).st_ino else "b_leaf"
+        assert sorted(leaves.values()) == ["a_leaf", "b_leaf"]
+        yield data, buildid_dir, path, leaves, release
+    finally:
+        release()
+
+
+def _leaves_in(text, path):
+    """{pid: {leaf function names in the library at path}}"""
+    out = {}
+    for header, frames in parse_samples(text):
+        if frames and frames[0][2] == path:
+            pid = int(header.split()[1].split("/")[0])
+            out.setdefault(pid, set()).add(frames[0][1].split("+")[0])
+    return out
+
+
+@requires_perf
+def test_one_path_two_files_each_process_its_own(one_path_two_files):
+    """The recording lists the path twice, with each file's build-id (perf
+    record read each through its process's mount namespace): each process's
+    frames are named from its own file, while the processes run and after,
+    by the build-ids perf's cache keeps.  perf 6.1 names both from one."""
+    data, buildid_dir, path, leaves, release = one_path_two_files
+    import perfdata
+    with perfdata.open(str(data)) as pf:
+        assert len(pf.recorded_build_id_lists()[path]) == 2
+    want = {pid: {leaf} for pid, leaf in leaves.items()}
+    rc, text, err = run_cli(["script", str(data), "-F", "+pid", "--buildid-dir", str(buildid_dir)])
+    assert rc == 0, err
+    assert _leaves_in(text, path) == want
+    release()
+    for pid in leaves:
+        for _ in range(50):
+            if not os.path.exists("/proc/%d" % pid):
+                break
+            subprocess.run(["sleep", "0.1"])
+    rc, text, err = run_cli(["script", str(data), "-F", "+pid", "--buildid-dir", str(buildid_dir)])
+    assert rc == 0, err
+    assert _leaves_in(text, path) == want

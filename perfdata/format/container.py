@@ -330,7 +330,15 @@ class PerfFile:
 
     def recorded_build_ids(self) -> dict[str, str]:
         """{file name: build-id in hex} the recording lists: its BUILD_ID
-        feature, or in pipe mode the HEADER_BUILD_ID records read so far."""
+        feature, or in pipe mode the HEADER_BUILD_ID records read so far
+        (the first one listed of a name that has several)."""
+        return {name: bids[0] for name, bids in self.recorded_build_id_lists().items()}
+
+    def recorded_build_id_lists(self) -> dict[str, list[str]]:
+        """{file name: its distinct build-ids in hex, in the order listed}:
+        perf lists one entry per binary it knew, by name alone, so one name
+        has several where several files had it (a container's and the
+        host's, each read through its process's mount namespace)."""
         if self._build_id_records:
             data: bytes | None = b"".join(self._build_id_records)
         else:
@@ -345,12 +353,14 @@ class PerfFile:
         except PerfDataError as exc:
             self.warnings.append("BUILD_ID: %s" % exc)
             return {}
-        out: dict[str, str] = {}
+        out: dict[str, list[str]] = {}
         for entry in entries or ():
             name, bid = entry.get("filename"), entry.get("build_id")
             if name and bid:
-                out.setdefault(name, bytes(bid).hex() if isinstance(bid, (bytes, bytearray))
-                               else bid)
+                text = bytes(bid).hex() if isinstance(bid, (bytes, bytearray)) else bid
+                known = out.setdefault(name, [])
+                if text not in known:
+                    known.append(text)
         return out
 
     def resolve_event_names(self, pipe_event_desc: bool = True) -> None:

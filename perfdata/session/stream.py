@@ -130,6 +130,15 @@ def recorded_build_ids(pf: PerfFile) -> dict[str, str]:
     return out
 
 
+def recorded_build_id_choices(pf: PerfFile) -> dict[str, list[str]]:
+    """{path: its build-ids} for the paths the recording lists with more
+    than one (several files under one path: see
+    PerfFile.recorded_build_id_lists); which is a map's, only the map's
+    file can tell."""
+    return {name: bids for name, bids in pf.recorded_build_id_lists().items()
+            if len(bids) > 1}
+
+
 class CounterReads:
     """perf's deliver_sample_value() rule for samples that read counters
     (PERF_SAMPLE_READ): a counter's period is its growth since its last
