@@ -109,13 +109,15 @@ class FrameResolver:
                  warnings: list[str], recorded_release: Callable[[], str | None] = lambda: None,
                  max_stack: int = DEFAULT_MAX_STACK, dwarf_inline: bool = True,
                  counts: dict[str, int] | None = None,
-                 build_id_choices: dict[str, list[str]] | None = None) -> None:
+                 build_id_choices: dict[str, list[str]] | None = None,
+                 recorded_here: Callable[[], bool] = lambda: False) -> None:
         self.machine = machine
         self.symbolizer = symbolizer
         # binary path -> build-id, as recorded (updated as MMAP2 records come)
         self.build_ids = build_ids
         # binary path -> its build-ids, for the paths recorded with several
         self.build_id_choices = build_id_choices or {}
+        self._recorded_here = recorded_here   # () -> made on this machine?
         self.warnings = warnings              # the run's warnings (a list to append to)
         self._recorded_release = recorded_release   # () -> the file's uname -r, or None
         self.max_stack = max_stack
@@ -278,10 +280,11 @@ class FrameResolver:
         """Which of the build-ids recorded under the map's path is its file's
         (perf's header names them by path alone; the host's file and a
         container's have one path): that of the file with the map's device
-        and inode, here or in its process's mount namespace; else, where
-        the file here is another (its inode not the map's) and its build-id
-        one of them, the only other; else the first listed, as perf's
-        header is read for one build-id a path."""
+        and inode, here or in its process's mount namespace; else, on the
+        machine that recorded it, where the file here is another (its inode
+        not the map's) and its build-id one of them, the only other (on
+        another machine the file here may be a copy of any); else the first
+        listed, as perf's header is read for one build-id a path."""
         choices = self.build_id_choices[m.path]
         if not m.ino:
             return choices[0]
@@ -301,7 +304,9 @@ class FrameResolver:
                 return bid
             if bid in others:
                 others.remove(bid)            # another map's file
-        return others[0] if len(others) == 1 else choices[0]
+        if len(others) == 1 and self._recorded_here():
+            return others[0]
+        return choices[0]
 
     def _vdso_stand_in(self, bid: str | None) -> tuple[str, str | None] | None:
         """The image that stands in for a vdso not found by its build-id:

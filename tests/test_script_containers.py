@@ -288,3 +288,32 @@ def test_one_path_two_files_each_process_its_own(one_path_two_files):
     rc, text, err = run_cli(["script", str(data), "-F", "+pid", "--buildid-dir", str(buildid_dir)])
     assert rc == 0, err
     assert _leaves_in(text, path) == want
+
+
+def test_which_build_id_of_a_path_listed_twice(tmp_path):
+    """The rule without perf: a map gets the build-id of the file with its
+    device and inode; a map of another file (another inode) the build-id
+    the file here does not have, but only where the file was recorded on
+    this machine: elsewhere the file here may be a copy of either, and the
+    first listed stands."""
+    from perfdata.frames import FrameResolver
+    from perfdata.session.machine import Machine
+    from perfdata.session.maps import Map
+    from symbolize import Binary, DebugInfoLocator, Symbolizer
+    path = str(tmp_path / "libwork.so")
+    shutil.copy(os.path.join(os.path.dirname(LIB), "..", "..", "samples", "bin", "threads"), path)
+    b = Binary(path)
+    here = b.build_id
+    b.close()
+    other = "ab" * 20
+    st = os.stat(path)
+    ident = dict(maj=os.major(st.st_dev), min=os.minor(st.st_dev))
+    for listed in ([here, other], [other, here]):
+        for recorded_here in (False, True):
+            resolver = FrameResolver(Machine(), Symbolizer(DebugInfoLocator()), {path: listed[0]},
+                                     [], build_id_choices={path: listed},
+                                     recorded_here=lambda: recorded_here)
+            own = Map(0x1000, 0x1000, 0, path, ino=st.st_ino, pid=None, **ident)
+            assert resolver.dso_of(own) == (path, here)
+            theirs = Map(0x1000, 0x1000, 0, path, ino=st.st_ino + 1, pid=None, **ident)
+            assert resolver.dso_of(theirs) == (path, other if recorded_here else listed[0])
