@@ -109,15 +109,13 @@ class FrameResolver:
                  warnings: list[str], recorded_release: Callable[[], str | None] = lambda: None,
                  max_stack: int = DEFAULT_MAX_STACK, dwarf_inline: bool = True,
                  counts: dict[str, int] | None = None,
-                 build_id_choices: dict[str, list[str]] | None = None,
-                 recorded_here: Callable[[], bool] = lambda: False) -> None:
+                 build_id_choices: dict[str, list[str]] | None = None) -> None:
         self.machine = machine
         self.symbolizer = symbolizer
         # binary path -> build-id, as recorded (updated as MMAP2 records come)
         self.build_ids = build_ids
         # binary path -> its build-ids, for the paths recorded with several
         self.build_id_choices = build_id_choices or {}
-        self._recorded_here = recorded_here   # () -> made on this machine?
         self.warnings = warnings              # the run's warnings (a list to append to)
         self._recorded_release = recorded_release   # () -> the file's uname -r, or None
         self.max_stack = max_stack
@@ -259,7 +257,9 @@ class FrameResolver:
         key: tuple = (m.path, m.build_id)
         several = m.build_id is None and m.path in self.build_id_choices
         if several:
-            key = (m.path, None, m.maj, m.min, m.ino, m.pid)
+            # (what is known of the path's other files grows as their maps come)
+            key = (m.path, None, m.maj, m.min, m.ino, m.pid,
+                   len(self.machine.file_ids.get(m.path, ())))
         hit = self._dso_cache.get(key)
         if hit is None:
             bid = m.build_id or (self._own_build_id(m) if several else
@@ -280,14 +280,18 @@ class FrameResolver:
         """Which of the build-ids recorded under the map's path is its file's
         (perf's header names them by path alone; the host's file and a
         container's have one path): that of the file with the map's device
-        and inode, here or in its process's mount namespace; else, on the
-        machine that recorded it, where the file here is another (its inode
-        not the map's) and its build-id one of them, the only other (on
-        another machine the file here may be a copy of any); else the first
-        listed, as perf's header is read for one build-id a path."""
+        and inode, here or in its process's mount namespace; else, where
+        the file here is another map's (its device and inode another's of
+        this path) and so its build-id that map's, and as many files were
+        mapped under the path as build-ids are listed, the one left; else
+        the first listed, as perf's header is read for one build-id a path.
+        (A stat that names another device than the kernel's records, as
+        btrfs subvolumes and overlayfs do, proves nothing either way.)"""
         choices = self.build_id_choices[m.path]
         if not m.ino:
             return choices[0]
+        own = (m.maj, m.min, m.ino)
+        mapped = self.machine.file_ids.get(m.path, set())
         places = [m.path]
         if m.pid is not None and 0 < m.pid < KERNEL_PID:
             places.append("/proc/%d/root%s" % (m.pid, m.path))
@@ -297,14 +301,17 @@ class FrameResolver:
                 st = os.stat(place)
             except OSError:
                 continue
+            ident = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+            if ident != own and ident not in mapped:
+                continue
             bid = _file_build_id(place)
             if bid not in choices:
                 continue
-            if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) == (m.maj, m.min, m.ino):
+            if ident == own:
                 return bid
             if bid in others:
                 others.remove(bid)            # another map's file
-        if len(others) == 1 and self._recorded_here():
+        if len(others) == 1 and len(mapped) == len(choices):
             return others[0]
         return choices[0]
 

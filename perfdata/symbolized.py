@@ -9,7 +9,6 @@ offset, the dso, the build-id, inlined frames and source lines.  Views
 """
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from symbolize import DebugInfoLocator, Symbolizer
@@ -94,8 +93,7 @@ class SampleSymbolizer:
         self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
                                       pf.warnings, lambda: _recorded_release(pf), max_stack,
                                       dwarf_inline, self.counts,
-                                      build_id_choices=recorded_build_id_choices(pf),
-                                      recorded_here=lambda: _recorded_here(pf))
+                                      build_id_choices=recorded_build_id_choices(pf))
         self.unwinder: unwinding.SampleUnwinder | None = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
@@ -315,18 +313,6 @@ class SampleSymbolizer:
                 f.stitched = True
                 frames.append(f)
         sample.frames = frames
-
-
-def _recorded_here(pf: PerfFile) -> bool:
-    """Was the file recorded on this machine (its HOSTNAME and OSRELEASE
-    this machine's)?  Then its files are the recorded ones, unless
-    changed since."""
-    try:
-        host, release = pf.feature(Feature.HOSTNAME), pf.feature(Feature.OSRELEASE)
-    except PerfDataError:
-        return False
-    uname = os.uname()
-    return bool(host) and host == uname.nodename and release == uname.release
 
 
 def _recorded_release(pf: PerfFile) -> str | None:

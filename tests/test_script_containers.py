@@ -292,10 +292,11 @@ def test_one_path_two_files_each_process_its_own(one_path_two_files):
 
 def test_which_build_id_of_a_path_listed_twice(tmp_path):
     """The rule without perf: a map gets the build-id of the file with its
-    device and inode; a map of another file (another inode) the build-id
-    the file here does not have, but only where the file was recorded on
-    this machine: elsewhere the file here may be a copy of either, and the
-    first listed stands."""
+    device and inode; a map of another file the build-id the file here
+    does not have, but only where the file here is one the recording mapped
+    (its device and inode a map's of the path) and as many files were mapped
+    there as build-ids listed: elsewhere the file here may be a copy of
+    either, and the first listed stands."""
     from perfdata.frames import FrameResolver
     from perfdata.session.machine import Machine
     from perfdata.session.maps import Map
@@ -307,13 +308,16 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
     b.close()
     other = "ab" * 20
     st = os.stat(path)
-    ident = dict(maj=os.major(st.st_dev), min=os.minor(st.st_dev))
+    dev = (os.major(st.st_dev), os.minor(st.st_dev))
+    mine, theirs, third = dev + (st.st_ino,), dev + (st.st_ino + 1,), dev + (st.st_ino + 2,)
     for listed in ([here, other], [other, here]):
-        for recorded_here in (False, True):
-            resolver = FrameResolver(Machine(), Symbolizer(DebugInfoLocator()), {path: listed[0]},
-                                     [], build_id_choices={path: listed},
-                                     recorded_here=lambda: recorded_here)
-            own = Map(0x1000, 0x1000, 0, path, ino=st.st_ino, pid=None, **ident)
+        for mapped, deduced in (({mine, theirs}, other), ({theirs, third}, listed[0]),
+                                ({mine, theirs, third}, listed[0])):
+            machine = Machine()
+            machine.file_ids[path] = mapped
+            resolver = FrameResolver(machine, Symbolizer(DebugInfoLocator()), {path: listed[0]},
+                                     [], build_id_choices={path: listed})
+            own = Map(0x1000, 0x1000, 0, path, maj=mine[0], min=mine[1], ino=mine[2])
             assert resolver.dso_of(own) == (path, here)
-            theirs = Map(0x1000, 0x1000, 0, path, ino=st.st_ino + 1, pid=None, **ident)
-            assert resolver.dso_of(theirs) == (path, other if recorded_here else listed[0])
+            their = Map(0x1000, 0x1000, 0, path, maj=theirs[0], min=theirs[1], ino=theirs[2])
+            assert resolver.dso_of(their) == (path, deduced), (listed, mapped)

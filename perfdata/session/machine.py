@@ -30,6 +30,9 @@ class Machine:
         self.processes: dict[int, Process] = {}
         self.kernel_maps = MapGroup()
         self.ksymbols: list[KernelSymbol] = []  # KernelSymbol from KSYMBOL records (bpf, ool)
+        # path -> the files (device major, minor, inode) mapped under it so
+        # far: a host's library and a container's share a path
+        self.file_ids: dict[str, set[tuple[int, int, int]]] = {}
         self.counts = {"comm_exec": 0, "fork": 0, "exit": 0, "mmap": 0}
 
     # --------------------------------------------------------------- threads
@@ -113,6 +116,11 @@ class Machine:
             self.kernel_maps.insert(m)
             return
         self.process(f["pid"]).maps.insert(m)
+        if m.ino and filename.startswith("/"):
+            ids = self.file_ids.get(filename)
+            if ids is None:
+                ids = self.file_ids[filename] = set()
+            ids.add((m.maj, m.min, m.ino))
 
     def find_map(self, thread: Thread | None, avma: int, kernel: bool) -> Map | None:
         if kernel:
