@@ -35,6 +35,10 @@ def _cases(tmp):
     a, b, first, second = (str(tmp / n) for n in ("liba.so", "libb.so", "first", "second"))
     return {
         "dl": [first, "dl", a, "a_work", b, "b_work", a, "a_work"],
+        # DIR/libwork.so a copy of liba.so, then a copy of libb.so renamed
+        # over it (DIR: the recording's own, below)
+        "replaced": [first, "dl", "DIR/libwork.so", "a_work",
+                     "mv", "DIR/libwork-b.so:DIR/libwork.so", "DIR/libwork.so", "b_work"],
         "exec": [first, "exec", second],
         "fork": [first, "fork", a, b],
         "threads": [first, "threads"],
@@ -57,10 +61,18 @@ def recorded(tmp_path_factory):
         subprocess.run(["gcc"] + CFLAGS + flags + ["-o", str(tmp / out), str(src)] + libs,
                        check=True, capture_output=True, timeout=60)
     env = dict(os.environ, HOME=str(tmp))
+    copies = {}
     buildid_dir = tmp / "buildid-cache"
     procs = {}
     for case, cmd in _cases(tmp).items():
         for mode, opts in MODES.items():
+            if case == "replaced":
+                d = tmp / mode
+                d.mkdir()
+                shutil.copy(tmp / "liba.so", d / "libwork.so")
+                shutil.copy(tmp / "libb.so", d / "libwork-b.so")
+                copies[mode] = str(d / "libwork.so")
+                cmd = [c.replace("DIR", str(d)) for c in _cases(tmp)[case]]
             data = tmp / ("%s.%s.data" % (case, mode))
             err = open(tmp / ("%s.%s.err" % (case, mode)), "w+")
             procs[(case, mode)] = (data, err, subprocess.Popen(
@@ -82,6 +94,7 @@ def recorded(tmp_path_factory):
                                str(data)] + FIELDS, env=env, capture_output=True, text=True,
                               timeout=120).stdout
         out[key] = (data, text, stderr, buildid_dir, tmp)
+    out["copies"] = copies
     return out
 
 
@@ -116,7 +129,7 @@ def _own(frames, names=("_leaf", "_work", "main", "_start", "thread_main")):
     return [f for f in frames if f.endswith(names[:2]) or f in names[2:]]
 
 
-CASES = [(c, m) for c in ("dl", "exec", "fork", "threads", "reuse") for m in MODES]
+CASES = [(c, m) for c in ("dl", "replaced", "exec", "fork", "threads", "reuse") for m in MODES]
 
 
 @requires_perf
@@ -227,3 +240,22 @@ def test_pid_used_again_by_another_program(recorded, mode):
             leaves.setdefault(comm, set()).add(frames[0])
             assert _own(frames) == _true_stack(frames[0], mode), frames
     assert leaves == {"first": {"first_leaf"}, "second": {"second_leaf"}}
+
+
+@requires_perf
+@pytest.mark.parametrize("mode", list(MODES))
+def test_library_replaced_on_disk_is_said(recorded, mode):
+    """libwork.so dlopened, closed, replaced on disk (another file renamed
+    over it) and dlopened again: perf record lists one build-id for the
+    path, the second file's, read when it ended, and perf names the first
+    file's samples from the second's symbols (b_leaf where a_leaf ran).
+    perfdata names them as perf does (nothing tells the first file's
+    build-id) and says so, with the fix."""
+    data, perf_text, _, buildid_dir, _ = _get(recorded, "replaced", mode)
+    path = recorded["copies"][mode]
+    rc, text, err = run_cli(["script", str(data), "--buildid-dir", str(buildid_dir)] + FIELDS)
+    assert rc == 0
+    leaves = [f[0] for _, _, _, f in _samples(text) if f and f[0] in ("a_leaf", "b_leaf")]
+    assert leaves and set(leaves) <= {"b_leaf"}          # as perf (test_frames_as_perf)
+    said = [w for w in err.splitlines() if path in w and "2 different files" in w]
+    assert len(said) == 1 and "--buildid-mmap" in said[0], err

@@ -328,6 +328,31 @@ class SessionStream:
                 elif self._side_cpu_ok(rec, fields):
                     yield SideEvent(rec, fields, self._side_thread(rtype, fields))
         pf.warnings.extend(self.lost_warnings())
+        pf.warnings.extend(self.replaced_file_warnings())
+
+    def replaced_file_warnings(self) -> list[str]:
+        """A path mapped as more files (device and inode) than the recording
+        lists build-ids for it: perf record reads them when it ends, from
+        the file then at the path (a container's through its process's
+        mount namespace while that lives), so a file replaced during the
+        recording (a program rebuilt and run again, a package upgraded) or
+        a container's gone by then has none of its own, and its samples are
+        named from another file's symbols, by perf as by perfdata.  Only
+        the MMAP2 records' build-ids (perf record --buildid-mmap) tell."""
+        listed = self.pf.recorded_build_id_lists()
+        out = []
+        for path, ids in sorted(self.machine.file_ids.items()):
+            bids = listed.get(path)
+            if bids and len(ids) > len(bids):
+                out.append("%s: %d different files were mapped under this path (%s) and the "
+                           "profile has %d build-id%s for it, read when perf record ended: "
+                           "samples in the other file%s may be named from another's symbols; "
+                           "record with --buildid-mmap to keep each mapping's build-id"
+                           % (path, len(ids), ", ".join("%02x:%02x inode %d" % i
+                                                        for i in sorted(ids)[:4]),
+                              len(bids), "" if len(bids) == 1 else "s",
+                              "" if len(ids) - len(bids) == 1 else "s"))
+        return out
 
     def lost_warnings(self) -> list[str]:
         """What the walk so far says the recording lost, as warnings: every

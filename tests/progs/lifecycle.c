@@ -9,7 +9,9 @@
  *   PROG threads            PHASE_work, then 3 rounds of 4 threads that each
  *                           run PHASE_work(40) and exit
  *   PROG dl LIB SYM ...     dlopen, SYM (a_work/b_work) 150 times, dlclose,
- *                           for each pair in turn; prints each base to stderr
+ *                           for each pair in turn; prints each base to stderr;
+ *                           a pair "mv SRC:DST" renames SRC over DST instead
+ *                           (a library replaced on disk between two dlopens)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -77,8 +79,18 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (!strcmp(mode, "dl")) {
         long t = 0;
-        for (int i = 2; i + 1 < argc; i += 2)
+        for (int i = 2; i + 1 < argc; i += 2) {
+            char *dst = strchr(argv[i + 1], ':');
+            if (!strcmp(argv[i], "mv") && dst) {
+                *dst++ = 0;
+                if (rename(argv[i + 1], dst)) {
+                    perror("rename");
+                    return 1;
+                }
+                continue;
+            }
             t += run_lib(argv[i], argv[i + 1], 150, 1);
+        }
         return t == 42;
     }
     FN(work)(60);
