@@ -163,3 +163,33 @@ def test_layout_as_perf_and_true_stacks(layouts, layout, run, mode):
         # on their stacks (named as perf names it: compared above)
         assert any(addr == 0xffffffffff600000 for _, frames in parse_samples(ours)
                    for addr, _, _ in frames)
+
+
+@requires_perf
+def test_symfs_without_the_binary_takes_it_from_the_buildid_cache(layouts, tmp_path):
+    """--symfs ROOT where ROOT lacks the binaries: perf 6.1 looks there only,
+    and names none of their frames, though its build-id cache holds them;
+    perfdata takes them from the cache, by the recorded build-id: the frames
+    perf names without --symfs."""
+    recordings, bins = layouts
+    if ("layouts", "fp") not in recordings:
+        pytest.skip("could not record here")
+    data, perf_text, buildid_dir = recordings[("layouts", "fp")]
+    empty = tmp_path / "root"
+    empty.mkdir()
+    env = dict(os.environ, HOME=str(tmp_path))
+    theirs = subprocess.run([PERF, "--buildid-dir", buildid_dir, "script", "-i", str(data),
+                             "--symfs", str(empty)], env=env, capture_output=True, text=True,
+                            timeout=120).stdout
+    binary = bins["nopie"]
+    in_binary = [f for _, frames in parse_samples(_of_comm(theirs, "nopie"))
+                 for f in frames if f[2] == binary]
+    assert in_binary and all(sym == "[unknown]" for _, sym, _ in in_binary)
+    rc, ours, err = run_cli(["script", str(data), "--symfs", str(empty),
+                             "--buildid-dir", buildid_dir])
+    assert rc == 0, err
+    want = [f for _, frames in parse_samples(_of_comm(perf_text, "nopie"))
+            for f in frames if f[2] == binary]
+    got = [f for _, frames in parse_samples(_of_comm(ours, "nopie"))
+           for f in frames if f[2] == binary]
+    assert got == want and any(sym.startswith("leaf+") for _, sym, _ in got)
