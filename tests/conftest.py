@@ -316,3 +316,24 @@ def damaged_dwarf_recording(tmp_path):
     bad = tmp_path / "bad.data"
     bad.write_bytes(corrupt(src.read_bytes(), little, victim, "size_below_header", end))
     return bad
+
+
+# The C a test program spins in: leaf() called from mid(), each a frame of
+# its own (noinline), the sums kept (sink) so that nothing is optimized away.
+SPIN_LEAF_C = r"""volatile long sink;
+__attribute__((noinline)) long leaf(long n) {
+    long s = 0;
+    for (long i = 0; i < n; i++) { s += i * i % 7; sink = s; }
+    return s;
+}
+__attribute__((noinline)) long mid(long n) { long r = leaf(n); sink = r; return r + 1; }
+"""
+
+
+def can_unshare_mount():
+    """unshare --pid --mount --fork and a tmpfs mount in it work here (root)."""
+    if shutil.which("unshare") is None:
+        return False
+    res = subprocess.run(["unshare", "--pid", "--mount", "--fork", "sh", "-c",
+                          "mount -t tmpfs none /mnt"], capture_output=True, timeout=30)
+    return res.returncode == 0

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO, requires_perf,
+from conftest import (REPO, can_unshare_mount, requires_perf,
                       requires_sample_libc_debug, run_cli)
 from script_compare import parse_samples
 
@@ -115,14 +115,6 @@ def test_stale_binary_named_then_fixed_with_the_old_copy(tmp_path):
     assert util.cls(res2, "buildid-mismatch") is None
 
 
-def _can_unshare_mount():
-    """unshare --pid --mount --fork and a tmpfs mount in it work here (root)."""
-    if shutil.which("unshare") is None:
-        return False
-    res = subprocess.run(["unshare", "--pid", "--mount", "--fork", "sh", "-c",
-                          "mount -t tmpfs none /mnt"], capture_output=True, timeout=30)
-    return res.returncode == 0
-
 
 @requires_perf
 @needs_tools
@@ -132,7 +124,7 @@ def test_container_binary_named_with_path_map_or_symfs(tmp_path):
     name none of its frames, the recording holding no build-id for it; the
     fix diagnose prints names --path-map and --symfs, and with either
     perfdata names the frames perf names with --symfs."""
-    if not _can_unshare_mount():
+    if not can_unshare_mount():
         pytest.skip("unshare --pid --mount with a tmpfs mount is not allowed here")
     exe = util.build("hot.c", tmp_path / "hot")
     ct = tmp_path / "ct"             # empty here; the container mounts a tmpfs on it

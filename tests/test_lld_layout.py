@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import PERF, requires_perf, run_cli
+from conftest import PERF, SPIN_LEAF_C, requires_perf, run_cli
 from script_compare import compare, parse_samples
 from symbolize.elffile import PF_X, Binary, LoadSegment
 
@@ -37,14 +37,7 @@ BFD_SEGMENTS = [LoadSegment(0x0, 0x628, 0x0, 0x628, 4, 0x1000),
 LOOP_SOURCE = r"""
 #include <stdio.h>
 #include <stdlib.h>
-volatile long sink;
-__attribute__((noinline)) long leaf(long n) {
-    long s = 0;
-    for (long i = 0; i < n; i++) { s += i * i % 7; sink = s; }
-    return s;
-}
-__attribute__((noinline)) long mid(long n) { long r = leaf(n); sink = r; return r + 1; }
-int main(int argc, char **argv) {
+""" + SPIN_LEAF_C + r"""int main(int argc, char **argv) {
     long t = 0;
     int scale = argc > 1 ? atoi(argv[1]) : 1;
     for (int k = 0; k < 200 * scale; k++) t += mid(200000);

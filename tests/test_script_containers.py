@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from conftest import PERF, requires_perf, run_cli
+from conftest import PERF, SPIN_LEAF_C, can_unshare_mount, requires_perf, run_cli
 from script_compare import compare, parse_samples
 
 SOURCE = r"""
@@ -25,14 +25,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-volatile long sink;
-__attribute__((noinline)) long leaf(long n) {
-    long s = 0;
-    for (long i = 0; i < n; i++) { s += i * i % 7; sink = s; }
-    return s;
-}
-__attribute__((noinline)) long mid(long n) { long r = leaf(n); sink = r; return r + 1; }
-static double now(void) {
+""" + SPIN_LEAF_C + r"""static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
@@ -57,20 +50,13 @@ CFLAGS = ["-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"
 MODES = {"fp": ["-g", "-F", "1000"], "dwarf": ["--call-graph=dwarf", "-F", "250"]}
 
 
-def _can_unshare_mount():
-    if shutil.which("unshare") is None:
-        return False
-    res = subprocess.run(["unshare", "--pid", "--mount", "--fork", "sh", "-c",
-                          "mount -t tmpfs none /mnt"], capture_output=True, timeout=30)
-    return res.returncode == 0
-
 
 @pytest.fixture(scope="module")
 def live_container(tmp_path_factory):
     """{mode: (perf.data, the binary's path inside, perf script text)},
     recorded and read by perf while the containers run; they are let go
     after the module's tests."""
-    if shutil.which("gcc") is None or not _can_unshare_mount():
+    if shutil.which("gcc") is None or not can_unshare_mount():
         pytest.skip("needs gcc, and unshare --pid --mount with a tmpfs mount (root)")
     tmp = tmp_path_factory.mktemp("container")
     src = tmp / "spin.c"
@@ -199,7 +185,7 @@ def one_path_two_files(tmp_path_factory):
     both build-ids.  Yields (perf.data, the buildid dir, the library's path,
     {pid: the leaf it runs}, release) where release() lets the processes
     go."""
-    if shutil.which("gcc") is None or not _can_unshare_mount():
+    if shutil.which("gcc") is None or not can_unshare_mount():
         pytest.skip("needs gcc, and unshare --pid --mount with a tmpfs mount (root)")
     tmp = tmp_path_factory.mktemp("onepath")
     src = tmp / "hold.c"

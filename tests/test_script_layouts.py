@@ -17,20 +17,13 @@ import subprocess
 
 import pytest
 
-from conftest import PERF, requires_perf, run_cli
+from conftest import PERF, SPIN_LEAF_C, requires_perf, run_cli
 from script_compare import compare, parse_samples
 
 SOURCE = r"""
 #include <stdlib.h>
 #include <sys/time.h>
-volatile long sink;
-__attribute__((noinline)) long leaf(long n) {
-    long s = 0;
-    for (long i = 0; i < n; i++) { s += i * i % 7; sink = s; }
-    return s;
-}
-__attribute__((noinline)) long mid(long n) { long r = leaf(n); sink = r; return r + 1; }
-typedef int (*gtod_fn)(struct timeval *, void *);
+""" + SPIN_LEAF_C + r"""typedef int (*gtod_fn)(struct timeval *, void *);
 __attribute__((noinline)) void vsyscalls(int n) {
     struct timeval tv;
     gtod_fn f = (gtod_fn)0xffffffffff600000UL;     /* the vsyscall page's gettimeofday */
