@@ -140,6 +140,7 @@ class FrameResolver:
                                 tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
         self._dso_cache: dict[tuple[str, str | None], tuple[str, str | None]] = {}
         self._perfmap_seen: dict[str, bool] = {}
+        self._perfmap_placed: set[int] = set()     # pids _perfmap_of has looked for
         # pid -> the jitdump its process mapped (perf inject's jit_detect),
         # or (maps, generation) for a process where none was mapped yet
         self._jitdump_of_pid: dict[int, str | tuple[int, int]] = {}
@@ -568,8 +569,8 @@ class FrameResolver:
         if path.startswith(_JIT_PATHS) and (
                 path.startswith("//anon") or path == "[anon]" or (
                     path.startswith("/memfd:") and
-                    self._perfmap_exists("/tmp/perf-%d.map" % sample.pid))):
-            perfmap = "/tmp/perf-%d.map" % sample.pid
+                    self._perfmap_exists(self._perfmap_of(sample)))):
+            perfmap = self._perfmap_of(sample)
             key = (perfmap, avma, is_return_address)
             hit = self._frame_cache.get(key)
             if hit is None:
@@ -660,6 +661,20 @@ class FrameResolver:
                 None, False, is_return_address, None),), avma)
         return hit
 
+    def _perfmap_of(self, sample: Sample) -> str:
+        """The perf map of the sample's process, /tmp/perf-PID.map (the
+        name perf prints), and once a process: where a process still
+        running in a container wrote it, if not found as it is named."""
+        pid = sample.pid
+        path = "/tmp/perf-%d.map" % pid
+        if pid not in self._perfmap_placed:
+            self._perfmap_placed.add(pid)
+            if self.symbolizer.jit_file(path) is None:
+                place = perfmap_in_namespace(pid, sample.thread.comm if sample.thread else None)
+                if place is not None:
+                    self.symbolizer.add_jit_file_place(path, place)
+        return path
+
     def _perfmap_exists(self, path: str) -> bool:
         got = self._perfmap_seen.get(path)
         if got is None:
@@ -747,6 +762,31 @@ class FrameResolver:
                                      kernel=kernel, is_return_address=is_ret,
                                      note="no-symbol"))
         return tuple(frames)
+
+
+def perfmap_in_namespace(pid: int, comm: str | None) -> str | None:
+    """Where a process that still runs in its own mount (and pid) namespace,
+    a container's, wrote its perf map: /proc/PID/root/tmp/perf-NSPID.map,
+    NSPID its pid in its own pid namespace (the last of NStgid), which is
+    where perf 6.1 reads it while the process lives (nsinfo).  None where
+    /proc/PID is gone, or is now another program than the recorded comm
+    (a pid used again)."""
+    if pid <= 0:
+        return None
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            status = f.read(8192)
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    name = fields.get("Name", "").strip()
+    # (a comm is cut at 15 bytes, /proc's Name too)
+    if comm is not None and name[:15] != comm[:15]:
+        return None
+    nstgid = fields.get("NStgid", "").split()
+    if not nstgid or not nstgid[-1].isdigit():
+        return None
+    return "/proc/%d/root/tmp/perf-%s.map" % (pid, nstgid[-1])
 
 
 def _file_build_id(path: str) -> str | None:

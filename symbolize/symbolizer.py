@@ -134,6 +134,7 @@ class Symbolizer:
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
         self._jitdumps: dict[str, JitDump] = {}
+        self._jit_places: dict[str, list[str]] = {}     # see add_jit_file_place
         # (path, build-id) -> warnings of a prepare(), said at the first use
         self._deferred: dict[tuple, list[str]] = {}
         # candidate path -> what _try found in it, for BinaryChoice.tried
@@ -513,7 +514,18 @@ class Symbolizer:
         for cand in self.locator.candidates_for_jit_file(path):
             if os.path.lexists(cand.path):
                 return cand.path
+        for place in self._jit_places.get(path, ()):
+            if os.path.lexists(place):
+                return place
         return None
+
+    def add_jit_file_place(self, path: str, place: str) -> None:
+        """One more place where the JIT file named `path` may be, tried
+        after the locator's (the caller knows of it: a container's /tmp
+        under /proc/PID/root).  Before the file is first read."""
+        places = self._jit_places.setdefault(path, [])
+        if place not in places:
+            places.append(place)
 
     def jitdump(self, path: str) -> JitDump:
         """The jitdump recorded at `path` (found by jit_file), read once

@@ -12,6 +12,12 @@ class _NoSymbols:
     def lookup(self, path, build_id, svma, file_offset=None, is_return_address=False):
         return []
 
+    def jit_file(self, path):
+        return None
+
+    def add_jit_file_place(self, path, place):
+        pass
+
 
 class _Sample:
     def __init__(self, thread):

@@ -13,6 +13,7 @@ by build-id: the container's file is the only one.
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,76 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
             assert resolver.dso_of(own) == (path, here)
             their = Map(0x1000, 0x1000, 0, path, maj=theirs[0], min=theirs[1], ino=theirs[2])
             assert resolver.dso_of(their) == (path, deduced), (listed, mapped)
+
+
+JIT = Path(__file__).resolve().parent / "progs" / "jit.c"
+
+
+@requires_perf
+def test_perf_map_of_a_running_container(tmp_path):
+    """A JIT in a container writes its perf map in the container's /tmp
+    (/tmp/perf-NSPID.map, its pid in its own pid namespace); perf 6.1 reads
+    it there while the process runs (through /proc/PID/root), and so does
+    perfdata: every sample named as perf names it, the dso printed
+    /tmp/perf-PID.map with the pid recorded.  Once the process is gone
+    neither can read it ([unknown]), and perfdata reads no other process's
+    map in its place."""
+    if shutil.which("gcc") is None or not can_unshare_mount():
+        pytest.skip("needs gcc, and unshare --pid --mount with a tmpfs mount (root)")
+    exe = tmp_path / "jit"
+    subprocess.run(["gcc", "-O2", "-o", str(exe), str(JIT)], check=True, capture_output=True,
+                   timeout=60)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    os.mkfifo(ready)
+    os.mkfifo(go)
+    # /mnt is the container's own (the binary there is nowhere here), its
+    # /tmp a tmpfs of its own; tmp_path stays in reach under /mnt/keep.
+    inner = ("mount -t tmpfs none /mnt && mkdir /mnt/keep && mount --bind %s /mnt/keep && "
+             "cp %s /mnt/jit && mount -t tmpfs none /tmp && exec /mnt/jit 0.3 /mnt/keep/go"
+             % (tmp_path, exe))
+    outer = "unshare --pid --mount --fork sh -c '%s' > %s & head -n 1 %s > /dev/null" % (
+        inner, ready, ready)
+    data = tmp_path / "jit.data"
+    with open(tmp_path / "record.err", "wb") as err:
+        rec = subprocess.Popen([PERF, "record", "-q", "-e", "cpu-clock:u", "-o", str(data),
+                                "--", "sh", "-c", outer], stdout=subprocess.DEVNULL,
+                               stderr=err, env=dict(os.environ, HOME=str(tmp_path)))
+    try:
+        rec.wait(timeout=120)
+        if rec.returncode != 0 or not data.exists():
+            pytest.skip("perf could not record: %s"
+                        % (tmp_path / "record.err").read_text(errors="replace")[-200:])
+        theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
+                                text=True, timeout=120).stdout
+        rc, ours, err = run_cli(["script", str(data)])
+        assert rc == 0, err
+    finally:
+        try:
+            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))    # let it go
+        except OSError:
+            pass
+    jitted = [line for line in theirs.splitlines() if "jitted_hot_loop+0x" in line]
+    assert len(jitted) > 20
+    assert [line for line in ours.splitlines() if "jitted_hot_loop+0x" in line] == jitted
+    assert all(line.endswith(".map)") and "/tmp/perf-" in line for line in jitted)
+    stats = compare(ours, theirs)
+    assert stats["samples_ours"] == stats["samples_perf"] and stats["other"] == []
+    for _ in range(100):
+        rc, gone, err = run_cli(["script", str(data)])
+        if "jitted_hot_loop" not in gone:
+            break
+        subprocess.run(["sleep", "0.1"])
+    assert rc == 0 and "jitted_hot_loop" not in gone
+
+
+def test_perf_map_in_namespace_is_the_recorded_program():
+    """The map is looked for under /proc/PID only while that pid is still
+    the recorded program (a pid used again by another names nothing)."""
+    from perfdata.frames import perfmap_in_namespace
+    with open("/proc/self/comm") as f:
+        comm = f.read().strip()
+    pid = os.getpid()
+    place = perfmap_in_namespace(pid, comm)
+    assert place is not None and place.startswith("/proc/%d/root/tmp/perf-" % pid)
+    assert perfmap_in_namespace(pid, comm + "-not") is None
+    assert perfmap_in_namespace(0, comm) is None
