@@ -609,6 +609,18 @@ class FrameResolver:
             if is_jitdump_path(m.path, pid):
                 self._jitdump_of_pid[pid] = m.path
                 return m.path
+        dumps = [m.path for m in maps if is_jitdump_path(m.path)]
+        ns = namespace_pid(pid, sample.thread.comm if sample.thread else None) if dumps else None
+        if ns is not None and ns != pid:
+            # A JIT in a container names its dump by its pid there
+            # (jit-NSPID.dump) in its own filesystem, which perf 6.1 takes
+            # while the process lives: read through /proc/PID/root, under
+            # that name (another container's jit-1.dump is another file).
+            for path in dumps:
+                if is_jitdump_path(path, ns):
+                    inside = "/proc/%d/root%s" % (pid, path)
+                    self._jitdump_of_pid[pid] = inside
+                    return inside
         self._jitdump_of_pid[pid] = (id(maps), maps.generation)
         return None
 
@@ -764,11 +776,10 @@ class FrameResolver:
         return tuple(frames)
 
 
-def perfmap_in_namespace(pid: int, comm: str | None) -> str | None:
-    """Where a process that still runs in its own mount (and pid) namespace,
-    a container's, wrote its perf map: /proc/PID/root/tmp/perf-NSPID.map,
-    NSPID its pid in its own pid namespace (the last of NStgid), which is
-    where perf 6.1 reads it while the process lives (nsinfo).  None where
+def namespace_pid(pid: int, comm: str | None) -> int | None:
+    """The pid a process that still runs has in its own pid namespace (a
+    container's: the last of /proc/PID/status's NStgid; PID itself outside
+    any), which names the files a JIT writes for perf there.  None where
     /proc/PID is gone, or is now another program than the recorded comm
     (a pid used again)."""
     if pid <= 0:
@@ -786,7 +797,15 @@ def perfmap_in_namespace(pid: int, comm: str | None) -> str | None:
     nstgid = fields.get("NStgid", "").split()
     if not nstgid or not nstgid[-1].isdigit():
         return None
-    return "/proc/%d/root/tmp/perf-%s.map" % (pid, nstgid[-1])
+    return int(nstgid[-1])
+
+
+def perfmap_in_namespace(pid: int, comm: str | None) -> str | None:
+    """Where a process that still runs in its own mount (and pid) namespace,
+    a container's, wrote its perf map: /proc/PID/root/tmp/perf-NSPID.map,
+    which is where perf 6.1 reads it while the process lives (nsinfo)."""
+    ns = namespace_pid(pid, comm)
+    return None if ns is None else "/proc/%d/root/tmp/perf-%d.map" % (pid, ns)
 
 
 def _file_build_id(path: str) -> str | None:

@@ -11,6 +11,7 @@ and takes that file only with the recorded build-id.  The recordings use
 by build-id: the container's file is the only one.
 """
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -382,3 +383,82 @@ def test_perf_map_in_namespace_is_the_recorded_program():
     assert place is not None and place.startswith("/proc/%d/root/tmp/perf-" % pid)
     assert perfmap_in_namespace(pid, comm + "-not") is None
     assert perfmap_in_namespace(0, comm) is None
+
+
+_PY_CONTAINED = """
+import sys, time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+t0 = time.time()
+while time.time() - t0 < 0.5:
+    fib(14)
+print("spun", flush=True)
+open(sys.argv[1]).read()
+"""
+
+
+@requires_perf
+def test_jitdump_of_a_running_container(tmp_path):
+    """python3.13 -X perf_jit in a container writes its jitdump in the
+    container's /tmp, named by its pid there (jit-1.dump); perf 6.1 takes
+    it while the process lives (perf inject --jit reads it through the
+    process's namespace), and so does perfdata, on the recording perf inject
+    never saw, through /proc/PID/root: each sample's JIT frames are those
+    perf script of the injected file prints (perf's stack may end earlier:
+    the exec row of the README), read from /proc/PID/root/tmp/jit-1.dump.
+    Once the process is gone none is named.  (The trampolines are the
+    calls into Python from C: importlib's frames, the module's; a Python
+    function calling another does not leave the interpreter's loop.)"""
+    from test_script_jit import PYTHON313, _samples
+    if PYTHON313 is None or not can_unshare_mount():
+        pytest.skip("needs python3.13, and unshare --pid --mount with a tmpfs mount (root)")
+    (tmp_path / "work.py").write_text(_PY_CONTAINED)
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    os.mkfifo(ready)
+    os.mkfifo(go)
+    inner = ("mount -t tmpfs none /mnt && mkdir /mnt/keep && mount --bind %s /mnt/keep && "
+             "mount -t tmpfs none /tmp && exec %s -X perf_jit /mnt/keep/work.py /mnt/keep/go"
+             % (tmp_path, PYTHON313))
+    outer = "unshare --pid --mount --fork sh -c '%s' > %s & head -n 1 %s > /dev/null" % (
+        inner, ready, ready)
+    data, injected = tmp_path / "py.data", tmp_path / "py.jit.data"
+    env = dict(os.environ, HOME=str(tmp_path))
+    with open(tmp_path / "record.err", "wb") as err:
+        rec = subprocess.Popen([PERF, "record", "-q", "-k", "1", "--call-graph=dwarf", "-o",
+                                str(data), "--", "sh", "-c", outer], stdout=subprocess.DEVNULL,
+                               stderr=err, env=env)
+    try:
+        rec.wait(timeout=120)
+        if rec.returncode != 0 or not data.exists():
+            pytest.skip("perf could not record: %s"
+                        % (tmp_path / "record.err").read_text(errors="replace")[-200:])
+        inj = subprocess.run([PERF, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+                             capture_output=True, text=True, env=env, timeout=120)
+        theirs = subprocess.run([PERF, "script", "-i", str(injected)], capture_output=True,
+                                text=True, env=env, timeout=120).stdout if \
+            inj.returncode == 0 else ""
+        rc, ours, err = run_cli(["script", str(data)])
+        assert rc == 0, err
+    finally:
+        try:
+            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))    # let it go
+        except OSError:
+            pass
+    if "jitted-" not in theirs:
+        pytest.skip("perf inject --jit made no jitted .so: %s" % inj.stderr.strip()[-200:])
+    dumps = {line.rsplit("(", 1)[1].rstrip(")") for line in ours.splitlines()
+             if line.endswith(".dump)")}
+    assert len(dumps) == 1 and re.fullmatch(r"/proc/\d+/root/tmp/jit-1\.dump", dumps.pop())
+    compared = 0
+    for mine, perfs in zip(_samples(ours), _samples(theirs)):
+        want = [line for line in perfs if line.startswith("\tJIT ")]
+        if want:
+            compared += 1
+            assert [line for line in mine if line.startswith("\tJIT ")][:len(want)] == want
+    assert compared > 10
+    for _ in range(100):
+        rc, gone, err = run_cli(["script", str(data)])
+        if ".dump)" not in gone:
+            break
+        subprocess.run(["sleep", "0.1"])
+    assert rc == 0 and ".dump)" not in gone
