@@ -60,7 +60,14 @@ def test_no_debuginfo_named_then_fixed_by_debug_dir(tmp_path):
                               own_chain_only=True)
     # (libc is in the class too where its debug file is not installed)
     b = next(b for b in c["binaries"] if b["path"] == exe)
-    assert b["frames"] == perf_unknown > 0 and b["build_id"] == bid
+    assert b["build_id"] == bid
+    # Every frame perf leaves unnamed there is in the class, but those a
+    # more specific class takes first, which depends on where the samples
+    # landed (a frame after a libc leaf without frame pointers: fp-broken).
+    elsewhere = sum(x["frames"] for cl in res["classes"]
+                    if cl["class"] != "no-debuginfo" and not cl["class"].startswith("resolved-")
+                    for x in cl["binaries"] if x["path"] == exe)
+    assert b["frames"] + elsewhere == perf_unknown > 0 and b["frames"] > 0.9 * perf_unknown
     fix = b["fix"]
     want = ".build-id/%s/%s.debug" % (bid[:2], bid[2:])
     assert want in fix and "--debuginfod" in fix
