@@ -10,6 +10,7 @@ and takes that file only with the recorded build-id.  The recordings use
 --no-buildid-cache and a private HOME, so no copy of the binary is found
 by build-id: the container's file is the only one.
 """
+import contextlib
 import os
 import re
 import shutil
@@ -315,6 +316,49 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
 JIT = Path(__file__).resolve().parent / "progs" / "jit.c"
 
 
+@contextlib.contextmanager
+def _recorded_in_a_container(tmp_path, setup, command, record_opts):
+    """perf record of `command` run in new pid and mount namespaces, with a
+    /tmp and a /mnt of its own (what it writes or runs there is nowhere
+    here) and tmp_path in its reach as /mnt/keep (setup: shell commands run
+    there first).  Yields the recording while the program, given
+    /mnt/keep/go, waits on that FIFO; then lets it go."""
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    os.mkfifo(ready)
+    os.mkfifo(go)
+    inner = ("mount -t tmpfs none /mnt && mkdir /mnt/keep && mount --bind %s /mnt/keep && "
+             "%s mount -t tmpfs none /tmp && exec %s /mnt/keep/go" % (tmp_path, setup, command))
+    outer = "unshare --pid --mount --fork sh -c '%s' > %s & head -n 1 %s > /dev/null" % (
+        inner, ready, ready)
+    data = tmp_path / "contained.data"
+    with open(tmp_path / "record.err", "wb") as err:
+        rec = subprocess.Popen([PERF, "record", "-q"] + record_opts + ["-o", str(data), "--",
+                                "sh", "-c", outer], stdout=subprocess.DEVNULL, stderr=err,
+                               env=dict(os.environ, HOME=str(tmp_path)))
+    try:
+        rec.wait(timeout=120)
+        if rec.returncode != 0 or not data.exists():
+            pytest.skip("perf could not record: %s"
+                        % (tmp_path / "record.err").read_text(errors="replace")[-200:])
+        yield data
+    finally:
+        try:
+            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))    # let it go
+        except OSError:
+            pass
+
+
+def _named_once_gone(data, marker):
+    """perfdata script's text once the contained program has gone (and
+    with it the files its namespace held); rc."""
+    for _ in range(100):
+        rc, gone, err = run_cli(["script", str(data)])
+        if marker not in gone:
+            break
+        subprocess.run(["sleep", "0.1"])
+    return rc, gone
+
+
 @requires_perf
 def test_perf_map_of_a_running_container(tmp_path):
     """A JIT in a container writes its perf map in the container's /tmp
@@ -329,46 +373,19 @@ def test_perf_map_of_a_running_container(tmp_path):
     exe = tmp_path / "jit"
     subprocess.run(["gcc", "-O2", "-o", str(exe), str(JIT)], check=True, capture_output=True,
                    timeout=60)
-    ready, go = tmp_path / "ready", tmp_path / "go"
-    os.mkfifo(ready)
-    os.mkfifo(go)
-    # /mnt is the container's own (the binary there is nowhere here), its
-    # /tmp a tmpfs of its own; tmp_path stays in reach under /mnt/keep.
-    inner = ("mount -t tmpfs none /mnt && mkdir /mnt/keep && mount --bind %s /mnt/keep && "
-             "cp %s /mnt/jit && mount -t tmpfs none /tmp && exec /mnt/jit 0.3 /mnt/keep/go"
-             % (tmp_path, exe))
-    outer = "unshare --pid --mount --fork sh -c '%s' > %s & head -n 1 %s > /dev/null" % (
-        inner, ready, ready)
-    data = tmp_path / "jit.data"
-    with open(tmp_path / "record.err", "wb") as err:
-        rec = subprocess.Popen([PERF, "record", "-q", "-e", "cpu-clock:u", "-o", str(data),
-                                "--", "sh", "-c", outer], stdout=subprocess.DEVNULL,
-                               stderr=err, env=dict(os.environ, HOME=str(tmp_path)))
-    try:
-        rec.wait(timeout=120)
-        if rec.returncode != 0 or not data.exists():
-            pytest.skip("perf could not record: %s"
-                        % (tmp_path / "record.err").read_text(errors="replace")[-200:])
+    with _recorded_in_a_container(tmp_path, "cp %s /mnt/jit &&" % exe, "/mnt/jit 0.3",
+                                  ["-e", "cpu-clock:u"]) as data:
         theirs = subprocess.run([PERF, "script", "-i", str(data)], capture_output=True,
                                 text=True, timeout=120).stdout
         rc, ours, err = run_cli(["script", str(data)])
         assert rc == 0, err
-    finally:
-        try:
-            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))    # let it go
-        except OSError:
-            pass
     jitted = [line for line in theirs.splitlines() if "jitted_hot_loop+0x" in line]
     assert len(jitted) > 20
     assert [line for line in ours.splitlines() if "jitted_hot_loop+0x" in line] == jitted
     assert all(line.endswith(".map)") and "/tmp/perf-" in line for line in jitted)
     stats = compare(ours, theirs)
     assert stats["samples_ours"] == stats["samples_perf"] and stats["other"] == []
-    for _ in range(100):
-        rc, gone, err = run_cli(["script", str(data)])
-        if "jitted_hot_loop" not in gone:
-            break
-        subprocess.run(["sleep", "0.1"])
+    rc, gone = _named_once_gone(data, "jitted_hot_loop")
     assert rc == 0 and "jitted_hot_loop" not in gone
 
 
@@ -413,25 +430,10 @@ def test_jitdump_of_a_running_container(tmp_path):
     if PYTHON313 is None or not can_unshare_mount():
         pytest.skip("needs python3.13, and unshare --pid --mount with a tmpfs mount (root)")
     (tmp_path / "work.py").write_text(_PY_CONTAINED)
-    ready, go = tmp_path / "ready", tmp_path / "go"
-    os.mkfifo(ready)
-    os.mkfifo(go)
-    inner = ("mount -t tmpfs none /mnt && mkdir /mnt/keep && mount --bind %s /mnt/keep && "
-             "mount -t tmpfs none /tmp && exec %s -X perf_jit /mnt/keep/work.py /mnt/keep/go"
-             % (tmp_path, PYTHON313))
-    outer = "unshare --pid --mount --fork sh -c '%s' > %s & head -n 1 %s > /dev/null" % (
-        inner, ready, ready)
-    data, injected = tmp_path / "py.data", tmp_path / "py.jit.data"
+    injected = tmp_path / "py.jit.data"
     env = dict(os.environ, HOME=str(tmp_path))
-    with open(tmp_path / "record.err", "wb") as err:
-        rec = subprocess.Popen([PERF, "record", "-q", "-k", "1", "--call-graph=dwarf", "-o",
-                                str(data), "--", "sh", "-c", outer], stdout=subprocess.DEVNULL,
-                               stderr=err, env=env)
-    try:
-        rec.wait(timeout=120)
-        if rec.returncode != 0 or not data.exists():
-            pytest.skip("perf could not record: %s"
-                        % (tmp_path / "record.err").read_text(errors="replace")[-200:])
+    with _recorded_in_a_container(tmp_path, "", "%s -X perf_jit /mnt/keep/work.py" % PYTHON313,
+                                  ["-k", "1", "--call-graph=dwarf"]) as data:
         inj = subprocess.run([PERF, "inject", "--jit", "-i", str(data), "-o", str(injected)],
                              capture_output=True, text=True, env=env, timeout=120)
         theirs = subprocess.run([PERF, "script", "-i", str(injected)], capture_output=True,
@@ -439,11 +441,6 @@ def test_jitdump_of_a_running_container(tmp_path):
             inj.returncode == 0 else ""
         rc, ours, err = run_cli(["script", str(data)])
         assert rc == 0, err
-    finally:
-        try:
-            os.close(os.open(go, os.O_WRONLY | os.O_NONBLOCK))    # let it go
-        except OSError:
-            pass
     if "jitted-" not in theirs:
         pytest.skip("perf inject --jit made no jitted .so: %s" % inj.stderr.strip()[-200:])
     dumps = {line.rsplit("(", 1)[1].rstrip(")") for line in ours.splitlines()
@@ -456,9 +453,5 @@ def test_jitdump_of_a_running_container(tmp_path):
             compared += 1
             assert [line for line in mine if line.startswith("\tJIT ")][:len(want)] == want
     assert compared > 10
-    for _ in range(100):
-        rc, gone, err = run_cli(["script", str(data)])
-        if ".dump)" not in gone:
-            break
-        subprocess.run(["sleep", "0.1"])
+    rc, gone = _named_once_gone(data, ".dump)")
     assert rc == 0 and ".dump)" not in gone
