@@ -137,8 +137,6 @@ class Symbolizer:
         self._jit_places: dict[str, list[str]] = {}     # see add_jit_file_place
         # (path, build-id) -> warnings of a prepare(), said at the first use
         self._deferred: dict[tuple, list[str]] = {}
-        # candidate path -> what _try found in it, for BinaryChoice.tried
-        self._tried_detail: dict[str, str] = {}
         self.recorded_at = recorded_at
         self._modified: set[str] = set()     # candidates modified after recorded_at
 
@@ -201,8 +199,8 @@ class Symbolizer:
         binary = None
         worst = "missing"
         for cand in self.locator.candidates_for_binary(path, bid):
-            b, outcome = self._try(cand, bid)
-            tried.append((cand.path, outcome, self._tried_detail.pop(cand.path, "")))
+            b, outcome, detail = self._try(cand, bid)
+            tried.append((cand.path, outcome, detail))
             if b is not None:
                 binary = b
                 break
@@ -222,15 +220,15 @@ class Symbolizer:
             if real is not None and os.path.lexists(cand.path) and \
                     os.path.realpath(cand.path) == real:
                 continue
-            d, outcome = self._try(cand, want, debug=True)
+            d, outcome, detail = self._try(cand, want, debug=True)
             if d is not None and not (d.has_section(".symtab") or d.has_section(".debug_info")):
                 # A copy of the stripped binary (e.g. a .build-id/xx/rest entry of
                 # an archive) is no debug file: keep looking.  A file whose
                 # section table is cut off is damaged, and said to be.
-                self._say_damaged(cand, d)
+                detail = self._say_damaged(cand, d)
                 d.close()
                 d, outcome = None, "no-debug-sections"
-            tried.append((cand.path, outcome, self._tried_detail.pop(cand.path, "")))
+            tried.append((cand.path, outcome, detail))
             if d is not None:
                 debug = d
                 break
@@ -294,14 +292,16 @@ class Symbolizer:
         return answers
 
     def _try(self, cand: Candidate, bid: str | None, debug: bool = False
-             ) -> tuple[Binary | None, str]:
-        """Open one candidate; (Binary, 'found') or (None, why not)."""
+             ) -> tuple[Binary | None, str, str]:
+        """Open one candidate; (Binary, 'found', '') or (None, why not, what
+        the file holds instead: the build-id of a buildid-mismatch ('' for
+        none), what is wrong with a damaged file, else '')."""
         if not os.path.lexists(cand.path):
-            return None, "missing"
+            return None, "missing", ""
         if cand.origin in ("debug-dir", "buildid-cache") and os.path.isdir(cand.path):
             # perf's build-id cache layout: .build-id/xx/rest and <path> are
             # directories there (their `elf` and `debug` are candidates too)
-            return None, "directory"
+            return None, "directory", ""
         b = Binary(cand.path, facts=self.cache)
         # (what the checks below and the lookups read of the file: kept for
         # the next run, which then reads no ELF header)
@@ -310,38 +310,38 @@ class Symbolizer:
             if b.error_kind != "missing":
                 self._warn(cand.path, "open", f"{cand.path}: {b.error_kind}: {b.error}")
             # (not ok: error_kind is set)
-            return None, "not-elf" if b.error_kind in ("not-elf", "truncated") else b.error_kind  # type: ignore[return-value]
+            return None, ("not-elf" if b.error_kind in ("not-elf", "truncated")  # type: ignore[return-value]
+                          else b.error_kind), ""
         if not debug and not b.has_code and b.get_section(".dynsym") is None:
             # (a debug file's copy, or a file cut short: perf's build-id
             # cache entry of a binary truncated in place, a copy that failed)
-            self._say_damaged(cand, b)
+            damage = self._say_damaged(cand, b)
             b.close()
-            return None, "no-code"
+            return None, "no-code", damage
         have = b.build_id
         if bid is not None:
             if have != bid:
                 self._warn(cand.path, "bid",
                            f"{cand.path}: build-id {have or 'none'} is not the wanted {bid}; not used")
-                self._tried_detail[cand.path] = have or ""
                 b.close()
-                return None, "buildid-mismatch"
-            return b, "found"
+                return None, "buildid-mismatch", have or ""
+            return b, "found", ""
         # No build-id to check against.
         if cand.crc is not None:
             crc = _file_crc32(cand.path)
             if crc != cand.crc:
                 self._warn(cand.path, "crc", f"{cand.path}: .gnu_debuglink CRC mismatch; not used")
                 b.close()
-                return None, "crc-mismatch"
-            return b, "found"
+                return None, "crc-mismatch", ""
+            return b, "found", ""
         if cand.origin in ("original", "path-map", "symfs", "debug-dir") and not debug:
             if cand.origin == "original":
                 self._check_unchanged(cand.path)
-            return b, "found"
+            return b, "found", ""
         if debug and cand.origin in ("debug-dir", "symfs", "system") and have is None:
-            return b, "found"
+            return b, "found", ""
         b.close()
-        return None, "unverifiable"
+        return None, "unverifiable", ""
 
     def modified_after_recording(self, path: str) -> bool:
         """Was the binary at this path taken unverified (the profile has no
@@ -369,17 +369,18 @@ class Symbolizer:
                            time.strftime("%Y-%m-%d %H:%M:%S",
                                          time.localtime(self.recorded_at))))
 
-    def _say_damaged(self, cand: Candidate, b: Binary) -> None:
+    def _say_damaged(self, cand: Candidate, b: Binary) -> str:
         """Warn about a candidate whose headers point past its end (the
-        first thing found wrong), and note it for BinaryChoice.tried."""
+        first thing found wrong), and return that ('' for nothing wrong)."""
         if b.ok:
             b.sections        # (read: a cut-off table is found wanting here)
-        if b.warnings:
-            problem = b.warnings[0]
-            problem = problem[len(b.path) + 2:] if problem.startswith(b.path + ": ") else problem
-            self._warn(cand.path, "damaged", f"{cand.path}: damaged ({problem}); not used")
-            self._tried_detail[cand.path] = problem
-            b.warnings.clear()
+        if not b.warnings:
+            return ""
+        problem = b.warnings[0]
+        problem = problem[len(b.path) + 2:] if problem.startswith(b.path + ": ") else problem
+        self._warn(cand.path, "damaged", f"{cand.path}: damaged ({problem}); not used")
+        b.warnings.clear()
+        return problem
 
     def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
                    bid: str | None, kinds: str, objects: bool = False) -> SymbolTable:
