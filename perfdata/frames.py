@@ -270,10 +270,10 @@ class FrameResolver:
             if m.path == "[vdso]" and (
                     bid is None or self.symbolizer.binary_for(m.path, bid).status != "found"):
                 hit = self._vdso_stand_in(bid) or hit
-            elif bid is not None and m.path.startswith("/") and m.pid is not None and \
-                    0 < m.pid < KERNEL_PID:
-                hit = (self.symbolizer.first_found(
-                    (m.path, "/proc/%d/root%s" % (m.pid, m.path)), bid), bid)
+            elif bid is not None and m.path.startswith("/"):
+                inside = in_process_root(m.pid, m.path)
+                if inside is not None:
+                    hit = (self.symbolizer.first_found((m.path, inside), bid), bid)
             self._dso_cache[key] = hit
         return hit
 
@@ -294,8 +294,9 @@ class FrameResolver:
         own = (m.maj, m.min, m.ino)
         mapped = self.machine.file_ids.get(m.path, set())
         places = [m.path]
-        if m.pid is not None and 0 < m.pid < KERNEL_PID:
-            places.append("/proc/%d/root%s" % (m.pid, m.path))
+        inside = in_process_root(m.pid, m.path)
+        if inside is not None:
+            places.append(inside)
         others = list(choices)
         for place in places:
             try:
@@ -617,8 +618,8 @@ class FrameResolver:
             # while the process lives: read through /proc/PID/root, under
             # that name (another container's jit-1.dump is another file).
             for path in dumps:
-                if is_jitdump_path(path, ns):
-                    inside = "/proc/%d/root%s" % (pid, path)
+                inside = in_process_root(pid, path)
+                if is_jitdump_path(path, ns) and inside is not None:
                     self._jitdump_of_pid[pid] = inside
                     return inside
         self._jitdump_of_pid[pid] = (id(maps), maps.generation)
@@ -776,6 +777,14 @@ class FrameResolver:
         return tuple(frames)
 
 
+def in_process_root(pid: int | None, path: str) -> str | None:
+    """A path as a process's mount namespace sees it, /proc/PID/root/PATH,
+    for a process's pid (not the kernel's, not none)."""
+    if pid is None or not 0 < pid < KERNEL_PID:
+        return None
+    return "/proc/%d/root%s" % (pid, path)
+
+
 def namespace_pid(pid: int, comm: str | None) -> int | None:
     """The pid a process that still runs has in its own pid namespace (a
     container's: the last of /proc/PID/status's NStgid; PID itself outside
@@ -805,7 +814,7 @@ def perfmap_in_namespace(pid: int, comm: str | None) -> str | None:
     a container's, wrote its perf map: /proc/PID/root/tmp/perf-NSPID.map,
     which is where perf 6.1 reads it while the process lives (nsinfo)."""
     ns = namespace_pid(pid, comm)
-    return None if ns is None else "/proc/%d/root/tmp/perf-%d.map" % (pid, ns)
+    return None if ns is None else in_process_root(pid, "/tmp/perf-%d.map" % ns)
 
 
 def _file_build_id(path: str) -> str | None:
