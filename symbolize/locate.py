@@ -136,6 +136,15 @@ class DebugInfoLocator:
             return None
         return build_id_path_parts(bid)
 
+    def _cache_binaries(self, path: str, bid: str | None, root: str | None = None
+                        ) -> list[str]:
+        """The files of perf's build-id cache layout (under root, by default
+        the cache) that may be this binary: each directory's `elf`, and for
+        the vdso its `vdso` first."""
+        names = ("vdso", "elf") if path == "[vdso]" else ("elf",)
+        return [os.path.join(cdir, name) for cdir in self._cache_dirs(path, bid, root)
+                for name in names]
+
     def _cache_dirs(self, path: str, bid: str | None, root: str | None = None) -> list[str]:
         """Directories of perf's build-id cache (or of root laid out as it
         is) that may hold this binary."""
@@ -170,10 +179,7 @@ class DebugInfoLocator:
                         out.append(Candidate(p, "debug-dir"))
             # A debug dir laid out as perf's build-id cache (`perf archive`'s
             # tarball unpacked, a copy of someone's ~/.debug)
-            for cdir in self._cache_dirs(path, bid, d):
-                if path == "[vdso]":
-                    out.append(Candidate(os.path.join(cdir, "vdso"), "debug-dir"))
-                out.append(Candidate(os.path.join(cdir, "elf"), "debug-dir"))
+            out += [Candidate(f, "debug-dir") for f in self._cache_binaries(path, bid, d)]
         mapped = None if pseudo else map_path(path, self.path_map)
         if mapped is not None:
             for q in _paths_elsewhere(path):
@@ -185,10 +191,7 @@ class DebugInfoLocator:
                 p = _rooted(self.symfs, q)
                 if p:
                     out.append(Candidate(p, "symfs"))
-        for cdir in self._cache_dirs(path, bid):
-            if path == "[vdso]":
-                out.append(Candidate(os.path.join(cdir, "vdso"), "buildid-cache"))
-            out.append(Candidate(os.path.join(cdir, "elf"), "buildid-cache"))
+        out += [Candidate(f, "buildid-cache") for f in self._cache_binaries(path, bid)]
         if bid is not None and self.buildid_dir and len(bid) >= 4:
             # Old cache layout: the .build-id entry links to the file itself.
             # (Where it links to a directory, the new layout's, its files are
