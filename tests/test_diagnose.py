@@ -384,8 +384,13 @@ def test_no_cfi_then_debug_frame_from_the_debug_file(tmp_path):
     empty.mkdir()
     res, _ = util.diagnose(data, "--buildid-dir", str(empty))
     c = util.cls(res, "dwarf-no-cfi")
-    # Truth: every sample runs under hot_outer, which has no CFI in the binary.
-    assert c is not None and c["samples"] == res["samples"] > 0
+    # Truth: every sample from main on runs under hot_outer, which has no CFI
+    # in the binary.  The samples before main are ld.so's start-up (its cpuid
+    # probes trap to the hypervisor on a VM, so a sample can land there), and
+    # perf's stack of those ends in ld.so's own _start.
+    started = sum(1 for _, fr in parse_samples(util.perf_script(tmp_path, data))
+                  if fr and not os.path.basename(fr[-1][2]).startswith("ld-"))
+    assert c is not None and c["samples"] == started > 0
     assert c["binaries"][0]["path"] == exe and "debug file" in c["fix"]
     d = tmp_path / "dbg" / ".build-id" / bid[:2]
     d.mkdir(parents=True)
