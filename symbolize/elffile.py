@@ -63,6 +63,50 @@ class SectionHeader(NamedTuple):
     entsize: int
 
 
+class SupplementaryLink(NamedTuple):
+    """A file's link to the supplementary file its DWARF continues in."""
+    name: str                 # as written: absolute, or relative to the file's directory
+    identity: str | None      # hex: the file's build-id, or its .debug_sup checksum
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _parse_debug_sup(data: bytes | None, little_endian: bool
+                     ) -> tuple[int, str | None, str | None] | None:
+    """(is_supplementary, file name or None for an empty one, checksum in
+    hex or None) of a .debug_sup section (DWARF 5, 7.3.6), or None where it
+    is absent or cut short."""
+    if not data or len(data) < 4:
+        return None
+    data = bytes(data)
+    (version,) = struct.unpack_from("<H" if little_endian else ">H", data, 0)
+    if version not in (2, 5):
+        return None
+    is_sup = data[2]
+    nul = data.find(b"\0", 3)
+    if nul < 0:
+        return None
+    name = _utf8(data[3:nul]) or None
+    at, size, shift = nul + 1, 0, 0
+    while at < len(data):                 # ULEB128 checksum length
+        byte = data[at]
+        at += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    else:
+        return None
+    if shift > 35 or at + size > len(data):
+        return None
+    return is_sup, name, data[at:at + size].hex() if size else None
+
+
 class Binary:
     """An ELF file on disk (or in memory, for MiniDebugInfo).
 
@@ -500,6 +544,36 @@ class Binary:
         except UnicodeDecodeError:
             return None
         return name, crc
+
+    @property
+    def supplementary_link(self) -> SupplementaryLink | None:
+        """The supplementary file this file's DWARF refers to (`dwz -m`:
+        the DIEs and strings several files share moved there), from
+        .gnu_debugaltlink (a path, then the file's build-id) or DWARF 5's
+        .debug_sup (version, is_supplementary 0, a path, a checksum); None
+        when there is none, or this file is itself the supplementary one."""
+        data = self.section_data(".gnu_debugaltlink")
+        if data:
+            data = bytes(data)
+            nul = data.find(b"\0")
+            if nul > 0 and nul + 1 < len(data):
+                name = _utf8(data[:nul])
+                return SupplementaryLink(name, data[nul + 1:].hex()) if name else None
+            return None
+        sup = _parse_debug_sup(self.section_data(".debug_sup"), self.little_endian)
+        if sup is not None and not sup[0] and sup[1]:
+            return SupplementaryLink(sup[1], sup[2])
+        return None
+
+    @property
+    def supplementary_identity(self) -> str | None:
+        """What a file that refers to this one as its supplementary file
+        names it by: the checksum of its own .debug_sup (is_supplementary
+        1; dwz --dwarf-5 writes no build-id note there), else its build-id."""
+        sup = _parse_debug_sup(self.section_data(".debug_sup"), self.little_endian)
+        if sup is not None and sup[0]:
+            return sup[2]
+        return self.build_id
 
     # ----- facts kept across runs ----------------------------------------
     def _load_facts(self, cache: CacheDir, st: os.stat_result) -> None:

@@ -40,7 +40,7 @@ from .cachedir import CacheDir
 from .elffile import Binary
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from elftools.construct.lib.container import Container
     from elftools.dwarf.compileunit import CompileUnit
@@ -82,6 +82,8 @@ _SECTIONS = {
 }
 _UNUSED_SECTIONS = ("debug_frame_sec", "eh_frame_sec", "debug_pubtypes_sec", "debug_pubnames_sec",
                     "debug_sup_sec", "gnu_debugaltlink_sec", "debug_types_sec")
+# References into a supplementary file (dwz -m): GNU's and DWARF 5's.
+_SUP_REF_FORMS = frozenset(("DW_FORM_GNU_ref_alt", "DW_FORM_ref_sup4", "DW_FORM_ref_sup8"))
 
 _CONTAINER_TAGS = frozenset(("DW_TAG_namespace", "DW_TAG_class_type", "DW_TAG_structure_type",
                              "DW_TAG_union_type", "DW_TAG_module"))
@@ -169,7 +171,8 @@ class LineInfo:
     the binary and None / [] answers."""
 
     def __init__(self, binary: Binary, cache: CacheWhere = None, native: bool = True, *,
-                 cache_key: tuple[str, str] | None = None, native_lines: bool = False) -> None:
+                 cache_key: tuple[str, str] | None = None, native_lines: bool = False,
+                 supplementary: Callable[[], Binary | None] | None = None) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) under which function_names() keeps its answers
         across runs, and the native index its symcache; `which` tells a
@@ -177,7 +180,12 @@ class LineInfo:
         function_names() from symbolic's index (native.py) where it is
         installed.  native_lines: frames() and srcline() from it too, where
         it answers (its file paths are normalized: for callers that print
-        base names)."""
+        base names).  supplementary: finds the supplementary file the
+        DWARF refers to (binary.supplementary_link: `dwz -m` moved shared
+        DIEs and strings there, inlined functions' names among them), asked
+        once, at the first lookup that needs it; None where the file is
+        not found (those names are then unknown, and no answer is kept
+        across runs)."""
         self.binary = binary
         self.cache = CacheDir.of(cache if cache_key else None)
         self.cache_key = cache_key
@@ -195,6 +203,9 @@ class LineInfo:
         self._aranges: list[tuple[int, int, int]] | None = None
         self._aranges_starts: list[int] = []
         self._cus: dict[int, _CUData | None] = {}
+        self._find_supplementary = supplementary
+        self._supplementary: Binary | None | Literal[False] = False     # (False: not looked for)
+        self._sup_dwarf: DWARFInfo | None = None
 
     @property
     def has_dwarf(self) -> bool:
@@ -233,6 +244,10 @@ class LineInfo:
         if got is None:
             native = self._native_index()
             got = native.names(svma) if native is not None else None
+            if got is not None and None in got and self.supplementary() is not None:
+                # (symbolic reads no supplementary file: its names are
+                # pyelftools' to find, through it)
+                got = None
             if got is None:
                 got = tuple(f.function for f in self.frames(svma, lines=False))
             names[svma] = got
@@ -259,9 +274,25 @@ class LineInfo:
     def _native_locations(self, svma: int) -> list[InlineFrame] | None:
         native = self._native_index()
         got = native.locations(svma) if native is not None else None
-        if got is None:
+        if got is None or (any(loc[0] is None for loc in got) and
+                           self.supplementary() is not None):
             return None
         return [InlineFrame(*loc) for loc in got]
+
+    def supplementary(self) -> Binary | None:
+        """The supplementary file of this file's DWARF, found (once), or
+        None: there is none, or it was not found."""
+        if self._supplementary is False:
+            self._supplementary = None
+            if self._find_supplementary is not None and \
+                    self.binary.supplementary_link is not None:
+                self._supplementary = self._find_supplementary()
+        return self._supplementary
+
+    @property
+    def supplementary_missing(self) -> bool:
+        """Whether the DWARF refers to a supplementary file not found."""
+        return self.binary.supplementary_link is not None and self.supplementary() is None
 
     def _load_names(self) -> dict:
         doc = self.cache.read_json(self.names_cache)
@@ -281,7 +312,8 @@ class LineInfo:
     def save_names(self) -> bool:
         """Write function_names()'s answers to `names_cache` if it learnt
         new ones, unless the file had faults (a partial answer is not kept)."""
-        if not (self.names_cache and self._names_added) or self.binary.warnings:
+        if not (self.names_cache and self._names_added) or self.binary.warnings or \
+                self.supplementary_missing:
             return False
         self._names_added = False
         return self.cache.write_json(self.names_cache, {
@@ -328,24 +360,20 @@ class LineInfo:
 
     def _load_sections(self) -> bool:
         """Read (and decompress) the DWARF sections once, as pyelftools'
-        section descriptors."""
-        from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
-        b = self.binary
-        secs = dict.fromkeys(_UNUSED_SECTIONS)
-        for key, name in _SECTIONS.items():
-            sec = b.get_section(name)
-            data = b.section_data(sec) if sec is not None else None
-            if data is None:
-                secs[key] = None          # absent, or unreadable (already warned)
-                continue
-            data = bytes(data)
-            # (data: the section is there)
-            secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
-        if secs["debug_info_sec"] is None or secs["debug_abbrev_sec"] is None:
+        section descriptors; and the supplementary file's, where the DWARF
+        refers to one that is found."""
+        loaded = _dwarf_sections(self.binary)
+        if loaded is None:
             return False
-        self._sections = secs
-        self._config = DwarfConfig(little_endian=b.little_endian, machine_arch=b.machine or "",
-                                   default_address_size=8 if b.is_64 else 4)
+        self._sections, self._config = loaded
+        sup = self.supplementary()
+        if sup is not None:
+            from elftools.dwarf.dwarfinfo import DWARFInfo
+            got = _dwarf_sections(sup, supplementary=True)
+            if got is not None:
+                # Long-lived: its DIEs are read by offset, its strings by
+                # offset, from every unit of this file.
+                self._sup_dwarf = DWARFInfo(config=got[1], **got[0])
         return True
 
     def _new_dwarfinfo(self) -> DWARFInfo:
@@ -355,7 +383,10 @@ class LineInfo:
         are shared: pyelftools seeks before it reads."""
         from elftools.dwarf.dwarfinfo import DWARFInfo
         # (called after _load_sections set them)
-        return DWARFInfo(config=self._config, **self._sections)  # type: ignore[arg-type]
+        dwarf = DWARFInfo(config=self._config, **self._sections)  # type: ignore[arg-type]
+        # pyelftools resolves DW_FORM_GNU_strp_alt / strp_sup through it
+        dwarf.supplementary_dwarfinfo = self._sup_dwarf
+        return dwarf
 
     # ------------------------------------------------------------ CUs
     def _cu_offset_for(self, addr: int) -> int | None:
@@ -585,12 +616,18 @@ class LineInfo:
             if ref.form in _LOCAL_REF_FORMS:
                 die = die.get_DIE_from_attribute(ref.name)
             elif ref.form == "DW_FORM_ref_addr":
-                # Through the long-lived DWARFInfo, which keeps the unit
-                # headers it has read: another unit's DIE is parsed alone.
-                # (walks run after _dwarfinfo() made it)
-                die = self._dwarf.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]
+                # Through the long-lived DWARFInfo of the DIE's file, which
+                # keeps the unit headers it has read: another unit's DIE is
+                # parsed alone.  (walks run after _dwarfinfo() made it)
+                sup = self._sup_dwarf
+                owner = sup if sup is not None and die.dwarfinfo is sup else self._dwarf
+                die = owner.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]
+            elif ref.form in _SUP_REF_FORMS and self._sup_dwarf is not None:
+                # An abstract instance dwz moved to the supplementary file
+                # (an inline function several files share).
+                die = self._sup_dwarf.get_DIE_from_refaddr(ref.raw_value)
             else:
-                break                         # ref_sig8, supplementary files
+                break                         # ref_sig8; a supplementary file not found
         w.names[key] = name
         return name
 
@@ -703,6 +740,29 @@ class LineInfo:
             if scope.is_inline and lines:
                 file, line = self._file(cu, scope.call_file), scope.call_line
         return out
+
+
+def _dwarf_sections(b: Binary, supplementary: bool = False) -> tuple[dict, Any] | None:
+    """The DWARF sections of a file, read (and decompressed) as pyelftools'
+    section descriptors, with its DwarfConfig; None without .debug_info and
+    .debug_abbrev (a supplementary file: without .debug_str and them; dwz
+    moves strings alone there where no DIE is shared)."""
+    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
+    secs: dict = dict.fromkeys(_UNUSED_SECTIONS)
+    for key, name in _SECTIONS.items():
+        sec = b.get_section(name)
+        data = b.section_data(sec) if sec is not None else None
+        if data is None:
+            secs[key] = None          # absent, or unreadable (already warned)
+            continue
+        data = bytes(data)
+        # (data: the section is there)
+        secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
+    has_units = secs["debug_info_sec"] is not None and secs["debug_abbrev_sec"] is not None
+    if not (has_units or (supplementary and secs["debug_str_sec"] is not None)):
+        return None
+    return secs, DwarfConfig(little_endian=b.little_endian, machine_arch=b.machine or "",
+                             default_address_size=8 if b.is_64 else 4)
 
 
 def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:

@@ -282,6 +282,55 @@ class DebugInfoLocator:
             out += self._debuglink_candidates(path, debuglink, binary_path)
         return _dedup(out)
 
+    def candidates_for_supplementary(self, name: str, identity: str | None,
+                                     referrer: str) -> list[Candidate]:
+        """Files that may be the supplementary file (`dwz -m`'s) that the
+        debug file (or binary) at `referrer` names `name` (its
+        .gnu_debugaltlink or .debug_sup) with this identity, best first:
+        by the identity under each debug directory's .build-id, as gdb and
+        elfutils look (Fedora links each .dwz file there), then the name
+        itself: an absolute one under --debug-dir (one under /usr/lib/debug
+        also as if the debug dir were /usr/lib/debug), --path-map or --symfs
+        (else as written: Debian's /usr/lib/debug/.dwz/...), a relative one
+        next to the referrer, as found and as its link resolves (Fedora's
+        `../../.dwz/NAME` is relative to the file, not to its .build-id link)."""
+        out: list[Candidate] = []
+        parts = self._bid_parts(identity)
+        roots: list[str | None] = list(self.debug_dirs)
+        if self.system_debug:
+            roots.append(_rooted(self.symfs, self.system_debug) if self.symfs
+                         else self.system_debug)
+        if parts is not None:
+            for root in roots:
+                if root:
+                    out.append(Candidate(os.path.join(root, ".build-id", parts[0], parts[1])
+                                         + ".debug", "debug-dir"))
+        if "\0" in name or not name:
+            return _dedup(out)
+        if os.path.isabs(name):
+            # A debug dir stands for /usr/lib/debug (the root of a -dbgsym
+            # package's files) or is laid out by whole paths.
+            sysroot = self.system_debug.rstrip("/") + "/" if self.system_debug else None
+            under = name[len(sysroot):] if sysroot and name.startswith(sysroot) else None
+            for d in self.debug_dirs:
+                for p in ((os.path.join(d, under) if under else None), _rooted(d, name)):
+                    if p:
+                        out.append(Candidate(p, "debug-dir"))
+            mapped = map_path(name, self.path_map)
+            if mapped is not None:
+                out.append(Candidate(mapped, "path-map"))
+            if self.symfs:
+                p = _rooted(self.symfs, name)
+                if p:
+                    out.append(Candidate(p, "symfs"))
+            elif mapped is None:
+                out.append(Candidate(os.path.normpath(name), "original"))
+        else:
+            for where in (referrer, os.path.realpath(referrer)):
+                out.append(Candidate(os.path.normpath(
+                    os.path.join(os.path.dirname(where), name)), "original"))
+        return _dedup(out)
+
     def _debuglink_candidates(self, path: str, debuglink: tuple[str, int],
                               binary_path: str | None) -> list[Candidate]:
         try:

@@ -9,6 +9,7 @@ entries in `warnings` (one per file and problem) and frames with name None.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import zlib
 from typing import TYPE_CHECKING, NamedTuple, Sequence
@@ -257,7 +258,8 @@ class Symbolizer:
                     # (which file the DWARF came from is in the cache's names)
                     lines = LineInfo(f, self.cache, cache_key=(
                         want, "d" if f is debug else "b") if want else None,
-                                     native_lines=not self.source_paths)
+                                     native_lines=not self.source_paths,
+                                     supplementary=functools.partial(self._supplementary_of, f))
                     if want:
                         self._lineinfos[want] = lines
                 break
@@ -342,6 +344,34 @@ class Symbolizer:
             return b, "found", ""
         b.close()
         return None, "unverifiable", ""
+
+    def _supplementary_of(self, f: Binary) -> Binary | None:
+        """The supplementary file (`dwz -m`'s) that f's DWARF names, found
+        by its identity (build-id, or .debug_sup checksum); None, said once,
+        where no candidate is it."""
+        link = f.supplementary_link
+        if link is None:
+            return None
+        for cand in self.locator.candidates_for_supplementary(link.name, link.identity, f.path):
+            if not os.path.isfile(cand.path):
+                continue
+            b = Binary(cand.path, facts=self.cache)
+            if b.ok and (b.has_section(".debug_info") or b.has_section(".debug_str")) and (
+                    link.identity is None or b.supplementary_identity == link.identity):
+                return b
+            if b.ok:
+                self._warn(cand.path, "sup-id", "%s: not the supplementary file %s of %s "
+                           "(it is %s); not used" % (cand.path, link.identity, f.path,
+                                                    b.supplementary_identity or "unidentified"))
+            b.close()
+        self._drain(self.locator)
+        self._warn(f.path, "sup-missing",
+                   "%s: its DWARF refers to the supplementary file %s (made by dwz%s), not "
+                   "found: the names of the functions inlined from there are left out; install "
+                   "it (the package's debug files put it under /usr/lib/debug/.dwz) or give "
+                   "--debug-dir DIR where it is DIR/.build-id/xx/rest.debug or at its path" % (
+                       f.path, link.name, ", id %s" % link.identity if link.identity else ""))
+        return None
 
     def modified_after_recording(self, path: str) -> bool:
         """Was the binary at this path taken unverified (the profile has no

@@ -107,6 +107,40 @@ def test_debuglink_name_and_crc(progs, tmp_path):
     assert Binary(src).debuglink is None
 
 
+def test_supplementary_links_and_hostile_sections(progs, tmp_path):
+    """.gnu_debugaltlink (a path, NUL, the build-id) and DWARF 5's
+    .debug_sup (version, is_supplementary, a path, a ULEB128 length, the
+    checksum) as dwz writes them; cut or hostile contents give no link and
+    never raise (the lengths are checked against the section)."""
+    need("objcopy")
+    bid = bytes(range(20))
+    sup_ref = b"\x05\x00\x00" + b"../x.sup\0" + b"\x14" + bid
+    sup_self = b"\x05\x00\x01" + b"\0" + b"\x14" + bid
+    cases = {
+        ".gnu_debugaltlink": (b"/usr/lib/debug/.dwz/x.debug\0" + bid,
+                              ("/usr/lib/debug/.dwz/x.debug", bid.hex()), None),
+        ".debug_sup": (sup_ref, ("../x.sup", bid.hex()), None),
+        "self": (sup_self, None, bid.hex()),
+        "cut": (sup_ref[:-5], None, None),
+        "hostile-length": (b"\x05\x00\x00x\0" + b"\xff" * 12, None, None),
+        "no-nul": (b"\x05\x00\x00" + b"x" * 40, None, None),
+        "other-version": (b"\x09\x00" + sup_ref[2:], None, None),
+        "altlink-no-id": (b"/x.debug\0", None, None),
+    }
+    for name, (content, link, identity) in cases.items():
+        section = name if name.startswith(".") else (
+            ".gnu_debugaltlink" if name.startswith("altlink") else ".debug_sup")
+        blob = tmp_path / (name + ".bin")
+        blob.write_bytes(content)
+        out = str(tmp_path / name)
+        run("objcopy", "--add-section", "%s=%s" % (section, blob), progs["pie"], out)
+        b = Binary(out)
+        got = b.supplementary_link
+        assert (tuple(got) if got else None) == link, name
+        assert b.supplementary_identity == (identity or b.build_id), name
+    assert Binary(progs["pie"]).supplementary_link is None
+
+
 def test_refuses_non_regular_files(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -90,6 +90,16 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
             add(base, choice.binary.path, "vdso" if path == "[vdso]" else "binary", path)
         if choice.debug is not None:
             add(base + ".debug", choice.debug.path, "debug", path)
+        # The supplementary file its DWARF continues in (dwz -m), where
+        # --debug-dir looks for it: by its identity under .build-id.
+        lines = sym.line_info(lpath, lbid)
+        sup = lines.supplementary() if lines is not None else None
+        sup_id = sup.supplementary_identity if sup is not None else None
+        if sup is not None and sup_id and len(sup_id) >= 4:
+            add(".build-id/%s/%s.debug" % (sup_id[:2], sup_id[2:]), sup.path, "dwz", path)
+        elif lines is not None and lines.supplementary_missing:
+            link = lines.binary.supplementary_link
+            absent.append((path, bid, "dwz file %s not found" % (link.name if link else "")))
     # The jitdumps the processes mapped (JIT code's names and unwinding
     # info), under their recorded path: --debug-dir's path layout, where
     # the symbolizer looks for one first.
