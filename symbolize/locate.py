@@ -214,6 +214,12 @@ class DebugInfoLocator:
             return []
         if not os.path.isabs(path):
             return [Candidate(path, "original")]
+        return _dedup(self._places_of(path))
+
+    def _places_of(self, path: str) -> list[Candidate]:
+        """Where a file known by its absolute path alone may be: --debug-dir's
+        path layout, the path-map, the symfs root, then the path itself
+        unless a path-map or symfs says where the recorded files are."""
         out: list[Candidate] = []
         for d in self.debug_dirs:
             p = _rooted(d, path)
@@ -228,7 +234,7 @@ class DebugInfoLocator:
                 out.append(Candidate(p, "symfs"))
         if not self.symfs and mapped is None:
             out.append(Candidate(os.path.normpath(path), "original"))
-        return _dedup(out)
+        return out
 
     def candidates_for_debug(self, path: str, build_id: str | None = None,
                              debuglink: tuple[str, int] | None = None,
@@ -311,20 +317,10 @@ class DebugInfoLocator:
             # A debug dir stands for /usr/lib/debug (the root of a -dbgsym
             # package's files) or is laid out by whole paths.
             sysroot = self.system_debug.rstrip("/") + "/" if self.system_debug else None
-            under = name[len(sysroot):] if sysroot and name.startswith(sysroot) else None
-            for d in self.debug_dirs:
-                for p in ((os.path.join(d, under) if under else None), _rooted(d, name)):
-                    if p:
-                        out.append(Candidate(p, "debug-dir"))
-            mapped = map_path(name, self.path_map)
-            if mapped is not None:
-                out.append(Candidate(mapped, "path-map"))
-            if self.symfs:
-                p = _rooted(self.symfs, name)
-                if p:
-                    out.append(Candidate(p, "symfs"))
-            elif mapped is None:
-                out.append(Candidate(os.path.normpath(name), "original"))
+            if sysroot and name.startswith(sysroot):
+                out += [Candidate(os.path.join(d, name[len(sysroot):]), "debug-dir")
+                        for d in self.debug_dirs]
+            out += self._places_of(name)
         else:
             for where in (referrer, os.path.realpath(referrer)):
                 out.append(Candidate(os.path.normpath(
