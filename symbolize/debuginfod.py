@@ -275,6 +275,12 @@ class DebuginfodLocator(DebugInfoLocator):
         yield from super().candidates_for_debug(path, build_id, debuglink, binary_path)
         yield from self._fetched(path, build_id, "debuginfo")
 
+    def candidates_for_supplementary(  # type: ignore[override]  # (as above)
+            self, name: str, identity: str | None, referrer: str) -> Iterator[Candidate]:
+        # debuginfod serves a dwz file as the debuginfo of its build-id.
+        yield from super().candidates_for_supplementary(name, identity, referrer)
+        yield from self._fetched(name, identity, "debuginfo")
+
 
 def make_locator(urls: str | list[str] | tuple[str, ...] | None = None,
                  **locator_kwargs: Any) -> DebugInfoLocator:

@@ -295,3 +295,47 @@ def test_archive_carries_the_supplementary_file(built, tmp_path):
     assert rc == 0, err
     out, err = _script(built, files, tmp_path / "cache-b", "--debug-dir", str(unpacked))
     assert out == built["full"] and "supplementary" not in err
+
+
+def test_missing_supplementary_file_fetched_from_debuginfod(built, tmp_path, monkeypatch):
+    """debuginfod serves a .dwz file as the debuginfo of its build-id
+    (elfutils' server indexes them so): with --debuginfod, the one not
+    installed is fetched, checked and used."""
+    import http.server
+    import threading
+    name = "/usr/lib/debug/.dwz/x86_64-linux-gnu/perfdata-test.debug"
+    served = tmp_path / "served.debug"
+    files = _dwz(built["src"], tmp_path / "bin", served, name)
+    dbg = tmp_path / "debug"
+    _split(files, dbg)
+    want = "/buildid/%s/debuginfo" % _build_id(served)
+    asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            asked.append(self.path)
+            if self.path != want:
+                self.send_error(404)
+                return
+            body = served.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "client-cache"))
+        monkeypatch.delenv("DEBUGINFOD_URLS", raising=False)
+        out, err = _script(built, files, tmp_path / "cache", "--debug-dir", str(dbg),
+                           "--debuginfod", "http://127.0.0.1:%d" % httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert want in asked
+    assert out == built["full"] and "supplementary" not in err
