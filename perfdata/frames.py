@@ -411,10 +411,13 @@ class FrameResolver:
         if not chain:
             return [head]
         out = []
-        for name, srcline in chain:
-            if name is None:
-                continue
-            if name == head.symbol:
+        last = len(chain) - 1
+        for i, (name, srcline) in enumerate(chain):
+            if name is None and i < last:
+                continue          # an inlined call DWARF does not name
+            if name == head.symbol or name is None:
+                # (the function itself: named by its symbol where DWARF's
+                # name is not found, as in a supplementary file not here)
                 f = head
             else:
                 f = with_avma(head, head.avma)

@@ -241,11 +241,28 @@ def test_missing_supplementary_file_said_then_installed(built, tmp_path):
     assert all(name in line and "--debug-dir" in line for line in said)
     # Without the inlined frames, the text is the full one less those lines.
     assert out == _without_inlined(built["full"])
+    # diagnose names the frames whose inlined calls are left out: perf's
+    # frames (of the files as built) that follow an inlined one of them.
+    want = sum(1 for _, frames in parse_samples(built["perf"]) for k in range(1, len(frames))
+               if frames[k][2] != "inlined" and frames[k - 1][1].split("+")[0] in INLINED)
+    opts = ["--path-map", "%s=%s" % (built["src"], files), "--debug-dir", str(dbg),
+            "--symbol-cache", str(cache)]
+    assert _diagnosed(built, opts)["frames"] == want > 0
     installed = dbg / name[len("/usr/lib/debug/"):]
     installed.parent.mkdir(parents=True)
     shutil.move(str(away), str(installed))
     out, err = _script(built, files, cache, "--debug-dir", str(dbg))
     assert out == built["full"] and "supplementary" not in err
+    assert _diagnosed(built, opts) is None
+
+
+def _diagnosed(built, opts):
+    """diagnose's inline-unnamed class (None when it is empty)."""
+    import json
+    rc, out, err = run_cli(["diagnose", str(built["data"]), "--json", *opts])
+    assert rc == 0, err
+    found = [c for c in json.loads(out)["classes"] if c["class"] == "inline-unnamed"]
+    return found[0] if found else None
 
 
 def test_another_builds_supplementary_file_is_not_used(built, tmp_path):

@@ -46,6 +46,12 @@ CLASSES = {
     "resolved-ra-adjusted": ("resolved", "return address looked up at address - 1 "
                              "(the raw address names another function)", ""),
     "no-debuginfo": ("problem", "binary without symbols for the address and no debug file", ""),
+    "inline-unnamed": ("problem", "function resolved, but the functions inlined in it at the "
+                       "address are left out: its DWARF names them in a supplementary file "
+                       "(made by dwz) that is not here",
+                       "install the supplementary file the warning names (a package's debug "
+                       "files put it under /usr/lib/debug/.dwz), or pass --debug-dir DIR where "
+                       "it is DIR/.build-id/xx/rest.debug or at its path, or --debuginfod URL"),
     "no-symbol": ("problem", "address covered by no symbol of a binary that has symbols",
                   "an address outside any function: usually a garbage return address"),
     "binary-missing": ("problem", "binary not found here",
@@ -166,6 +172,8 @@ class Diagnosis:
         self._stretched_frames = 0     # resolved-dynsym frames past their symbol's size
         self._kernel_state: str | None = None
         self._stack_need: dict[str, Any] = {}          # class detail for dwarf-stack-exhausted
+        # (path, build-id) -> the LineInfo whose supplementary file is missing, or None
+        self._unnamed_lines: dict[tuple[str | None, str | None], Any] = {}
 
     # ------------------------------------------------------------ counting
     def _hit(self, cls: str, sample: SymbolizedSample, frames: int = 1,
@@ -253,6 +261,8 @@ class Diagnosis:
                 if self._stretched(f):
                     self._stretched_frames += 1
                 return "resolved-dynsym", binary
+            if not f.inlined and self._inline_unnamed(f):
+                return "inline-unnamed", binary
             if src in ("debuginfo", "dwarf-inline"):
                 choice = self.symbolizer.binary_for(*binary)
                 return ("resolved-debuginfo" if choice.debug is not None
@@ -279,6 +289,27 @@ class Diagnosis:
         if choice.debug is None and (b is None or not b.has_section(".symtab")):
             return "no-debuginfo", binary
         return "no-symbol", binary
+
+    def _inline_unnamed(self, f: StackFrame) -> bool:
+        """Does the DWARF of the frame's binary hold inlined calls at its
+        address that it cannot name (their names are in a supplementary
+        file not found)?"""
+        if f.kernel or f.address is None or not f.dso_path:
+            return False
+        key = (f.dso_path, f.build_id)
+        if key not in self._unnamed_lines:
+            lines = self.symbolizer.line_info(f.dso_path, f.build_id)
+            self._unnamed_lines[key] = lines if lines is not None and \
+                lines.supplementary_missing else None
+        lines = self._unnamed_lines[key]
+        if lines is None:
+            return False
+        choice = self.symbolizer.binary_for(f.dso_path, f.build_id)
+        src = choice.binary or choice.debug
+        svma = src.file_offset_to_svma(f.address) if src is not None else None
+        # (innermost first: the last is the function itself, which its
+        # symbol names)
+        return svma is not None and None in lines.function_names(svma)[:-1]
 
     def _modified(self, f: StackFrame) -> bool:
         """Is the frame from a binary taken unverified (no build-id
