@@ -151,7 +151,11 @@ def test_container_binary_named_with_path_map_or_symfs(tmp_path):
     res, _ = util.diagnose(data)
     c = util.cls(res, "binary-missing")
     b = next(b for b in c["binaries"] if b["path"] == inside)
-    assert b["build_id"] is None and b["frames"] == perf_unknown
+    # Every frame perf leaves unnamed there, but those fp-broken takes first
+    # (a frame after a leaf without frame pointers, libc's or the vdso's:
+    # counted under that leaf's binary; how many depends on where samples land)
+    broken = sum(k["frames"] for k in res["classes"] if k["class"] == "fp-broken")
+    assert b["build_id"] is None and perf_unknown - broken <= b["frames"] <= perf_unknown
     assert "--path-map %s=" % inside in b["fix"] and "--symfs ROOT" in b["fix"]
     # The oracle: perf script --symfs ROOT, the container's files under ROOT.
     root = tmp_path / "root"
