@@ -69,42 +69,16 @@ class SupplementaryLink(NamedTuple):
     identity: str | None      # hex: the file's build-id, or its .debug_sup checksum
 
 
-def _utf8(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _parse_debug_sup(data: bytes | None, little_endian: bool
-                     ) -> tuple[int, str | None, str | None] | None:
-    """(is_supplementary, file name or None for an empty one, checksum in
-    hex or None) of a .debug_sup section (DWARF 5, 7.3.6), or None where it
-    is absent or cut short."""
-    if not data or len(data) < 4:
-        return None
-    data = bytes(data)
-    (version,) = struct.unpack_from("<H" if little_endian else ">H", data, 0)
-    if version not in (2, 5):
-        return None
-    is_sup = data[2]
-    nul = data.find(b"\0", 3)
-    if nul < 0:
-        return None
-    name = _utf8(data[3:nul]) or None
-    at, size, shift = nul + 1, 0, 0
-    while at < len(data):                 # ULEB128 checksum length
-        byte = data[at]
-        at += 1
-        size |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    else:
-        return None
-    if shift > 35 or at + size > len(data):
-        return None
-    return is_sup, name, data[at:at + size].hex() if size else None
+def _sup_layouts(little_endian: bool) -> tuple[Any, Any]:
+    """The layouts of .gnu_debugaltlink (the supplementary file's name, then
+    its build-id) and of DWARF 5's .debug_sup (7.3.6: version, is_supplementary,
+    the name, a ULEB128-counted checksum), as construct schemas."""
+    from construct import CString, GreedyBytes, Int8ul, Int16ub, Int16ul, Prefixed, Struct, VarInt
+    altlink = Struct("name" / CString("utf8"), "identity" / GreedyBytes)
+    debug_sup = Struct("version" / (Int16ul if little_endian else Int16ub),
+                       "is_supplementary" / Int8ul, "name" / CString("utf8"),
+                       "identity" / Prefixed(VarInt, GreedyBytes))
+    return altlink, debug_sup
 
 
 class Binary:
@@ -133,6 +107,8 @@ class Binary:
         self._segments: list[LoadSegment] | None = None
         self._build_id: str | None | bool = False   # False: not computed yet
         self._machine: str | None | bool = False    # False: not computed yet
+        # (its supplementary link, the identity it is linked by; None: not read yet)
+        self._supplementary: tuple[SupplementaryLink | None, str | None] | None = None
         # Where this file's facts are cached, while they are not read from it.
         self._facts_at: tuple[CacheDir, str, str] | None = None
         if data is not None:
@@ -549,31 +525,41 @@ class Binary:
     def supplementary_link(self) -> SupplementaryLink | None:
         """The supplementary file this file's DWARF refers to (`dwz -m`:
         the DIEs and strings several files share moved there), from
-        .gnu_debugaltlink (a path, then the file's build-id) or DWARF 5's
-        .debug_sup (version, is_supplementary 0, a path, a checksum); None
-        when there is none, or this file is itself the supplementary one."""
-        data = self.section_data(".gnu_debugaltlink")
-        if data:
-            data = bytes(data)
-            nul = data.find(b"\0")
-            if nul > 0 and nul + 1 < len(data):
-                name = _utf8(data[:nul])
-                return SupplementaryLink(name, data[nul + 1:].hex()) if name else None
-            return None
-        sup = _parse_debug_sup(self.section_data(".debug_sup"), self.little_endian)
-        if sup is not None and not sup[0] and sup[1]:
-            return SupplementaryLink(sup[1], sup[2])
-        return None
+        .gnu_debugaltlink or DWARF 5's .debug_sup (is_supplementary 0);
+        None when there is none, or this file is itself the supplementary
+        one."""
+        return self._read_supplementary()[0]
 
     @property
     def supplementary_identity(self) -> str | None:
         """What a file that refers to this one as its supplementary file
         names it by: the checksum of its own .debug_sup (is_supplementary
         1; dwz --dwarf-5 writes no build-id note there), else its build-id."""
-        sup = _parse_debug_sup(self.section_data(".debug_sup"), self.little_endian)
-        if sup is not None and sup[0]:
-            return sup[2]
-        return self.build_id
+        return self._read_supplementary()[1]
+
+    def _read_supplementary(self) -> tuple[SupplementaryLink | None, str | None]:
+        """(supplementary_link, supplementary_identity), read once."""
+        if self._supplementary is None:
+            from construct import ConstructError
+            altlink, debug_sup = _sup_layouts(self.little_endian)
+            link, identity = None, None
+            try:
+                data = self.section_data(".gnu_debugaltlink")
+                if data:
+                    got = altlink.parse(bytes(data))
+                    if got.name and got.identity:
+                        link = SupplementaryLink(got.name, got.identity.hex())
+                data = self.section_data(".debug_sup")
+                if data and link is None:
+                    got = debug_sup.parse(bytes(data))
+                    if got.version in (2, 5) and got.is_supplementary and got.identity:
+                        identity = got.identity.hex()
+                    elif got.version in (2, 5) and got.name:
+                        link = SupplementaryLink(got.name, got.identity.hex() or None)
+            except (ConstructError, UnicodeDecodeError):
+                pass                  # cut or not UTF-8: no link
+            self._supplementary = (link, identity or self.build_id)
+        return self._supplementary
 
     # ----- facts kept across runs ----------------------------------------
     def _load_facts(self, cache: CacheDir, st: os.stat_result) -> None:
