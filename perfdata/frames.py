@@ -399,9 +399,7 @@ class FrameResolver:
         chain = self._frame_cache.get(key)
         if chain is None:
             chain = ()
-            choice = self.symbolizer.binary_for(dso_path, dso_bid)
-            src = choice.binary or choice.debug
-            svma = src.file_offset_to_svma(head.address) if src is not None else None
+            svma = self.symbolizer.svma_of(dso_path, dso_bid, head.address)
             if svma is not None:
                 chain = tuple((self._symbol_name(name), None)
                               for name in lines.function_names(svma))

@@ -494,6 +494,15 @@ class Symbolizer:
     def symbol_table(self, path: str, build_id: str | None = None) -> SymbolTable | None:
         return self._dso(path, build_id).table
 
+    def svma_of(self, path: str, build_id: str | None, file_offset: int) -> int | None:
+        """The address (its sections' virtual address) at which the binary,
+        or its debug file, holds this file offset: what its DWARF and
+        symbols are looked up by; None where no file of it is here or the
+        offset is in no segment."""
+        choice = self._dso(path, build_id).choice
+        src = choice.binary or choice.debug
+        return src.file_offset_to_svma(file_offset) if src is not None else None
+
     def line_info(self, path: str, build_id: str | None = None) -> LineInfo | None:
         """The LineInfo of a binary (its DWARF, from the binary or its debug
         file), for callers that need the raw inline chain; None without DWARF."""

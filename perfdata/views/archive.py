@@ -98,8 +98,9 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
         if sup is not None and sup_id and len(sup_id) >= 4:
             add(".build-id/%s/%s.debug" % (sup_id[:2], sup_id[2:]), sup.path, "dwz", path)
         elif lines is not None and lines.supplementary_missing:
-            link = lines.binary.supplementary_link
-            absent.append((path, bid, "dwz file %s not found" % (link.name if link else "")))
+            # (missing: the DWARF names one)
+            absent.append((path, bid, "dwz file %s not found"
+                           % lines.binary.supplementary_link.name))  # type: ignore[union-attr]
     # The jitdumps the processes mapped (JIT code's names and unwinding
     # info), under their recorded path: --debug-dir's path layout, where
     # the symbolizer looks for one first.

@@ -304,9 +304,7 @@ class Diagnosis:
         lines = self._unnamed_lines[key]
         if lines is None:
             return False
-        choice = self.symbolizer.binary_for(f.dso_path, f.build_id)
-        src = choice.binary or choice.debug
-        svma = src.file_offset_to_svma(f.address) if src is not None else None
+        svma = self.symbolizer.svma_of(f.dso_path, f.build_id, f.address)
         # (innermost first: the last is the function itself, which its
         # symbol names)
         return svma is not None and None in lines.function_names(svma)[:-1]
