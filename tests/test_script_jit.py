@@ -179,7 +179,7 @@ def test_jitdump_read_without_perf_inject(tmp_path):
     assert rc == 0, err
     assert "not-elf" not in err, err
     ours = ours.split("\n")
-    assert len(ours) == len(theirs)
+    assert len(ours) == len(theirs), _first_difference(ours, theirs)
     jit = 0
     for mine, perf_line in zip(ours, theirs):
         if "jitted-" not in perf_line:
@@ -193,6 +193,28 @@ def test_jitdump_read_without_perf_inject(tmp_path):
     assert jit > 100
     rc, diag, err = run_cli(["diagnose", str(data)])
     assert rc == 0 and "resolved-jitdump" in diag and "jit-no-perfmap" not in diag, diag
+
+
+def _first_difference(ours, theirs):
+    """The first sample whose line count differs between the two texts
+    (lists of lines), both sides, for a failure message: which frame one
+    side has and the other lacks is what tells a real difference from a
+    recording's race."""
+    def samples(lines):
+        out, cur = [], []
+        for line in lines:
+            if line:
+                cur.append(line)
+            elif cur:
+                out.append(cur)
+                cur = []
+        return out + ([cur] if cur else [])
+    a, b = samples(ours), samples(theirs)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if len(x) != len(y):
+            return "sample %d of %d/%d:\nperfdata:\n%s\nperf (injected):\n%s" % (
+                i, len(a), len(b), "\n".join(x), "\n".join(y))
+    return "%d samples against perf's %d" % (len(a), len(b))
 
 
 def _dump_path(line):
