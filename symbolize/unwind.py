@@ -45,6 +45,9 @@ __all__ = ["Unwinder", "UnwindStop", "unwind_dwarf", "UnwindResult",
            "UnwindModule", "StackSnapshot", "address_for_lookup", "STOP_REASONS",
            "INNERMOST", "RETURN_ADDRESS", "FRAME_POINTER", "INTERRUPTED"]
 
+# What row.rules.get gives for a column without a rule (kind, argument).
+_NO_RULE = (None, None)
+
 STOP_REASONS = (
     "outermost",            # the return-address rule is undefined (_start, clone3, __start_context)
     "stack-exhausted",      # a needed word lies outside the snapshot (stop_address says which)
@@ -325,9 +328,14 @@ class Unwinder:
             # The caller's frame lies above ours.  Equal is allowed only for
             # the innermost frame when the return address lives in a register
             # (an aarch64 leaf that does not move sp); on x86_64 the call
-            # pushed it.  A signal frame may switch stacks (sigaltstack).
+            # pushed it, but for code that popped it into a register its CFI
+            # names (glibc's vfork keeps it in %rdi across the syscall, where
+            # the child's first instant and the parent's return are
+            # sampled).  A signal frame may switch stacks (sigaltstack).
             if not row.signal_frame and (
-                    new_sp < sp or (new_sp == sp and (ra_is_ip or kind is not INNERMOST))):
+                    new_sp < sp or (new_sp == sp and (
+                        kind is not INNERMOST or
+                        ra_is_ip and row.rules.get(ra_col, _NO_RULE)[0] is not RULE_REGISTER))):
                 raise UnwindStop("cfa-not-increasing", ip, cfa=cfa)
             if ra == 0:
                 raise UnwindStop("zero-ra", cfa=cfa)
