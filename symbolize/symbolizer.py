@@ -37,6 +37,10 @@ MAX_CACHED_ADDRESSES = 1 << 20
 # What a (path, build-id) is looked up in (Symbolizer._where_of).
 _IN_BINARY, _IN_KERNEL, _IN_PERFMAP = "binary", "kernel", "perfmap"
 _USER_PSEUDO = ("[vdso]", "[vsyscall]", "[vvar]", "[heap]", "[stack]", "[anon]", "[uprobes]")
+# Those that name no file to look for: a frame there is a garbage return
+# address (a DWARF unwind or a frame-pointer walk that read a heap or stack
+# pointer), whose lookup has nothing to say.
+NO_FILE_MAPPINGS = frozenset(_USER_PSEUDO) - {"[vdso]"}
 _UNUSABLE = ("not-elf", "truncated", "not-regular", "too-large", "unreadable", "no-code")
 
 STATUSES = ("found", "missing", "buildid-mismatch", "not-elf", "no-symbols")
@@ -242,7 +246,8 @@ class Symbolizer:
                       "not-elf": "candidates exist but are not usable ELF files"}[status]
             # (other outcomes were named per file already; a memfd never was
             # a file to find: nothing to say without a build-id to look for)
-            if status == "missing" and (bid or not path.startswith("/memfd:")):
+            if status == "missing" and (bid or not path.startswith("/memfd:")) and \
+                    path not in NO_FILE_MAPPINGS:
                 self._warn(path, "missing", f"{path}: {reason}" + (f" (build-id {bid})" if bid else ""))
             return _Dso(BinaryChoice(status, None, None, reason, tuple(tried)), None, None, None)
         kinds = _table_kinds(binary, debug, minidebug)

@@ -139,6 +139,19 @@ def test_debuglink_name_with_slash_rejected(tmp_path):
     assert all(p.crc == 5 for p in c)
 
 
+def test_pseudo_mappings_that_are_no_file_say_nothing(tmp_path):
+    """A return address in the heap or the stack (a DWARF unwind or a
+    frame-pointer walk that read a pointer there) names nothing, as in perf,
+    and its lookup is no missing binary to warn of; a missing file still is."""
+    s = Symbolizer(DebugInfoLocator(), cache_dir=None)
+    for path in ("[heap]", "[stack]", "[vvar]", "[anon]", "[uprobes]", "[vsyscall]"):
+        assert [f.name for f in s.lookup(path, None, None, file_offset=0x95f)] == [None]
+    assert s.warnings == []
+    missing = str(tmp_path / "gone.so")
+    s.lookup(missing, None, None, file_offset=0x10)
+    assert s.warnings == ["%s: no candidate file exists" % missing]
+
+
 def test_invalid_build_ids_never_become_paths():
     loc = DebugInfoLocator(debug_dirs=["/dd"], buildid_dir="/cache")
     for bad in ["../../etc/passwd", "xyz", "abc", "0x", "AB" * 40, "ab/cd"]:

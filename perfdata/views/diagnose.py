@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 from perfdata.format.constants import CallchainContext as CC
 from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
 from symbolize.jitdump import injected_jit_group, is_jitdump_path
+from symbolize.symbolizer import NO_FILE_MAPPINGS
 
 if TYPE_CHECKING:
     import argparse
@@ -99,7 +100,8 @@ CLASSES = {
                        "python3.12 -X perf, java with perf-map-agent) or a jitdump "
                        "(node --perf-prof, python3.13 -X perf_jit; record with -k 1) and "
                        "keep it with the profile"),
-    "no-map": ("problem", "address in no mapping (JIT without MMAP records, or garbage)",
+    "no-map": ("problem", "address in no mapping of code (JIT without MMAP records, or "
+               "garbage: a return address in no mapping, in the heap or the stack)",
                "for JIT code write a perf map; else see the frame-pointer class"),
     "bottom-garbage-dropped": ("note", "frames past a stack bottom (coroutine's "
                                "__start_context, clone, _start) dropped",
@@ -276,7 +278,7 @@ class Diagnosis:
         if f.dso.startswith("//anon") or f.dso.startswith("/memfd:") or f.dso == "[anon]" \
                 or (path or "").startswith("/tmp/perf-"):
             return "jit-no-perfmap", (f.dso, None)
-        if f.note == "no-map":
+        if f.note == "no-map" or f.dso in NO_FILE_MAPPINGS:
             return "no-map", None
         if f.dso == "[vdso]":
             return "vdso-missing", binary
