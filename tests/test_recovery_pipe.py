@@ -19,7 +19,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -319,7 +318,6 @@ def test_garbage_stream_memory_and_time_bounded():
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         with time_limit(120, what="garbage stream"):
             with os.fdopen(r, "rb", buffering=0) as f:
@@ -328,12 +326,10 @@ def test_garbage_stream_memory_and_time_bounded():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    elapsed = time.perf_counter() - t0
     writer.join(10)
     assert n == 0
     assert peak < 8 * MiB, "peak %.1f MiB" % (peak / MiB)
     assert pf.skipped == [(pf.path, 16, total * MiB, pf.skipped[0][3])]
-    assert elapsed < 60, elapsed
 
 
 def test_garbage_between_records_of_a_stream():
