@@ -14,6 +14,11 @@ counted by category instead of failing:
 - named:          perf prints [unknown] where perfdata finds a name.
 - bottom-garbage: perf walks a frame-pointer chain past the stack's real
                   bottom (__start_context, _start, clone3); perfdata stops.
+- caller-skipped: perf's libdw took the frame pointer's word for the leaf's
+                  caller (README: DWARF stacks perf's libdw gets wrong): its
+                  stack is perfdata's less the one function that called the
+                  leaf (that frame and the frames inlined at its address),
+                  the rest equal.  Counted as the frames left out.
 """
 import re
 
@@ -62,7 +67,7 @@ def compare(ours_text, perf_text, include_kernel=True):
     theirs = parse_samples(perf_text)
     stats = {"samples_perf": len(theirs), "samples_ours": len(ours), "perf_resolved": 0,
              "equal": 0, "header_diff": 0, "plt": 0, "return-address": 0, "dwarf-cut": 0,
-             "named": 0, "bottom-garbage": 0, "other": []}
+             "named": 0, "bottom-garbage": 0, "caller-skipped": 0, "other": []}
     for (h1, f1), (h2, f2) in zip(ours, theirs):
         if h1.rstrip() != h2.rstrip():
             stats["header_diff"] += 1
@@ -100,10 +105,34 @@ def compare(ours_text, perf_text, include_kernel=True):
                     s2.endswith("+0x0"):
                 stats["return-address"] += 1
             else:
+                skipped = _skipped_caller(f1, f2, i, j)
+                if skipped:
+                    stats["caller-skipped"] += skipped
+                    stats["perf_resolved"] -= resolved   # counted again below
+                    i += skipped
+                    continue
                 stats["other"].append((h2, (a1, s1, d1), (a2, s2, d2)))
             i += 1
             j += 1
     return stats
+
+
+def _skipped_caller(ours, theirs, i, j):
+    """How many of our frames from i are the leaf's caller that perf's
+    frame j leaves out, or 0: everything before them is the leaf (one
+    address: its frame and those inlined there), they are one named address
+    (a function and the frames inlined at it), and perf's frame j is our
+    next one."""
+    leaf = ours[0][0]
+    if i != j or i == 0 or any(a != leaf for a, _, _ in ours[:i]):
+        return 0
+    caller = ours[i][0]
+    k = i
+    while k < len(ours) and ours[k][0] == caller and ours[k][1] != "[unknown]":
+        k += 1
+    if k == i or k >= len(ours) or ours[k - 1][2] == "inlined" or ours[k] != theirs[j]:
+        return 0
+    return k - i
 
 
 def agreement(stats):
