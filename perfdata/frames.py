@@ -379,7 +379,8 @@ class FrameResolver:
     def _dwarf_frames_of(self, sample: Sample, avma: int, is_return: bool,
                          base: Sequence[StackFrame]) -> Sequence[StackFrame]:
         # (offset 0: the symbolizer named what is at the address itself,
-        # address - 1 being padding; that one perf prints as is.)
+        # address - 1 being padding: a signal trampoline's, __restore_rt,
+        # where perf prints address - 1 and [unknown], README's table.)
         if is_return and base and base[-1].offset != 0:
             base = [_at_call(f) for f in base]
         if not self.dwarf_inline or not base or base[0].symbol is None or base[0].kernel \
@@ -638,6 +639,12 @@ class FrameResolver:
         if dump is None:
             return None
         return self.symbolizer.jitdump(dump).unwind_table(self._jit_time(sample))
+
+    def memfd_is_jit(self, sample: Sample) -> bool:
+        """Is a memfd mapping of the sample's process JIT code (the process
+        wrote a perf map), as the frames take it, or an ELF image run from
+        it (fexecve), whose CFI is out of reach as any missing binary's?"""
+        return self._perfmap_exists(self._perfmap_of(sample))
 
     def jit_epoch(self, sample: Sample) -> int:
         """Which of its jitdump's code loads the sample's process had made

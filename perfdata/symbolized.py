@@ -235,7 +235,8 @@ class SampleSymbolizer:
         resolver = self.resolver
         # (called only with an unwinder)
         result = self.unwinder.unwind(  # type: ignore[union-attr]
-            sample, resolver.dso_of, resolver.jit_unwind_table(sample))
+            sample, resolver.dso_of, resolver.jit_unwind_table(sample),
+            resolver.memfd_is_jit(sample))
         if result is None or not result.frames:
             return False
         kernel_frames: Sequence[StackFrame] = ()
@@ -296,7 +297,8 @@ class SampleSymbolizer:
             return
         # (a stitcher is made only with an unwinder)
         result = self.unwinder.unwind(  # type: ignore[union-attr]
-            sample, self.resolver.dso_of, self.resolver.jit_unwind_table(sample))
+            sample, self.resolver.dso_of, self.resolver.jit_unwind_table(sample),
+            self.resolver.memfd_is_jit(sample))
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,

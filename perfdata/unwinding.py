@@ -48,13 +48,13 @@ class SampleUnwinder:
         # (path, build_id) -> (CfiTable or None, Binary or None)
         self._cfi: dict[tuple[str, str | None], tuple[CfiTable | None, Binary | None]] = {}
         # (path, build_id, start, pgoff) -> UnwindModule
-        self._modules: dict[tuple[str, str | None, int, int], UnwindModule] = {}
-        # id(map) -> (map, UnwindModule): the same, found faster
-        self._by_map: dict[int, tuple[Map, UnwindModule]] = {}
-        # (id(maps), id(JIT table)) -> (maps, code_generation, JIT table,
+        self._modules: dict[tuple[str, str | None, int, int, bool], UnwindModule] = {}
+        # (id(map), memfd_is_jit) -> (map, UnwindModule): the same, found faster
+        self._by_map: dict[tuple[int, bool], tuple[Map, UnwindModule]] = {}
+        # (id(maps), id(JIT table), memfd_is_jit) -> (maps, code_generation, JIT table,
         # _ModulesAt): per address space (and the JIT code in it at the
         # sample's time), the module at each lookup address asked about
-        self._modules_at: dict[tuple[int, int], tuple[MapGroup, int, JitUnwindTable | None,
+        self._modules_at: dict[tuple[int, int, bool], tuple[MapGroup, int, JitUnwindTable | None,
                                                       _ModulesAt]] = {}
         # id(JIT table) -> (table, the UnwindModule of anonymous code under it)
         self._jit_modules: dict[int, tuple[JitUnwindTable, UnwindModule]] = {}
@@ -78,9 +78,14 @@ class SampleUnwinder:
             self._cfi[key] = (table, choice.binary)
         return self._cfi[key]
 
-    def module_for(self, m: Map, dso: tuple[str, str | None]) -> UnwindModule:
+    def module_for(self, m: Map, dso: tuple[str, str | None], memfd_is_jit: bool = True
+                   ) -> UnwindModule:
+        """`memfd_is_jit`: may the code of a memfd mapping be stepped over by
+        frame pointer as JIT code's?  Not where it is an ELF image run from
+        the memfd (fexecve): built without frame pointers, its CFI out of
+        reach, a step there reads garbage (perf stops at such a leaf)."""
         path, build_id = dso
-        key = (path, build_id, m.start, m.pgoff)
+        key = (path, build_id, m.start, m.pgoff, memfd_is_jit)
         mod = self._modules.get(key)
         if mod is not None:
             return mod
@@ -96,17 +101,19 @@ class SampleUnwinder:
         if mod is None:
             # JIT code and anonymous maps may keep frame pointers; a binary
             # that is not here has CFI we cannot read (perf stops there too).
-            mod = UnwindModule(None, m.start - m.pgoff, frame_pointer_step=not file_backed)
+            step = not file_backed and (memfd_is_jit or not path.startswith("/memfd:"))
+            mod = UnwindModule(None, m.start - m.pgoff, frame_pointer_step=step)
         self._modules[key] = mod
         return mod
 
-    def unwind(self, sample: Sample, dso_of: DsoOf, jit: JitUnwindTable | None = None
-               ) -> UnwindResult | None:
+    def unwind(self, sample: Sample, dso_of: DsoOf, jit: JitUnwindTable | None = None,
+               memfd_is_jit: bool = True) -> UnwindResult | None:
         """UnwindResult for a sample, or None when it has no usable regs/stack.
         `jit`: the unwinding info of the JIT code in the process at the
         sample's time (its jitdump's CODE_UNWINDING_INFO, which perf inject
         --jit turns into the .eh_frame of each jitted .so), used for the
-        anonymous memory the code lies in."""
+        anonymous memory the code lies in; `memfd_is_jit` as for
+        `module_for` (the process wrote a perf map)."""
         fields = sample.fields
         regs_user = fields.get("regs_user")
         stack = fields.get("stack_user")
@@ -144,34 +151,36 @@ class SampleUnwinder:
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
         result = self.unwinder.walk(ip, regs, read_stack,
-                                    self.module_finder(maps, dso_of, jit), self.max_depth)
+                                    self.module_finder(maps, dso_of, jit, memfd_is_jit),
+                                    self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
 
     def module_finder(self, maps: MapGroup | None, dso_of: DsoOf,
-                      jit: JitUnwindTable | None = None
+                      jit: JitUnwindTable | None = None, memfd_is_jit: bool = True
                       ) -> Callable[[int], UnwindModule | None]:
         """`find_module` for Unwinder.step/walk over one address space (a
-        MapGroup) with `dso_of(map)` -> (path, build-id), and `jit` the
-        unwinding info of its JIT code (or None): a dict's own lookup (no
+        MapGroup) with `dso_of(map)` -> (path, build-id), `jit` the
+        unwinding info of its JIT code (or None) and `memfd_is_jit` as for
+        `module_for`: a dict's own lookup (no
         Python call per frame once an address was seen), kept until a code
         map leaves the space (MapGroup.code_generation)."""
         if maps is None:
             return _no_module
-        key = (id(maps), id(jit))
+        key = (id(maps), id(jit), memfd_is_jit)
         entry = self._modules_at.get(key)
         if entry is None or entry[0] is not maps or entry[1] != maps.code_generation or \
                 entry[2] is not jit:
             if len(self._modules_at) > 64:
                 self._modules_at.clear()
             entry = (maps, maps.code_generation, jit,
-                     _ModulesAt(partial(self._module_at, maps, dso_of, jit)))
+                     _ModulesAt(partial(self._module_at, maps, dso_of, jit, memfd_is_jit)))
             self._modules_at[key] = entry
         return entry[3].__getitem__
 
-    def _module_at(self, maps: MapGroup, dso_of: DsoOf, jit: JitUnwindTable | None, avma: int
-                   ) -> tuple[UnwindModule | None, bool]:
+    def _module_at(self, maps: MapGroup, dso_of: DsoOf, jit: JitUnwindTable | None,
+                   memfd_is_jit: bool, avma: int) -> tuple[UnwindModule | None, bool]:
         """(UnwindModule or None, may it be kept until a code map leaves)."""
         m = maps.find(avma)
         if m is None:
@@ -187,12 +196,12 @@ class SampleUnwinder:
                 got = self._jit_modules[id(jit)] = (jit, UnwindModule(jit, 0))  # type: ignore[arg-type]
             return got[1], not m.is_data
         by_map = self._by_map
-        hit = by_map.get(id(m))
+        hit = by_map.get((id(m), memfd_is_jit))
         if hit is None or hit[0] is not m:
-            hit = (m, self.module_for(m, dso_of(m)))
+            hit = (m, self.module_for(m, dso_of(m), memfd_is_jit))
             if len(by_map) > 100000:
                 by_map.clear()
-            by_map[id(m)] = hit
+            by_map[(id(m), memfd_is_jit)] = hit
         # No map there, or a data map: a map arriving may change the answer
         # without bumping code_generation.
         return hit[1], not m.is_data

@@ -73,3 +73,22 @@ def test_module_finder_answers_as_a_fresh_lookup():
     find = unwinder.module_finder(maps, _dso_of)
     check(find, probes)
     assert _bias(find(0x400010)) == 0x400000 - 0x3000
+
+
+def test_memfd_code_is_stepped_by_frame_pointer_only_as_jit_code():
+    """A memfd's code is JIT code (frame-pointer steps where it has no CFI)
+    when the process wrote a perf map, else an image run from the memfd,
+    as out of reach as a missing binary (no step): per address space, the
+    same map asked both ways."""
+    unwinder = SampleUnwinder(_NoBinaries())
+    maps = MapGroup()
+    maps.insert(Map(0x400000, 0x2000, 0x1000, "/memfd:image (deleted)"))
+    maps.insert(Map(0x600000, 0x1000, 0, "//anon"))
+    maps.insert(Map(0x700000, 0x1000, 0, "/bin/missing"))
+    jit = unwinder.module_finder(maps, _dso_of, None, True)
+    image = unwinder.module_finder(maps, _dso_of, None, False)
+    assert jit(0x400010).frame_pointer_step and not image(0x400010).frame_pointer_step
+    # anonymous code is JIT code and a binary not here has no step, either way
+    assert jit(0x600010).frame_pointer_step and image(0x600010).frame_pointer_step
+    assert not jit(0x700010).frame_pointer_step and not image(0x700010).frame_pointer_step
+    assert jit(0x400010).frame_pointer_step      # the first answer was not replaced
