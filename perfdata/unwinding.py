@@ -47,7 +47,7 @@ class SampleUnwinder:
         self.max_depth = max_depth
         # (path, build_id) -> (CfiTable or None, Binary or None)
         self._cfi: dict[tuple[str, str | None], tuple[CfiTable | None, Binary | None]] = {}
-        # (path, build_id, start, pgoff) -> UnwindModule
+        # (path, build_id, start, pgoff, memfd_is_jit) -> UnwindModule
         self._modules: dict[tuple[str, str | None, int, int, bool], UnwindModule] = {}
         # (id(map), memfd_is_jit) -> (map, UnwindModule): the same, found faster
         self._by_map: dict[tuple[int, bool], tuple[Map, UnwindModule]] = {}
