@@ -33,17 +33,9 @@ def memfd_recording(tmp_path_factory):
     if platform.machine() != "x86_64":
         pytest.skip("the frame layout reasoned about is x86_64's")
     tmp = tmp_path_factory.mktemp("memfd")
-    try:
-        exe = capture.build("memfd_exec.c", str(tmp),
-                            cflags=("-O2", "-g", "-fno-omit-frame-pointer"))
-    except (capture.ToolMissing, subprocess.CalledProcessError) as exc:
-        pytest.skip("cannot build the program: %s" % exc)
-    data = tmp / "memfd.data"
-    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "-F", "2000",
-                          "--call-graph=dwarf", "-o", str(data), "--", exe, "400"],
-                         capture_output=True, text=True, cwd=tmp)
-    if rec.returncode != 0 or not data.exists():
-        pytest.skip("perf record failed: %s" % rec.stderr.strip()[-200:])
+    data, _ = capture.build_and_record(
+        tmp, "memfd_exec.c", ("-O2", "-g", "-fno-omit-frame-pointer"), PERF,
+        ["-e", "cpu-clock:u", "-F", "2000", "--call-graph=dwarf"], ["400"])
     return data
 
 

@@ -23,17 +23,9 @@ from unwind_progs import capture
 @pytest.fixture(scope="module")
 def vfork_recording(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vfork")
-    try:
-        exe = capture.build("vfork_loop.c", str(tmp), cflags=("-O2", "-g"))
-    except (capture.ToolMissing, subprocess.CalledProcessError) as exc:
-        pytest.skip("cannot build the program: %s" % exc)
-    data = tmp / "vfork.data"
-    rec = subprocess.run([PERF, "record", "-q", "-e", "cpu-clock", "-F", "20000",
-                          "--call-graph=dwarf", "-o", str(data), "--", exe, "3000"],
-                         capture_output=True, text=True, cwd=tmp)
-    if rec.returncode not in (0, 1) or not data.exists():
-        pytest.skip("perf record failed: %s" % rec.stderr.strip()[-200:])
-    return data, exe
+    return capture.build_and_record(
+        tmp, "vfork_loop.c", ("-O2", "-g"), PERF,
+        ["-e", "cpu-clock", "-F", "20000", "--call-graph=dwarf"], ["3000"], exit_codes=(0, 1))
 
 
 def _in_vfork(frames):

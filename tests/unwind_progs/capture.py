@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import tempfile
 
+import pytest
+
 from symbolize.cfi import CfiTable
 from symbolize.unwind import StackSnapshot
 
@@ -40,6 +42,23 @@ def build(source, out_dir, cflags=("-O2",), strip_eh_frame=False, name=None):
                         "--remove-section=.eh_frame_hdr", exe],
                        check=True, capture_output=True)
     return exe
+
+
+def build_and_record(tmp, source, cflags, perf, perf_options, argv, exit_codes=(0,)):
+    """Build tests/unwind_progs/<source> into the directory tmp and record
+    it there, `perf record -q -o tmp/NAME.data PERF_OPTIONS -- BINARY ARGV`:
+    (perf.data path, binary), or pytest.skip where either cannot be done
+    here (the program's exit status must be one of exit_codes)."""
+    try:
+        exe = build(source, str(tmp), cflags=cflags)
+    except (ToolMissing, subprocess.CalledProcessError) as exc:
+        pytest.skip("cannot build the program: %s" % exc)
+    data = os.path.join(str(tmp), os.path.splitext(source)[0] + ".data")
+    rec = subprocess.run([perf, "record", "-q", "-o", data, *perf_options, "--", exe, *argv],
+                         capture_output=True, text=True, cwd=str(tmp))
+    if rec.returncode not in exit_codes or not os.path.exists(data):
+        pytest.skip("perf record failed: %s" % rec.stderr.strip()[-200:])
+    return data, exe
 
 
 def run_gdb(exe, stops, window=8192, timeout=120, symbols=()):
