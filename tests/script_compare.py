@@ -14,11 +14,14 @@ counted by category instead of failing:
 - named:          perf prints [unknown] where perfdata finds a name.
 - bottom-garbage: perf walks a frame-pointer chain past the stack's real
                   bottom (__start_context, _start, clone3); perfdata stops.
-- caller-skipped: perf's libdw took the frame pointer's word for the leaf's
-                  caller (README: DWARF stacks perf's libdw gets wrong): its
-                  stack is perfdata's less the one function that called the
-                  leaf (that frame and the frames inlined at its address),
-                  the rest equal.  Counted as the frames left out.
+- caller-skipped: perf's libdw took the frame pointer's word for a caller
+                  (README: DWARF stacks perf's libdw gets wrong): its stack
+                  is perfdata's less one function (a frame and the frames
+                  inlined at its address), the rest equal.  Counted as the
+                  frames left out; sporadic in perf (two samples in a run of
+                  the suite on one machine, none in 60 recordings on
+                  another), so in more than one sample in a hundred (and
+                  more than one) it is a difference of perfdata's.
 """
 import re
 
@@ -68,6 +71,7 @@ def compare(ours_text, perf_text, include_kernel=True):
     stats = {"samples_perf": len(theirs), "samples_ours": len(ours), "perf_resolved": 0,
              "equal": 0, "header_diff": 0, "plt": 0, "return-address": 0, "dwarf-cut": 0,
              "named": 0, "bottom-garbage": 0, "caller-skipped": 0, "other": []}
+    skips = []
     for (h1, f1), (h2, f2) in zip(ours, theirs):
         if h1.rstrip() != h2.rstrip():
             stats["header_diff"] += 1
@@ -107,6 +111,7 @@ def compare(ours_text, perf_text, include_kernel=True):
             else:
                 skipped = _skipped_caller(f1, f2, i, j)
                 if skipped:
+                    skips.append((h2, (a1, s1, d1), (a2, s2, d2)))
                     stats["caller-skipped"] += skipped
                     stats["perf_resolved"] -= resolved   # counted again below
                     i += skipped
@@ -114,17 +119,17 @@ def compare(ours_text, perf_text, include_kernel=True):
                 stats["other"].append((h2, (a1, s1, d1), (a2, s2, d2)))
             i += 1
             j += 1
+    if len(skips) > max(1, len(theirs) // 100):
+        stats["other"].extend(skips)
     return stats
 
 
 def _skipped_caller(ours, theirs, i, j):
-    """How many of our frames from i are the leaf's caller that perf's
-    frame j leaves out, or 0: everything before them is the leaf (one
-    address: its frame and those inlined there), they are one named address
-    (a function and the frames inlined at it), and perf's frame j is our
-    next one."""
-    leaf = ours[0][0]
-    if i != j or i == 0 or any(a != leaf for a, _, _ in ours[:i]):
+    """How many of our frames from i are a caller that perf's frame j
+    leaves out, or 0: they are one named address below the first (a
+    function and the frames inlined at it), and perf's frame j is our next
+    one."""
+    if i == 0:
         return 0
     caller = ours[i][0]
     k = i
