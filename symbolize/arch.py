@@ -59,6 +59,16 @@ class Arch:
     # perf_regs.h): bit i of sample_regs_user is perf_regs[i]; None for
     # registers the unwinder has no use for (segment registers, flags).
     perf_regs: Tuple[Optional[str], ...] = ()
+    # The system-call instruction, where it says where it was: its length,
+    # the register it loads with the address after it (x86_64's `syscall`
+    # puts it in rcx, and the kernel's saved user registers keep it there),
+    # and the register of the call's result.  Code whose CFI ends at such an
+    # instruction (glibc's clone and clone3: in the child "the unwind info
+    # will be wrong") is unwound from a sample right after it by the row
+    # before it; 0 / None: no such rule.
+    syscall_length: int = 0
+    syscall_next_ip: Optional[str] = None
+    syscall_result: Optional[str] = None
     name_to_dwarf: Dict[str, int] = field(init=False, repr=False, compare=False)
     register_columns: Dict[str, int] = field(init=False, repr=False, compare=False)
     callee_saved_columns: Tuple[int, ...] = field(init=False, repr=False, compare=False)
@@ -150,6 +160,7 @@ X86_64 = Arch(
     perf_regs=("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "rip",
                None, None, None, None, None, None, None,   # flags, cs, ss, ds, es, fs, gs
                "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"),
+    syscall_length=2, syscall_next_ip="rcx", syscall_result="rax",
 )
 
 AARCH64 = Arch(

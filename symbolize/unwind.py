@@ -163,7 +163,8 @@ class Unwinder:
     """
 
     __slots__ = ("arch", "ptr_mask", "_sp_column", "_fp_column", "_ra_column", "_ip_column",
-                 "_ra_is_ip", "_callee_saved_columns", "_callee_saved_and_sp", "_ra_mask")
+                 "_ra_is_ip", "_callee_saved_columns", "_callee_saved_and_sp", "_ra_mask",
+                 "_syscall")
 
     def __init__(self, arch: str | Arch) -> None:
         arch = get_arch(arch)
@@ -179,6 +180,11 @@ class Unwinder:
         self._callee_saved_columns = arch.callee_saved_columns
         self._callee_saved_and_sp = frozenset(arch.callee_saved_columns + (arch.sp_column,))
         self._ra_mask = arch.ra_mask
+        # (instruction length, column of the address after it, column of
+        # the result) or None: see Arch.syscall_length
+        self._syscall = (arch.syscall_length, arch.name_to_dwarf[arch.syscall_next_ip],
+                         arch.name_to_dwarf[arch.syscall_result]) \
+            if arch.syscall_length and arch.syscall_next_ip and arch.syscall_result else None
 
     @classmethod
     def for_arch(cls, arch: str | Arch) -> "Unwinder":
@@ -263,6 +269,9 @@ class Unwinder:
             row = cfi.rows[lookup - module.bias] if cfi is not None else None
             sp_col = self._sp_column
             sp = regs[sp_col]
+            if row is None and kind is INNERMOST and cfi is not None and \
+                    self._syscall is not None:
+                row = self._row_before_syscall(ip, regs, module.bias, cfi)
             if row is None:
                 return self._step_without_cfi(ip, regs, sp, is_return_address, module, cfi,
                                               read_stack, find_module)
@@ -347,6 +356,28 @@ class Unwinder:
         except Exception as exc:    # a callback or a bug: stop, never raise
             raise UnwindStop("bad-cfi", None, "%s: %s" % (type(exc).__name__, exc),
                              cfa) from None
+
+    def _row_before_syscall(self, ip: int, regs: dict[int, int], bias: int,
+                            cfi: CfiTable) -> CfiRow | None:
+        """The CFI row for an innermost ip without one, right after a
+        system-call instruction at which an FDE ends (the register the
+        instruction loads says it is one: x86_64's rcx), or None.  glibc's
+        clone and clone3 end their CFI there, as the child's state is not
+        the parent's: a sample in the call (the kernel's copy_process, a
+        pthread_create's or posix_spawn's) or as it returns is the parent's
+        where the result is not 0, and the call moved no register the row
+        before it reads; in the child (result 0), on a new stack, nothing
+        lies above: the stack ends there."""
+        length, next_ip_column, result_column = self._syscall  # type: ignore[misc]
+        if regs.get(next_ip_column) != ip:
+            return None
+        at = ip - length - bias         # the instruction, in the file's addresses
+        fde_range = cfi.fde_range(at - 1)
+        if fde_range is None or fde_range[1] != at:
+            return None
+        if regs.get(result_column) == 0:
+            raise UnwindStop("outermost", detail="a new thread's or process's first instant")
+        return cfi.rows[at - 1]
 
     def _step_without_cfi(self, ip: int, regs: dict[int, int], sp: int, is_return_address: bool,
                           module: ModuleLike, cfi: CfiTable | None,
