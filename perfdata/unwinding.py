@@ -97,7 +97,7 @@ class SampleUnwinder:
         if binary is not None:
             bias = binary.mapping_bias(m.start, m.pgoff, m.end - m.start)
             if bias is not None:
-                mod = UnwindModule(table, bias)
+                mod = UnwindModule(table, bias, plt=_plt_sections(binary))
         if mod is None:
             # JIT code and anonymous maps may keep frame pointers; a binary
             # that is not here has CFI we cannot read (perf stops there too).
@@ -237,3 +237,17 @@ class _ModulesAt(dict):
         if keep:
             self[avma] = module
         return module
+
+
+def _plt_sections(binary: Binary) -> tuple[tuple[int, int, int], ...]:
+    """The PLT sections of an x86_64 binary, for UnwindModule.plt."""
+    from symbolize.unwind import PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0
+    kinds = {".plt": PLT_WITH_PLT0, ".iplt": PLT_LAZY, ".plt.sec": PLT_JUMPS,
+             ".plt.got": PLT_JUMPS}
+    try:
+        if binary.machine != "EM_X86_64":
+            return ()
+        return tuple((s.addr, s.addr + s.size, kinds[s.name]) for s in binary.sections
+                     if s.name in kinds and s.size)
+    except Exception:       # (a damaged file: no PLT steps)
+        return ()

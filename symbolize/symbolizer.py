@@ -289,8 +289,7 @@ class Symbolizer:
         if not self.cache.enabled or bid is None or not len(table) or self.inline or \
                 self.srcline or _damaged(*files):
             return None
-        mode = "s" if self.signatures else "p" if self.demangle else "r"
-        path = self.cache.path_for("symtab", bid, f"-{kinds}-{mode}.answers")
+        path = self.cache.path_for("symtab", bid, f"-{kinds}-{self._mode()}.answers")
         if path is None:
             return None
         answers = self._answers.get(path)
@@ -417,6 +416,11 @@ class Symbolizer:
         b.warnings.clear()
         return problem
 
+    def _mode(self) -> str:
+        """The naming mode: "s" signatures, "p" perf's demangled names, "r"
+        the names as read."""
+        return "s" if self.signatures else "p" if self.demangle else "r"
+
     def _table_for(self, binary: Binary | None, debug: Binary | None, minidebug: Binary | None,
                    bid: str | None, kinds: str, objects: bool = False) -> SymbolTable:
         """A binary's symbol table (with objects, the one with its data
@@ -429,15 +433,19 @@ class Symbolizer:
         if self.cache.enabled and bid is not None:
             # The name says which sources went in, so a table built before a
             # debug file was installed is not reused after.
+            # (and a naming mode other than the default, "p": it chooses
+            # between aliases, as perf's)
+            mode = "" if self._mode() == "p" else "-" + self._mode()
             disk = self.cache.path_for("symtab", bid,
-                                       f"-{kinds}{'-objects' if objects else ''}.table")
+                                       f"-{kinds}{mode}{'-objects' if objects else ''}.table")
             # (enabled: path_for gave a path)
             table = load_table(disk, cache=self.cache)  # type: ignore[arg-type]
             if table is not None:
                 if memo is not None:
                     memo[bid] = table
                 return table
-        table = build_symbol_table(binary, debug, minidebug, objects=objects)
+        table = build_symbol_table(binary, debug, minidebug, objects=objects,
+                                   demangled=self._mode().replace("r", ""))
         if bid is not None and memo is not None:
             memo[bid] = table
         # A damaged file gives a partial table: never let it stand in for the

@@ -172,17 +172,19 @@ def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> lis
     return [list(e) for e in zip(starts, map(add, starts, sizes), bindings, names, sources)]
 
 
-def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool
+def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
                ) -> tuple[list[int], list[int], list[str], list[int], list]:
     rows = list(raw)
     if not rows:
         return [], [], [], [], []
     names, starts, sizes, bindings, _, sources = (list(c) for c in zip(*rows))
-    return fixup_columns(starts, sizes, bindings, names, sources, is_kallsyms=is_kallsyms)
+    return fixup_columns(starts, sizes, bindings, names, sources, is_kallsyms=is_kallsyms,
+                         demangled=demangled)
 
 
 def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], names: list[str],
-                  sources: list | None = None, *, is_kallsyms: bool = False
+                  sources: list | None = None, *, is_kallsyms: bool = False,
+                  demangled: str = ""
                   ) -> tuple[list[int], list[int], list[str], list[int], list]:
     """perf 6.1's symbols__fixup_end then symbols__fixup_duplicate on a
     table as columns (a column costs a C loop where a list per symbol costs
@@ -192,7 +194,14 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
     kernel or of a module (a name holding perf's in-band "[module]" marker)
     ends at the end of the page after its start, not across the gap; the
     very last symbol a page past its own.  sources (any values) follow
-    their symbols; None gives an empty list."""
+    their symbols; None gives an empty list.  With demangled ("p": perf's
+    form, no parameters; "s": with them, perf -v's), symbols sharing an
+    address are compared by their demangled names, as perf 6.1 compares an
+    ELF table's: dso__load_sym
+    demangles each name before symbol__new, so choose_best_symbol's
+    underscore count and "longest name" rule see `<usize as
+    core::fmt::Display>::fmt`, not its mangled name (the same length as the
+    `u64` alias's, folded to the same code)."""
     n = len(starts)
     if sources is None:
         sources = []
@@ -222,12 +231,22 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
     # Symbols sharing an address: choose_best_symbol keeps one.
     keep = [True] * n
     winner = None
+    shown: dict[int, str] = {}
+    from .demangle import demangle
+
+    def name_of(k: int) -> str:
+        if not demangled:
+            return names[k]
+        out = shown.get(k)
+        if out is None:
+            out = shown[k] = demangle(names[k], params=demangled == "s")
+        return out
     for i in compress(range(n - 1), map(eq, starts, starts[1:])):
         if winner is None or starts[winner] != starts[i]:
             winner = i
         nxt = i + 1
-        if choose_best([starts[winner], ends[winner], bindings[winner], names[winner]],
-                       [starts[nxt], ends[nxt], bindings[nxt], names[nxt]]):
+        if choose_best([starts[winner], ends[winner], bindings[winner], name_of(winner)],
+                       [starts[nxt], ends[nxt], bindings[nxt], name_of(nxt)]):
             keep[nxt] = False
         else:
             keep[winner] = False
@@ -271,8 +290,11 @@ class SymbolTable:
                           [s.name for s in syms], [s.source for s in syms])
 
     @classmethod
-    def from_raw(cls, raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> "SymbolTable":
-        starts, sizes, names, _, sources = _fixup_raw(raw, is_kallsyms)
+    def from_raw(cls, raw: Iterable[RawSymbol], *, is_kallsyms: bool = False,
+                 demangled: str = "") -> "SymbolTable":
+        """demangled "p" or "s": aliases chosen by their demangled names
+        (an ELF table's, as perf: fixup_columns); "" by the names read."""
+        starts, sizes, names, _, sources = _fixup_raw(raw, is_kallsyms, demangled)
         table = cls.__new__(cls)
         table._set_columns(starts, sizes, names, sources)
         return table
@@ -435,8 +457,10 @@ def _int_column(values: list[int]) -> Sequence[int]:
 
 def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
                        minidebuginfo: Binary | None = None, *, plt: bool = True,
-                       objects: bool = False) -> SymbolTable:
-    """Best source first, as perf and Fedora's gdb/elfutils choose (with
+                       objects: bool = False, demangled: str = "p") -> SymbolTable:
+    """(demangled: the naming mode, "p", "s" or "" for none, whose names
+    choose between symbols sharing an address, as perf's: fixup_columns.)
+    Best source first, as perf and Fedora's gdb/elfutils choose (with
     objects, the data objects of each source are in too: the table perf
     names page-fault addresses from):
 
@@ -469,15 +493,15 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
             # IRELATIVE addend names the slot.
             nonlocal first
             if first is None:
-                first = SymbolTable.from_raw(raw)
+                first = SymbolTable.from_raw(raw, demangled=demangled)
             s = first.lookup(addr)
             return s.name if s is not None and s.start == addr else None
         plt_syms = synthesize_plt_symbols(binary, ifunc_name)
         if not plt_syms:
-            return first if first is not None else SymbolTable.from_raw(raw)
+            return first if first is not None else SymbolTable.from_raw(raw, demangled=demangled)
         raw += [RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC, "plt")
                 for p in plt_syms]
-    return SymbolTable.from_raw(raw)
+    return SymbolTable.from_raw(raw, demangled=demangled)
 
 
 # ------------------------------------------------------------ on-disk cache

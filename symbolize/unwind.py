@@ -90,6 +90,10 @@ class UnwindModule:
     cfi: CfiTable | None
     bias: int
     frame_pointer_step: bool = True
+    # x86_64 PLT sections (svma start, end, kind: PLT_JUMPS, PLT_LAZY,
+    # PLT_WITH_PLT0), for a pc in a stub the binary gives no CFI for (lld
+    # emits none for .plt and .iplt)
+    plt: tuple[tuple[int, int, int], ...] = ()
 
 
 _READ_U64 = struct.Struct("<Q").unpack_from
@@ -121,6 +125,7 @@ class StackSnapshot:
 # How a frame's address was found: what `step` needs to know of the frame it
 # starts from, and what it says of the caller it found.
 INNERMOST = "innermost"             # the ip of the registers the walk starts from
+PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0 = 0, 1, 2      # UnwindModule.plt kinds
 RETURN_ADDRESS = "return-address"   # a return address found by CFI (look up address - 1)
 FRAME_POINTER = "frame-pointer"     # a return address found by a frame-pointer step (heuristic)
 INTERRUPTED = "interrupted"         # the pc a signal interrupted (after a signal frame): exact
@@ -392,6 +397,11 @@ class Unwinder:
             fde_range = cfi.fde_range(ip - module.bias)
             if fde_range is not None and fde_range[0] == ip - module.bias:
                 raise UnwindStop("outermost", detail="pushed return address at a function entry")
+        plt = getattr(module, "plt", ())
+        if plt and not is_return_address:
+            step = self._step_in_plt(ip - module.bias, plt, regs, sp, read_stack, find_module)
+            if step is not None:
+                return step
         if not getattr(module, "frame_pointer_step", True):
             raise UnwindStop("no-cfi", ip, "the binary is not available")
         # No CFI: one frame-pointer step if the frame pointer points into the
@@ -417,6 +427,38 @@ class Unwinder:
             # called from code built without frame pointers), not a caller.
             raise UnwindStop("no-cfi", ip, "the frame-pointer step leads out of mapped code")
         return ra, {self._sp_column: new_sp, fp_col: saved_fp}, FRAME_POINTER, new_sp
+
+    def _step_in_plt(self, svma: int, plt: tuple[tuple[int, int, int], ...],
+                     regs: dict[int, int], sp: int,
+                     read_stack: Callable[[int], int | None],
+                     find_module: Callable[[int], ModuleLike | None]) -> Step | None:
+        """A step from a pc in a PLT stub without CFI (x86_64; the stubs of
+        `.plt` and `.iplt` are 16 bytes, `jmp *GOT(%rip); push $n; jmp
+        PLT0`, PLT0 `push GOT+8; jmp *GOT+16`; those of `.plt.sec` and
+        `.plt.got` one jump): the CFA as ld's CFI for `.plt` gives it, sp+8
+        until the push, sp+16 after, PLT0 sp+16 then sp+24; the return
+        address at CFA-8.  None where no section holds the pc."""
+        if self.arch.name != "x86_64":
+            return None
+        for start, end, kind in plt:
+            if start <= svma < end:
+                break
+        else:
+            return None
+        off = svma - start
+        if kind == PLT_JUMPS:
+            cfa = sp + 8
+        elif kind == PLT_WITH_PLT0 and off < 16:
+            cfa = sp + (16 if off < 6 else 24)
+        else:
+            cfa = sp + (8 if (off & 15) < 11 else 16)
+        ra = read_stack(cfa - 8)
+        if ra is None or ra == 0 or find_module(ra - 1) is None:
+            return None
+        # (a stub changes no callee-saved register)
+        new = {col: regs[col] for col in self._callee_saved_columns if col in regs}
+        new[self._sp_column] = cfa
+        return ra, new, RETURN_ADDRESS, cfa
 
     def _get_reg(self, ip: int, regs: dict[int, int]) -> Callable[[int], int | None]:
         """A register reader for DWARF expressions over one frame."""
