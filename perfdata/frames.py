@@ -141,6 +141,7 @@ class FrameResolver:
         self._dso_cache: dict[tuple[str, str | None], tuple[str, str | None]] = {}
         self._perfmap_seen: dict[str, bool] = {}
         self._perfmap_placed: set[int] = set()     # pids _perfmap_of has looked for
+        self._memfd_is_jit: dict[int | None, bool] = {}   # pid -> memfd_is_jit's answer
         # pid -> the jitdump its process mapped (perf inject's jit_detect),
         # or (maps, generation) for a process where none was mapped yet
         self._jitdump_of_pid: dict[int, str | tuple[int, int]] = {}
@@ -643,8 +644,12 @@ class FrameResolver:
     def memfd_is_jit(self, sample: Sample) -> bool:
         """Is a memfd mapping of the sample's process JIT code (the process
         wrote a perf map), as the frames take it, or an ELF image run from
-        it (fexecve), whose CFI is out of reach as any missing binary's?"""
-        return self._perfmap_exists(self._perfmap_of(sample))
+        it (fexecve), whose CFI is out of reach as any missing binary's?
+        Asked for every DWARF sample: answered once a process."""
+        got = self._memfd_is_jit.get(sample.pid)
+        if got is None:
+            got = self._memfd_is_jit[sample.pid] = self._perfmap_exists(self._perfmap_of(sample))
+        return got
 
     def jit_epoch(self, sample: Sample) -> int:
         """Which of its jitdump's code loads the sample's process had made

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from symbolize.arch import get_arch
 from symbolize.cfi import CfiTable
+from symbolize.plt import plt_stub_sections
 from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class SampleUnwinder:
         if binary is not None:
             bias = binary.mapping_bias(m.start, m.pgoff, m.end - m.start)
             if bias is not None:
-                mod = UnwindModule(table, bias, plt=_plt_sections(binary))
+                mod = UnwindModule(table, bias, plt=plt_stub_sections(binary))
         if mod is None:
             # JIT code and anonymous maps may keep frame pointers; a binary
             # that is not here has CFI we cannot read (perf stops there too).
@@ -237,17 +238,3 @@ class _ModulesAt(dict):
         if keep:
             self[avma] = module
         return module
-
-
-def _plt_sections(binary: Binary) -> tuple[tuple[int, int, int], ...]:
-    """The PLT sections of an x86_64 binary, for UnwindModule.plt."""
-    from symbolize.unwind import PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0
-    kinds = {".plt": PLT_WITH_PLT0, ".iplt": PLT_LAZY, ".plt.sec": PLT_JUMPS,
-             ".plt.got": PLT_JUMPS}
-    try:
-        if binary.machine != "EM_X86_64":
-            return ()
-        return tuple((s.addr, s.addr + s.size, kinds[s.name]) for s in binary.sections
-                     if s.name in kinds and s.size)
-    except Exception:       # (a damaged file: no PLT steps)
-        return ()

@@ -444,8 +444,9 @@ class Symbolizer:
                 if memo is not None:
                     memo[bid] = table
                 return table
+        mode = self._mode()
         table = build_symbol_table(binary, debug, minidebug, objects=objects,
-                                   demangled=self._mode().replace("r", ""))
+                                   demangled="" if mode == "r" else mode)
         if bid is not None and memo is not None:
             memo[bid] = table
         # A damaged file gives a partial table: never let it stand in for the

@@ -15,11 +15,10 @@ child); perf's frames where it has them (a prefix: ours go on).
 """
 import platform
 import re
-import subprocess
 
 import pytest
 
-from conftest import PERF, requires_perf, run_cli
+from conftest import PERF, requires_perf
 from script_compare import compare, parse_samples
 from unwind_progs import capture
 
@@ -44,10 +43,7 @@ def spawn_recording(tmp_path_factory):
 @requires_perf
 def test_stacks_of_thread_creation_reach_main_and_new_threads_end_at_clone(spawn_recording):
     data = spawn_recording
-    rc, ours, err = run_cli(["script", str(data)])
-    assert rc == 0, err
-    theirs = subprocess.run([PERF, "script", "-i", str(data)],
-                            capture_output=True, text=True).stdout
+    ours, theirs = capture.scripts(PERF, data)
     stats = compare(ours, theirs)
     assert stats["samples_ours"] == stats["samples_perf"] > 0
     assert stats["other"] == [], stats["other"][:5]

@@ -11,11 +11,10 @@ main lost).  Without a perf map the memfd is an image whose CFI is out of
 reach, as a missing binary's: the stack is its leaf, as perf 6.1 prints it.
 """
 import platform
-import subprocess
 
 import pytest
 
-from conftest import PERF, requires_perf, run_cli
+from conftest import PERF, requires_perf
 from script_compare import parse_samples
 from unwind_progs import capture
 
@@ -42,10 +41,7 @@ def memfd_recording(tmp_path_factory):
 @requires_perf
 def test_stack_of_an_image_run_from_a_memfd_is_its_leaf_as_perf(memfd_recording):
     data = memfd_recording
-    rc, ours, err = run_cli(["script", str(data)])
-    assert rc == 0, err
-    theirs = subprocess.run([PERF, "script", "-i", str(data)],
-                            capture_output=True, text=True).stdout
+    ours, theirs = capture.scripts(PERF, data)
     mine, perfs = parse_samples(ours), parse_samples(theirs)
     assert len(mine) == len(perfs)
     in_memfd = [(f1, f2) for (h1, f1), (h2, f2) in zip(mine, perfs)

@@ -11,7 +11,6 @@ sample.  Before, perfdata's unwinder stopped at `__vfork+0x8` (6,724 of 7,741
 samples of one recording), and diagnose called them dwarf-bad-unwind.
 """
 import os
-import subprocess
 
 import pytest
 
@@ -40,10 +39,7 @@ def _in_vfork(frames):
 @requires_perf
 def test_stacks_through_vfork_reach_main(vfork_recording):
     data, exe = vfork_recording
-    rc, ours, err = run_cli(["script", str(data), "--no-inline"])
-    assert rc == 0, err
-    theirs = subprocess.run([PERF, "script", "-i", str(data), "--no-inline"],
-                            capture_output=True, text=True).stdout
+    ours, theirs = capture.scripts(PERF, data, ["--no-inline"])
     pairs = list(zip(parse_samples(ours), parse_samples(theirs)))
     assert len(pairs) == len(parse_samples(theirs))
     through = [(f1, f2) for (h1, f1), (h2, f2) in pairs

@@ -61,6 +61,17 @@ def build_and_record(tmp, source, cflags, perf, perf_options, argv, exit_codes=(
     return data, exe
 
 
+def scripts(perf, data, options=()):
+    """(perfdata script's text, perf script's text) of one recording with
+    the same options; perfdata must exit 0."""
+    from conftest import run_cli
+    rc, ours, err = run_cli(["script", str(data), *options])
+    assert rc == 0, err
+    theirs = subprocess.run([perf, "script", "-i", str(data), *options],
+                            capture_output=True, text=True).stdout
+    return ours, theirs
+
+
 def run_gdb(exe, stops, window=8192, timeout=120, symbols=()):
     """Stop `exe` under gdb at each of `stops` ({'break': spec, 'stepi': n})
     and return one Capture per stop.  `symbols` are names whose addresses
