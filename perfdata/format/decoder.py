@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from .errors import InputName
 
 
+# (bound once: make_record and decode_record run for every record; RT.X
+# on the enum class costs ~100 ns, a module name ~15)
+_SAMPLE, _HEADER_ATTR, _READ, _MMAP2 = RT.SAMPLE, RT.HEADER_ATTR, RT.READ, RT.MMAP2
+
+
 class DecodeContext:
     """What decoding a record of one recording needs besides its bytes: the
     byte order, the events (`attrs`, `id_to_attr`: the container's own list
@@ -63,7 +68,7 @@ class DecodeContext:
             return attrs[0]
         first = attrs[0]
         u64 = first.u64
-        if rtype == RT.SAMPLE:
+        if rtype == _SAMPLE:
             pos = self.sample_id_pos
             if pos is None or 8 * pos + 8 > len(body):
                 return first
@@ -80,7 +85,7 @@ class DecodeContext:
         if rtype >= USER_TYPE_START or not self.id_to_attr:
             return False
         first = self.attrs[0]
-        if rtype == RT.SAMPLE:
+        if rtype == _SAMPLE:
             pos = self.sample_id_pos
             if pos is None or 8 * pos + 8 > len(body):
                 return False
@@ -98,7 +103,7 @@ class DecodeContext:
         if rtype < USER_TYPE_START:
             attr = self.attr_for(rtype, body)
             if attr is not None:
-                if rtype == RT.SAMPLE:
+                if rtype == _SAMPLE:
                     time = attr.sample_time(body)
                 else:
                     time = attr.trailer_time(body)
@@ -130,12 +135,14 @@ class Record:
     def name(self) -> str:
         return record_type_name(self.type)
 
-    def parse(self) -> dict[str, Any]:
+    def parse(self, trailer: bool = True) -> dict[str, Any]:
         """Decode the body into a dict (SAMPLE: the sample fields; kernel records:
-        their fields plus `sample_id` from the trailer)."""
+        their fields plus `sample_id` from the trailer, unless trailer is
+        False: the session reads none of it, and a shell's fork, exec and
+        mmaps are a hundred thousand records a minute)."""
         ctx = self.ctx
         return decode_record(self.type, self.misc, self.body, self.attr, ctx.little,
-                             ctx.path, self.offset)
+                             ctx.path, self.offset, trailer)
 
     def __repr__(self) -> str:
         return "<%s at %#x size %d>" % (self.name, self.offset, self.size)
@@ -143,26 +150,27 @@ class Record:
 
 def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAttr | None,
                   little: bool, path: InputName | None = None,
-                  offset: int | None = None) -> dict[str, Any]:
+                  offset: int | None = None, with_trailer: bool = True) -> dict[str, Any]:
     """The fields of a record body (after its 8-byte header) as a dict: a
     SAMPLE's by its attr's layout, a kernel record's by its body schema plus
     `sample_id` (the trailer, when the attr has sample_id_all), perf's own
     records by theirs; `{"raw": bytes}` for a type without a schema.
     Raises CorruptError (naming `path` and `offset`) when the bytes do not fit."""
     try:
-        if rtype == RT.SAMPLE:
+        if rtype == _SAMPLE:
             if attr is None:
                 raise CorruptError("SAMPLE with no event attr", path=path, offset=offset)
             return attr.decode_sample(body)
-        if rtype == RT.HEADER_ATTR:
+        if rtype == _HEADER_ATTR:
             parsed = header_attr_schema(min(attr_size_at(body, 0, little), len(body)),
                                         little).parse(body)
             return plain(parsed)
         trailer = None
         if rtype < USER_TYPE_START and attr is not None and attr.sample_id_all:
-            trailer = attr.decode_trailer(body)
+            if with_trailer:
+                trailer = attr.decode_trailer(body)
             body = body[:len(body) - attr.trailer_size]
-        if rtype == RT.READ:
+        if rtype == _READ:
             schema = cs.Struct("pid" / (cs.Int32ul if little else cs.Int32ub),
                                "tid" / (cs.Int32ul if little else cs.Int32ub),
                                "values" / read_format_schema(
@@ -173,10 +181,10 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
             schema = schemas.get(rtype)
             if schema is None:
                 return {"raw": bytes(body)}
-            if rtype == RT.MMAP2 and _mmap2_lacks_prot_flags(body):
+            if rtype == _MMAP2 and _mmap2_lacks_prot_flags(body):
                 schema = schemas["MMAP2_pre316"]
             out = _parse_body(schema, body)
-        if rtype == RT.MMAP2:
+        if rtype == _MMAP2:
             _split_mmap2(out, misc)
         if trailer is not None:
             out["sample_id"] = trailer

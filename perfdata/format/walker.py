@@ -44,6 +44,10 @@ MIN_BODY: dict[int, int] = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, R
                             RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
                             RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
 # Where the name starts in the body of the records that end with one.
+# (bound once: plausible() asks them of every record the careful path
+# takes; RT.X costs ~100 ns a lookup on the enum class)
+_COMPRESSED, _COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
+_FINISHED_ROUND, _FINISHED_INIT = int(RT.FINISHED_ROUND), int(RT.FINISHED_INIT)
 _STRING_AT: dict[int, int] = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # Types the inlined checks leave to the careful path, which asks `plausible`:
 # COMPRESSED records may have any size (the inlined checks test the 8-byte
@@ -175,9 +179,9 @@ class RecordWalker:
         least = self.least.get(rtype)
         if least is None or size < least or at + size > end:
             return False
-        if size & self.align_mask and rtype != RT.COMPRESSED and rtype != RT.COMPRESSED2:
+        if size & self.align_mask and rtype != _COMPRESSED and rtype != _COMPRESSED2:
             return False
-        if size != 8 and (rtype == RT.FINISHED_ROUND or rtype == RT.FINISHED_INIT):
+        if size != 8 and (rtype == _FINISHED_ROUND or rtype == _FINISHED_INIT):
             return False
         return True
 
@@ -241,6 +245,11 @@ class RecordWalker:
         attr_for = ctx.attr_for
         SAMPLE, FINISHED_ROUND, FINISHED_INIT = (int(RT.SAMPLE), int(RT.FINISHED_ROUND),
                                                  int(RT.FINISHED_INIT))
+        # (the careful path asks these of every other record: RT.X costs
+        # ~100 ns a lookup on the enum class, a local ~15)
+        AUXTRACE, TRACING_DATA, HEADER_ATTR = (int(RT.AUXTRACE), int(RT.HEADER_TRACING_DATA),
+                                               int(RT.HEADER_ATTR))
+        COMPRESSED, COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
         while True:
             # The fast lane: SAMPLE records wholly in the buffer, followed by
             # a plausible header: `plausible` inlined on its table (bar the
@@ -320,7 +329,7 @@ class RecordWalker:
                 if self._skip_damaged(offset, rtype, size, raw, why):
                     continue
                 return
-            if recover and rtype != RT.AUXTRACE and rtype != RT.HEADER_TRACING_DATA \
+            if recover and rtype != AUXTRACE and rtype != TRACING_DATA \
                     and offset + size < self.data_end:
                 # The careful path's own fast check: the next header is one
                 # we know, of a sane size (`plausible` inlined, as above).
@@ -332,8 +341,8 @@ class RecordWalker:
                         self.nsamples += 1
                         if size > self.max_sample:
                             self.max_sample = size
-                if not big and rtype not in _STRING_AT and rtype != RT.COMPRESSED and \
-                        rtype != RT.COMPRESSED2 and len(buf2) - head2 >= 8:
+                if not big and rtype not in _STRING_AT and rtype != COMPRESSED and \
+                        rtype != COMPRESSED2 and len(buf2) - head2 >= 8:
                     t2, _, s2 = unpack_header(buf2, head2)
                     least = self.fast_least.get(t2)
                     if least is not None and least <= s2 and not s2 & self.align_mask and \
@@ -346,7 +355,7 @@ class RecordWalker:
                             yield rec
                             continue
                         owner.apply_user_record(rec, path)
-                        if rtype == RT.HEADER_ATTR:
+                        if rtype == HEADER_ATTR:
                             self._refresh_rule()
                         yield rec
                         continue
@@ -381,18 +390,18 @@ class RecordWalker:
             if rtype < USER_TYPE_START:
                 yield rec
                 continue
-            if rtype == RT.AUXTRACE or rtype == RT.HEADER_TRACING_DATA:
+            if rtype == AUXTRACE or rtype == TRACING_DATA:
                 try:
                     self._read_payload(rec)
                 except PerfDataError as exc:
                     # A stream cannot come back from a payload read on a
                     # wrong size: stop with the error.
-                    if not recover or (stream and rtype == RT.HEADER_TRACING_DATA):
+                    if not recover or (stream and rtype == TRACING_DATA):
                         raise
                     owner.note_skipped(path, offset, size, exc.message)
                     src.goto(offset + size)
                     continue
-                if recover and stream and rtype == RT.HEADER_TRACING_DATA:
+                if recover and stream and rtype == TRACING_DATA:
                     # Its payload was skipped by the size in its body: when
                     # no sane record follows, that size was wrong and where
                     # the records go on is unknown (resync could land inside
@@ -406,7 +415,7 @@ class RecordWalker:
                                 "no sane record after the tracing data (%d bytes): its "
                                 "size may be damaged" % rec.payload_size,
                                 path=path, offset=src.offset)
-            elif rtype == RT.COMPRESSED or rtype == RT.COMPRESSED2:
+            elif rtype == COMPRESSED or rtype == COMPRESSED2:
                 yield rec
                 if self.decompressor is None:
                     self.decompressor = Decompressor(owner.decompress_limit())
@@ -421,7 +430,7 @@ class RecordWalker:
                 continue
             else:
                 owner.apply_user_record(rec, path)
-                if recover and rtype == RT.HEADER_ATTR:
+                if recover and rtype == HEADER_ATTR:
                     self._refresh_rule()
             yield rec
 

@@ -281,7 +281,8 @@ class SessionStream:
                 yield sample
                 continue
             if rtype in SESSION_TYPES:
-                fields = self._parsed(rec)
+                # (the trailer only for a record shown: the machine reads none)
+                fields = self._parsed(rec, rtype in side_events)
                 if fields is None:
                     continue
                 if rtype == _MMAP2 and fields.get("build_id"):
@@ -376,10 +377,11 @@ class SessionStream:
                     % (where, self.lost_samples, total, 100.0 * self.lost_samples / total)]
         return []
 
-    def _parsed(self, rec: Record) -> dict[str, Any] | None:
-        """A side record's fields, or None (with the reader's warning)."""
+    def _parsed(self, rec: Record, trailer: bool = True) -> dict[str, Any] | None:
+        """A side record's fields (its sample_id with trailer), or None (with
+        the reader's warning)."""
         try:
-            return rec.parse()
+            return rec.parse(trailer)
         except PerfDataError as exc:
             self.pf.warnings.append(str(exc))
             return None
