@@ -12,6 +12,9 @@ there), whatever of these the machine has:
   python   a CPython whose libpython carries full DWARF (pyenv's 3.12, else
            --python) running a json/regex workload; perf record --call-graph=dwarf
   sqlite   sqlite3 running an insert/join/group-by script; perf record --call-graph=dwarf
+  forks    a shell (dash) starting 20,000 short processes (/bin/true), as a configure
+           script or a CI job does; perf record -g -F 5000: seven side records
+           (FORK, COMM, MMAP2 x4, EXIT) a process, and about one sample each
 and, only when named in --only, python-big: the python workload ten times
 longer (~300 MiB; memory must not grow with the file), and make-dwarf: the
 make build above recorded with --call-graph=dwarf -F 2000 (what a user
@@ -192,6 +195,12 @@ def record_sqlite(perf, d):
                    ["sqlite3", ":memory:"], stdin=f)
 
 
+def record_forks(perf, d):
+    loop = "i=0; while [ $i -lt 20000 ]; do /bin/true; i=$((i+1)); done"
+    return rec(perf, os.path.join(d, "forks.data"), ["-g", "-F", "5000"],
+               ["/bin/sh", "-c", loop])
+
+
 def run_tree(cmd):
     """run_measured, with the CPU time of the whole process tree (task-clock
     of perf stat, inherited by every child) when perf stat works here."""
@@ -237,7 +246,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="directory for the recordings (reused if present)")
-    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,"
+    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,forks,"
                     "python-big,make-dwarf")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
@@ -253,7 +262,8 @@ def main(argv=None):
         raise SystemExit("perf is not installed")
     d = args.keep or tempfile.mkdtemp(prefix="bench_real.")
     os.makedirs(d, exist_ok=True)
-    want = args.only.split(",") if args.only else ["make", "cc1plus", "python", "sqlite"]
+    want = args.only.split(",") if args.only else ["make", "cc1plus", "python", "sqlite",
+                                                   "forks"]
     files = []
     for name in want:
         path = os.path.join(d, name + ".data")
@@ -270,6 +280,8 @@ def main(argv=None):
                 (record_python if name == "python" else record_python_big)(perf, d, py)
             elif name == "sqlite" and shutil.which("sqlite3"):
                 record_sqlite(perf, d)
+            elif name == "forks" and os.path.exists("/bin/sh") and os.path.exists("/bin/true"):
+                record_forks(perf, d)
             else:
                 print("%s: not recordable here; skipped" % name)
                 continue

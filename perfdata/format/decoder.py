@@ -227,9 +227,13 @@ def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:
     """Linux 3.12-3.15 wrote MMAP2 records without prot/flags: the file name
     starts where prot would be.  prot and flags are small numbers; a path's
     first characters are not."""
+    if len(body) < 64 or body[56] not in _PATH_STARTS:
+        return False        # (the usual answer, found without a copy)
     head = bytes(body[56:64])
-    return len(head) == 8 and head[:1] in (b"/", b"[") and \
-        all(32 <= c < 127 for c in head[:4])
+    return all(32 <= c < 127 for c in head[:4])
+
+
+_PATH_STARTS = (ord("/"), ord("["))
 
 
 def _split_mmap2(out: dict[str, Any], misc: int) -> None:

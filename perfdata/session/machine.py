@@ -105,13 +105,16 @@ class Machine:
     def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
         self.counts["mmap"] += 1
         filename = f["filename"]
-        prot = f.get("prot", 4 if not misc & MISC_MMAP_DATA else 1)
-        m = Map(f["start"], f["len"], f["pgoff"], filename,
-                build_id=f.get("build_id"), prot=prot, flags=f.get("flags", 0),
-                maj=f.get("maj", 0), min=f.get("min", 0), ino=f.get("ino", 0), time=time,
-                is_data=bool(misc & MISC_MMAP_DATA), pid=f["pid"])
+        pid = f["pid"]
+        is_data = bool(misc & MISC_MMAP_DATA)
+        get = f.get
+        # (positional: a shell's every child maps four files, and keyword
+        # arguments cost a third more)
+        m = Map(f["start"], f["len"], f["pgoff"], filename, get("build_id"),
+                get("prot", 1 if is_data else 4), get("flags", 0), get("maj", 0),
+                get("min", 0), get("ino", 0), time, is_data, pid)
         cpumode = misc & MISC_CPUMODE_MASK
-        if f["pid"] == KERNEL_PID or cpumode in (MISC_KERNEL, MISC_GUEST_KERNEL):
+        if pid == KERNEL_PID or cpumode in (MISC_KERNEL, MISC_GUEST_KERNEL):
             if filename.startswith(KERNEL_DSO) or filename.startswith("[guest.kernel"):
                 # perf's kernel map: "[kernel.kallsyms]_text" from _text to the end.
                 m.path = KERNEL_DSO
@@ -120,7 +123,8 @@ class Machine:
                     m.end = (1 << 64) - 1
             self.kernel_maps.insert(m)
             return
-        self.process(f["pid"]).maps.insert(m)
+        proc = self.processes.get(pid)
+        (proc if proc is not None else self.process(pid)).maps.insert(m)
         if m.ino and filename.startswith("/"):
             ids = self.file_ids.get(filename)
             if ids is None:
