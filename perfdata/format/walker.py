@@ -265,10 +265,47 @@ class RecordWalker:
             sample_min = self.sample_min
             align_mask = self.align_mask
             prev, nsamples, max_sample = self.prev, self.nsamples, self.max_sample
+            # (what the careful path's string check wants: see below)
+            first = attrs[0] if attrs else None
+            trailer = first.trailer_size if first is not None and first.sample_id_all else 0
             while head < stop:
                 rtype, misc, size = unpack_header(buf, head)
-                if rtype != SAMPLE or size < sample_min or size & align_mask or \
-                        head + size > stop:
+                if rtype != SAMPLE:
+                    # The other kernel records (FORK, COMM, MMAP2, EXIT: seven a
+                    # process a shell starts) take the lane in recover mode
+                    # when the careful path would pass them as they are: a
+                    # known type of at least its least size, aligned, wholly
+                    # here, a sane header after it, and for MMAP, MMAP2 and
+                    # COMM a size their name and trailer account for
+                    # (_check_string_record).  Anything else goes there.
+                    least = least_of.get(rtype)
+                    if not recover or rtype >= USER_TYPE_START or \
+                            least is None or size < least or size & 7 or \
+                            size & align_mask or head + size > stop:
+                        break
+                    t2, _, s2 = unpack_header(buf, head + size)
+                    least = least_of.get(t2)
+                    offset = base + head
+                    if least is None or least > s2 or s2 & align_mask or \
+                            offset + size + s2 > src_end or \
+                            (s2 != 8 and (t2 == FINISHED_ROUND or t2 == FINISHED_INIT)):
+                        break
+                    at = _STRING_AT.get(rtype)
+                    if at is not None:
+                        at += 8
+                        nul = buf.find(b"\0", head + at, head + min(size, at + 4104))
+                        if nul < 0 or size > at + (nul - head - at + 8) // 8 * 8 + trailer + 8:
+                            break
+                    prev = offset
+                    body = view[head + 8:head + size]
+                    attr = single or attr_for(rtype, body)
+                    # (make_record's time: the trailer's)
+                    time = attr.trailer_time(body) if attr is not None else None
+                    head += size
+                    yield Record(ctx, rtype, misc, size, offset, body, attr, time,
+                                 file=file_index)
+                    continue
+                if size < sample_min or size & align_mask or head + size > stop:
                     break
                 if recover:
                     if nsamples >= 16 and size > 2 * max_sample + 64:
