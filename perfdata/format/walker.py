@@ -270,7 +270,11 @@ class RecordWalker:
             trailer = first.trailer_size if first is not None and first.sample_id_all else 0
             while head < stop:
                 rtype, misc, size = unpack_header(buf, head)
-                if rtype != SAMPLE:
+                if rtype == SAMPLE:
+                    if size < sample_min or size & align_mask or head + size > stop or \
+                            recover and nsamples >= 16 and size > 2 * max_sample + 64:
+                        break
+                else:
                     # The other kernel records (FORK, COMM, MMAP2, EXIT: seven a
                     # process a shell starts) take the lane in recover mode
                     # when the careful path would pass them as they are: a
@@ -283,53 +287,37 @@ class RecordWalker:
                             least is None or size < least or size & 7 or \
                             size & align_mask or head + size > stop:
                         break
-                    t2, _, s2 = unpack_header(buf, head + size)
-                    least = least_of.get(t2)
-                    offset = base + head
-                    if least is None or least > s2 or s2 & align_mask or \
-                            offset + size + s2 > src_end or \
-                            (s2 != 8 and (t2 == FINISHED_ROUND or t2 == FINISHED_INIT)):
-                        break
                     at = _STRING_AT.get(rtype)
                     if at is not None:
                         at += 8
                         nul = buf.find(b"\0", head + at, head + min(size, at + 4104))
                         if nul < 0 or size > at + (nul - head - at + 8) // 8 * 8 + trailer + 8:
                             break
-                    prev = offset
-                    body = view[head + 8:head + size]
-                    attr = single or attr_for(rtype, body)
-                    # (make_record's time: the trailer's)
-                    time = attr.trailer_time(body) if attr is not None else None
-                    head += size
-                    yield Record(ctx, rtype, misc, size, offset, body, attr, time,
-                                 file=file_index)
-                    continue
-                if size < sample_min or size & align_mask or head + size > stop:
-                    break
+                offset = base + head
                 if recover:
-                    if nsamples >= 16 and size > 2 * max_sample + 64:
-                        break
                     t2, _, s2 = unpack_header(buf, head + size)
                     least = least_of.get(t2)
-                    offset = base + head
                     if least is None or least > s2 or s2 & align_mask or \
                             offset + size + s2 > src_end or \
                             (s2 != 8 and (t2 == FINISHED_ROUND or t2 == FINISHED_INIT)):
                         break
-                    nsamples += 1
-                    if size > max_sample:
-                        max_sample = size
                     prev = offset
-                else:
-                    offset = base + head
                 body = view[head + 8:head + size]
-                attr = single or attr_for(SAMPLE, body)
-                time = None
-                if attr is not None:
-                    toff = attr.sample_time_offset
-                    if toff is not None and toff + 8 <= size - 8:
-                        time = attr.u64.unpack_from(body, toff)[0]
+                if rtype == SAMPLE:
+                    if recover:
+                        nsamples += 1
+                        if size > max_sample:
+                            max_sample = size
+                    attr = single or attr_for(SAMPLE, body)
+                    time = None
+                    if attr is not None:
+                        toff = attr.sample_time_offset
+                        if toff is not None and toff + 8 <= size - 8:
+                            time = attr.u64.unpack_from(body, toff)[0]
+                else:
+                    attr = single or attr_for(rtype, body)
+                    # (make_record's time: the trailer's)
+                    time = attr.trailer_time(body) if attr is not None else None
                 head += size
                 yield Record(ctx, rtype, misc, size, offset, body, attr, time,
                              file=file_index)
