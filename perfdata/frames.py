@@ -44,6 +44,13 @@ DEFAULT_MAX_STACK = 127
 STACK_CACHE_SIZE = 16384
 # Stack-cache lookups per decision whether -g stacks repeat enough to keep.
 STACK_WINDOW = 1024
+# Frames kept by address of a mapping (cleared when full; ~0.35 KiB an entry
+# with its key and frame).  With ASLR each process maps its libraries at its
+# own addresses, so a shell starting 60,000 processes filled 168k entries
+# (58 MiB) where a run's working set is a few thousand: at 500,000 the bound
+# let memory grow with the number of processes.  A miss is answered by the
+# symbolizer's own cache (by file offset).
+FRAME_CACHE_SIZE = 1 << 16
 # Frames of addresses in no map kept (cleared when full): see _no_map_frames.
 NO_MAP_FRAMES_KEPT = 16384
 _CC_MAX = CC.MAX
@@ -728,7 +735,7 @@ class FrameResolver:
                       ) -> tuple[StackFrame, ...]:
         for f in frames:
             f.avma = avma
-        if len(self._frame_cache) > 500000:
+        if len(self._frame_cache) > FRAME_CACHE_SIZE:
             self._frame_cache.clear()
         self._frame_cache[key] = frames
         return frames

@@ -6,6 +6,7 @@ machine.c does.  It knows nothing of symbols or binaries.
 """
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from ..format.constants import (MISC_COMM_EXEC, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL,
@@ -104,7 +105,9 @@ class Machine:
 
     def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
         self.counts["mmap"] += 1
-        filename = f["filename"]
+        # (one string a path, not one a map: a shell's 60,000 children
+        # mapped libc, ld.so and their own binary, 12 MiB of copies)
+        filename = intern(f["filename"])
         pid = f["pid"]
         is_data = bool(misc & MISC_MMAP_DATA)
         get = f.get
