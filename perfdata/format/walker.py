@@ -43,11 +43,11 @@ MIN_BODY: dict[int, int] = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, R
                             RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
                             RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
                             RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
-# Where the name starts in the body of the records that end with one.
 # (bound once: plausible() asks them of every record the careful path
 # takes; RT.X costs ~100 ns a lookup on the enum class)
 _COMPRESSED, _COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
 _FINISHED_ROUND, _FINISHED_INIT = int(RT.FINISHED_ROUND), int(RT.FINISHED_INIT)
+# Where the name starts in the body of the records that end with one.
 _STRING_AT: dict[int, int] = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # Types the inlined checks leave to the careful path, which asks `plausible`:
 # COMPRESSED records may have any size (the inlined checks test the 8-byte
@@ -74,6 +74,19 @@ def _type_pattern(little: bool) -> re.Pattern[bytes]:
 
 
 _TYPE_PATTERNS = {True: _type_pattern(True), False: _type_pattern(False)}
+
+
+def named_size(buf: bytes, start: int, rtype: int, size: int, trailer: int) -> int | None:
+    """The size an MMAP, MMAP2 or COMM record of `size` bytes at buf[start]
+    accounts for: its header and body up to its name, the name padded to 8
+    bytes, and the sample_id trailer of `trailer` bytes; None when the name
+    has no terminator in the record (a size well past it may hide the next
+    records: see _check_string_record)."""
+    at = 8 + _STRING_AT[rtype]
+    nul = buf.find(b"\0", start + at, start + min(size, at + 4104))
+    if nul < 0:
+        return None
+    return at + (nul - start - at + 8) // 8 * 8 + trailer
 
 
 def least_sizes(trailer: int) -> dict[int, int]:
@@ -287,11 +300,9 @@ class RecordWalker:
                             least is None or size < least or size & 7 or \
                             size & align_mask or head + size > stop:
                         break
-                    at = _STRING_AT.get(rtype)
-                    if at is not None:
-                        at += 8
-                        nul = buf.find(b"\0", head + at, head + min(size, at + 4104))
-                        if nul < 0 or size > at + (nul - head - at + 8) // 8 * 8 + trailer + 8:
+                    if rtype in _STRING_AT:
+                        named = named_size(buf, head, rtype, size, trailer)
+                        if named is None or size > named + 8:
                             break
                 offset = base + head
                 if recover:
@@ -508,15 +519,11 @@ class RecordWalker:
                              size: int) -> int | None:
         """MMAP, MMAP2 and COMM end with their name, padded to 8 bytes, and the
         sample_id trailer: a size well past that may hide the next records."""
-        at = 8 + _STRING_AT[rtype]
-        nul = bytes(raw[at:at + 4104]).find(b"\0")
-        if nul < 0:
-            return None
         attrs = self.ctx.attrs
         ea = attrs[0] if attrs else None
         trailer = ea.trailer_size if ea is not None and ea.sample_id_all else 0
-        expected = at + (nul + 8) // 8 * 8 + trailer
-        if size <= expected + 8:
+        expected = named_size(bytes(raw[:8 + _STRING_AT[rtype] + 4104]), 0, rtype, size, trailer)
+        if expected is None or size <= expected + 8:
             return None
         start = max(offset + expected, self.scanned)
         start += (offset - start) % self.step
