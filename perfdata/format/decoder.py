@@ -135,14 +135,14 @@ class Record:
     def name(self) -> str:
         return record_type_name(self.type)
 
-    def parse(self, trailer: bool = True) -> dict[str, Any]:
+    def parse(self, with_trailer: bool = True) -> dict[str, Any]:
         """Decode the body into a dict (SAMPLE: the sample fields; kernel records:
-        their fields plus `sample_id` from the trailer, unless trailer is
-        False: the session reads none of it, and a shell's fork, exec and
+        their fields plus `sample_id` from the trailer, unless with_trailer
+        is False: the session reads none of it, and a shell's fork, exec and
         mmaps are a hundred thousand records a minute)."""
         ctx = self.ctx
         return decode_record(self.type, self.misc, self.body, self.attr, ctx.little,
-                             ctx.path, self.offset, trailer)
+                             ctx.path, self.offset, with_trailer)
 
     def __repr__(self) -> str:
         return "<%s at %#x size %d>" % (self.name, self.offset, self.size)
@@ -223,6 +223,10 @@ def _parse_body(schema: cs.Construct, body: bytes | memoryview) -> dict[str, Any
 _BODY_DECODERS: dict[int, tuple[cs.Construct, Any]] = {}
 
 
+# The first byte of a path where a MMAP2 record of Linux 3.12-3.15 has it.
+_PATH_STARTS = (ord("/"), ord("["))
+
+
 def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:
     """Linux 3.12-3.15 wrote MMAP2 records without prot/flags: the file name
     starts where prot would be.  prot and flags are small numbers; a path's
@@ -232,8 +236,6 @@ def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:
     head = bytes(body[56:64])
     return all(32 <= c < 127 for c in head[:4])
 
-
-_PATH_STARTS = (ord("/"), ord("["))
 
 
 def _split_mmap2(out: dict[str, Any], misc: int) -> None:

@@ -43,10 +43,13 @@ MIN_BODY: dict[int, int] = {RT.MMAP: 32, RT.LOST: 16, RT.COMM: 8, RT.EXIT: 24, R
                             RT.ITRACE_START: 8, RT.LOST_SAMPLES: 8, RT.SWITCH_CPU_WIDE: 8,
                             RT.NAMESPACES: 16, RT.KSYMBOL: 16, RT.BPF_EVENT: 16, RT.CGROUP: 8,
                             RT.TEXT_POKE: 12, RT.AUX_OUTPUT_HW_ID: 8}
-# (bound once: plausible() asks them of every record the careful path
-# takes; RT.X costs ~100 ns a lookup on the enum class)
+# The record types the walk tests, bound once as plain ints: RT.X costs
+# ~100 ns a lookup on the enum class, and the careful path and plausible()
+# ask several of every record they take.
+_SAMPLE, _HEADER_ATTR = int(RT.SAMPLE), int(RT.HEADER_ATTR)
 _COMPRESSED, _COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
 _FINISHED_ROUND, _FINISHED_INIT = int(RT.FINISHED_ROUND), int(RT.FINISHED_INIT)
+_AUXTRACE, _TRACING_DATA = int(RT.AUXTRACE), int(RT.HEADER_TRACING_DATA)
 # Where the name starts in the body of the records that end with one.
 _STRING_AT: dict[int, int] = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
 # Types the inlined checks leave to the careful path, which asks `plausible`:
@@ -256,13 +259,9 @@ class RecordWalker:
         unpack_header = hdr.unpack_from
         next_record = src.next_record
         attr_for = ctx.attr_for
-        SAMPLE, FINISHED_ROUND, FINISHED_INIT = (int(RT.SAMPLE), int(RT.FINISHED_ROUND),
-                                                 int(RT.FINISHED_INIT))
-        # (the careful path asks these of every other record: RT.X costs
-        # ~100 ns a lookup on the enum class, a local ~15)
-        AUXTRACE, TRACING_DATA, HEADER_ATTR = (int(RT.AUXTRACE), int(RT.HEADER_TRACING_DATA),
-                                               int(RT.HEADER_ATTR))
-        COMPRESSED, COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
+        # (locals for the lane, its hottest loop)
+        SAMPLE, FINISHED_ROUND, FINISHED_INIT = _SAMPLE, _FINISHED_ROUND, _FINISHED_INIT
+        make_record = ctx.make_record
         while True:
             # The fast lane: SAMPLE records wholly in the buffer, followed by
             # a plausible header: `plausible` inlined on its table (bar the
@@ -326,9 +325,12 @@ class RecordWalker:
                         if toff is not None and toff + 8 <= size - 8:
                             time = attr.u64.unpack_from(body, toff)[0]
                 else:
-                    attr = single or attr_for(rtype, body)
-                    # (make_record's time: the trailer's)
-                    time = attr.trailer_time(body) if attr is not None else None
+                    # (its event and time as the careful path finds them)
+                    rec = make_record(rtype, misc, size, offset, body)
+                    rec.file = file_index
+                    head += size
+                    yield rec
+                    continue
                 head += size
                 yield Record(ctx, rtype, misc, size, offset, body, attr, time,
                              file=file_index)
@@ -365,7 +367,7 @@ class RecordWalker:
                 if self._skip_damaged(offset, rtype, size, raw, why):
                     continue
                 return
-            if recover and rtype != AUXTRACE and rtype != TRACING_DATA \
+            if recover and rtype != _AUXTRACE and rtype != _TRACING_DATA \
                     and offset + size < self.data_end:
                 # The careful path's own fast check: the next header is one
                 # we know, of a sane size (`plausible` inlined, as above).
@@ -377,8 +379,8 @@ class RecordWalker:
                         self.nsamples += 1
                         if size > self.max_sample:
                             self.max_sample = size
-                if not big and rtype not in _STRING_AT and rtype != COMPRESSED and \
-                        rtype != COMPRESSED2 and len(buf2) - head2 >= 8:
+                if not big and rtype not in _STRING_AT and rtype != _COMPRESSED and \
+                        rtype != _COMPRESSED2 and len(buf2) - head2 >= 8:
                     t2, _, s2 = unpack_header(buf2, head2)
                     least = self.fast_least.get(t2)
                     if least is not None and least <= s2 and not s2 & self.align_mask and \
@@ -391,7 +393,7 @@ class RecordWalker:
                             yield rec
                             continue
                         owner.apply_user_record(rec, path)
-                        if rtype == HEADER_ATTR:
+                        if rtype == _HEADER_ATTR:
                             self._refresh_rule()
                         yield rec
                         continue
@@ -426,18 +428,18 @@ class RecordWalker:
             if rtype < USER_TYPE_START:
                 yield rec
                 continue
-            if rtype == AUXTRACE or rtype == TRACING_DATA:
+            if rtype == _AUXTRACE or rtype == _TRACING_DATA:
                 try:
                     self._read_payload(rec)
                 except PerfDataError as exc:
                     # A stream cannot come back from a payload read on a
                     # wrong size: stop with the error.
-                    if not recover or (stream and rtype == TRACING_DATA):
+                    if not recover or (stream and rtype == _TRACING_DATA):
                         raise
                     owner.note_skipped(path, offset, size, exc.message)
                     src.goto(offset + size)
                     continue
-                if recover and stream and rtype == TRACING_DATA:
+                if recover and stream and rtype == _TRACING_DATA:
                     # Its payload was skipped by the size in its body: when
                     # no sane record follows, that size was wrong and where
                     # the records go on is unknown (resync could land inside
@@ -451,7 +453,7 @@ class RecordWalker:
                                 "no sane record after the tracing data (%d bytes): its "
                                 "size may be damaged" % rec.payload_size,
                                 path=path, offset=src.offset)
-            elif rtype == COMPRESSED or rtype == COMPRESSED2:
+            elif rtype == _COMPRESSED or rtype == _COMPRESSED2:
                 yield rec
                 if self.decompressor is None:
                     self.decompressor = Decompressor(owner.decompress_limit())
@@ -466,7 +468,7 @@ class RecordWalker:
                 continue
             else:
                 owner.apply_user_record(rec, path)
-                if recover and rtype == HEADER_ATTR:
+                if recover and rtype == _HEADER_ATTR:
                     self._refresh_rule()
             yield rec
 

@@ -126,8 +126,7 @@ class Machine:
                     m.end = (1 << 64) - 1
             self.kernel_maps.insert(m)
             return
-        proc = self.processes.get(pid)
-        (proc if proc is not None else self.process(pid)).maps.insert(m)
+        self.process(pid).maps.insert(m)
         if m.ino and filename.startswith("/"):
             ids = self.file_ids.get(filename)
             if ids is None:

@@ -377,11 +377,11 @@ class SessionStream:
                     % (where, self.lost_samples, total, 100.0 * self.lost_samples / total)]
         return []
 
-    def _parsed(self, rec: Record, trailer: bool = True) -> dict[str, Any] | None:
-        """A side record's fields (its sample_id with trailer), or None (with
-        the reader's warning)."""
+    def _parsed(self, rec: Record, with_trailer: bool = True) -> dict[str, Any] | None:
+        """A side record's fields (with its trailer's sample_id unless
+        with_trailer is False), or None (with the reader's warning)."""
         try:
-            return rec.parse(trailer)
+            return rec.parse(with_trailer)
         except PerfDataError as exc:
             self.pf.warnings.append(str(exc))
             return None
