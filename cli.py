@@ -266,5 +266,19 @@ def _flush_quietly(out: TextIO) -> None:
         pass
 
 
+def run() -> None:
+    """The perfdata command: main(), then the process ends without tearing
+    the interpreter down.  Freeing every object a run cached (symbol
+    tables, frames, their text) takes ~10 ms, a twentieth of a small
+    file's run, and nothing is left to do once the output is flushed and
+    the exit handlers have run (an unpacked --archive's folder removed)."""
+    import atexit
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        _flush_quietly(stream)
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -45,7 +45,7 @@ sys.path.insert(0, HERE)
 
 from bench_reader import compile_bytecode, make_big, run_measured  # noqa: E402
 
-PERFDATA = [sys.executable, "-c", "import sys, cli; sys.exit(cli.main())"]
+PERFDATA = [sys.executable, "-c", "import cli; cli.run()"]
 LOOP = ("import time\n"
         "def leaf(n): return sum(i * i for i in range(n))\n"
         "def mid(n): return leaf(n) + leaf(n // 2)\n"

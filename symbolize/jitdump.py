@@ -23,12 +23,14 @@ from __future__ import annotations
 import bisect
 import functools
 import os
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
 
-from .cfi import CfiRow, CfiTable
 from .perfmap import read_regular_file
+
+if TYPE_CHECKING:
+    from .cfi import CfiRow, CfiTable
 
 MAX_JITDUMP_SIZE = 1 << 30
 #: how many pieces of the address space a load covers, on average at most
@@ -254,6 +256,9 @@ class JitDump:
             return None
         table = self._code_cfi.get(code)
         if table is None:
+            # (imported here: the CFI reader and pyelftools' DWARF constants
+            # cost 3 ms at start-up, and a frame-pointer run never unwinds)
+            from .cfi import CfiTable
             at = code.start + (-(-code.size // 8) * 8)
             table = self._code_cfi[code] = CfiTable.from_sections(
                 eh_frame=u.eh_frame, eh_frame_addr=at,

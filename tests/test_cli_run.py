@@ -1,0 +1,49 @@
+"""The perfdata command (cli.run): main(), then the process ends without
+tearing the interpreter down.  What the run wrote still all arrives, its
+exit code is main()'s, and the exit handlers still run."""
+import os
+import subprocess
+import sys
+
+from conftest import SAMPLES, run_cli
+from test_archive import _tar_zst
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _command(args, env=None):
+    return subprocess.run([sys.executable, "-c", "import cli; cli.run()"] + list(args),
+                          capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env=dict(os.environ, **(env or {})))
+
+
+def test_whole_output_arrives_through_a_pipe():
+    """Output larger than a pipe's buffer, with -j workers and without:
+    every byte main() printed, the same as in-process."""
+    data = str(SAMPLES / "threads.fp.data")
+    rc, want, _ = run_cli(["script", data])
+    assert rc == 0 and len(want) > 1 << 16
+    for jobs in ("1", "2"):
+        got = _command(["script", "-j", jobs, data])
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want
+
+
+def test_exit_code_and_message_of_bad_input(tmp_path):
+    bad = tmp_path / "bad.data"
+    bad.write_bytes(b"PERFILE2" + b"\xff" * 200)
+    got = _command(["script", str(bad)])
+    assert got.returncode == 2
+    assert got.stderr.startswith("perfdata: error: ") and got.stderr.count("\n") == 1, got.stderr
+
+
+def test_exit_handlers_run(tmp_path):
+    """--archive unpacks into a temporary folder an exit handler removes."""
+    arc = tmp_path / "a.tar.zst"
+    _tar_zst(arc, [(".build-id/ab/cdef0123.debug", "file", b"not elf")])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    got = _command(["script", str(SAMPLES / "threads.fp.data"), "--archive", str(arc)],
+                   env={"TMPDIR": str(tmp)})
+    assert got.returncode == 0, got.stderr
+    assert os.listdir(tmp) == []
