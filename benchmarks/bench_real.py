@@ -24,8 +24,11 @@ and cc1 has no DWARF: about 85 s here, where --no-inline takes 0.5 s).
 then prints for each: perf script's wall and CPU time, perfdata script's
 "first" run (every run with an empty $PERFDATA_CACHE_DIR: what a user's first
 `perfdata script` after recording costs) and "warm" run (the cache filled by
-an earlier run), their ratios to perf, and the peak RSS of each.  Times are
-the median of --repeat runs (the machine is shared: compare CPU times).
+an earlier run), their ratios to perf, and the peak RSS of each.  A round
+runs perf, a first run and a warm run in turn, --repeat rounds a file; times
+are the medians of the rounds, ratios the median of each round's own ratio
+(the machine's speed drifts over minutes: with perf's runs all before
+perfdata's, two runs ten minutes apart gave cc1plus warm 1.5x and 1.9x).
 Output of both goes to /dev/null.  Peak RSS comes from GNU time (or wait4);
 CPU time from `perf stat -e task-clock`, which counts every process of the
 tree: perf script forks addr2line for inline frames on DWARF recordings, and
@@ -223,22 +226,53 @@ def measure(cmd, repeat, fresh_cache):
     """Medians of (wall, cpu) and the max peak RSS (KiB) over `repeat` runs."""
     runs = []
     for _ in range(repeat):
-        if fresh_cache:
-            with tempfile.TemporaryDirectory(prefix="bench-real-cache.") as cache:
-                os.environ["PERFDATA_CACHE_DIR"] = cache
-                runs.append(run_tree(cmd))
-        else:
-            runs.append(run_tree(cmd))
-        if runs[-1][2] != 0:
-            raise SystemExit("failed (rc %d): %s" % (runs[-1][2], " ".join(cmd)))
+        runs.append(_run_checked(cmd, fresh_cache))
     return (statistics.median(r[0] for r in runs), statistics.median(r[3] for r in runs),
             max(r[1] for r in runs))
+
+
+def _run_checked(cmd, fresh_cache=False):
+    """run_tree(cmd), with an empty $PERFDATA_CACHE_DIR if fresh_cache; a
+    failed run ends the benchmark."""
+    if fresh_cache:
+        with tempfile.TemporaryDirectory(prefix="bench-real-cache.") as cache:
+            os.environ["PERFDATA_CACHE_DIR"] = cache
+            run = run_tree(cmd)
+    else:
+        run = run_tree(cmd)
+    if run[2] != 0:
+        raise SystemExit("failed (rc %d): %s" % (run[2], " ".join(cmd)))
+    return run
+
+
+def measure_rounds(perf_cmd, cmd, repeat, warm_cache):
+    """`repeat` rounds of perf, a first run of cmd (empty cache) and a warm
+    one (warm_cache, filled first): for each of the three the medians of
+    wall and CPU and the max peak RSS (KiB), then the medians of each
+    round's ratios to perf (first wall, first CPU, warm wall, warm CPU)."""
+    os.environ["PERFDATA_CACHE_DIR"] = warm_cache
+    _run_checked(cmd)                                 # fills the cache
+    rounds = []
+    for _ in range(repeat):
+        perf_run = _run_checked(perf_cmd)
+        first = _run_checked(cmd, fresh_cache=True)
+        os.environ["PERFDATA_CACHE_DIR"] = warm_cache
+        rounds.append((perf_run, first, _run_checked(cmd)))
+    figures = [(statistics.median(r[k][0] for r in rounds),
+                statistics.median(r[k][3] for r in rounds), max(r[k][1] for r in rounds))
+               for k in range(3)]
+    ratios = [statistics.median(r[k][i] / max(r[0][i], 1e-3) for r in rounds)
+              for k in (1, 2) for i in (0, 3)]
+    return figures, ratios
 
 
 def ratio(ours, theirs):
     """ours / theirs as the tables print it (two figures below 0.1x: make-dwarf's
     perf takes 40 times perfdata's time)."""
-    r = ours / max(theirs, 1e-3)
+    return shown_ratio(ours / max(theirs, 1e-3))
+
+
+def shown_ratio(r):
     return "%.1fx" % r if r >= 0.1 else "%.3fx" % r
 
 
@@ -296,17 +330,15 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|")
     try:
         for name, path in files:
-            pw, pc, pr = measure([perf, "script", "-i", path], args.repeat, False)
             cmd = PERFDATA + ["script", path] + (["-j", str(args.jobs)] if args.jobs else [])
-            fw, fc, fr = measure(cmd, args.repeat, True)
-            os.environ["PERFDATA_CACHE_DIR"] = warm_cache
-            run_measured(cmd)                         # fills the cache
-            ww, wc, wr = measure(cmd, args.repeat, False)
+            figures, ratios = measure_rounds([perf, "script", "-i", path], cmd, args.repeat,
+                                             warm_cache)
+            (pw, pc, pr), (fw, fc, fr), (ww, wc, wr) = figures
             print("| %s | %.1f | %.2f / %.2f s | %.2f / %.2f s | %.2f / %.2f s | %s, %s "
                   "| %s, %s | %d / %d / %d MiB |" % (
-                      name, os.path.getsize(path) / 2 ** 20, pw, pc, fw, fc, ww, wc,
-                      ratio(fw, pw), ratio(fc, pc), ratio(ww, pw), ratio(wc, pc),
-                      pr // 1024, fr // 1024, wr // 1024), flush=True)
+                      (name, os.path.getsize(path) / 2 ** 20, pw, pc, fw, fc, ww, wc)
+                      + tuple(map(shown_ratio, ratios)) + (pr // 1024, fr // 1024, wr // 1024)),
+                  flush=True)
         if args.perfparser:
             # The peer that unwinds and symbolizes in C++ with elfutils
             # (hotspot's back end): no cache, so every run is a first one.
