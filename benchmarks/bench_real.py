@@ -222,11 +222,9 @@ def run_tree(cmd):
     return wall, rss, rc, cpu
 
 
-def measure(cmd, repeat, fresh_cache):
+def measure(cmd, repeat):
     """Medians of (wall, cpu) and the max peak RSS (KiB) over `repeat` runs."""
-    runs = []
-    for _ in range(repeat):
-        runs.append(_run_checked(cmd, fresh_cache))
+    runs = [_run_checked(cmd) for _ in range(repeat)]
     return (statistics.median(r[0] for r in runs), statistics.median(r[3] for r in runs),
             max(r[1] for r in runs))
 
@@ -346,9 +344,9 @@ def main(argv=None):
             print("| recording | perfparser wall / CPU | /perf wall, CPU | peak RSS |")
             print("|---|---|---|---|")
             for name, path in files:
-                pw, pc, _ = measure([perf, "script", "-i", path], args.repeat, False)
+                pw, pc, _ = measure([perf, "script", "-i", path], args.repeat)
                 qw, qc, qr = measure([args.perfparser, "--input", path, "--output", os.devnull],
-                                     args.repeat, False)
+                                     args.repeat)
                 print("| %s | %.2f / %.2f s | %s, %s | %d MiB |" % (
                     name, qw, qc, ratio(qw, pw), ratio(qc, pc), qr // 1024), flush=True)
     finally:

@@ -5,11 +5,8 @@ import os
 import subprocess
 import sys
 
-from conftest import SAMPLES, run_cli
+from conftest import REPO, SAMPLES, run_cli
 from test_archive import _tar_zst
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def _command(args, env=None):
     return subprocess.run([sys.executable, "-c", "import cli; cli.run()"] + list(args),
