@@ -120,16 +120,16 @@ def test_weight_struct_members_in_the_writers_order(little):
 
 
 @settings(max_examples=300, deadline=None)
-@given(kind=st.sampled_from(["MMAP2", "MMAP2_pre316", "COMM", "MMAP"]), little=st.booleans(),
+@given(kind=st.sampled_from(["MMAP2", "MMAP2_build_id", "MMAP2_pre316", "COMM", "MMAP"]),
+       little=st.booleans(),
        head=st.one_of(st.binary(min_size=56, max_size=72), st.binary(max_size=72)),
        name=st.one_of(st.binary(max_size=12), st.sampled_from([b"/usr/bin/ls", b"\xff\xfe",
                                                                 b"caf\xc3\xa9"])),
        nul=st.booleans())
 def test_side_record_decoders_equal_construct(kind, little, head, name, nul):
-    # MMAP2 reads its device/inode and build-id forms at a fixed place
-    # (Pointer); names that are not UTF-8 are refused by both.
+    # (names that are not UTF-8 are refused by both)
     from perfdata.format.constants import RecordType as RT
-    schema = body_schemas(little)[kind if kind == "MMAP2_pre316" else RT[kind]]
+    schema = body_schemas(little)[kind if kind.startswith("MMAP2_") else RT[kind]]
     data = head + name + (b"\0" if nul else b"")
     theirs, ours = _both(schema, data)
     assert ours == theirs
@@ -159,11 +159,13 @@ def test_side_records_of_the_samples_decode_as_construct_parses_them():
             body = rec.body
             if rec.attr is not None and rec.attr.sample_id_all:
                 body = body[:len(body) - rec.attr.trailer_size]
-            if rec.type == RT.MMAP2 and decoder._mmap2_lacks_prot_flags(body):
-                schema = schemas["MMAP2_pre316"]
-            theirs = plain(schema.parse(body))
             if rec.type == RT.MMAP2:
-                decoder._split_mmap2(theirs, rec.misc)
+                schema = schemas[decoder.mmap2_form(body, rec.misc)]
+            theirs = plain(schema.parse(body))
+            if rec.type == RT.MMAP2 and "build_id_size" in theirs:
+                size = min(theirs.pop("build_id_size"), 20)
+                del theirs["reserved1"], theirs["reserved2"]
+                theirs["build_id"] = theirs["build_id"][:size].hex()
             ours = {k: v for k, v in ours.items() if k != "sample_id"}
             assert ours == theirs, (path, rec)
             seen.add(rec.type)

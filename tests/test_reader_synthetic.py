@@ -247,20 +247,17 @@ def kernel_values(b):
 
 
 def mmap2_body(b, build_id=False):
-    """MMAP2 through its schema; the 24-byte union is built from one of its forms."""
-    schema = body_schemas(b.little)[RT.MMAP2]
-    forms = {sub.name: sub.subcon.subcon for sub in schema.subcons
-             if sub.name in ("inode", "buildid")}
+    """MMAP2 through its schema, in one of the forms of the 24 bytes after pgoff."""
+    common = {"pid": 1, "tid": 2, "start": 0x7f0000000000, "len": 0x2000, "pgoff": 0x1000,
+              "prot": 5, "flags": 2, "filename": "/lib/libc.so.6"}
     if build_id:
-        union = forms["buildid"].build({"build_id_size": 20, "reserved1": 0, "reserved2": 0,
-                                        "build_id": bytes(range(20))})
+        schema = body_schemas(b.little)["MMAP2_build_id"]
+        form = {"build_id_size": 20, "reserved1": 0, "reserved2": 0,
+                "build_id": bytes(range(20))}
     else:
-        union = forms["inode"].build({"maj": 8, "min": 1, "ino": 1234, "ino_generation": 5})
-    value = {"pid": 1, "tid": 2, "start": 0x7f0000000000, "len": 0x2000, "pgoff": 0x1000,
-             "id_union": union, "inode": forms["inode"].parse(union),
-             "buildid": forms["buildid"].parse(union), "prot": 5, "flags": 2,
-             "filename": "/lib/libc.so.6"}
-    return Builder.pad8(schema.build(value))
+        schema = body_schemas(b.little)[RT.MMAP2]
+        form = {"maj": 8, "min": 1, "ino": 1234, "ino_generation": 5}
+    return Builder.pad8(schema.build({**common, **form}))
 
 
 USER_VALUES = [

@@ -178,14 +178,15 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
             out = plain(schema.parse(body))
         else:
             schemas = body_schemas(little)
-            schema = schemas.get(rtype)
-            if schema is None:
-                return {"raw": bytes(body)}
-            if rtype == _MMAP2 and _mmap2_lacks_prot_flags(body):
-                schema = schemas["MMAP2_pre316"]
+            if rtype == _MMAP2:
+                schema = schemas[mmap2_form(body, misc)]
+            else:
+                schema = schemas.get(rtype)
+                if schema is None:
+                    return {"raw": bytes(body)}
             out = _parse_body(schema, body)
-        if rtype == _MMAP2:
-            _split_mmap2(out, misc)
+            if rtype == _MMAP2 and misc & MISC_MMAP_BUILD_ID:
+                _build_id_as_hex(out)
         if trailer is not None:
             out["sample_id"] = trailer
         return out
@@ -238,16 +239,21 @@ def _mmap2_lacks_prot_flags(body: bytes | memoryview) -> bool:
 
 
 
-def _split_mmap2(out: dict[str, Any], misc: int) -> None:
-    raw = out.pop("id_union")
-    inode = out.pop("inode")
-    bid = out.pop("buildid")
+def mmap2_form(body: bytes | memoryview, misc: int) -> int | str:
+    """The key in body_schemas of the layout a MMAP2 body (without its
+    trailer) has: its header's misc says which form of the 24 bytes after
+    pgoff it holds; Linux 3.12-3.15 wrote no prot and flags."""
     if misc & MISC_MMAP_BUILD_ID:
-        size = min(bid["build_id_size"], 20)
-        out["build_id"] = bytes(bid["build_id"][:size]).hex()
-    else:
-        out.update(inode)
-    del raw
+        return "MMAP2_build_id"
+    return "MMAP2_pre316" if _mmap2_lacks_prot_flags(body) else _MMAP2
+
+
+def _build_id_as_hex(out: dict[str, Any]) -> None:
+    """A build-id form's fields as the reader gives them: `build_id` in hex,
+    as long as its size says (at most 20 bytes)."""
+    size = min(out.pop("build_id_size"), 20)
+    del out["reserved1"], out["reserved2"]
+    out["build_id"] = bytes(out["build_id"][:size]).hex()
 
 
 def short_error(exc: BaseException) -> str:

@@ -93,17 +93,15 @@ def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
         }, default=cs.GreedyBytes),
     )
 
-    mmap2_head = (
-        "pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64,
-        # The two forms of the 24 bytes that follow: device/inode numbers, or
-        # (misc & MISC_MMAP_BUILD_ID) the build-id of the mapped file.
-        "id_union" / cs.Bytes(24),
-        "inode" / cs.Pointer(32, cs.Struct(
-            "maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)),
-        "buildid" / cs.Pointer(32, cs.Struct(
-            "build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
-            "build_id" / cs.Bytes(20))),
-    )
+    mmap2_head = ("pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64)
+    # The 24 bytes after pgoff have two forms: the device and inode numbers
+    # of the mapped file, or (misc & MISC_MMAP_BUILD_ID, Linux 5.12 and
+    # later) its build-id.  One schema each, chosen by the header's misc,
+    # so that a record decodes the form it holds and no other.
+    mmap2_inode = ("maj" / u32, "min" / u32, "ino" / u64, "ino_generation" / u64)
+    mmap2_build_id = ("build_id_size" / u8, "reserved1" / u8, "reserved2" / u16,
+                      "build_id" / cs.Bytes(20))
+    mmap2_tail = ("prot" / u32, "flags" / u32, "filename" / _string)
 
     return {
         RecordType.MMAP: cs.Struct(
@@ -117,10 +115,11 @@ def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
             "pid" / u32, "ppid" / u32, "tid" / u32, "ptid" / u32, "time" / u64),
         RecordType.THROTTLE: cs.Struct("time" / u64, "id" / u64, "stream_id" / u64),
         RecordType.UNTHROTTLE: cs.Struct("time" / u64, "id" / u64, "stream_id" / u64),
-        RecordType.MMAP2: cs.Struct(*mmap2_head, "prot" / u32, "flags" / u32,
-                                    "filename" / _string),
-        # Linux 3.12-3.15 (RHEL 7's 3.10) wrote MMAP2 without prot and flags.
-        "MMAP2_pre316": cs.Struct(*mmap2_head, "filename" / _string),
+        RecordType.MMAP2: cs.Struct(*mmap2_head, *mmap2_inode, *mmap2_tail),
+        "MMAP2_build_id": cs.Struct(*mmap2_head, *mmap2_build_id, *mmap2_tail),
+        # Linux 3.12-3.15 (RHEL 7's 3.10) wrote MMAP2 without prot and flags
+        # (and long before the build-id form).
+        "MMAP2_pre316": cs.Struct(*mmap2_head, *mmap2_inode, "filename" / _string),
         RecordType.AUX: cs.Struct("aux_offset" / u64, "aux_size" / u64, "flags" / u64),
         RecordType.ITRACE_START: cs.Struct("pid" / u32, "tid" / u32),
         RecordType.LOST_SAMPLES: cs.Struct("lost" / u64),
