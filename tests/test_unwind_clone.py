@@ -30,31 +30,42 @@ def _bare(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
 
+# Threads the program creates, and more for a second recording when the
+# first has too few samples in the clone system call: on a loaded machine
+# (the whole suite on two cores) the count fell from ~1,000 to 15.
+SPAWNS = ("20000", "100000")
+# Samples in the clone system call a recording must have for the test to
+# say something of them.
+LEAST_PARENTS = 20
+
+
 @pytest.fixture(scope="module")
 def spawn_recording(tmp_path_factory):
     if platform.machine() != "x86_64":
         pytest.skip("the syscall rule is x86_64's")
-    data, _ = capture.build_and_record(
-        tmp_path_factory.mktemp("clone"), "thread_spawn.c", ("-O2", "-g", "-pthread"), PERF,
-        ["-e", "cpu-clock", "-F", "5000", "--call-graph=dwarf"], ["20000"])
-    return data
+
+    def record(spawns):
+        data, _ = capture.build_and_record(
+            tmp_path_factory.mktemp("clone"), "thread_spawn.c", ("-O2", "-g", "-pthread"), PERF,
+            ["-e", "cpu-clock", "-F", "5000", "--call-graph=dwarf"], [spawns])
+        return data
+    return record
 
 
-@requires_perf
-def test_stacks_of_thread_creation_reach_main_and_new_threads_end_at_clone(spawn_recording):
-    data = spawn_recording
+def _check_clone_stacks(data):
+    """The assertions on one recording; the number of samples found in the
+    clone system call (the parent's side)."""
     ours, theirs = capture.scripts(PERF, data)
     stats = compare(ours, theirs)
     assert stats["samples_ours"] == stats["samples_perf"] > 0
     assert stats["other"] == [], stats["other"][:5]
-    parents = children = 0
+    parents = 0
     for _, frames in parse_samples(ours):
         user = [_bare(sym) for _, sym, dso in frames if dso != KERNEL]
         kernel = [_bare(sym) for _, sym, dso in frames if dso == KERNEL]
         if not user or user[0] not in CLONES:
             continue
         if any("ret_from_fork" in k for k in kernel):
-            children += 1
             assert user == user[:1], user         # the new thread: nothing above
         elif any("clone" in k for k in kernel):
             parents += 1                          # in the system call
@@ -63,6 +74,15 @@ def test_stacks_of_thread_creation_reach_main_and_new_threads_end_at_clone(spawn
             assert user[-1] == "_start"
         else:                                     # returning to user space: either
             assert user == user[:1] or "spawn_one" in user, user
+    return parents
+
+
+@requires_perf
+def test_stacks_of_thread_creation_reach_main_and_new_threads_end_at_clone(spawn_recording):
+    for spawns in SPAWNS:
+        parents = _check_clone_stacks(spawn_recording(spawns))
+        if parents >= LEAST_PARENTS:
+            break
     if parents == 0:
         pytest.skip("no sample in the clone system call named here (kernel symbols hidden?)")
-    assert parents >= 20
+    assert parents >= LEAST_PARENTS
