@@ -53,6 +53,9 @@ STACK_WINDOW = 1024
 FRAME_CACHE_SIZE = 1 << 16
 # Frames of addresses in no map kept (cleared when full): see _no_map_frames.
 NO_MAP_FRAMES_KEPT = 16384
+# DWARF stacks' frames (with the inline chain from DWARF) kept by the frame
+# cache's entry they come from (cleared when full).
+DWARF_FRAMES_KEPT = 100000
 _CC_MAX = CC.MAX
 _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # The context markers a callchain may hold; any other value at or above
@@ -379,7 +382,7 @@ class FrameResolver:
         if hit is not None and hit[0] is base:
             return hit[1]
         out = self._dwarf_frames_of(sample, avma, is_return, base)
-        if len(self._dwarf_cache) > 100000:
+        if len(self._dwarf_cache) > DWARF_FRAMES_KEPT:
             self._dwarf_cache.clear()
         self._dwarf_cache[key] = (base, out)
         return out

@@ -492,6 +492,13 @@ MAX_REMEMBER_DEPTH = 64
 
 MAX_RULES_PER_ROW = 96
 
+# Rows equal in every field are one CfiRow (never changed once made): a
+# binary's CFI repeats a few thousand rows over its addresses (the same
+# prologue and epilogue steps in every function), and a row with its rules
+# costs ~500 bytes.  Cleared when full.
+SHARED_ROWS_KEPT = 1 << 14
+_SHARED_ROWS: dict[tuple, CfiRow] = {}
+
 
 def _run_program(cie: _Cie, sec: _Section, pos: int, end: int, loc: int, cfa: CfaRule | None,
                  rules: dict[int, Rule] | None, initial_cie: _Cie | None
@@ -516,8 +523,15 @@ def _run_program(cie: _Cie, sec: _Section, pos: int, end: int, loc: int, cfa: Cf
         # (rules and cfa are set before: mypy gives a closure their declared types)
         if len(rules) > MAX_RULES_PER_ROW:  # type: ignore[arg-type]
             raise CfiError("CFI describes %d registers" % len(rules))  # type: ignore[arg-type]
-        rows.append((at, CfiRow(cfa, dict(rules), cie.ra_column, cie.signal_frame,  # type: ignore[arg-type]
-                                cie.address_size, sec.endian)))
+        key = (cfa, tuple(sorted(rules.items())), cie.ra_column,  # type: ignore[union-attr]
+               cie.signal_frame, cie.address_size, sec.endian)
+        row = _SHARED_ROWS.get(key)
+        if row is None:
+            if len(_SHARED_ROWS) > SHARED_ROWS_KEPT:
+                _SHARED_ROWS.clear()
+            row = _SHARED_ROWS[key] = CfiRow(cfa, dict(rules), cie.ra_column,  # type: ignore[arg-type]
+                                             cie.signal_frame, cie.address_size, sec.endian)
+        rows.append((at, row))
 
     n = end
     while pos < n:

@@ -280,6 +280,35 @@ def test_decoded_rows_are_bounded_and_answers_unchanged(monkeypatch):
     assert most_addresses <= 1000
 
 
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="needs GNU readelf")
+@pytest.mark.parametrize("kept", [1 << 14, 10])
+def test_equal_rows_are_one_object_and_answers_unchanged(monkeypatch, kept):
+    """Rows equal in every field are one CfiRow (a binary repeats a few
+    hundred rows over tens of thousands of addresses); with the shared rows
+    cleared often (kept=10) every libc row is still as readelf says."""
+    import symbolize.cfi as cfi
+    need(LIBC)
+    monkeypatch.setattr(cfi, "SHARED_ROWS_KEPT", kept)
+    cfi._SHARED_ROWS.clear()
+    table = CfiTable.from_elf(LIBC)
+    by_value, rows, bad = {}, 0, []
+    for start, end, fde_rows in readelf_rows(LIBC):
+        for i, (loc, cfa, regs) in enumerate(fde_rows):
+            row = table.row_for(loc)
+            if row is None or not _same(row, cfa, regs):
+                bad.append((hex(loc), row, cfa, regs))
+                continue
+            rows += 1
+            by_value.setdefault(repr(row) + repr((row.ra_column, row.signal_frame)),
+                                set()).add(id(row))
+    assert not bad[:5], "%d rows differ" % len(bad)
+    assert rows > 20000
+    if kept > 10:
+        # every value once, and far fewer values than rows
+        assert all(len(ids) == 1 for ids in by_value.values())
+        assert len(by_value) * 20 < rows, (len(by_value), rows)
+
+
 def _libc_sections():
     from elftools.elf.elffile import ELFFile
     with open(LIBC, "rb") as f:
