@@ -28,6 +28,9 @@ from .buildid import parse_build_id_notes
 from .cachedir import identity_key
 
 MAX_BINARY_SIZE = 4 << 30
+# Reads of at least this many bytes give their pages of the mapping back
+# once copied (Binary.read).
+RELEASE_AFTER_COPY = 64 << 10
 MAX_DECOMPRESSED_SECTION = 1 << 30
 
 SHT_NOBITS = 8
@@ -207,7 +210,20 @@ class Binary:
         """size bytes at offset, or None when that runs past the file."""
         if not self.ok or offset < 0 or size < 0 or offset + size > self.size:
             return None
-        return self._buf[offset:offset + size]
+        buf = self._buf
+        data = buf[offset:offset + size]
+        if size >= RELEASE_AFTER_COPY and isinstance(buf, mmap.mmap):
+            # What was copied (a symbol table, .eh_frame, a DWARF section)
+            # need not stay resident in the mapping too: its pages are given
+            # back (MADV_DONTNEED: they stay in the page cache, and are read
+            # from there again if asked for).  A first run on a 319 MB DWARF
+            # recording of make -j2 builds peaked 10-13 MiB higher without.
+            start = offset - offset % mmap.PAGESIZE
+            try:
+                buf.madvise(mmap.MADV_DONTNEED, start, offset + size - start)
+            except (AttributeError, OSError, ValueError):
+                pass            # (no madvise here: the pages stay, as they did)
+        return data
 
     def warn(self, message: str) -> None:
         if len(self.warnings) < 100:       # a damaged file can fail everywhere

@@ -262,3 +262,37 @@ def test_facts_leave_damaged_program_headers_to_be_said_where_read(progs, tmp_pa
     assert b.warnings == [] and b.sections and b.build_id
     assert not list((tmp_path / "cache").rglob("*-facts.marshal"))
     assert b.load_segments == [] and "too short" in b.warnings[0]
+
+
+def _mapped_rss_kib(path):
+    """Resident KiB of this process's mappings of `path` (/proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and "-" in parts[0] and not parts[0].endswith(":"):
+                inside = parts[-1] == path
+            elif inside and parts[0] == "Rss:":
+                total += int(parts[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc/self/smaps")
+def test_a_large_read_gives_its_pages_of_the_mapping_back(progs):
+    """What read() copied does not stay resident in the mapping too (a
+    binary's symbol tables and DWARF sections are copied out): the copy is
+    whole and equal, and the mapping holds far less than it."""
+    import symbolize.elffile as elffile
+    path = str(progs["dir"] / "padded")
+    with open(progs["exec"], "rb") as f:
+        head = f.read()
+    tail = bytes(range(256)) * (16 << 10)            # 4 MiB after the ELF file
+    with open(path, "wb") as f:
+        f.write(head + tail)
+    b = Binary(path)
+    assert b.ok
+    got = b.read(len(head), len(tail))
+    assert got == tail and len(tail) >= elffile.RELEASE_AFTER_COPY
+    assert _mapped_rss_kib(path) < 1024, _mapped_rss_kib(path)
+    # a small read stays as it was: read in place, its page kept
+    assert b.read(len(head) + 5, 16) == tail[5:21]
