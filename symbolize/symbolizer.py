@@ -696,7 +696,7 @@ class Symbolizer:
         n = 15
         while n > 1 and b.svma_to_file_offset(svma - n) != end + 1 - n:
             n -= 1                      # not past the start of the segment
-        code = b.read(end + 1 - n, n)
+        code = b.read_code(end + 1 - n, n)
         if code is None:
             return True
         got = ends_call(bytes(code), b.machine)
