@@ -49,13 +49,16 @@ STACK_WINDOW = 1024
 # own addresses, so a shell starting 60,000 processes filled 168k entries
 # (58 MiB) where a run's working set is a few thousand: at 500,000 the bound
 # let memory grow with the number of processes.  A miss is answered by the
-# symbolizer's own cache (by file offset).
-FRAME_CACHE_SIZE = 1 << 16
+# symbolizer's own cache (by file offset).  At 1 << 16 a 510 MB DWARF
+# recording of make -j2 builds (PIE compilers: each process its own
+# addresses) peaked 14 MiB higher with these three caches, for no speed
+# (make -g: 1.00x wall, 11 pairs; forks 1.02x, CPython DWARF 1.03x, 5).
+FRAME_CACHE_SIZE = 1 << 14
 # Frames of addresses in no map kept (cleared when full): see _no_map_frames.
 NO_MAP_FRAMES_KEPT = 16384
 # DWARF stacks' frames (with the inline chain from DWARF) kept by the frame
-# cache's entry they come from (cleared when full).
-DWARF_FRAMES_KEPT = 100000
+# cache's entry they come from (cleared when full; as FRAME_CACHE_SIZE).
+DWARF_FRAMES_KEPT = 1 << 14
 _CC_MAX = CC.MAX
 _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # The context markers a callchain may hold; any other value at or above
