@@ -20,7 +20,9 @@ longer (~300 MiB; memory must not grow with the file), and make-dwarf: the
 make build above recorded with --call-graph=dwarf -F 2000 (what a user
 records when -g gives garbage through cc1, built without frame pointers;
 perf script then asks addr2line for the inline frames of every cc1 address,
-and cc1 has no DWARF: about 85 s here, where --no-inline takes 0.5 s).
+and cc1 has no DWARF: about 85 s here, where --no-inline takes 0.5 s),
+and make-dwarf-big: that build 8 times under one recording (~300 MiB of
+short processes: the memory bar's file of many processes).
 then prints for each: perf script's wall and CPU time, perfdata script's
 "first" run (every run with an empty $PERFDATA_CACHE_DIR: what a user's first
 `perfdata script` after recording costs) and "warm" run (the cache filled by
@@ -145,13 +147,20 @@ def record_make(perf, d):
                ["make", "-j2"], cwd=src)
 
 
-def record_make_dwarf(perf, d):
+def record_make_dwarf(perf, d, builds=1):
+    """make-dwarf: the make build with --call-graph=dwarf; make-dwarf-big:
+    the same build 8 times under one recording (~300 MiB of many short
+    processes, PIE compilers each at its own addresses)."""
     src = os.path.join(d, "make-src")
     if not os.path.exists(os.path.join(src, "Makefile")):
         record_make(perf, d)
     sh(["make", "clean"], cwd=src)
-    return rec(perf, os.path.join(d, "make-dwarf.data"), ["--call-graph=dwarf", "-F", "2000"],
-               ["make", "-j2"], cwd=src)
+    if builds == 1:
+        name, cmd = "make-dwarf.data", ["make", "-j2"]
+    else:
+        name, cmd = "make-dwarf-big.data", [
+            "sh", "-c", "for i in $(seq %d); do make clean >/dev/null; make -j2; done" % builds]
+    return rec(perf, os.path.join(d, name), ["--call-graph=dwarf", "-F", "2000"], cmd, cwd=src)
 
 
 def record_cc1plus(perf, d):
@@ -279,7 +288,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="directory for the recordings (reused if present)")
     ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,forks,"
-                    "python-big,make-dwarf")
+                    "python-big,make-dwarf,make-dwarf-big")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
     ap.add_argument("--jobs", type=int,
@@ -300,8 +309,12 @@ def main(argv=None):
     for name in want:
         path = os.path.join(d, name + ".data")
         if not os.path.exists(path):
-            if name in ("make", "make-dwarf") and shutil.which("make") and shutil.which("gcc"):
-                (record_make if name == "make" else record_make_dwarf)(perf, d)
+            if name in ("make", "make-dwarf", "make-dwarf-big") and shutil.which("make") and \
+                    shutil.which("gcc"):
+                if name == "make":
+                    record_make(perf, d)
+                else:
+                    record_make_dwarf(perf, d, 8 if name == "make-dwarf-big" else 1)
             elif name == "cc1plus" and shutil.which("g++"):
                 record_cc1plus(perf, d)
             elif name in ("python", "python-big"):
