@@ -261,12 +261,14 @@ class Binary:
         if not isinstance(self._buf, mmap.mmap) or self._identity is None:
             return False
         try:
-            f = io.FileIO(self.path, "r")
+            # (non-blocking: a FIFO put in its place must not stop the run)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             return False
+        f = io.FileIO(fd, "r", closefd=True)   # (closed with it, or when collected)
         try:
-            st = os.fstat(f.fileno())
-            if (st.st_dev, st.st_ino) == self._identity:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == self._identity:
                 return f
         except OSError:
             pass

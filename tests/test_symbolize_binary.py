@@ -304,7 +304,8 @@ def test_code_bytes_are_read_from_the_file_not_the_mapping(progs, tmp_path):
     """read_code() gives read()'s bytes without touching the mapping (a
     fault there maps the 64 KiB around it, or a whole large folio): 256
     reads spread over 4 MiB add under 256 KiB to what is resident of it.
-    Where the path names another file by then, the mapped one is read."""
+    Where the path names another file by then (a rebuild, a FIFO), the
+    mapped one is read."""
     path = str(tmp_path / "padded")
     with open(progs["exec"], "rb") as f:
         head = f.read()
@@ -325,3 +326,8 @@ def test_code_bytes_are_read_from_the_file_not_the_mapping(progs, tmp_path):
     os.replace(path + ".new", path)
     assert c.read_code(offsets[3], 15) == tail[offsets[3] - len(head):offsets[3] - len(head) + 15]
     assert c.read_code(len(head) + len(tail) - 4, 15) is None      # past the end
+    # a FIFO in its place: not waited on, the mapping read
+    d = Binary(path)
+    os.unlink(path)
+    os.mkfifo(path)
+    assert d.read_code(offsets[5], 15) == bytes(15)
