@@ -129,6 +129,20 @@ def rec(perf, out, opts, cmd, **kw):
     return out
 
 
+def installed_perfdata(venv):
+    """[the perfdata console script] of a venv holding this checkout as
+    `pip install '.[native]'` installs it (the README's install with the
+    native DWARF index; the venv made the first time, the checkout installed
+    again each time, its dependencies kept)."""
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        sh([sys.executable, "-m", "venv", venv])
+        sh([python, "-m", "pip", "install", "-q", REPO + "[native]"])
+    else:
+        sh([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", REPO])
+    return [os.path.join(venv, "bin", "perfdata")]
+
+
 def record_make(perf, d):
     src = os.path.join(d, "make-src")
     os.makedirs(src, exist_ok=True)
@@ -296,6 +310,12 @@ def main(argv=None):
     ap.add_argument("--perfparser", metavar="PATH",
                     help="also time hotspot's perfparser (a build of KDAB/perfparser) "
                     "converting each file (--input FILE --output /dev/null), in a second table")
+    ap.add_argument("--installed", action="store_true",
+                    help="run perfdata as `pip install '.[native]'` leaves it in a new venv "
+                    "(DIR/venv, "
+                    "this checkout installed into it at each run): its console script, "
+                    "without this interpreter's site-packages hooks or an editable install's "
+                    "import finder")
     args = ap.parse_args(argv)
     compile_bytecode()
     perf = shutil.which("perf")
@@ -303,6 +323,7 @@ def main(argv=None):
         raise SystemExit("perf is not installed")
     d = args.keep or tempfile.mkdtemp(prefix="bench_real.")
     os.makedirs(d, exist_ok=True)
+    perfdata = installed_perfdata(os.path.join(d, "venv")) if args.installed else PERFDATA
     want = args.only.split(",") if args.only else ["make", "cc1plus", "python", "sqlite",
                                                    "forks"]
     files = []
@@ -341,7 +362,7 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|")
     try:
         for name, path in files:
-            cmd = PERFDATA + ["script", path] + (["-j", str(args.jobs)] if args.jobs else [])
+            cmd = perfdata + ["script", path] + (["-j", str(args.jobs)] if args.jobs else [])
             figures, ratios = measure_rounds([perf, "script", "-i", path], cmd, args.repeat,
                                              warm_cache)
             (pw, pc, pr), (fw, fc, fr), (ww, wc, wr) = figures
