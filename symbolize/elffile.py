@@ -29,6 +29,8 @@ from .buildid import parse_build_id_notes
 from .cachedir import identity_key
 
 MAX_BINARY_SIZE = 4 << 30
+# How a binary is opened: never waiting on a FIFO put in its place.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # Reads of at least this many bytes give their pages of the mapping back
 # once copied (Binary.read).
 RELEASE_AFTER_COPY = 64 << 10
@@ -152,7 +154,7 @@ class Binary:
             self._fail("too-large", f"{st.st_size} bytes is over the {max_size} limit")
             return None
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self.path, _OPEN_FLAGS)
         except OSError as e:
             self._fail("unreadable", e.strerror or str(e))
             return None
@@ -215,9 +217,12 @@ class Binary:
     def little_endian(self) -> bool:
         return bool(self._buf is not None and self._buf[5] == 1)
 
+    def _within(self, offset: int, size: int) -> bool:
+        return self.ok and offset >= 0 and size >= 0 and offset + size <= self.size
+
     def read(self, offset: int, size: int) -> bytes | None:
         """size bytes at offset, or None when that runs past the file."""
-        if not self.ok or offset < 0 or size < 0 or offset + size > self.size:
+        if not self._within(offset, size):
             return None
         buf = self._buf
         data = buf[offset:offset + size]
@@ -241,7 +246,7 @@ class Binary:
         it (the kernel's fault-around), and a compiler's return addresses,
         spread over its text, kept 15 MiB of cc1 resident on a DWARF
         recording of a build."""
-        if not self.ok or offset < 0 or size < 0 or offset + size > self.size:
+        if not self._within(offset, size):
             return None
         f = self._code_file
         if f is None:
@@ -261,8 +266,7 @@ class Binary:
         if not isinstance(self._buf, mmap.mmap) or self._identity is None:
             return False
         try:
-            # (non-blocking: a FIFO put in its place must not stop the run)
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(self.path, _OPEN_FLAGS)
         except OSError:
             return False
         f = io.FileIO(fd, "r", closefd=True)   # (closed with it, or when collected)

@@ -277,6 +277,17 @@ def _mapped_rss_kib(path):
     return total
 
 
+def _padded_binary(progs, path):
+    """The test program with 4 MiB of known bytes after it, at `path`:
+    (the program's bytes, the bytes after them)."""
+    with open(progs["exec"], "rb") as f:
+        head = f.read()
+    tail = bytes(range(256)) * (16 << 10)
+    with open(path, "wb") as f:
+        f.write(head + tail)
+    return head, tail
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc/self/smaps")
 def test_a_large_read_gives_its_pages_of_the_mapping_back(progs):
     """What read() copied does not stay resident in the mapping too (a
@@ -284,11 +295,7 @@ def test_a_large_read_gives_its_pages_of_the_mapping_back(progs):
     whole and equal, and the mapping holds far less than it."""
     import symbolize.elffile as elffile
     path = str(progs["dir"] / "padded")
-    with open(progs["exec"], "rb") as f:
-        head = f.read()
-    tail = bytes(range(256)) * (16 << 10)            # 4 MiB after the ELF file
-    with open(path, "wb") as f:
-        f.write(head + tail)
+    head, tail = _padded_binary(progs, path)
     b = Binary(path)
     assert b.ok
     before = _mapped_rss_kib(path)
@@ -307,11 +314,7 @@ def test_code_bytes_are_read_from_the_file_not_the_mapping(progs, tmp_path):
     Where the path names another file by then (a rebuild, a FIFO), the
     mapped one is read."""
     path = str(tmp_path / "padded")
-    with open(progs["exec"], "rb") as f:
-        head = f.read()
-    tail = bytes(range(256)) * (16 << 10)
-    with open(path, "wb") as f:
-        f.write(head + tail)
+    head, tail = _padded_binary(progs, path)
     b = Binary(path)
     assert b.ok
     offsets = [len(head) + k * (16 << 10) + 7 for k in range(256)]

@@ -58,6 +58,13 @@ class DecodeContext:
         self.sample_id_pos = id_position_in_sample(st)
         self.trailer_id_pos = id_position_in_trailer(st)
 
+    def trailer_size(self) -> int:
+        """Bytes of the sample_id trailer that kernel records end with: the
+        first event's (perf requires the events of a file to agree), 0
+        without sample_id_all."""
+        first = self.attrs[0] if self.attrs else None
+        return first.trailer_size if first is not None and first.sample_id_all else 0
+
     def attr_for(self, rtype: int, body: bytes | memoryview) -> EventAttr | None:
         """The event a kernel record belongs to, by the id in its body (the
         first event when the id is absent or unknown)."""

@@ -180,8 +180,7 @@ class RecordWalker:
         attr is added.  `fast`: the fast lane's copy too (the walk refreshes
         it where it applies a HEADER_ATTR itself, not inside compressed data,
         as the reader always has)."""
-        ea = self.ctx.attrs[0] if self.ctx.attrs else None
-        self.least = least_sizes(ea.trailer_size if ea is not None and ea.sample_id_all else 0)
+        self.least = least_sizes(self.ctx.trailer_size())
         if fast:
             self.fast_least = {t: s for t, s in self.least.items() if t not in _CAREFUL_ONLY}
             self.sample_min = self.fast_least[RT.SAMPLE]
@@ -278,8 +277,7 @@ class RecordWalker:
             align_mask = self.align_mask
             prev, nsamples, max_sample = self.prev, self.nsamples, self.max_sample
             # (what the careful path's string check wants: see below)
-            first = attrs[0] if attrs else None
-            trailer = first.trailer_size if first is not None and first.sample_id_all else 0
+            trailer = ctx.trailer_size()
             while head < stop:
                 rtype, misc, size = unpack_header(buf, head)
                 if rtype == SAMPLE:
@@ -324,16 +322,14 @@ class RecordWalker:
                         toff = attr.sample_time_offset
                         if toff is not None and toff + 8 <= size - 8:
                             time = attr.u64.unpack_from(body, toff)[0]
+                    rec = Record(ctx, SAMPLE, misc, size, offset, body, attr, time,
+                                 file=file_index)
                 else:
                     # (its event and time as the careful path finds them)
                     rec = make_record(rtype, misc, size, offset, body)
                     rec.file = file_index
-                    head += size
-                    yield rec
-                    continue
                 head += size
-                yield Record(ctx, rtype, misc, size, offset, body, attr, time,
-                             file=file_index)
+                yield rec
             # (Nothing reads the source while the walk is suspended in the
             # lane: its position goes back once, here, not once a record.)
             src.head = head
@@ -521,10 +517,8 @@ class RecordWalker:
                              size: int) -> int | None:
         """MMAP, MMAP2 and COMM end with their name, padded to 8 bytes, and the
         sample_id trailer: a size well past that may hide the next records."""
-        attrs = self.ctx.attrs
-        ea = attrs[0] if attrs else None
-        trailer = ea.trailer_size if ea is not None and ea.sample_id_all else 0
-        expected = named_size(bytes(raw[:8 + _STRING_AT[rtype] + 4104]), 0, rtype, size, trailer)
+        expected = named_size(bytes(raw[:8 + _STRING_AT[rtype] + 4104]), 0, rtype, size,
+                              self.ctx.trailer_size())
         if expected is None or size <= expected + 8:
             return None
         start = max(offset + expected, self.scanned)
