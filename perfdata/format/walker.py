@@ -23,11 +23,13 @@ import re
 import struct
 from typing import TYPE_CHECKING, Iterator, Protocol
 
+import construct as cs
+
 from .compression import Decompressor
 from .constants import Feature, RecordType as RT, USER_TYPE_START, record_type_name
 from .decoder import DecodeContext, Record
 from .errors import CorruptError, PerfDataError, TruncatedError
-from .records import event_header_struct
+from .records import body_schemas, event_header_struct
 from .source import ByteSource
 
 if TYPE_CHECKING:
@@ -50,8 +52,21 @@ _SAMPLE, _HEADER_ATTR = int(RT.SAMPLE), int(RT.HEADER_ATTR)
 _COMPRESSED, _COMPRESSED2 = int(RT.COMPRESSED), int(RT.COMPRESSED2)
 _FINISHED_ROUND, _FINISHED_INIT = int(RT.FINISHED_ROUND), int(RT.FINISHED_INIT)
 _AUXTRACE, _TRACING_DATA = int(RT.AUXTRACE), int(RT.HEADER_TRACING_DATA)
-# Where the name starts in the body of the records that end with one.
-_STRING_AT: dict[int, int] = {RT.MMAP: 32, RT.MMAP2: 64, RT.COMM: 8}
+
+
+def _name_offsets() -> dict[int, int]:
+    """Where the name starts in the body of the records that end with one
+    (MMAP, MMAP2, COMM): the size of the fields before it, by their schemas."""
+    schemas = body_schemas(True)
+    out = {}
+    for rtype, name in ((RT.MMAP, "filename"), (RT.MMAP2, "filename"), (RT.COMM, "comm")):
+        fields = schemas[rtype].subcons
+        before = next(i for i, sub in enumerate(fields) if sub.name == name)
+        out[int(rtype)] = cs.Struct(*fields[:before]).sizeof()
+    return out
+
+
+_STRING_AT: dict[int, int] = _name_offsets()
 # Types the inlined checks leave to the careful path, which asks `plausible`:
 # COMPRESSED records may have any size (the inlined checks test the 8-byte
 # alignment of every size), AUXTRACE and HEADER_TRACING_DATA carry a payload
