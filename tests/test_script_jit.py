@@ -267,12 +267,14 @@ def _jit_neutral(line):
 
 def _plt_neutral(mine, perfs):
     """perfdata's line with a PLT stub named as perf names it ([unknown] for
-    .plt.sec, _init+off for .plt: a deliberate difference, see README)."""
+    .plt.sec; _init+off, or @plt+off for libc's IRELATIVE slots, as
+    script_compare tells them: a deliberate difference, see README)."""
     import re
+    from script_compare import _is_plt_misname
     if mine != perfs and "@plt+0x" in mine:
         m, p = re.match(r"(\s+\w+) \S+ (\(.*)", mine), re.match(r"(\s+\w+) (\S+) (\(.*)", perfs)
         if m and p and m.group(1) == p.group(1) and m.group(2) == p.group(3) and (
-                p.group(2) == "[unknown]" or p.group(2).startswith("_init+")):
+                p.group(2) == "[unknown]" or _is_plt_misname(p.group(2))):
             return perfs
     return mine
 
