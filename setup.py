@@ -1,0 +1,22 @@
+"""The compiled extensions; everything else (metadata, packages, scripts) is in
+pyproject.toml.
+
+Each extension is optional (`optional=True`): where no C compiler is present,
+`pip install .` still succeeds and perfdata runs its pure-Python path, which
+is the reference the compiled one is tested against (perfdata.core)."""
+from setuptools import Extension, setup
+
+# -O2 is the default of CPython's own flags; the sources are C99 with no
+# dependency beyond Python.h.
+_C_FLAGS = ["-std=c99", "-O2", "-Wall"]
+
+EXTENSIONS = [
+    Extension(
+        "perfdata.core._core",
+        sources=["perfdata/core/_core.c"],
+        extra_compile_args=_C_FLAGS,
+        optional=True,
+    ),
+]
+
+setup(ext_modules=EXTENSIONS)
