@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
-from .format.container import PerfFile
-from .format.decoder import Record
 
 if TYPE_CHECKING:
     import os
 
     from .arrow import ArrowTables
+    from .format.container import PerfFile
+    from .format.decoder import Record
 
 __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]
@@ -27,7 +27,25 @@ __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile"
 def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
     """Open a perf.data file, a `perf record --threads` directory, a binary
     stream, or '-' for standard input (pipe mode)."""
+    from .format.container import PerfFile
     return PerfFile(path, **options)
+
+
+# The names whose modules import construct, imported at their first use:
+# the command line (perfdata.cli) must put its stand-ins for the standard
+# modules construct imports and never uses (perfdata.cli.UNUSED_MODULES) in
+# place before construct is imported, and `perfdata.cli` is imported after
+# this package.  A program that imports perfdata gets the same names.
+_LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError("module 'perfdata' has no attribute %r" % name)
+    import importlib
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
 def to_arrow(path: str | os.PathLike[str], **options: Any) -> ArrowTables:

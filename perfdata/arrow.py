@@ -1,5 +1,5 @@
-"""Symbolized samples as Apache Arrow record batches (needs pyarrow:
-`pip install 'perfdata[fleet]'`): the tables of `perfdata export --format
+"""Symbolized samples as Apache Arrow record batches (needs pyarrow, of the
+`fleet` extra: `pip install 'perfdata[fleet]'`): the tables of `perfdata export --format
 parquet`.
 
 Two tables, joined on `stack_id`:
@@ -52,8 +52,20 @@ STACK_COLUMNS = ("stack_id", "depth", "symbol", "dso", "address", "dso_address",
                  "kernel", "build_id")
 
 
+def require_pyarrow() -> None:
+    """An ImportError that names the pip command of the extra bringing
+    pyarrow (for how perfdata is installed) when pyarrow is missing."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError as exc:
+        from .extras import install_hint
+        raise ImportError("perfdata's Arrow tables need pyarrow (%s)"
+                          % install_hint("fleet")) from exc
+
+
 def schemas() -> tuple[pa.Schema, pa.Schema]:
     """(samples schema, stacks schema) as pyarrow Schemas."""
+    require_pyarrow()
     import pyarrow as pa
     samples = pa.schema([
         ("time", pa.uint64()), ("pid", pa.int32()), ("tid", pa.int32()), ("cpu", pa.int32()),
@@ -191,6 +203,7 @@ def to_arrow(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
     """ArrowTables(samples, stacks) of a perf.data file (pyarrow Tables; the
     schemas are in this module's docstring).  For a large file iterate
     record_batches() instead."""
+    require_pyarrow()
     import pyarrow as pa
     sample_schema, stack_schema = schemas()
     got: dict[str, list[pa.RecordBatch]] = {"samples": [], "stacks": []}

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .hitrate import HitRate
 from .session.machine import KERNEL_DSO, KERNEL_PID
-from symbolize.jitdump import is_jitdump_path
+from symbolize.symbols.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from symbolize import KernelSymbols, Symbolizer
-    from symbolize.jitdump import JitUnwindTable
-    from symbolize.lines import InlineFrame
+    from symbolize.symbols.jitdump import JitUnwindTable
+    from symbolize.symbols.lines import InlineFrame
 
     from .session.machine import Machine
     from .session.maps import Map, MapGroup
@@ -350,7 +350,7 @@ class FrameResolver:
                                      "not used" % (given, given_bid, bid))
             else:
                 return given, given_bid
-        from symbolize.vdso import running_vdso
+        from symbolize.debuginfo.vdso import running_vdso
         own = running_vdso(self.symbolizer.cache)
         if own is None:
             return None

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
     from symbolize import KernelSymbols
-    from symbolize.unwind import UnwindResult
+    from symbolize.unwind.unwinder import UnwindResult
 
     from .format.container import PerfFile
     from .format.decoder import Record

@@ -11,18 +11,18 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from symbolize.arch import get_arch
-from symbolize.cfi import CfiTable
-from symbolize.plt import plt_stub_sections
-from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
+from symbolize.unwind.arch import get_arch
+from symbolize.unwind.cfi import CfiTable
+from symbolize.symbols.plt import plt_stub_sections
+from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from symbolize import Binary, Symbolizer
-    from symbolize.arch import PerfColumns
-    from symbolize.jitdump import JitUnwindTable
-    from symbolize.unwind import UnwindResult
+    from symbolize.unwind.arch import PerfColumns
+    from symbolize.symbols.jitdump import JitUnwindTable
+    from symbolize.unwind.unwinder import UnwindResult
 
     from .session.maps import Map, MapGroup
     from .session.stream import Sample

@@ -13,15 +13,15 @@ The symbol side (this file's exports) is:
 from .errors import SymbolizeError, BinaryError, NotELFError, InvalidBuildIdError
 from .buildid import normalize_build_id, is_valid_build_id, require_build_id
 from .elffile import Binary, LoadSegment, SectionHeader, open_binary
-from .symtab import (Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols,
+from .symbols.symtab import (Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols,
                      load_table, save_table)
-from .plt import PltSymbol, synthesize_plt_symbols
-from .demangle import demangle, demangle_rust_legacy, demangle_rust_v0
-from .minidebuginfo import load_minidebuginfo
-from .lines import LineInfo, InlineFrame
-from .locate import DebugInfoLocator, Candidate
-from .kallsyms import KernelSymbols, KernelSymbol
-from .perfmap import PerfMap, MapSymbol, is_perfmap_path
+from .symbols.plt import PltSymbol, synthesize_plt_symbols
+from .symbols.demangle import demangle, demangle_rust_legacy, demangle_rust_v0
+from .debuginfo.minidebuginfo import load_minidebuginfo
+from .symbols.lines import LineInfo, InlineFrame
+from .debuginfo.locate import DebugInfoLocator, Candidate
+from .symbols.kallsyms import KernelSymbols, KernelSymbol
+from .symbols.perfmap import PerfMap, MapSymbol, is_perfmap_path
 from .symbolizer import Symbolizer, Frame, BinaryChoice, address_for_lookup
 from .cachedir import CacheDir
 

@@ -15,18 +15,18 @@ import zlib
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from .addresses import address_for_lookup, ends_call
-from .answers import AddressAnswers
+from .symbols.answers import AddressAnswers
 from .buildid import normalize_build_id
 from .cachedir import CacheDir
-from .demangle import demangle as _demangle
+from .symbols.demangle import demangle as _demangle
 from .elffile import Binary
-from .kallsyms import KernelSymbols
-from .lines import LineInfo
-from .locate import Candidate, DebugInfoLocator
-from .minidebuginfo import load_minidebuginfo
-from .jitdump import JitDump
-from .perfmap import PerfMap, is_perfmap_path
-from .symtab import SymbolTable, build_symbol_table, load_table, save_table
+from .symbols.kallsyms import KernelSymbols
+from .symbols.lines import LineInfo
+from .debuginfo.locate import Candidate, DebugInfoLocator
+from .debuginfo.minidebuginfo import load_minidebuginfo
+from .symbols.jitdump import JitDump
+from .symbols.perfmap import PerfMap, is_perfmap_path
+from .symbols.symtab import SymbolTable, build_symbol_table, load_table, save_table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -27,9 +27,9 @@ from symbolize import Binary  # noqa: E402
 
 def load_impl(path):
     if path is None:
-        from symbolize import lines
+        from symbolize.symbols import lines
         return lines
-    name = "symbolize._bench_" + os.path.splitext(os.path.basename(path))[0]
+    name = "symbolize.symbols._bench_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

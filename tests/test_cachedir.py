@@ -73,8 +73,8 @@ def test_damaged_files_of_every_kind_are_built_again(tmp_path, how):
 
 @pytest.mark.parametrize("how", ["garbage", "truncated", "empty"])
 def test_damaged_vdso_image_is_written_again(tmp_path, how):
-    from symbolize import vdso
-    from symbolize.vdso import running_vdso
+    from symbolize.debuginfo import vdso
+    from symbolize.debuginfo.vdso import running_vdso
     cache = CacheDir(tmp_path / "cache")
     got = running_vdso(cache)
     if got is None:
@@ -178,7 +178,7 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
 # ------------------------------------------------------------ symbol table files
 def _threads_table():
     from symbolize.elffile import Binary
-    from symbolize.symtab import build_symbol_table
+    from symbolize.symbols.symtab import build_symbol_table
     table = build_symbol_table(Binary(str(SAMPLES / "bin" / "threads")))
     assert len(table) > 10 and len(table.sources) > 1   # (symtab and plt)
     return table
@@ -188,7 +188,7 @@ def _table_file(count, names_size, source_names, body, crc=None):
     """A symbol table file of the current tag with the header given (the
     right CRC of body unless told)."""
     import zlib
-    from symbolize.symtab import cache_format
+    from symbolize.symbols.symtab import cache_format
     crc = zlib.crc32(body) if crc is None else crc
     return ("%s %d %d %d %s\n" % (cache_format(), count, names_size, crc,
                                    ",".join(source_names))).encode() + body
@@ -197,7 +197,7 @@ def _table_file(count, names_size, source_names, body, crc=None):
 def test_symbol_table_file_round_trip(tmp_path):
     """What save_table writes, load_table reads back: every symbol, every
     lookup, the sources; byte for byte the same when saved again."""
-    from symbolize.symtab import load_table, save_table
+    from symbolize.symbols.symtab import load_table, save_table
     table = _threads_table()
     path = str(tmp_path / "t.table")
     assert save_table(table, path)
@@ -220,7 +220,7 @@ def test_symbol_table_file_damaged_or_foreign_is_absent(tmp_path):
     """A table file cut anywhere, with any one byte changed, of the JSON
     format before it, or of another tag is no table (load_table: None)."""
     import json
-    from symbolize.symtab import Symbol, SymbolTable, cache_format, load_table
+    from symbolize.symbols.symtab import Symbol, SymbolTable, cache_format, load_table
     good = _threads_table().to_bytes()
     path = tmp_path / "t.table"
 
@@ -257,7 +257,7 @@ def test_symbol_table_file_hostile_content(tmp_path):
     much more memory than the file's size."""
     import struct
     import tracemalloc
-    from symbolize.symtab import load_table
+    from symbolize.symbols.symtab import load_table
 
     def cols(*values):
         return struct.pack("=%dQ" % len(values), *values)
@@ -298,7 +298,7 @@ def test_tables_no_file_can_hold_are_not_saved(tmp_path):
     """A table made by hand may hold what a cache file cannot (an address
     beyond 64 bits, a source not perfdata's): save_table declines, leaving
     no file, and the table still answers lookups."""
-    from symbolize.symtab import Symbol, SymbolTable, save_table
+    from symbolize.symbols.symtab import Symbol, SymbolTable, save_table
     for syms in ([Symbol("big", 2 ** 64, 4, "symtab")], [Symbol("mine", 16, 4, "my-source")],
                  [Symbol("bad\udcff", 16, 4, "symtab")]):
         table = SymbolTable(syms)

@@ -23,7 +23,7 @@ from conftest import requires_perf, run_cli
 
 from diagnose_progs import util
 
-from symbolize.debuginfod import DebuginfodClient, DebuginfodLocator
+from symbolize.debuginfo.debuginfod import DebuginfodClient, DebuginfodLocator
 
 DEBUGINFOD = shutil.which("debuginfod")
 needs_server = pytest.mark.skipif(

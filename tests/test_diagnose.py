@@ -427,7 +427,7 @@ LIBZ = "/usr/lib/x86_64-linux-gnu/libz.so.1"
 @needs_tools
 @pytest.mark.skipif(not os.path.exists(LIBZ), reason="%s not installed" % LIBZ)
 def test_packaged_library_without_debuginfo_names_the_package(tmp_path):
-    from symbolize.packages import package_of
+    from symbolize.debuginfo.packages import package_of
     exe = util.build("zlib_loop.c", tmp_path / "zl", libs=(LIBZ,))
     data = util.record(tmp_path, exe, tmp_path / "zl.data")
     empty = tmp_path / "empty"

@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from symbolize import packages
-from symbolize.packages import package_of
+from symbolize.debuginfo import packages
+from symbolize.debuginfo.packages import package_of
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 

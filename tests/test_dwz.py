@@ -184,7 +184,7 @@ def test_full_build_matches_perf(built):
 @pytest.mark.parametrize("form", ["gnu_debugaltlink", "debug_sup"])
 def test_inline_names_through_the_supplementary_file(built, tmp_path, monkeypatch, native, form):
     if not native:
-        from symbolize import native as native_mod
+        from symbolize.symbols import native as native_mod
         monkeypatch.setattr(native_mod, "_symbolic", None)
     if form == "debug_sup":
         # DWARF 5's form, named relative to the files (next to them here)

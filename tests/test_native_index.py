@@ -22,7 +22,7 @@ from test_symbolize_util import compile_c, libc_and_debug, need, run
 
 symbolic = pytest.importorskip("symbolic")
 
-from symbolize import native  # noqa: E402
+from symbolize.symbols import native  # noqa: E402
 from conftest import requires_libc_debug_here  # noqa: E402
 
 CPP = r"""#include <vector>

@@ -100,7 +100,7 @@ def _ours_script(data):
 def test_cxx_names_as_perf_on_every_cc1plus_symbol():
     """perf's names (no parameter list, return type or clone suffix) of all
     the symbols of cc1plus, as `perf probe -F` prints them demangled and not."""
-    from symbolize.demangle import demangle
+    from symbolize.symbols.demangle import demangle
     cc1plus = _cc1plus()
     if cc1plus is None:
         pytest.skip("no cc1plus (g++) here")
@@ -579,7 +579,7 @@ def test_diagnose_suggests_what_apt_can_install(cc1plus_recording):
     res = _diagnose(data)
     fixes = [b["fix"] for c in res["classes"] for b in c["binaries"] if b.get("fix")]
     if shutil.which("apt-cache") and shutil.which("dpkg"):
-        from symbolize.packages import apt_candidate
+        from symbolize.debuginfo.packages import apt_candidate
         named = 0
         for fix in fixes:
             m = re.match(r"`apt-get install ([^`:]+)(:\w+)?`", fix)

@@ -297,7 +297,7 @@ def test_zstd_default_limit(tmp_path):
 
 # ------------------------------------------------------------ CFI
 def _cfi_run(program):
-    from symbolize import cfi
+    from symbolize.unwind import cfi
     cie = SimpleNamespace(code_align=1, data_align=-8, initial_rules={}, ra_column=16,
                           signal_frame=False, fde_encoding=0, address_size=8)
     sec = SimpleNamespace(data=bytes(program), endian="<", endian_name="little", is_eh=True)
@@ -307,7 +307,7 @@ def _cfi_run(program):
 def test_cfi_remember_state_depth_is_bounded():
     """20,000 nested DW_CFA_remember_state with 60 rules each: an error, not
     1.2 million copied rules."""
-    from symbolize.cfi import CfiError
+    from symbolize.unwind.cfi import CfiError
     program = bytearray()
     for reg in range(60):
         program += bytes([0x80 | reg, 2])          # DW_CFA_offset reg, 2
@@ -322,7 +322,7 @@ def test_cfi_remember_state_depth_is_bounded():
 def test_cfi_rows_times_rules_is_bounded():
     """3000 registers described, then 3000 rows: an error (no CFI for that
     FDE), not 9 million copied rules."""
-    from symbolize.cfi import CfiError
+    from symbolize.unwind.cfi import CfiError
     program = bytearray()
     for reg in range(3000):
         program += b"\x05" + uleb(reg + 64) + uleb(1)   # DW_CFA_offset_extended

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import SAMPLES, SAMPLE_SYMBOL_ARGS, run_cli
 from symbolize import DebugInfoLocator, Symbolizer
-from symbolize import answers as answers_mod
+from symbolize.symbols import answers as answers_mod
 
 DATA = [SAMPLES / "cpp_inline.fp.data", SAMPLES / "plt_loop.fp.data",
         SAMPLES / "exit_atexit.fp.data", SAMPLES / "stripped.fp.data"]

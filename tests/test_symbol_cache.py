@@ -94,7 +94,7 @@ def test_damaged_binary_leaves_no_table(tmp_path):
 def test_tables_of_other_code_are_not_used(tmp_path, monkeypatch):
     """The format tag digests the code that builds tables: a table cached by
     another version of perfdata is rebuilt, not trusted."""
-    from symbolize import symtab
+    from symbolize.symbols import symtab
     from symbolize.elffile import Binary
     table = symtab.build_symbol_table(Binary(str(SAMPLES / "bin" / "threads")), None, None)
     path = str(tmp_path / "t.table")
@@ -128,7 +128,7 @@ def _dwarf_script(cache_dir):
 def test_inline_names_come_from_the_cache_the_second_time(tmp_path, monkeypatch):
     """DWARF inline names learnt in one run are kept by build-id: the next
     run prints the same text without decoding a DWARF unit."""
-    from symbolize.lines import LineInfo
+    from symbolize.symbols.lines import LineInfo
     first = _dwarf_script(tmp_path)
     assert "(inlined)" in first
     assert list((tmp_path / "inline").rglob("*.json"))
@@ -142,7 +142,7 @@ def test_inline_names_come_from_the_cache_the_second_time(tmp_path, monkeypatch)
 def test_inline_names_cache_damaged_or_stale(tmp_path, monkeypatch):
     """A damaged file, or one written by other code (another format tag), is
     not trusted: the names are decoded again, and equal."""
-    from symbolize import lines
+    from symbolize.symbols import lines
     reference = _dwarf_script(None)
     assert _dwarf_script(tmp_path) == reference
     caches = list((tmp_path / "inline").rglob("*.json"))

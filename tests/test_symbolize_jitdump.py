@@ -4,7 +4,7 @@ construction: code space reused in time, a move, a record cut by the end,
 both byte orders."""
 import struct
 
-from symbolize.jitdump import JitDump, is_jitdump_path
+from symbolize.symbols.jitdump import JitDump, is_jitdump_path
 
 
 def _dump(records, order="<", flags=0):
@@ -144,7 +144,7 @@ def test_unwinding_info_of_each_load():
 def test_unwinding_info_walked_through():
     """symbolize.unwind steps out of the JIT code with the dump's table (bias
     0): the trampoline's saved rbp and return address are found."""
-    from symbolize.unwind import StackSnapshot, UnwindModule, Unwinder
+    from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder
     dump = JitDump.parse(_dump([_unwinding("<", 90, 0x7f0000001000, 11),
                                 _load("<", 100, 0x7f0000001000, 11, 1, "py::f:x.py")]))
     module = UnwindModule(dump.unwind_table(None), 0)
@@ -177,7 +177,7 @@ def test_jitdump_located_as_binaries(tmp_path):
     --debug-dir's path tree, --path-map's NEW or the --symfs root; the
     recorded path is not read when a path-map or symfs covers it."""
     from symbolize import Symbolizer
-    from symbolize.locate import DebugInfoLocator
+    from symbolize.debuginfo.locate import DebugInfoLocator
     recorded = "/rec/dir/jit-1234.dump"
     data = _dump(_records("<"))
     for layout in ("dbg", "new", "root"):

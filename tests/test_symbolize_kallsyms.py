@@ -137,7 +137,7 @@ def test_parsed_tables_are_cached_and_equal(tmp_path, monkeypatch):
     reading the file: its identity is the key) and gives the same symbols,
     modules included; a changed file is parsed again."""
     import os
-    from symbolize import kallsyms
+    from symbolize.symbols import kallsyms
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
     text = "".join("%016x %s fn_%d%s\n" % (0xffffffff81000000 + 0x40 * i, "tT"[i % 2], i,
                                            "\t[mod_%d]" % (i % 3) if i > 150 else "")
@@ -173,7 +173,7 @@ def test_cached_table_is_mapped_and_equal_to_the_parsed_one(tmp_path, monkeypatc
     """The cached table (mapped from its file) gives what parsing gives:
     every symbol, non-ASCII names and modules (cut by bytes, not characters)
     and lookups, with the file not read again."""
-    from symbolize import kallsyms
+    from symbolize.symbols import kallsyms
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "kallsyms"
     good = "".join(line for line in TEXT.splitlines(True) if "not" not in line and "zz" not in line)
@@ -195,7 +195,7 @@ def test_cached_table_is_mapped_and_equal_to_the_parsed_one(tmp_path, monkeypatc
 def test_cache_file_of_another_kallsyms_is_not_used(tmp_path, monkeypatch):
     """The key in a cache file's name is short: the file names the kallsyms
     it was made from, and one made from another (a collision) is not used."""
-    from symbolize import kallsyms
+    from symbolize.symbols import kallsyms
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
     one, two = tmp_path / "one", tmp_path / "two"
     one.write_text("ffffffff81000000 T one_a\nffffffff81000100 T one_b\n")
@@ -216,7 +216,7 @@ def test_parse_by_columns_keeps_perfs_fixup_rules(in_order):
     lines already in address order (as a kernel's kallsyms mostly is), which
     the parse leaves unsorted."""
     import random
-    from symbolize import kallsyms
+    from symbolize.symbols import kallsyms
     from symtab_reference import fixup_entries
     rng = random.Random(12)
     lines = []

@@ -213,7 +213,7 @@ def test_symfs(built, tmp_path):
 def test_path_map(built, tmp_path):
     """--path-map: a binary recorded under OLD is read under NEW (longest OLD
     first, whole path components), never at the recorded path."""
-    from symbolize.locate import map_path, parse_path_map
+    from symbolize.debuginfo.locate import map_path, parse_path_map
     new = tmp_path / "new" / "bin"
     new.mkdir(parents=True)
     shutil.copy(built["full"], new / "prog")

@@ -467,7 +467,7 @@ def test_live_recording_against_perf(tmp_path):
                          capture_output=True, timeout=60)
     if rec.returncode != 0 or not path.exists():
         pytest.skip("perf record -a of tracepoints failed: %s" % rec.stderr[-300:])
-    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symbols.kallsyms import KernelSymbols
     kallsyms = KernelSymbols.from_file("/proc/kallsyms")
     stats, diffs = compare_with_perf(path, kallsyms)
     total = sum(t for _, t in stats.values())

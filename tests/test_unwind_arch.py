@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from symbolize.arch import X86_64
-from symbolize.cfi import RULE_OFFSET, CfiTable
+from symbolize.unwind.arch import X86_64
+from symbolize.unwind.cfi import RULE_OFFSET, CfiTable
 
 X86_GPRS = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp",
             "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]

@@ -15,8 +15,8 @@ import subprocess
 
 import pytest
 
-from symbolize.arch import X86_64
-from symbolize.cfi import (CfiError, CfiTable, StackOutOfRange, evaluate_expression,
+from symbolize.unwind.arch import X86_64
+from symbolize.unwind.cfi import (CfiError, CfiTable, StackOutOfRange, evaluate_expression,
                            RULE_EXPRESSION, RULE_OFFSET, RULE_REGISTER, RULE_SAME_VALUE,
                            RULE_UNDEFINED, RULE_VAL_EXPRESSION, RULE_VAL_OFFSET)
 
@@ -255,7 +255,7 @@ def test_decoded_rows_are_bounded_and_answers_unchanged(monkeypatch):
     binary's whole CFI would not fit in memory) and decodes again what it
     is asked for after: every libc row still as readelf says, with at most
     the bound held at any time."""
-    import symbolize.cfi as cfi
+    import symbolize.unwind.cfi as cfi
     need(LIBC)
     monkeypatch.setattr(cfi, "CFI_ROWS_KEPT", 2000)
     monkeypatch.setattr(cfi, "CFI_ADDRESSES_KEPT", 1000)
@@ -286,7 +286,7 @@ def test_equal_rows_are_one_object_and_answers_unchanged(monkeypatch, kept):
     """Rows equal in every field are one CfiRow (a binary repeats a few
     hundred rows over tens of thousands of addresses); with the shared rows
     cleared often (kept=10) every libc row is still as readelf says."""
-    import symbolize.cfi as cfi
+    import symbolize.unwind.cfi as cfi
     need(LIBC)
     monkeypatch.setattr(cfi, "SHARED_ROWS_KEPT", kept)
     cfi._SHARED_ROWS.clear()

@@ -13,7 +13,7 @@ import pytest
 
 from unwind_progs import capture
 
-from symbolize.cfi import CfiTable
+from symbolize.unwind.cfi import CfiTable
 
 from conftest import requires_libc_debug_here
 

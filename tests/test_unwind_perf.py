@@ -18,8 +18,8 @@ import pytest
 
 from unwind_progs import capture
 
-from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot, unwind_dwarf
+from symbolize.unwind.cfi import CfiTable
+from symbolize.unwind.unwinder import StackSnapshot, unwind_dwarf
 
 BOGUS = 0xFFFFFFFFFFFFFFFF   # perf's last frame of a stack cut by the copy
 

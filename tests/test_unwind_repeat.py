@@ -12,8 +12,8 @@ import pytest
 
 from unwind_progs import capture
 
-from symbolize.cfi import CfiTable
-from symbolize.unwind import unwind_dwarf
+from symbolize.unwind.cfi import CfiTable
+from symbolize.unwind.unwinder import unwind_dwarf
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 

@@ -5,9 +5,9 @@ The CFI is assembled here byte by byte as a compiler would emit it."""
 import random
 import struct
 
-from symbolize.arch import AARCH64, X86_64, get_arch
-from symbolize.cfi import CfiTable
-from symbolize.unwind import (INNERMOST, STOP_REASONS, StackSnapshot, UnwindModule,
+from symbolize.unwind.arch import AARCH64, X86_64, get_arch
+from symbolize.unwind.cfi import CfiTable
+from symbolize.unwind.unwinder import (INNERMOST, STOP_REASONS, StackSnapshot, UnwindModule,
                               Unwinder, UnwindStop, unwind_dwarf)
 from limits import uleb
 

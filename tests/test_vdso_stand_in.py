@@ -44,7 +44,7 @@ def test_another_kernel_leaves_the_vdso_unnamed_and_says_what_to_pass(monkeypatc
 
 
 def test_the_recorded_kernel_takes_this_machines_vdso(monkeypatch):
-    from symbolize.vdso import running_vdso
+    from symbolize.debuginfo.vdso import running_vdso
     own = running_vdso()
     if own is None:
         pytest.skip("no [vdso] mapping readable in this process")
@@ -81,7 +81,7 @@ def test_given_vdso_of_another_build_id_is_not_used(tmp_path):
                             "--buildid-dir", str(tmp_path)])
     assert rc == 0, err
     assert "not the profile's vdso" in err and "not used" in err
-    from symbolize.vdso import running_vdso
+    from symbolize.debuginfo.vdso import running_vdso
     own = running_vdso()
     if own is None or own[0] is None or recorded is None or \
             not recorded.endswith(own[1][2:]):
@@ -101,7 +101,7 @@ def test_archive_made_on_the_recording_kernel_carries_the_vdso(monkeypatch, tmp_
     """`perfdata archive` on the recording machine takes its own vdso for a
     profile that names none; read elsewhere with --archive, that image
     names the vdso frames, as this machine's own would have there."""
-    from symbolize.vdso import running_vdso
+    from symbolize.debuginfo.vdso import running_vdso
     own = running_vdso()
     if own is None:
         pytest.skip("no [vdso] mapping readable in this process")

@@ -76,7 +76,7 @@ def our_reports(name):
     if sample_vdso(_data(name)) is not None:
         # No build-id for its vdso: perf takes this machine's own vdso for
         # it, whatever kernel recorded the file; perfdata is given the same.
-        from symbolize.vdso import running_vdso
+        from symbolize.debuginfo.vdso import running_vdso
         own = running_vdso()
         if own is not None:
             argv += ["--vdso", own[0]]

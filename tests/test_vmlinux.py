@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.elffile import Binary
-from symbolize.kallsyms import KernelSymbols
+from symbolize.symbols.kallsyms import KernelSymbols
 
 # Any ELF with a .symtab stands in for a vmlinux (none is installed here).
 IMAGE = Path(__file__).resolve().parents[1] / "samples" / "bin" / "cpp_inline"

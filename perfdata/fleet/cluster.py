@@ -31,8 +31,9 @@ def _import_dask() -> ModuleType:
     try:
         import distributed
     except ImportError:
-        raise FleetError("fleet commands need Dask: pip install 'perfdata[fleet]' "
-                         "(dask[distributed])")
+        from ..extras import install_hint
+        raise FleetError("fleet commands need Dask: %s (dask[distributed])"
+                         % install_hint("fleet"))
     return distributed
 
 

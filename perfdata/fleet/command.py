@@ -179,7 +179,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("fleet", help="collapse, report or flamegraph over many "
-                              "files, on Dask (pip install 'perfdata[fleet]')")
+                              "files, on Dask (the fleet extra)")
     sub = p.add_subparsers(dest="fleet_command", required=True)
 
     c = sub.add_parser("collapse", help="folded stacks of all the files (the sum of collapse)")

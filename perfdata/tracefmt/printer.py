@@ -9,7 +9,7 @@ from .lexer import SPACE, U64
 from .parser import eval_type_str, s64, strtoull
 
 if TYPE_CHECKING:
-    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symbols.kallsyms import KernelSymbols
 
     from ..format.tracing import FieldFormat
     from .parser import _Arg, _FieldInfo, _Parsed, _Segment

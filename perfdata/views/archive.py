@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, TextIO
 from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
-from symbolize.jitdump import is_jitdump_path
-from symbolize.perfmap import is_perfmap_path
+from symbolize.symbols.jitdump import is_jitdump_path
+from symbolize.symbols.perfmap import is_perfmap_path
 
 if TYPE_CHECKING:
     import argparse

@@ -10,15 +10,15 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from perfdata.session.machine import KERNEL_DSO
-from symbolize.jitdump import is_jitdump_path
+from symbolize.symbols.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
     import argparse
 
     from perfdata.symbolized import SampleSymbolizer
     from symbolize import Symbolizer
-    from symbolize.kallsyms import KernelSymbols
-    from symbolize.symtab import SymbolTable
+    from symbolize.symbols.kallsyms import KernelSymbols
+    from symbolize.symbols.symtab import SymbolTable
     # (path, build-id) of a binary
     BinaryKey = tuple[str, str | None]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 from perfdata.format.constants import CallchainContext as CC
 from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
-from symbolize.jitdump import injected_jit_group, is_jitdump_path
+from symbolize.symbols.jitdump import injected_jit_group, is_jitdump_path
 from symbolize.symbolizer import NO_FILE_MAPPINGS
 
 if TYPE_CHECKING:
@@ -610,7 +610,7 @@ class Diagnosis:
 
     # -------------------------------------------------------------- report
     def result(self) -> dict[str, Any]:
-        from symbolize.packages import prefetch
+        from symbolize.debuginfo.packages import prefetch
         # the package manager asked once about every binary a fix may name
         prefetch(path for st in self.classes.values() for (path, _) in st.binaries
                  if path and path.startswith("/"))
@@ -711,7 +711,7 @@ class Diagnosis:
         return out
 
     def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
-        from symbolize.packages import package_of
+        from symbolize.debuginfo.packages import package_of
         if name == "binary-missing" and path and path.endswith(" (deleted)"):
             # (perf record -p / -a of a process whose binary was deleted:
             # nothing on the recording machine to archive any more)

@@ -168,7 +168,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("export", help="the profile in another tool's format (speedscope)")
+    p = subparsers.add_parser("export", help="the profile in another tool's format: speedscope, "
+                              "pprof or parquet")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("--format", default="speedscope", choices=("speedscope", "pprof", "parquet"),
@@ -196,8 +197,9 @@ def run_pprof(args: argparse.Namespace, out: TextIO) -> None:
     try:
         profile_classes()
     except ImportError:
-        raise CommandError("pprof output needs the protobuf package "
-                           "(pip install 'perfdata[pprof]')")
+        from ..extras import install_hint
+        raise CommandError("pprof output needs the protobuf package (%s)"
+                           % install_hint("pprof"))
     builder = PprofBuilder()
     skipped = 0
     for sample in SampleRun(args, "export"):

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import TypeVar
 
     from symbolize.cachedir import CacheDir
-    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symbols.kallsyms import KernelSymbols
 
     from ..format.container import PerfFile
     from ..frames import StackFrame
@@ -57,7 +57,7 @@ def _free(p: argparse.ArgumentParser, *names: str) -> list[str]:
 def path_map_entry(text: str) -> tuple[str, str]:
     """argparse type of --path-map: (OLD, NEW)."""
     import argparse
-    from symbolize.locate import parse_path_map
+    from symbolize.debuginfo.locate import parse_path_map
     try:
         return parse_path_map(text)
     except ValueError as exc:
@@ -481,7 +481,7 @@ def kernel_symbols_from_args(pf: PerfFile, args: argparse.Namespace
                              ) -> KernelSymbols | str | None:
     """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
     if getattr(args, "vmlinux", None):
-        from symbolize.kallsyms import KernelSymbols
+        from symbolize.symbols.kallsyms import KernelSymbols
 
         from ..session.machine import KERNEL_DSO
         from ..session.stream import recorded_build_ids
@@ -570,7 +570,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     stitch: True or False whatever --stitch says)."""
     from symbolize import Symbolizer
     from ..symbolized import SampleSymbolizer
-    from symbolize.debuginfod import make_locator
+    from symbolize.debuginfo.debuginfod import make_locator
     debug_dirs = list(args.debug_dir)
     buildid_dir = args.buildid_dir
     vdso = getattr(args, "vdso", None)

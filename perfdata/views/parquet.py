@@ -26,7 +26,8 @@ def require_pyarrow() -> None:
         import pyarrow            # noqa: F401
         import pyarrow.parquet    # noqa: F401
     except ImportError:
-        raise ExportError("parquet output needs pyarrow (pip install 'perfdata[fleet]')")
+        from ..extras import install_hint
+        raise ExportError("parquet output needs pyarrow (%s)" % install_hint("fleet"))
 
 
 def output_dir(path: str | None) -> str:

@@ -49,6 +49,10 @@ SORT_KEYS = {
     "cpu": "CPU",
 }
 DEFAULT_SORT = "comm,dso,sym"
+# The keys --sort takes, for its help, its errors and shell completion
+# ("symbol" is perf's spelling of sym).
+VALID_SORT_KEYS = tuple(k for k in SORT_KEYS if k != "symbol")
+VALID_SORT_TEXT = ", ".join(VALID_SORT_KEYS)
 _LEVEL = {MISC_KERNEL: "k", MISC_GUEST_KERNEL: "g", MISC_GUEST_USER: "u",
           MISC_HYPERVISOR: "H"}
 
@@ -92,10 +96,10 @@ def parse_sort(text: str | None) -> list[str]:
         name = next((n for n in _PERF_COMMON_SORT if n.startswith(low)), None) or \
             next((n for n in sorted(_PERF_SORT_KEYS) if n.startswith(low)), None)
         if name is None:
-            raise ReportError("unknown sort key %r (known: comm, dso, sym, pid, cpu)" % key)
+            raise ReportError("unknown sort key %r (valid keys: %s)" % (key, VALID_SORT_TEXT))
         if name not in SORT_KEYS:
-            raise ReportError("sort key %r is perf's, not supported here (supported: "
-                              "comm, dso, sym, pid, cpu)" % key)
+            raise ReportError("sort key %r is perf's, not supported here (valid keys: %s)"
+                              % (key, VALID_SORT_TEXT))
         name = "sym" if name == "symbol" else name
         if name not in keys:
             keys.append(name)
@@ -855,7 +859,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """The table's options (also those of `perfdata fleet report`)."""
     p.add_argument("-s", "--sort", default=DEFAULT_SORT,
-                   help="sort keys: comm,dso,sym,pid,cpu (default %s)" % DEFAULT_SORT)
+                   help="sort keys: %s (default %s)" % (",".join(VALID_SORT_KEYS), DEFAULT_SORT))
     # (both may be given, as to perf: the last one wins)
     p.add_argument("--children", action="store_true",
                    help="add inclusive time (perf report --children)")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Generator, Sequence
 
-    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symbols.kallsyms import KernelSymbols
 
     from ..format.container import PerfFile
     from ..format.eventattr import EventAttr
@@ -115,6 +115,13 @@ PERF_FIELDS = frozenset(ALL_FIELDS) | frozenset((
     "synth", "metric", "srccode", "tod", "brstackinsnlen", "machine_pid", "vcpu"))
 
 
+def valid_fields() -> list[str]:
+    """The names -F takes, for its error and shell completion: those
+    perfdata prints in their usual order, then perf's others (accepted,
+    printed as nothing)."""
+    return list(ALL_FIELDS) + sorted(PERF_FIELDS - frozenset(ALL_FIELDS))
+
+
 # perf's event_type(): the name -F's messages give an output type.
 _TYPE_NAMES = {AttrType.HARDWARE: "hardware", AttrType.SOFTWARE: "software",
                AttrType.TRACEPOINT: "tracepoint", AttrType.HW_CACHE: "hardware-cache"}
@@ -155,8 +162,9 @@ def field_spec(text: str) -> str:
     etype = None
     if name is not None:
         if name not in _SPEC_TYPES:
-            raise argparse.ArgumentTypeError("Invalid event type %r in field string %r"
-                                             % (name, text))
+            raise argparse.ArgumentTypeError("Invalid event type %r in field string %r "
+                                             "(valid types: %s)"
+                                             % (name, text, ",".join(_SPEC_TYPES)))
         etype = _SPEC_TYPES[name]
     elif not text:
         raise argparse.ArgumentTypeError("Cannot set fields to 'none' for all event types.")
@@ -173,7 +181,8 @@ def field_spec(text: str) -> str:
         if field == "flags":
             continue
         if field not in PERF_FIELDS:
-            raise argparse.ArgumentTypeError("Invalid field requested: %r" % field)
+            raise argparse.ArgumentTypeError("Invalid field requested: %r (valid fields: %s)"
+                                             % (field, ",".join(valid_fields())))
         if etype is not None and field in invalid_fields(etype):
             raise argparse.ArgumentTypeError("'%s' not valid for %s events." % (field, type_name(etype)))
     return text

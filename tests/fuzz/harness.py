@@ -434,7 +434,7 @@ def fuzz_input(draw, seeds=None):
 def make_symbolizer():
     """A Symbolizer that can read nothing but samples/buildids."""
     from symbolize import DebugInfoLocator, Symbolizer
-    from symbolize.kallsyms import KernelSymbols
+    from symbolize.symbols.kallsyms import KernelSymbols
     locator = DebugInfoLocator(debug_dirs=[str(BUILDIDS)], symfs=str(BUILDIDS),
                                buildid_dir=None, system_debug=None)
     return Symbolizer(locator, inline=True, kallsyms=KernelSymbols())

@@ -191,7 +191,7 @@ def test_build_id_from_the_file_is_hex(tmp_path, opened):
 
 
 def test_jit_perf_map_fifo_is_not_opened(tmp_path, opened, monkeypatch):
-    from symbolize.perfmap import PerfMap
+    from symbolize.symbols.perfmap import PerfMap
     asked = []
     real = PerfMap.from_file.__func__
     monkeypatch.setattr(PerfMap, "from_file",

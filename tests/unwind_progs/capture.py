@@ -13,8 +13,8 @@ import tempfile
 
 import pytest
 
-from symbolize.cfi import CfiTable
-from symbolize.unwind import StackSnapshot
+from symbolize.unwind.cfi import CfiTable
+from symbolize.unwind.unwinder import StackSnapshot
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -141,7 +141,7 @@ class Capture:
         self._modules.clear()
 
     def unwind(self, max_depth=127):
-        from symbolize.unwind import unwind_dwarf
+        from symbolize.unwind.unwinder import unwind_dwarf
         return unwind_dwarf("x86_64", self.regs, self.read_stack, self.find_module,
                             max_depth=max_depth)
 

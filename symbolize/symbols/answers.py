@@ -21,7 +21,7 @@ import marshal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cachedir import CacheDir
+    from ..cachedir import CacheDir
 
     Answer = tuple[str | None, int | None, str | None]
 
@@ -31,14 +31,15 @@ MAX_ANSWERS = 1 << 19
 _FORMAT: str | None = None
 # The modules whose code decides an answer: a change to any makes the kept
 # answers stale, so their text is part of the format tag.
-_ANSWER_MAKERS = ("symbolizer.py", "symtab.py", "plt.py", "minidebuginfo.py", "elffile.py",
-                  "demangle.py", "addresses.py", "answers.py")
+_ANSWER_MAKERS = ("symbolizer.py", "symbols/symtab.py", "symbols/plt.py",
+                  "debuginfo/minidebuginfo.py", "elffile.py", "symbols/demangle.py",
+                  "addresses.py", "symbols/answers.py")
 
 
 def _format() -> str:
     global _FORMAT
     if _FORMAT is None:
-        from .cachedir import code_tag
+        from ..cachedir import code_tag
         _FORMAT = code_tag("answers-1", _ANSWER_MAKERS)
     return _FORMAT
 

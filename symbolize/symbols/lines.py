@@ -36,8 +36,8 @@ import struct
 from array import array
 from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
-from .cachedir import CacheDir
-from .elffile import Binary
+from ..cachedir import CacheDir
+from ..elffile import Binary
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from elftools.dwarf.dwarfinfo import DWARFInfo
     from elftools.dwarf.structs import DWARFStructs
 
-    from .cachedir import CacheWhere
+    from ..cachedir import CacheWhere
     from .native import NativeIndex
 
 
@@ -826,8 +826,9 @@ _NAMES_FORMAT = None
 def _names_format() -> str:
     global _NAMES_FORMAT
     if _NAMES_FORMAT is None:
-        from .cachedir import code_tag
-        _NAMES_FORMAT = code_tag("inline-names-1", ("lines.py", "elffile.py", "native.py"))
+        from ..cachedir import code_tag
+        _NAMES_FORMAT = code_tag("inline-names-1", ("symbols/lines.py", "elffile.py",
+                                                      "symbols/native.py"))
     return _NAMES_FORMAT
 
 

@@ -30,7 +30,7 @@ from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64u
 from .perfmap import read_regular_file
 
 if TYPE_CHECKING:
-    from .cfi import CfiRow, CfiTable
+    from ..unwind.cfi import CfiRow, CfiTable
 
 MAX_JITDUMP_SIZE = 1 << 30
 #: how many pieces of the address space a load covers, on average at most
@@ -258,7 +258,7 @@ class JitDump:
         if table is None:
             # (imported here: the CFI reader and pyelftools' DWARF constants
             # cost 3 ms at start-up, and a frame-pointer run never unwinds)
-            from .cfi import CfiTable
+            from ..unwind.cfi import CfiTable
             at = code.start + (-(-code.size // 8) * 8)
             table = self._code_cfi[code] = CfiTable.from_sections(
                 eh_frame=u.eh_frame, eh_frame_addr=at,

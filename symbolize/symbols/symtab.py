@@ -17,12 +17,12 @@ from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from .elffile import Binary, SHF_ALLOC
+from ..elffile import Binary, SHF_ALLOC
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-    from .cachedir import CacheDir
+    from ..cachedir import CacheDir
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
@@ -508,7 +508,8 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
 _CACHE_FORMAT = None
 # The modules whose code decides what a table holds: a change to any of them
 # makes every cached table stale, so their text is part of the format tag.
-_TABLE_MAKERS = ("symtab.py", "plt.py", "minidebuginfo.py", "elffile.py")
+_TABLE_MAKERS = ("symbols/symtab.py", "symbols/plt.py", "debuginfo/minidebuginfo.py",
+                 "elffile.py")
 
 
 def cache_format() -> str:
@@ -516,7 +517,7 @@ def cache_format() -> str:
     global _CACHE_FORMAT
     if _CACHE_FORMAT is None:
         import sys
-        from .cachedir import code_tag
+        from ..cachedir import code_tag
         _CACHE_FORMAT = code_tag("symtab-3-" + sys.byteorder, _TABLE_MAKERS)
     return _CACHE_FORMAT
 
@@ -530,7 +531,7 @@ def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> 
         return False
     if cache is not None:
         return cache.write(path, data)
-    from .cachedir import write_atomic
+    from ..cachedir import write_atomic
     return write_atomic(path, data)
 
 
@@ -541,6 +542,6 @@ def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = No
     if cache is not None:
         data = cache.read(path, max_size)
     else:
-        from .cachedir import read_file
+        from ..cachedir import read_file
         data = read_file(path, max_size)
     return SymbolTable.from_bytes(data) if data is not None else None

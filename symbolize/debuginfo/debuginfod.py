@@ -28,9 +28,9 @@ import time
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
-from .buildid import normalize_build_id
-from .cachedir import user_cache_dir
-from .elffile import Binary
+from ..buildid import normalize_build_id
+from ..cachedir import user_cache_dir
+from ..elffile import Binary
 from .locate import Candidate, DebugInfoLocator, _is_pseudo
 
 if TYPE_CHECKING:

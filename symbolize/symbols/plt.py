@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, Collection, NamedTuple
 
-from .elffile import Binary, SectionHeader, SHT_NOBITS
+from ..elffile import Binary, SectionHeader, SHT_NOBITS
 
 # Relocation types that name a GOT slot, per machine.
 _X86_64 = {"GLOB_DAT": 6, "JUMP_SLOT": 7, "IRELATIVE": 37}
@@ -255,7 +255,7 @@ def plt_stub_sections(binary: Binary) -> tuple[tuple[int, int, int], ...]:
     """An x86_64 binary's PLT sections as the unwinder steps over their
     stubs where no CFI covers them (UnwindModule.plt: svma start, end, stub
     layout); () for another machine or a damaged file."""
-    from .unwind import PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0
+    from ..unwind.unwinder import PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0
     layouts = {".plt": PLT_WITH_PLT0, ".iplt": PLT_LAZY, ".plt.sec": PLT_JUMPS,
                ".plt.got": PLT_JUMPS}
     try:

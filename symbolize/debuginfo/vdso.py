@@ -13,11 +13,11 @@ import os
 import tempfile
 from typing import TYPE_CHECKING
 
-from .cachedir import DEFAULT, CacheDir
-from .elffile import Binary
+from ..cachedir import DEFAULT, CacheDir
+from ..elffile import Binary
 
 if TYPE_CHECKING:
-    from .cachedir import CacheWhere
+    from ..cachedir import CacheWhere
 
 MAX_VDSO = 1 << 20
 
@@ -61,6 +61,6 @@ def _running_vdso(cache: CacheDir) -> tuple[str, str] | None:
     # replaced.
     if cache.read(kept, MAX_VDSO) == image or cache.write(kept, image):
         return kept, build_id  # type: ignore[return-value]  # (kept: a path)
-    from .cachedir import write_atomic
+    from ..cachedir import write_atomic
     scratch = os.path.join(tempfile.gettempdir(), name)
     return (scratch, build_id) if write_atomic(scratch, image) else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import lzma
 
-from .elffile import Binary
+from ..elffile import Binary
 
 MAX_DECOMPRESSED = 256 << 20
 

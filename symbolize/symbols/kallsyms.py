@@ -15,13 +15,13 @@ import struct
 from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
-from .cachedir import DEFAULT, CacheDir, identity_key
+from ..cachedir import DEFAULT, CacheDir, identity_key
 
 if TYPE_CHECKING:
     import mmap
     from collections.abc import Iterable, Iterator, Sequence
 
-    from .cachedir import CacheWhere
+    from ..cachedir import CacheWhere
 from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_columns, fixup_symbols
 
 MAX_KALLSYMS_SIZE = 256 << 20
@@ -114,7 +114,7 @@ class KernelSymbols:
     def from_vmlinux(cls, path: str, build_id: str | None = None) -> "KernelSymbols":
         """The function symbols of a vmlinux ELF file (perf's --vmlinux).  A
         vmlinux of another build-id than the profiled kernel's is not used."""
-        from .elffile import Binary
+        from ..elffile import Binary
         from .symtab import read_elf_symbols
         binary = Binary(path)
         table = cls()

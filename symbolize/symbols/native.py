@@ -32,13 +32,13 @@ import os
 import struct
 from typing import IO, TYPE_CHECKING, Any
 
-from .cachedir import CacheDir
-from .elffile import Binary
+from ..cachedir import CacheDir
+from ..elffile import Binary
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from .cachedir import CacheWhere
+    from ..cachedir import CacheWhere
 
 # ELF machines symbolic names, by pyelftools' e_machine names.
 _ARCHES = {"EM_X86_64": "x86_64", "EM_AARCH64": "arm64"}
@@ -76,10 +76,10 @@ def cache_tag() -> str:
     digest of this module (which decides what is hidden from symbolic)."""
     global _TAG
     if _TAG is None:
-        from .cachedir import code_tag
+        from ..cachedir import code_tag
         sym = _module()
         version = sym.symcache.SYMCACHE_LATEST_VERSION if sym is not None else 0
-        _TAG = code_tag("symcache%d" % version, ("native.py",))
+        _TAG = code_tag("symcache%d" % version, ("symbols/native.py",))
     return _TAG
 
 

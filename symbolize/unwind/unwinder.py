@@ -18,7 +18,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, List, Optional
 
-from .addresses import address_for_lookup
+from ..addresses import address_for_lookup
 from .arch import get_arch
 from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_UNDEFINED, RULE_SAME_VALUE, RULE_OFFSET, RULE_VAL_OFFSET,

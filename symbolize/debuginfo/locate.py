@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-from .buildid import build_id_path_parts, normalize_build_id
+from ..buildid import build_id_path_parts, normalize_build_id
 
 
 class Candidate(NamedTuple):

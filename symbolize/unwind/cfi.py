@@ -55,7 +55,7 @@ from construct import Struct, Int8ul, Enum, BitStruct, Flag, BitsInteger, Constr
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from .elffile import Binary
+    from ..elffile import Binary
 
     # A row's CFA rule: (register, offset), or ("expr", a DWARF expression);
     # the register is None before the first DW_CFA_def_cfa.
@@ -1108,7 +1108,7 @@ def _read_elf_sections(source: Binary | str | IO[bytes] | bytes
     """(eh_frame, eh_frame_hdr, debug_frame) _Sections of an ELF file: an
     open Binary (the one the symbolizer already holds), a path, a binary
     file object or bytes."""
-    from .elffile import Binary
+    from ..elffile import Binary
 
     if isinstance(source, Binary):
         return _sections_of(source)
