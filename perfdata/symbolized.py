@@ -204,6 +204,11 @@ class SampleSymbolizer:
         return self.resolver.kernel_symbols()
 
     # -------------------------------------------------------- symbolization
+    def symbolize(self, sample: SymbolizedSample) -> None:
+        """Give a sample of the stream its frames (what iterating does to
+        each; for a caller that walks `stream` itself: the compiled core)."""
+        self._symbolize_sample(sample)
+
     def _symbolize_sample(self, sample: SymbolizedSample) -> None:
         resolver = self.resolver
         fields = sample.fields

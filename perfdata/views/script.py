@@ -26,7 +26,7 @@ from .regs import perf_arch, regs_text
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Generator, Sequence
+    from collections.abc import Callable, Generator, Iterable, Sequence
 
     from symbolize.symbols.kallsyms import KernelSymbols
 
@@ -633,6 +633,21 @@ class ScriptFormatter:
             return ""
         return "%s+0x%x" % (sym.name, address - sym.start)
 
+    def frame_lines(self, frames: Sequence[StackFrame], event: EventAttr) -> str:
+        """The lines of a -g stack's frames as _stack_text makes them for a
+        sample of the event (the compiled core keeps them by address)."""
+        fields = self.fields_for(event)
+        layout = self._has.get(fields)
+        if layout is None:
+            layout = self._has[fields] = self._layout(fields)
+        has = layout[0]
+        plain = self._plain_lines.get(fields)
+        if plain is None:
+            plain = self._plain_lines[fields] = (
+                has("sym") and has("symoff") and has("dso") and not has("srcline") and
+                self.kernel_path is None)
+        return "".join(self._frame_line(fr, has, "\t", "\n", plain=plain) for fr in frames)
+
     def _stack_text(self, frames: Sequence[StackFrame], fields: Fields,
                     has: Callable[[str], bool], unwound: bool = False) -> str:
         """The callchain lines.  Samples sharing a stack (the resolver's kept
@@ -1030,6 +1045,21 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
     return samples, fmt
 
 
+def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argparse.Namespace
+                  ) -> Iterable[SymbolizedSample | SideEvent | str]:
+    """The run's samples and side events; where the compiled core is built
+    (perfdata.core) and the options leave the samples to it, a sample it
+    makes the text of comes as that text (str), the same bytes as format()."""
+    from ..core import compiled
+    module = compiled()
+    if module is None:
+        return samples
+    from ..core.script import ScriptCore
+    if not ScriptCore.applies(samples, args):
+        return samples
+    return ScriptCore(module, samples, fmt)
+
+
 def _script_blocks(args: argparse.Namespace, side: set[int],
                    features: PipeFeaturePrinter | None, share: Share
                    ) -> Generator[tuple[int, str], None, tuple[int, list[Tagged], Described | None]]:
@@ -1047,15 +1077,16 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     error: Described | None
     current, parts, error = None, [], None
     try:
-        for item in samples:
+        for item in _script_items(samples, fmt, args):
             if type(item) is SideEvent:
                 if args.json:
                     continue
                 k, text = samples.ordinal // block, fmt.format_side_event(item)
             else:
                 k = (samples.ordinal - 1) // block
-                # (not a side event: a sample)
-                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
+                # (not a side event: a sample, or its text made by the compiled core)
+                text = item if type(item) is str else \
+                    sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
             if k != current:
                 if parts:
                     yield current, "".join(parts)  # type: ignore[misc]  # (parts: current is set)
@@ -1203,10 +1234,12 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     pending: list[str] = []
     add = pending.append
     try:
-        for item in sample_progress(samples, pf, "script"):
+        for item in sample_progress(_script_items(samples, fmt, args), pf, "script"):
             if type(item) is SideEvent:
                 if not args.json:
                     add(fmt.format_side_event(item))
+            elif type(item) is str:
+                add(item)       # (a sample's text, made by the compiled core)
             else:
                 # (not a side event: a sample)
                 add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
