@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from symbolize import KernelSymbols, Symbolizer
-    from symbolize.symbols.jitdump import JitUnwindTable
+    from symbolize.unwind.jit import JitUnwindTable
     from symbolize.symbols.lines import InlineFrame
 
     from .session.machine import Machine
@@ -652,7 +652,7 @@ class FrameResolver:
         dump = self.jitdump_path(sample)
         if dump is None:
             return None
-        return self.symbolizer.jitdump(dump).unwind_table(self._jit_time(sample))
+        return self.symbolizer.jit_unwind_table(dump, self._jit_time(sample))
 
     def memfd_is_jit(self, sample: Sample) -> bool:
         """Is a memfd mapping of the sample's process JIT code (the process

@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING
 
 from symbolize.unwind.arch import get_arch
 from symbolize.unwind.cfi import CfiTable
-from symbolize.symbols.plt import plt_stub_sections
-from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder
+from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder, plt_stub_sections
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from symbolize import Binary, Symbolizer
     from symbolize.unwind.arch import PerfColumns
-    from symbolize.symbols.jitdump import JitUnwindTable
+    from symbolize.unwind.jit import JitUnwindTable
     from symbolize.unwind.unwinder import UnwindResult
 
     from .session.maps import Map, MapGroup

@@ -27,11 +27,13 @@ from .debuginfo.minidebuginfo import load_minidebuginfo
 from .symbols.jitdump import JitDump
 from .symbols.perfmap import PerfMap, is_perfmap_path
 from .symbols.symtab import SymbolTable, build_symbol_table, load_table, save_table
+from .unwind.jit import JitUnwinding
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from .cachedir import CacheWhere
+    from .unwind.jit import JitUnwindTable
 
 # Lookups kept by (binary, address), cleared when full: ~0.29 KiB an entry
 # with its key and frames.  A frame-pointer profile of a compiler built
@@ -148,6 +150,7 @@ class Symbolizer:
         self._kernel_files: dict = {}     # build-id -> the kallsyms file read
         self._perfmaps: dict[str, PerfMap] = {}
         self._jitdumps: dict[str, JitDump] = {}
+        self._jit_unwinding: dict[str, JitUnwinding] = {}
         self._jit_places: dict[str, list[str]] = {}     # see add_jit_file_place
         # (path, build-id) -> warnings of a prepare(), said at the first use
         self._deferred: dict[tuple, list[str]] = {}
@@ -601,6 +604,15 @@ class Symbolizer:
             self._drain(dump)
             self._jitdumps[path] = dump
         return dump
+
+    def jit_unwind_table(self, path: str, time: int | None) -> JitUnwindTable | None:
+        """The unwinding info of the code the jitdump at `path` had placed
+        by `time` (None: all of it), by process address; None when no load
+        carries any (CODE_UNWINDING_INFO)."""
+        unwinding = self._jit_unwinding.get(path)
+        if unwinding is None:
+            unwinding = self._jit_unwinding[path] = JitUnwinding(self.jitdump(path))
+        return unwinding.table(time)
 
     def lookup_jitdump(self, path: str, address: int, time: int | None,
                        is_return_address: bool = False) -> tuple[Frame, int | None]:

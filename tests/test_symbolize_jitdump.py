@@ -5,6 +5,7 @@ both byte orders."""
 import struct
 
 from symbolize.symbols.jitdump import JitDump, is_jitdump_path
+from symbolize.unwind.jit import JitUnwinding
 
 
 def _dump(records, order="<", flags=0):
@@ -126,19 +127,19 @@ def test_unwinding_info_of_each_load():
                    _move(order, 140, 0x7f0000003008, 0x7f0000005008, 11, 3)]
         dump = JitDump.parse(_dump(records, order))
         assert dump.warnings == [] and dump.has_unwinding
-        table = dump.unwind_table(None)
+        table = JitUnwinding(dump).table(None)
         cfa = [(r.cfa_register, r.cfa_offset) if r else None
                for r in (table.rows[0x7f0000001000 + i] for i in range(12))]
         assert cfa == [(7, 8)] * 4 + [(7, 16)] * 6 + [(7, 8), None]
         assert table.fde_range(0x7f0000001003) == (0x7f0000001000, 0x7f000000100b)
         assert table.rows[0x7f0000002004] is None          # the load without info
         # the moved code: its load's info, at the new address from time 140 on
-        assert dump.unwind_table(135).rows[0x7f0000003008 + 5].cfa_offset == 16
-        assert dump.unwind_table(135).rows[0x7f0000005008 + 5] is None
-        assert dump.unwind_table(140).rows[0x7f0000005008 + 5].cfa_offset == 16
+        assert JitUnwinding(dump).table(135).rows[0x7f0000003008 + 5].cfa_offset == 16
+        assert JitUnwinding(dump).table(135).rows[0x7f0000005008 + 5] is None
+        assert JitUnwinding(dump).table(140).rows[0x7f0000005008 + 5].cfa_offset == 16
         # before the first load nothing is described
-        assert dump.unwind_table(50).rows[0x7f0000001005] is None
-        assert JitDump.parse(_dump(_records(order), order)).unwind_table(None) is None
+        assert JitUnwinding(dump).table(50).rows[0x7f0000001005] is None
+        assert JitUnwinding(JitDump.parse(_dump(_records(order), order))).table(None) is None
 
 
 def test_unwinding_info_walked_through():
@@ -147,7 +148,7 @@ def test_unwinding_info_walked_through():
     from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder
     dump = JitDump.parse(_dump([_unwinding("<", 90, 0x7f0000001000, 11),
                                 _load("<", 100, 0x7f0000001000, 11, 1, "py::f:x.py")]))
-    module = UnwindModule(dump.unwind_table(None), 0)
+    module = UnwindModule(JitUnwinding(dump).table(None), 0)
     sp = 0x7ffd0000
     stack = StackSnapshot(sp, struct.pack("<QQ", 0x1234, 0x401005))  # rbp, return address
     step = Unwinder.for_arch("x86_64").step
@@ -169,7 +170,7 @@ def test_unwinding_info_bad_sizes():
     # an .eh_frame that is garbage: rows are None, never an exception
     junk = (4, 90, struct.pack("<QQQ", 40, 0, 48) + b"\xff" * 40)
     dump = JitDump.parse(_dump([junk, _load("<", 100, 0x7f0000001000, 11, 1, "f")]))
-    assert dump.has_unwinding and dump.unwind_table(None).rows[0x7f0000001004] is None
+    assert dump.has_unwinding and JitUnwinding(dump).table(None).rows[0x7f0000001004] is None
 
 
 def test_jitdump_located_as_binaries(tmp_path):

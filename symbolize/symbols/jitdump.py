@@ -9,7 +9,7 @@ common prefix (id, total size, timestamp).  CODE_LOAD says that code named
 CODE_MOVE that the code of `code_index` moved; CODE_UNWINDING_INFO carries
 the .eh_frame and .eh_frame_hdr of the next load's code (as perf inject
 puts them in that load's jitted-PID-N.so, after the code, 8-aligned: see
-JitDump.unwind_table).  The other records (debug info, close) are skipped
+symbolize.unwind.jit).  The other records (debug info, close) are skipped
 by their size.
 
 A JIT reuses its code space, so an address may hold several functions in
@@ -23,14 +23,11 @@ from __future__ import annotations
 import bisect
 import functools
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from construct import ConstructError, CString, Int32ub, Int32ul, Int64ub, Int64ul, Struct
 
 from .perfmap import read_regular_file
-
-if TYPE_CHECKING:
-    from ..unwind.cfi import CfiRow, CfiTable
 
 MAX_JITDUMP_SIZE = 1 << 30
 #: how many pieces of the address space a load covers, on average at most
@@ -79,7 +76,7 @@ _HEADER_MIN = 40
 class JitUnwind(NamedTuple):
     """A code load's unwinding info (CODE_UNWINDING_INFO): .eh_frame then
     .eh_frame_hdr, as the JIT wrote them for the layout of perf inject's
-    ELF file (see JitDump.unwind_table)."""
+    ELF file (see symbolize.unwind.jit)."""
     eh_frame: bytes
     eh_frame_hdr: bytes
 
@@ -114,9 +111,6 @@ class JitDump:
         self.warnings: list[str] = []
         #: does any load carry unwinding info (CODE_UNWINDING_INFO)?
         self.has_unwinding = any(c.unwind is not None for c in self.codes)
-        # epoch -> its JitUnwindTable; code -> the CfiTable of its unwinding info
-        self._unwind_tables: dict[int, JitUnwindTable] = {}
-        self._code_cfi: dict[JitCode, CfiTable] = {}
         bounds = sorted({c.start for c in self.codes} | {c.end for c in self.codes})
         # Pieces between consecutive bounds; each holds the codes covering it
         # in time order (and their timestamps, for bisect).
@@ -235,37 +229,6 @@ class JitDump:
             return len(self.codes)
         return bisect.bisect_right(self._load_times, time)
 
-    def unwind_table(self, time: int | None) -> JitUnwindTable | None:
-        """The unwinding info of the code placed by `time` (None: all of
-        it), by process address; None when no load carries any."""
-        if not self.has_unwinding:
-            return None
-        epoch = self.epoch(time)
-        table = self._unwind_tables.get(epoch)
-        if table is None:
-            # (any time of the epoch sees the same code at every address)
-            table = self._unwind_tables[epoch] = JitUnwindTable(
-                self, None if epoch == len(self.codes) else time)
-        return table
-
-    def cfi_of(self, code: JitCode) -> CfiTable | None:
-        """The CfiTable of a load's unwinding info, by process address (see
-        JitUnwindTable), or None without any."""
-        u = code.unwind
-        if u is None:
-            return None
-        table = self._code_cfi.get(code)
-        if table is None:
-            # (imported here: the CFI reader and pyelftools' DWARF constants
-            # cost 3 ms at start-up, and a frame-pointer run never unwinds)
-            from ..unwind.cfi import CfiTable
-            at = code.start + (-(-code.size // 8) * 8)
-            table = self._code_cfi[code] = CfiTable.from_sections(
-                eh_frame=u.eh_frame, eh_frame_addr=at,
-                eh_frame_hdr=u.eh_frame_hdr or None, eh_frame_hdr_addr=at + len(u.eh_frame),
-                address_size=self.address_size, little_endian=self.little_endian)
-        return table
-
     def lookup(self, address: int, time: int | None = None) -> JitCode | None:
         """The code at `address` at `time` (the last one placed there at or
         before it; the jitdump's clock, CLOCK_MONOTONIC), or with no time
@@ -280,53 +243,6 @@ class JitDump:
             return covering[-1]                        # against a sample's clock)
         k = bisect.bisect_right(self._times[i], time)
         return covering[k - 1] if k else None
-
-
-class JitUnwindTable:
-    """The unwinding info of a jitdump's code at one time, with a CfiTable's
-    face for symbolize.unwind (`rows`, `fde_range`, `has_cfi`; bias 0): a
-    process address in, the row of the code placed there then.  Each load's
-    .eh_frame lies where perf inject's ELF file puts it (genelf.c): the code
-    at GEN_ELF_TEXT_OFFSET (16-aligned), .eh_frame at ALIGN_8(its end),
-    .eh_frame_hdr right after; mapped at the code's address, that is
-    ALIGN_8(code size) past the code's start."""
-
-    def __init__(self, dump: JitDump, time: int | None) -> None:
-        self._dump = dump
-        self._time = time
-        self.rows: dict[int, CfiRow | None] = _Rows(self._find_row)
-
-    def has_cfi(self) -> bool:
-        return self._dump.has_unwinding
-
-    def _table_at(self, avma: int) -> CfiTable | None:
-        code = self._dump.lookup(avma, self._time)
-        return self._dump.cfi_of(code) if code is not None else None
-
-    def _find_row(self, avma: int) -> CfiRow | None:
-        table = self._table_at(avma)
-        return table.rows[avma] if table is not None else None
-
-    def fde_range(self, avma: int) -> tuple[int, int] | None:
-        table = self._table_at(avma)
-        return table.fde_range(avma) if table is not None else None
-
-
-class _Rows(dict):
-    """avma -> compute(avma), computed on first use (bounded)."""
-    __slots__ = ("compute",)
-
-    LIMIT = 1 << 16
-
-    def __init__(self, compute: Any) -> None:
-        super().__init__()
-        self.compute = compute
-
-    def __missing__(self, key: int) -> CfiRow | None:
-        if len(self) > self.LIMIT:
-            self.clear()
-        value = self[key] = self.compute(key)
-        return value
 
 
 def is_jitdump_path(path: str, pid: int | None = None) -> bool:

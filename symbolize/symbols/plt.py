@@ -249,19 +249,3 @@ def _unversioned(name: str) -> str:
 
 def _slot_size(sec: SectionHeader, default: int) -> int:
     return sec.entsize if sec.entsize in (8, 16, 32) else default
-
-
-def plt_stub_sections(binary: Binary) -> tuple[tuple[int, int, int], ...]:
-    """An x86_64 binary's PLT sections as the unwinder steps over their
-    stubs where no CFI covers them (UnwindModule.plt: svma start, end, stub
-    layout); () for another machine or a damaged file."""
-    from ..unwind.unwinder import PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0
-    layouts = {".plt": PLT_WITH_PLT0, ".iplt": PLT_LAZY, ".plt.sec": PLT_JUMPS,
-               ".plt.got": PLT_JUMPS}
-    try:
-        if binary.machine != "EM_X86_64":
-            return ()
-        return tuple((s.addr, s.addr + s.size, layouts[s.name]) for s in binary.sections
-                     if s.name in layouts and s.size)
-    except Exception:       # (a damaged file: no PLT steps)
-        return ()

@@ -27,6 +27,7 @@ from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from ..elffile import Binary
     from .arch import Arch
     from .cfi import CfiRow, CfiTable
 
@@ -129,6 +130,21 @@ PLT_JUMPS, PLT_LAZY, PLT_WITH_PLT0 = 0, 1, 2      # UnwindModule.plt kinds
 RETURN_ADDRESS = "return-address"   # a return address found by CFI (look up address - 1)
 FRAME_POINTER = "frame-pointer"     # a return address found by a frame-pointer step (heuristic)
 INTERRUPTED = "interrupted"         # the pc a signal interrupted (after a signal frame): exact
+
+
+def plt_stub_sections(binary: Binary) -> tuple[tuple[int, int, int], ...]:
+    """An x86_64 binary's PLT sections as the unwinder steps over their
+    stubs where no CFI covers them (UnwindModule.plt: svma start, end, stub
+    layout); () for another machine or a damaged file."""
+    layouts = {".plt": PLT_WITH_PLT0, ".iplt": PLT_LAZY, ".plt.sec": PLT_JUMPS,
+               ".plt.got": PLT_JUMPS}
+    try:
+        if binary.machine != "EM_X86_64":
+            return ()
+        return tuple((s.addr, s.addr + s.size, layouts[s.name]) for s in binary.sections
+                     if s.name in layouts and s.size)
+    except Exception:       # (a damaged file: no PLT steps)
+        return ()
 
 
 class UnwindStop(Exception):
