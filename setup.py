@@ -17,6 +17,13 @@ EXTENSIONS = [
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
+    # the record walk of `perfdata stats` (perfdata/core/records.py)
+    Extension(
+        "perfdata.core._records",
+        sources=["perfdata/core/_records.c"],
+        extra_compile_args=_C_FLAGS,
+        optional=True,
+    ),
 ]
 
 setup(ext_modules=EXTENSIONS)

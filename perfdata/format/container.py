@@ -475,13 +475,18 @@ class PerfFile:
               ) -> Iterator[Record]:
         return RecordWalker(self, self.ctx, src, file_index, path).records()
 
-    def walk_range(self, start: int, end: int) -> Iterator[Record]:
+    def walk_range(self, start: int, end: int,
+                   resume: tuple[int | None, int, int] | None = None) -> Iterator[Record]:
         """The records in bytes [start, end) of the data section (file mode),
         in file order, COMPRESSED ones followed by what they hold, read
         through a file handle of their own: the seam for a parallel reader
         whose workers each walk a range that starts at a record boundary
         (inside data_range).
-        Recovery stays inside the range."""
+        Recovery stays inside the range, unless `resume` gives the state of
+        a walk that came to `start` from the data's start (the offset of the
+        last record it took, or None; SAMPLE records seen and their largest
+        size): then the walk goes on exactly as that one would (perfdata.core
+        counts the records before `start` in C)."""
         if self.is_pipe:
             raise PerfDataError("a stream has no byte ranges", path=self.path)
         # (file mode: the data section has an end)
@@ -494,7 +499,10 @@ class PerfFile:
         except OSError as exc:
             raise PerfDataError("cannot open: %s" % exc.strerror, path=self.path)
         with f:
-            yield from self._walk(ByteSource(f, start, end, True), 0)
+            walker = RecordWalker(self, self.ctx, ByteSource(f, start, end, True), 0)
+            if resume is not None:
+                walker.prev, walker.nsamples, walker.max_sample = resume
+            yield from walker.records()
 
     def records(self, order: str = "time", include_compressed: bool = False
                 ) -> Iterator[Record]:

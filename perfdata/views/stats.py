@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.records import RecordCounts, count_records
 from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
 from ..format.errors import PerfDataError
 from ..session.stream import CounterReads
@@ -72,13 +73,36 @@ class RecordStats:
                 return []
         return [ea]
 
+    def add_counts(self, counts: RecordCounts) -> None:
+        """What the compiled walk counted (perfdata.core.records)."""
+        self.total += counts.total
+        for rtype, count in counts.by_type.items():
+            self.by_type[rtype] = self.by_type.get(rtype, 0) + count
+        self.has_aux = self.has_aux or counts.has_aux
+        for index, count in counts.samples.items():
+            per = self.by_event.setdefault(index, {})
+            per[_SAMPLE] = per.get(_SAMPLE, 0) + count
+        for index, count in counts.lost.items():
+            per = self.by_event.setdefault(index, {})
+            per[_LOST_SAMPLES] = (per.get(_LOST_SAMPLES, 0) + count) & _U32
+
 
 def gather_stats(pf: PerfFile, stats: RecordStats | None = None) -> RecordStats:
     """Count every record (into `stats`, so that what was counted before a
-    fault is still there when the walk raises)."""
+    fault is still there when the walk raises).  The compiled walk counts
+    what it can and the Python walk goes on from where it stopped; the same
+    counts either way (tests/test_core_records.py)."""
     stats = RecordStats() if stats is None else stats
-    # perf counts every record as it arrives, COMPRESSED ones and their content.
-    for rec in pf.records(order="file", include_compressed=True):
+    counts = count_records(pf)
+    if counts is None:
+        # perf counts every record as it arrives, COMPRESSED ones and their content.
+        records = pf.records(order="file", include_compressed=True)
+    else:
+        stats.add_counts(counts)
+        end = pf.data_range[1]
+        assert end is not None      # (count_records walks files, whose data ends)
+        records = pf.walk_range(counts.resume_at, end, resume=counts.resume)
+    for rec in records:
         stats.add(rec)
     return stats
 

@@ -1,0 +1,196 @@
+"""The compiled record walk of `perfdata stats` (perfdata.core._records).
+
+`count_records(pf)` reads the data section of a perf.data file in blocks and
+has the C walker count the records it takes as they are: the ones the Python
+walker's fast lane would take (perfdata/format/walker.py, recovery mode).
+At the first record it leaves (an odd size or type, a record the walk applies
+or expands such as HEADER_ATTR or COMPRESSED, the last record of the data) it
+stops, and the result says where, with the walk state the Python walker
+would have there (`resume`): `pf.walk_range(resume_at, end, resume=...)`
+walks on from it exactly as a walk from the start would.
+
+It does not apply (returns None, and the caller walks in Python) to pipes,
+directories (`perf record --threads`), strict walks, events that read
+counters (PERF_SAMPLE_READ: their samples count by counter growth), files
+whose events disagree on the sample_id trailer, and where the compiled module
+is not built or PERFDATA_CORE=pure."""
+from __future__ import annotations
+
+import os
+import types
+from array import array
+from typing import TYPE_CHECKING, NamedTuple
+
+from . import CORE_ENV
+from .layout import header_layout, lost_samples_offset, name_offsets
+from ..format.constants import Feature, RecordType as RT, SampleType as ST, USER_TYPE_START
+from ..format.records import event_header_struct
+from ..format.walker import KNOWN_TYPES, least_sizes
+
+if TYPE_CHECKING:
+    from ..format.container import PerfFile
+
+# Bytes read at once (a record is at most 64 KiB: any block holds one whole).
+BLOCK = 4 << 20
+# The walker's SAMPLE size rule: after this many samples one larger than
+# twice the largest (+64) is suspect (walker.RecordWalker.records).
+BIG_SAMPLE_AFTER = 16
+# Types the walker's fast lane leaves to its careful path even as the next
+# header (walker._CAREFUL_ONLY): payloads after them, or unaligned sizes.
+CAREFUL_ONLY = frozenset((int(RT.COMPRESSED), int(RT.COMPRESSED2), int(RT.AUXTRACE),
+                          int(RT.HEADER_TRACING_DATA)))
+# perf's own records the walk does something with (applies to the file's
+# events and features, or expands, or reads a payload after): left to it ...
+APPLIED = frozenset((int(RT.HEADER_ATTR), int(RT.HEADER_FEATURE), int(RT.HEADER_BUILD_ID),
+                     int(RT.HEADER_EVENT_TYPE), int(RT.ID_INDEX))) | CAREFUL_ONLY
+# ... but for these, which the C takes and counts, and the glue applies as
+# the walk would (PerfFile.apply_user_record) before the C goes on: an
+# ID_INDEX (events' ids) is among the first records of every perf 6 file.
+APPLIED_HERE = frozenset((int(RT.ID_INDEX),))
+
+
+def records_module() -> types.ModuleType | None:
+    """The compiled walker, or None where it is not built or turned off."""
+    if os.environ.get(CORE_ENV, "").lower() == "pure":
+        return None
+    try:
+        from perfdata.core import _records  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _records
+
+
+class RecordCounts(NamedTuple):
+    """What the compiled walk counted, and where the Python walk goes on."""
+    total: int
+    by_type: dict[int, int]           # record type -> records
+    has_aux: bool                     # an AUXTRACE_INFO was counted
+    samples: dict[int, int]           # EventAttr.index -> SAMPLE records
+    lost: dict[int, int]              # EventAttr.index -> samples lost (a u32, as perf's)
+    resume_at: int                    # file offset of the first record not counted
+    resume: tuple[int | None, int, int]  # the walk state there (walk_range's `resume`)
+
+
+def why_not(pf: PerfFile) -> str | None:
+    """Why the compiled walk does not apply to `pf`, or None when it does."""
+    if records_module() is None:
+        return "not built" if os.environ.get(CORE_ENV, "").lower() != "pure" \
+            else "%s=pure" % CORE_ENV
+    if pf.is_pipe or pf.is_directory or pf.data_files:
+        return "a pipe or a directory"
+    if pf.strict:
+        return "a strict walk"
+    if not isinstance(pf.path_arg, (str, os.PathLike)) or not os.path.isfile(pf.path):
+        return "not a regular file"
+    if pf.data_range[1] is None:
+        return "no end to the data"
+    attrs = pf.attrs
+    if any(ea.sample_type & ST.READ for ea in attrs):
+        return "an event reads counters"
+    if attrs and len({(ea.sample_id_all, ea.trailer_size) for ea in attrs}) > 1:
+        return "events disagree on the sample_id trailer"
+    return None
+
+
+def _tables(trailer: int, ntypes: int) -> array:
+    """The walker's rules by record type: the least size of a record the C
+    takes, of a header it trusts after one, and where a name starts."""
+    least = least_sizes(trailer)
+    take = [0] * ntypes
+    after = [0] * ntypes
+    name_at = [-1] * ntypes
+    apply = [0] * ntypes
+    for rtype in KNOWN_TYPES:
+        if rtype >= ntypes:
+            continue
+        if rtype not in CAREFUL_ONLY:
+            after[rtype] = least[rtype]
+        if rtype not in APPLIED or rtype in APPLIED_HERE:
+            take[rtype] = least[rtype]
+        if rtype in APPLIED_HERE:
+            apply[rtype] = 1
+    for rtype, offset in name_offsets().items():
+        name_at[rtype] = offset
+    return array("q", take + after + name_at + apply)
+
+
+def count_records(pf: PerfFile) -> RecordCounts | None:
+    """Count the records of `pf`'s data section up to the first one the
+    compiled walk leaves to Python; None where it does not apply (why_not)."""
+    if why_not(pf) is not None:
+        return None
+    mod = records_module()
+    assert mod is not None
+    ctx = pf.ctx
+    ctx.refresh_id_positions()
+    attrs = pf.attrs
+    start, end = pf.data_range
+    assert end is not None
+    little = pf.little
+    head = header_layout(little)
+    # (the walker's alignment rule: RecordWalker.__init__)
+    aligned = Feature.COMPRESSED not in pf.features and not start % 8
+    values = {
+        "little": int(little), "type_off": head.type_off, "misc_off": head.misc_off,
+        "size_off": head.size_off, "header_size": head.size,
+        "align_mask": 7 if aligned else 0, "data_end": end,
+        "trailer": ctx.trailer_size(),
+        "sample_id_pos": -1 if ctx.sample_id_pos is None else ctx.sample_id_pos,
+        "trailer_id_pos": -1 if ctx.trailer_id_pos is None else ctx.trailer_id_pos,
+        "sample_id_all": int(bool(attrs and attrs[0].sample_id_all)),
+        "single": 0, "nattrs": len(attrs), "lost_off": lost_samples_offset(),
+        "big_after": BIG_SAMPLE_AFTER,
+        "SAMPLE": int(RT.SAMPLE), "LOST_SAMPLES": int(RT.LOST_SAMPLES),
+        "AUXTRACE_INFO": int(RT.AUXTRACE_INFO), "FINISHED_ROUND": int(RT.FINISHED_ROUND),
+        "FINISHED_INIT": int(RT.FINISHED_INIT), "USER_TYPE_START": USER_TYPE_START,
+    }
+    single_slot = mod.PARAM_NAMES.index("single")
+    prev_slot = mod.STATE_NAMES.index("prev")
+    params = array("q", [values[name] for name in mod.PARAM_NAMES])
+    tables = _tables(ctx.trailer_size(), mod.NTYPES)
+    nfixed = len(mod.STATE_NAMES)
+    state = array("Q", bytes(8 * (nfixed + mod.NTYPES + 2 * len(attrs))))
+    header = event_header_struct(little)
+    at = start
+    buf = bytearray(min(BLOCK, end - start))
+    ids_changed = True
+    with open(pf.path, "rb", buffering=0) as f:
+        while at < end:
+            if ids_changed:
+                # which event a record is of, by its id (DecodeContext.attr_for)
+                id_array, id_attrs = _id_tables(pf)
+                params[single_slot] = 0 if attrs and (len(attrs) == 1 or
+                                                      not ctx.id_to_attr) else -1
+                ids_changed = False
+            want = min(len(buf), end - at)
+            f.seek(at)
+            got = f.readinto(memoryview(buf)[:want]) or 0
+            used, why = mod.walk_block(memoryview(buf)[:got], at, params, tables,
+                                       id_array, id_attrs, state)
+            if why == mod.APPLY:
+                # The record that ends at `used`, counted: applied as the walk does.
+                rec_at = state[prev_slot] - 1 - at
+                rtype, misc, size = header.unpack_from(buf, rec_at)
+                body = bytes(buf[rec_at + head.size:rec_at + size])
+                pf.apply_user_record(ctx.make_record(rtype, misc, size, at + rec_at, body),
+                                     ctx.path)
+                ids_changed = True
+            at += used
+            if why == mod.HANDBACK or (why == mod.MORE and used == 0):
+                break
+    named = dict(zip(mod.STATE_NAMES, state[:nfixed]))
+    by_type = {rtype: n for rtype, n in enumerate(state[nfixed:nfixed + mod.NTYPES]) if n}
+    per = state[nfixed + mod.NTYPES:]
+    samples = {ea.index: per[k] for k, ea in enumerate(attrs) if per[k]}
+    lost = {ea.index: per[len(attrs) + k] for k, ea in enumerate(attrs) if per[len(attrs) + k]}
+    prev = named["prev"] - 1 if named["prev"] else None
+    return RecordCounts(named["total"], by_type, bool(named["has_aux"]), samples, lost,
+                        at, (prev, named["nsamples"], named["max_sample"]))
+
+
+def _id_tables(pf: PerfFile) -> tuple[array, array]:
+    """The events' ids, sorted, and the position in pf.attrs of each one's event."""
+    position = {id(ea): k for k, ea in enumerate(pf.attrs)}
+    ids = sorted(pf.ctx.id_to_attr.items())
+    return (array("Q", [ident for ident, _ in ids]),
+            array("q", [position[id(ea)] for _, ea in ids]))
