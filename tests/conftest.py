@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+import skip_gate
+
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
 
@@ -337,3 +339,9 @@ def can_unshare_mount():
     res = subprocess.run(["unshare", "--pid", "--mount", "--fork", "sh", "-c",
                           "mount -t tmpfs none /mnt"], capture_output=True, timeout=30)
     return res.returncode == 0
+
+
+def pytest_configure(config):
+    """On CI (.ci/run sets PERFDATA_SKIP_GATE=1) a skip whose reason is not
+    listed in tests/ci_allowed_skips.txt fails the run (tests/skip_gate.py)."""
+    skip_gate.register(config)
