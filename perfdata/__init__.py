@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+# (pyproject.toml's version: setuptools reads this line)
+__version__ = "0.1.0"
+
 from .format.constants import Feature, RecordType, SampleType
 from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
 
