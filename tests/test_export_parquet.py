@@ -133,7 +133,7 @@ def test_duckdb_reads_the_dataset(tmp_path):
     assert n == samples.num_rows == perf_counts[0] > 0
     events = dict(con.execute("SELECT event, count(*) FROM '%s' GROUP BY event" % s).fetchall())
     assert sorted(events.values()) == sorted(perf_counts[1:]) and len(events) == 2
-    # The README's query: top functions by self weight.
+    # docs/fleet.md's query: top functions by self weight.
     top = con.execute("""
         SELECT f.symbol, f.dso, sum(s.period) AS self_period, count(*) AS samples
         FROM '%s' s JOIN '%s' f ON f.stack_id = s.stack_id AND f.depth = 0
@@ -158,9 +158,10 @@ def test_duckdb_reads_the_dataset(tmp_path):
 
 @requires_sample_libc_debug
 def test_readme_query_runs(tmp_path):
-    """The README's DuckDB query, as written, on an exported file."""
+    """The DuckDB query of docs/fleet.md (once the README's), as written, on
+    an exported file."""
     duckdb = pytest.importorskip("duckdb", reason="pip install duckdb")
-    query = re.search(r"```sql\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
+    query = re.search(r"```sql\n(.*?)```", (REPO / "docs" / "fleet.md").read_text(), re.S).group(1)
     export(SAMPLES / "plt_loop.fp.data", tmp_path, *DEBUG)
     rows = duckdb.connect().execute(query.replace("DIR/", str(tmp_path) + "/")).fetchall()
     assert rows[0][:2] == ("__strlen_evex", "/usr/lib/x86_64-linux-gnu/libc.so.6")
