@@ -45,13 +45,14 @@ sys.path.insert(0, HERE)
 
 from bench_reader import compile_bytecode, make_big, run_measured  # noqa: E402
 
-PERFDATA = [sys.executable, "-c", "import cli; cli.run()"]
+PERFDATA = [sys.executable, "-m", "perfdata"]
 LOOP = ("import time\n"
         "def leaf(n): return sum(i * i for i in range(n))\n"
         "def mid(n): return leaf(n) + leaf(n // 2)\n"
         "t = time.time()\n"
         "while time.time() - t < %s: mid(3000)")
-IN_PROCESS = ("import sys, cli\n"
+IN_PROCESS = ("import sys\n"
+              "from perfdata import cli\n"
               "for i, f in enumerate(sys.argv[2:]):\n"
               "    cli.main(['collapse', f, '-o', '%s/%d.folded' % (sys.argv[1], i)])\n")
 
@@ -200,7 +201,7 @@ def main(argv=None):
         print("%d recordings, %.1f MiB in all; %s, %d cores, load average %.2f"
               % (len(files), sum(os.path.getsize(f) for f in files) / 2**20,
                  platform.python_version(), os.cpu_count(), os.getloadavg()[0]))
-        import cli
+        from perfdata import cli
         from perfdata.fleet.command import file_options
         options = file_options(cli.build_parser("fleet").parse_args(
             ["fleet", "collapse", "x"]))

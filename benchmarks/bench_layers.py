@@ -18,9 +18,10 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
 
-import cli  # noqa: E402
+from perfdata import cli  # noqa: E402
 import perfdata  # noqa: E402
 from perfdata.session.stream import Sample, SessionStream  # noqa: E402
 from perfdata.views.options import make_sample_symbolizer  # noqa: E402
@@ -43,7 +44,7 @@ def main():
     args = ap.parse_args()
     path = args.data
     script_args = cli.build_parser("script").parse_args(["script", "-j", "1", "-i", path])
-    # (the collector as cli.py sets it for a run)
+    # (the collector as perfdata.cli sets it for a run)
     import gc
     gc.set_threshold(500_000, 100, 100)
 
@@ -71,8 +72,8 @@ def main():
     def whole():
         with open(os.devnull, "w") as null:
             before = os.times()
-            subprocess.run([sys.executable, cli.__file__, "script", "-j", "1", "-i", path],
-                           stdout=null, check=True)
+            subprocess.run([sys.executable, os.path.join(REPO, "cli.py"), "script", "-j", "1",
+                            "-i", path], stdout=null, check=True)
             after = os.times()
         return after.children_user + after.children_system - \
             before.children_user - before.children_system

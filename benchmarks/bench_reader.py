@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-PERFDATA = [sys.executable, "-c", "import cli; cli.run()"]
+PERFDATA = [sys.executable, "-m", "perfdata"]
 LOOP = "import time\nt=time.time()\nwhile time.time()-t<%s: sum(i*i for i in range(1000))"
 
 

@@ -286,7 +286,7 @@ def run_cli(args):
     import contextlib
     import io
 
-    import cli
+    from perfdata import cli
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

@@ -1,4 +1,4 @@
-"""The perfdata command (cli.run): main(), then the process ends without
+"""The perfdata command (perfdata.cli.run, as `python -m perfdata` runs it): main(), then the process ends without
 tearing the interpreter down.  What the run wrote still all arrives, its
 exit code is main()'s, and the exit handlers still run."""
 import os
@@ -9,7 +9,7 @@ from conftest import REPO, SAMPLES, run_cli
 from test_archive import _tar_zst
 
 def _command(args, env=None):
-    return subprocess.run([sys.executable, "-c", "import cli; cli.run()"] + list(args),
+    return subprocess.run([sys.executable, "-m", "perfdata"] + list(args),
                           capture_output=True, text=True, cwd=REPO, timeout=300,
                           env=dict(os.environ, **(env or {})))
 

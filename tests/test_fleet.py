@@ -341,7 +341,7 @@ def test_partials_merge_is_a_sum():
     """The merge alone (no Dask): associative, and equal to the one-pass count."""
     from perfdata.fleet.partials import file_partial, merge_partials
     from perfdata.fleet.command import file_options
-    import cli
+    from perfdata import cli
     args = cli.build_parser("fleet").parse_args(["fleet", "collapse", "x"] + DEBUG)
     opts = file_options(args)
     parts = [file_partial(str(SAMPLES / f), "collapse", opts) for f in FILES[:3]]
@@ -359,7 +359,7 @@ def test_tree_reduction_runs_on_the_workers(scheduler):
     from distributed import Client, get_task_stream
     from perfdata.fleet.cluster import tree_reduce
     from perfdata.fleet.command import file_options
-    import cli
+    from perfdata import cli
     args = cli.build_parser("fleet").parse_args(["fleet", "collapse", "x"] + DEBUG)
     paths = [str(SAMPLES / f) for f in FILES]
     with Client(scheduler, timeout=30, set_as_default=False) as client:

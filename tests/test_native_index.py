@@ -248,7 +248,8 @@ def test_frame_pointer_recording_does_not_load_symbolic(tmp_path):
     recording (no DWARF unwinding) does not load its 74 MiB library."""
     import sys
     from conftest import REPO
-    code = ("import sys, cli; sys.argv = ['cli', 'script', %r]; cli.main(); "
+    code = ("import sys; from perfdata import cli; sys.argv = ['perfdata', 'script', %r]; "
+            "cli.main(); "
             "sys.stdout.flush(); print('symbolic' in sys.modules, file=sys.stderr)"
             % str(REPO / "samples" / "cpp_inline.fp.data"))
     env = dict(os.environ, PERFDATA_CACHE_DIR=str(tmp_path / "c"))

@@ -20,15 +20,15 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               # issue 15: the fleet and Parquet dependencies, and their modules
               "dask", "distributed", "pyarrow", "perfdata.fleet.command", "perfdata.fleet",
               "perfdata.arrow", "perfdata.views.parquet",
-              # construct's debugger and what two of its classes use (cli.UNUSED_MODULES)
+              # construct's debugger and what two of its classes use (perfdata.cli.UNUSED_MODULES)
               "pdb", "inspect", "traceback", "pickle", "hashlib", "bdb",
               # no tracepoint in the profile: no tracepoint printer
               "perfdata.tracefmt")
 
 PROBE = r"""
 import io, json, sys
-import cli
-from cli import still_deferred
+from perfdata import cli
+from perfdata.cli import still_deferred
 out = io.StringIO()
 sys.stdout = out
 rc = cli.main(sys.argv[1:])
@@ -82,9 +82,9 @@ def test_deferred_modules_work_when_used():
     AttributeError."""
     code = r"""
 import sys
-import cli
+from perfdata import cli
 import perfdata
-from cli import still_deferred
+from perfdata.cli import still_deferred
 assert "pdb" in still_deferred() and "inspect" in still_deferred(), still_deferred()
 import pdb
 from inspect import signature
@@ -111,7 +111,7 @@ def test_help_lists_every_command_without_the_network_stack():
     graph's escaping: 15 ms) nor the tracepoint printer."""
     code = r"""
 import io, json, sys
-import cli
+from perfdata import cli
 out = io.StringIO()
 sys.stdout = out
 try:
@@ -125,7 +125,7 @@ print(json.dumps({"help": out.getvalue(), "modules": sorted(sys.modules)}))
                           cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    import cli
+    from perfdata import cli
     for command in cli.BUILTIN_COMMANDS + tuple(cli.COMMAND_MODULES):
         assert "\n    %s " % command in got["help"], command
     loaded = set(got["modules"])

@@ -220,8 +220,7 @@ def test_total_lost_samples_as_perf(name, home):
         return
     # a pipe-mode file through standard input, where a second pass is impossible
     with open(path, "rb") as f:
-        res = subprocess.run([sys.executable, "-c", "import cli, sys; sys.exit(cli.main())",
-                              "report", "-"], stdin=f, capture_output=True, text=True,
+        res = subprocess.run([sys.executable, "-m", "perfdata", "report", "-"], stdin=f, capture_output=True, text=True,
                              cwd=REPO, timeout=60)
     assert re.findall(r"^# Total Lost Samples: (\d+)$", res.stdout, re.M) == theirs, res.stderr
 

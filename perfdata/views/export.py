@@ -168,8 +168,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("export", help="the profile in another tool's format: speedscope, "
-                              "pprof or parquet")
+    p = subparsers.add_parser("export", help="the profile for other tools: speedscope, pprof "
+                              "or parquet")
     add_input_argument(p)
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("--format", default="speedscope", choices=("speedscope", "pprof", "parquet"),
