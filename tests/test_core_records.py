@@ -84,29 +84,43 @@ def test_same_stats_as_pure_on_samples(path: Path, monkeypatch: pytest.MonkeyPat
     _assert_same(path, monkeypatch)
 
 
+def _walk_split(path: Path | str) -> tuple[bool, list, list]:
+    """(whether the compiled walk applied, what each C stretch counted, the
+    records the Python walker took)."""
+    stretches: list = []
+    taken: list = []
+    with perfdata.open(str(path)) as pf:
+        applied = core_records.walk_counting(pf, stretches.append, taken.append)
+    return applied, stretches, taken
+
+
 def test_compiled_walk_counts_the_file_mode_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     """It is the C that counts (not a silent fall-back): on every bundled
-    file-mode recording without compressed data, all records but the last."""
+    file-mode recording without compressed data, all records but the last;
+    with it, the records before the first COMPRESSED."""
     monkeypatch.delenv("PERFDATA_CORE", raising=False)
     counted = 0
     for path in SAMPLES:
+        applied, stretches, taken = _walk_split(path)
         with perfdata.open(str(path)) as pf:
-            counts = core_records.count_records(pf)
             if pf.is_pipe or pf.is_directory:
-                assert counts is None
+                assert not applied
                 continue
-            assert counts is not None, path
             total = sum(1 for _ in pf.records(order="file", include_compressed=True))
-            if "zstd" not in path.name:
-                assert counts.total == total - 1, path
-                counted += 1
+        assert applied, path
+        assert sum(c.total for c in stretches) + len(taken) == total
+        if "zstd" in path.name:
+            assert RT.COMPRESSED in {rec.type for rec in taken}
+        else:
+            assert len(taken) == 1, path
+            counted += 1
     assert counted >= 20
 
 
 def test_pure_env_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERFDATA_CORE", "pure")
+    assert _walk_split(REPO / "samples" / "two_events.data") == (False, [], [])
     with perfdata.open(str(REPO / "samples" / "two_events.data")) as pf:
-        assert core_records.count_records(pf) is None
         assert core_records.why_not(pf) == "PERFDATA_CORE=pure"
 
 
@@ -202,11 +216,15 @@ def test_walk_state_is_handed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     pure = _stats(path, True, monkeypatch)
     assert "overlaps the next records" in pure[2] or "skipped" in pure[1]
     assert _stats(path, False, monkeypatch) == pure
-    # (the C stopped at that SAMPLE: the Python walk judged it)
+    # The C stopped at that SAMPLE, the Python walk judged it and paused
+    # after it, and the C went on.
     monkeypatch.delenv("PERFDATA_CORE", raising=False)
+    stretches: list = []
+    taken: list = []
     with perfdata.open(str(path)) as pf:
-        counts = core_records.count_records(pf)
-    assert counts is not None and counts.resume_at == off
+        assert core_records.walk_counting(pf, stretches.append, taken.append)
+        assert [(offset, count) for _, offset, count, _ in pf.skipped] == [(off, size)]
+    assert len(stretches) >= 2 and stretches[-1].total > 100 and len(taken) < 10
 
 
 # ------------------------------------------------------------- walk_block

@@ -1,34 +1,39 @@
 """The compiled record walk of `perfdata stats` (perfdata.core._records).
 
-`count_records(pf)` reads the data section of a perf.data file in blocks and
-has the C walker count the records it takes as they are: the ones the Python
-walker's fast lane would take (perfdata/format/walker.py, recovery mode).
-At the first record it leaves (an odd size or type, a record the walk applies
-or expands such as HEADER_ATTR or COMPRESSED, the last record of the data) it
-stops, and the result says where, with the walk state the Python walker
-would have there (`resume`): `pf.walk_range(resume_at, end, resume=...)`
-walks on from it exactly as a walk from the start would.
+`walk_counting(pf, ...)` reads the data section of a perf.data file in blocks
+and has the C walker count the records it takes as they are: the ones the
+Python walker's fast lane takes (perfdata/format/walker.py, recovery mode).
+At a record it leaves (a size or type out of the ordinary, a record the walk
+expands such as COMPRESSED, the last record of the data) it stops, and the
+Python walker goes on from there with the walk state it would have had
+(walker.WalkState), takes that record its careful way, and pauses at the
+next record boundary, where the C goes on.  Records the walker expands
+(zstd) keep the Python walk to the end.  The records are counted the same
+either way, and `perfdata stats` prints the same bytes
+(tests/test_core_records.py).
 
-It does not apply (returns None, and the caller walks in Python) to pipes,
-directories (`perf record --threads`), strict walks, events that read
-counters (PERF_SAMPLE_READ: their samples count by counter growth), files
-whose events disagree on the sample_id trailer, and where the compiled module
-is not built or PERFDATA_CORE=pure."""
+It does not apply (the caller walks in Python) to pipes, directories (`perf
+record --threads`), strict walks, events that read counters
+(PERF_SAMPLE_READ: their samples count by counter growth), files whose
+events disagree on the sample_id trailer, and where the compiled module is
+not built or PERFDATA_CORE=pure."""
 from __future__ import annotations
 
+import io
 import os
 import types
 from array import array
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from . import CORE_ENV
 from .layout import header_layout, lost_samples_offset, name_offsets
 from ..format.constants import Feature, RecordType as RT, SampleType as ST, USER_TYPE_START
 from ..format.records import event_header_struct
-from ..format.walker import KNOWN_TYPES, least_sizes
+from ..format.walker import KNOWN_TYPES, WalkState, least_sizes
 
 if TYPE_CHECKING:
     from ..format.container import PerfFile
+    from ..format.decoder import Record
 
 # Bytes read at once (a record is at most 64 KiB: any block holds one whole).
 BLOCK = 4 << 20
@@ -61,14 +66,12 @@ def records_module() -> types.ModuleType | None:
 
 
 class RecordCounts(NamedTuple):
-    """What the compiled walk counted, and where the Python walk goes on."""
+    """What one stretch of the compiled walk counted."""
     total: int
     by_type: dict[int, int]           # record type -> records
     has_aux: bool                     # an AUXTRACE_INFO was counted
     samples: dict[int, int]           # EventAttr.index -> SAMPLE records
     lost: dict[int, int]              # EventAttr.index -> samples lost (a u32, as perf's)
-    resume_at: int                    # file offset of the first record not counted
-    resume: tuple[int | None, int, int]  # the walk state there (walk_range's `resume`)
 
 
 def why_not(pf: PerfFile) -> str | None:
@@ -84,6 +87,10 @@ def why_not(pf: PerfFile) -> str | None:
         return "not a regular file"
     if pf.data_range[1] is None:
         return "no end to the data"
+    return _why_not_events(pf)
+
+
+def _why_not_events(pf: PerfFile) -> str | None:
     attrs = pf.attrs
     if any(ea.sample_type & ST.READ for ea in attrs):
         return "an event reads counters"
@@ -94,7 +101,8 @@ def why_not(pf: PerfFile) -> str | None:
 
 def _tables(trailer: int, ntypes: int) -> array:
     """The walker's rules by record type: the least size of a record the C
-    takes, of a header it trusts after one, and where a name starts."""
+    takes, of a header it trusts after one, where a name starts, and which
+    records the glue applies."""
     least = least_sizes(trailer)
     take = [0] * ntypes
     after = [0] * ntypes
@@ -114,11 +122,39 @@ def _tables(trailer: int, ntypes: int) -> array:
     return array("q", take + after + name_at + apply)
 
 
-def count_records(pf: PerfFile) -> RecordCounts | None:
-    """Count the records of `pf`'s data section up to the first one the
-    compiled walk leaves to Python; None where it does not apply (why_not)."""
+def walk_counting(pf: PerfFile, add_counts: Callable[[RecordCounts], None],
+                  add_record: Callable[[Record], None]) -> bool:
+    """Walk `pf`'s data section, the C counting what it takes (given to
+    `add_counts` after each stretch) and the Python walker the rest (each
+    record given to `add_record`).  False, having walked nothing, where the
+    compiled walk does not apply (why_not)."""
     if why_not(pf) is not None:
-        return None
+        return False
+    start, end = pf.data_range
+    assert end is not None
+    walk = WalkState(at=start)
+    with open(pf.path, "rb", buffering=0) as f:
+        buf = bytearray(min(BLOCK, end - start))
+        while walk.at < end:
+            if _why_not_events(pf) is None:     # (a HEADER_ATTR may have come)
+                add_counts(_count_stretch(pf, f, buf, walk))
+            if walk.at >= end:
+                break
+            # The record there by the Python walker, which pauses after it
+            # (not where it walks on to the end: the events changed, or it
+            # expands zstd).
+            walk.pause = _why_not_events(pf) is None
+            for rec in pf.walk_range(walk.at, end, resume=walk):
+                add_record(rec)
+            if not walk.paused:
+                break
+    return True
+
+
+def _count_stretch(pf: PerfFile, f: io.RawIOBase, buf: bytearray,
+                   walk: WalkState) -> RecordCounts:
+    """The C walk from walk.at up to the first record it leaves (walk is
+    moved there, with the state the Python walker would have)."""
     mod = records_module()
     assert mod is not None
     ctx = pf.ctx
@@ -128,8 +164,8 @@ def count_records(pf: PerfFile) -> RecordCounts | None:
     assert end is not None
     little = pf.little
     head = header_layout(little)
-    # (the walker's alignment rule: RecordWalker.__init__)
-    aligned = Feature.COMPRESSED not in pf.features and not start % 8
+    # (the walker's alignment rule: RecordWalker.__init__, _unaligned)
+    aligned = Feature.COMPRESSED not in pf.features and not start % 8 and not walk.unaligned
     values = {
         "little": int(little), "type_off": head.type_off, "misc_off": head.misc_off,
         "size_off": head.size_off, "header_size": head.size,
@@ -145,47 +181,50 @@ def count_records(pf: PerfFile) -> RecordCounts | None:
         "FINISHED_INIT": int(RT.FINISHED_INIT), "USER_TYPE_START": USER_TYPE_START,
     }
     single_slot = mod.PARAM_NAMES.index("single")
-    prev_slot = mod.STATE_NAMES.index("prev")
     params = array("q", [values[name] for name in mod.PARAM_NAMES])
     tables = _tables(ctx.trailer_size(), mod.NTYPES)
-    nfixed = len(mod.STATE_NAMES)
+    names = mod.STATE_NAMES
+    nfixed = len(names)
     state = array("Q", bytes(8 * (nfixed + mod.NTYPES + 2 * len(attrs))))
+    state[names.index("prev")] = 0 if walk.prev is None else walk.prev + 1
+    state[names.index("nsamples")] = walk.nsamples
+    state[names.index("max_sample")] = walk.max_sample
     header = event_header_struct(little)
-    at = start
-    buf = bytearray(min(BLOCK, end - start))
+    at = walk.at
     ids_changed = True
-    with open(pf.path, "rb", buffering=0) as f:
-        while at < end:
-            if ids_changed:
-                # which event a record is of, by its id (DecodeContext.attr_for)
-                id_array, id_attrs = _id_tables(pf)
-                params[single_slot] = 0 if attrs and (len(attrs) == 1 or
-                                                      not ctx.id_to_attr) else -1
-                ids_changed = False
-            want = min(len(buf), end - at)
-            f.seek(at)
-            got = f.readinto(memoryview(buf)[:want]) or 0
-            used, why = mod.walk_block(memoryview(buf)[:got], at, params, tables,
-                                       id_array, id_attrs, state)
-            if why == mod.APPLY:
-                # The record that ends at `used`, counted: applied as the walk does.
-                rec_at = state[prev_slot] - 1 - at
-                rtype, misc, size = header.unpack_from(buf, rec_at)
-                body = bytes(buf[rec_at + head.size:rec_at + size])
-                pf.apply_user_record(ctx.make_record(rtype, misc, size, at + rec_at, body),
-                                     ctx.path)
-                ids_changed = True
-            at += used
-            if why == mod.HANDBACK or (why == mod.MORE and used == 0):
-                break
-    named = dict(zip(mod.STATE_NAMES, state[:nfixed]))
+    while at < end:
+        if ids_changed:
+            # which event a record is of, by its id (DecodeContext.attr_for)
+            id_array, id_attrs = _id_tables(pf)
+            params[single_slot] = 0 if attrs and (len(attrs) == 1 or
+                                                  not ctx.id_to_attr) else -1
+            ids_changed = False
+        want = min(len(buf), end - at)
+        f.seek(at)
+        got = f.readinto(memoryview(buf)[:want]) or 0
+        used, why = mod.walk_block(memoryview(buf)[:got], at, params, tables,
+                                   id_array, id_attrs, state)
+        if why == mod.APPLY:
+            # The record that ends at `used`, counted: applied as the walk does.
+            rec_at = state[names.index("prev")] - 1 - at
+            rtype, misc, size = header.unpack_from(buf, rec_at)
+            body = bytes(buf[rec_at + head.size:rec_at + size])
+            pf.apply_user_record(ctx.make_record(rtype, misc, size, at + rec_at, body),
+                                 ctx.path)
+            ids_changed = True
+        at += used
+        if why == mod.HANDBACK or (why == mod.MORE and used == 0):
+            break
+    named = dict(zip(names, state[:nfixed]))
+    walk.at = at
+    walk.prev = named["prev"] - 1 if named["prev"] else None
+    walk.nsamples, walk.max_sample = named["nsamples"], named["max_sample"]
     by_type = {rtype: n for rtype, n in enumerate(state[nfixed:nfixed + mod.NTYPES]) if n}
     per = state[nfixed + mod.NTYPES:]
-    samples = {ea.index: per[k] for k, ea in enumerate(attrs) if per[k]}
-    lost = {ea.index: per[len(attrs) + k] for k, ea in enumerate(attrs) if per[len(attrs) + k]}
-    prev = named["prev"] - 1 if named["prev"] else None
-    return RecordCounts(named["total"], by_type, bool(named["has_aux"]), samples, lost,
-                        at, (prev, named["nsamples"], named["max_sample"]))
+    n = len(attrs)
+    return RecordCounts(named["total"], by_type, bool(named["has_aux"]),
+                        {ea.index: per[k] for k, ea in enumerate(attrs) if per[k]},
+                        {ea.index: per[n + k] for k, ea in enumerate(attrs) if per[n + k]})
 
 
 def _id_tables(pf: PerfFile) -> tuple[array, array]:

@@ -28,7 +28,7 @@ from .header import (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, PIPE_HEADER
                      pipe_header_schema)
 from .records import body_schemas, event_header_struct, header_attr_schema
 from .source import ByteSource, file_size, open_input
-from .walker import MAX_TRACING_DATA, RecordWalker
+from .walker import MAX_TRACING_DATA, RecordWalker, WalkState
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -476,17 +476,17 @@ class PerfFile:
         return RecordWalker(self, self.ctx, src, file_index, path).records()
 
     def walk_range(self, start: int, end: int,
-                   resume: tuple[int | None, int, int] | None = None) -> Iterator[Record]:
+                   resume: WalkState | None = None) -> Iterator[Record]:
         """The records in bytes [start, end) of the data section (file mode),
         in file order, COMPRESSED ones followed by what they hold, read
         through a file handle of their own: the seam for a parallel reader
         whose workers each walk a range that starts at a record boundary
         (inside data_range).
         Recovery stays inside the range, unless `resume` gives the state of
-        a walk that came to `start` from the data's start (the offset of the
-        last record it took, or None; SAMPLE records seen and their largest
-        size): then the walk goes on exactly as that one would (perfdata.core
-        counts the records before `start` in C)."""
+        a walk that came to `start` from the data's start: then the walk
+        goes on exactly as that one would, and leaves its own state there
+        where it stops (perfdata.core counts the records between such walks
+        in C)."""
         if self.is_pipe:
             raise PerfDataError("a stream has no byte ranges", path=self.path)
         # (file mode: the data section has an end)
@@ -501,7 +501,7 @@ class PerfFile:
         with f:
             walker = RecordWalker(self, self.ctx, ByteSource(f, start, end, True), 0)
             if resume is not None:
-                walker.prev, walker.nsamples, walker.max_sample = resume
+                walker.resume_from(resume)
             yield from walker.records()
 
     def records(self, order: str = "time", include_compressed: bool = False

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol
 
 import construct as cs
@@ -120,6 +121,24 @@ def least_sizes(trailer: int) -> dict[int, int]:
     return out
 
 
+@dataclass
+class WalkState:
+    """Where a walk of a data section stands between records, and what it
+    knows there: enough for another walk (or compiled code that takes the
+    same records the same way: perfdata/core/records.py) to go on from `at`
+    exactly as this one would.  A walk given one with `pause` set stops at
+    the first record boundary after a record its careful path took, unless
+    it holds a zstd stream, and leaves its state here (`paused`)."""
+    at: int                     # file offset of the next record
+    prev: int | None = None     # offset of the last good record (recovery)
+    nsamples: int = 0           # SAMPLE records seen, and the largest size
+    max_sample: int = 0
+    scanned: int = 0            # how far resync has scanned
+    unaligned: bool = False     # records are not all 8-byte multiples here
+    pause: bool = False
+    paused: bool = False        # (set by the walk: False when it reached the end)
+
+
 class WalkOwner(Protocol):
     """What a walker needs from the recording it walks (PerfFile is one)."""
     strict: bool
@@ -185,6 +204,30 @@ class RecordWalker:
         self.least = self.fast_least = {}
         self.sample_min = 8
         self._refresh_rule()
+        self.state: WalkState | None = None     # (resume_from)
+        self.took_careful = False
+
+    def resume_from(self, state: WalkState) -> None:
+        """Go on as the walk that left `state` (at this source's start)
+        would, and leave this walk's own state there when it stops."""
+        self.prev, self.nsamples, self.max_sample = state.prev, state.nsamples, state.max_sample
+        self.scanned = state.scanned
+        if state.unaligned:
+            self._unaligned()
+        self.state = state
+        state.paused = False
+
+    def _pause(self) -> bool:
+        """At a record boundary: whether to stop here, leaving the state."""
+        state = self.state
+        if state is None or not state.pause or not self.took_careful or \
+                self.decompressor is not None:
+            return False
+        state.at, state.prev = self.src.offset, self.prev
+        state.nsamples, state.max_sample = self.nsamples, self.max_sample
+        state.scanned, state.unaligned = self.scanned, self.step == 1
+        state.paused = True
+        return True
 
     def _unaligned(self) -> None:
         self.step = 1
@@ -277,6 +320,8 @@ class RecordWalker:
         SAMPLE, FINISHED_ROUND, FINISHED_INIT = _SAMPLE, _FINISHED_ROUND, _FINISHED_INIT
         make_record = ctx.make_record
         while True:
+            if self.took_careful and self._pause():
+                return
             # The fast lane: SAMPLE records wholly in the buffer, followed by
             # a plausible header: `plausible` inlined on its table (bar the
             # types it leaves to the careful path below, which takes every
@@ -352,6 +397,7 @@ class RecordWalker:
             got = next_record(hdr)
             if got is None:
                 return
+            self.took_careful = True
             offset, rtype, misc, size, raw = got
             if rtype is None:
                 owner.warnings.append("%s: offset %#x: file ends inside a record header"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.records import RecordCounts, count_records
+from ..core.records import RecordCounts, walk_counting
 from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
 from ..format.errors import PerfDataError
 from ..session.stream import CounterReads
@@ -90,20 +90,13 @@ class RecordStats:
 def gather_stats(pf: PerfFile, stats: RecordStats | None = None) -> RecordStats:
     """Count every record (into `stats`, so that what was counted before a
     fault is still there when the walk raises).  The compiled walk counts
-    what it can and the Python walk goes on from where it stopped; the same
+    the records it takes as they are, the Python walk the others; the same
     counts either way (tests/test_core_records.py)."""
     stats = RecordStats() if stats is None else stats
-    counts = count_records(pf)
-    if counts is None:
+    if not walk_counting(pf, stats.add_counts, stats.add):
         # perf counts every record as it arrives, COMPRESSED ones and their content.
-        records = pf.records(order="file", include_compressed=True)
-    else:
-        stats.add_counts(counts)
-        end = pf.data_range[1]
-        assert end is not None      # (count_records walks files, whose data ends)
-        records = pf.walk_range(counts.resume_at, end, resume=counts.resume)
-    for rec in records:
-        stats.add(rec)
+        for rec in pf.records(order="file", include_compressed=True):
+            stats.add(rec)
     return stats
 
 
