@@ -185,14 +185,37 @@ typedef struct {
 /* address spaces kept (cleared when full: a recording of many short
  * processes meets each once) */
 #define SPACES 4096
+/* events with a plan (more: their samples go back to the Python path) */
+#define PLANS 256
+
+/* What the samples of one event print and where their fields are: the
+ * offsets come from the sample's construct schema (perfdata/core/layout.py),
+ * -1 where the field is absent. */
+typedef struct {
+    long header;              /* H_* bits */
+    PyObject *event_text;     /* bytes */
+    PyObject *no_map_before;  /* bytes, or NULL: no-map frames are asked for */
+    PyObject *no_map_after;
+    Py_ssize_t pid, tid, time, cpu, period, callchain;
+    Py_ssize_t after;         /* fixed bytes the schema has after the callchain */
+    unsigned long long default_period;
+} Plan;
+
+typedef struct {
+    Py_ssize_t ordinal;       /* the SAMPLE ordinal of the chunk's last sample */
+    size_t end;               /* where its text ends in out */
+} Chunk;
 
 typedef struct {
     PyObject_HEAD
     FrameTable frames;
     Space spaces[SPACES];
     Py_ssize_t nspaces;
-    Space *current;           /* the space of the sample being made */
-    PyObject *plans;          /* {event: (header flags, event text) or None} */
+    Plan plans[PLANS];
+    Py_ssize_t nplans;
+    PyObject *plan_index;     /* {attr: index in plans, or None: hand back} */
+    PyObject *thread_of;      /* Machine.thread */
+    PyObject *answer;         /* answer(kind, ...): the driver's, see consume */
     PyObject *kernel_maps;    /* the session's kernel MapGroup */
     PyObject *ksymbols;       /* the session's KSYMBOL list */
     long long kernel_generation;
@@ -203,12 +226,15 @@ typedef struct {
     int nkernel_contexts;
     uint64_t context_max;     /* at and above: a marker, or a walk's garbage */
     long max_stack;
-    Buffer out;
-    Buffer line;
+    Py_ssize_t block;         /* samples per block of a sharded run, 0: one */
+    Buffer out;               /* the texts made since the last take() */
+    Chunk *chunks;
+    Py_ssize_t nchunks, chunks_cap;
+    Buffer line;              /* the sample being made */
+    Py_ssize_t made, handed_back;
 } SampleText;
 
-static PyObject *s_event, *s_fields, *s_thread, *s_comm, *s_pid, *s_tid, *s_cpu, *s_time,
-    *s_period, *s_cpumode, *s_process, *s_maps, *s_generation, *s_callchain, *s_ips;
+static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body;
 
 static void space_free(Space *s) {
     Py_CLEAR(s->group);
@@ -222,7 +248,6 @@ static void spaces_clear(SampleText *self) {
     for (Py_ssize_t i = 0; i < self->nspaces; i++)
         space_free(&self->spaces[i]);
     self->nspaces = 0;
-    self->current = NULL;
 }
 
 static Space *space_of(SampleText *self, PyObject *group) {
@@ -247,19 +272,30 @@ static long long int_attr(PyObject *obj, PyObject *name, int *ok) {
     return x;
 }
 
+static void plans_clear(SampleText *self) {
+    for (Py_ssize_t i = 0; i < self->nplans; i++) {
+        Py_CLEAR(self->plans[i].event_text);
+        Py_CLEAR(self->plans[i].no_map_before);
+        Py_CLEAR(self->plans[i].no_map_after);
+    }
+    self->nplans = 0;
+}
+
 /* ------------------------------------------------------------ the object */
 static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"kernel_maps", "ksymbols", "contexts", "kernel_contexts",
-                             "context_max", "max_stack", NULL};
-    PyObject *kernel_maps, *ksymbols, *contexts, *kernel_contexts;
+    static char *kwlist[] = {"thread_of", "answer", "kernel_maps", "ksymbols", "contexts",
+                             "kernel_contexts", "context_max", "max_stack", "block", NULL};
+    PyObject *thread_of, *answer, *kernel_maps, *ksymbols, *contexts, *kernel_contexts;
     unsigned long long context_max;
     long max_stack;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!Kl", kwlist, &kernel_maps,
-                                     &PyList_Type, &ksymbols, &PyTuple_Type, &contexts,
-                                     &PyTuple_Type, &kernel_contexts, &context_max, &max_stack))
+    Py_ssize_t block;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!Kln", kwlist, &thread_of, &answer,
+                                     &kernel_maps, &PyList_Type, &ksymbols, &PyTuple_Type,
+                                     &contexts, &PyTuple_Type, &kernel_contexts, &context_max,
+                                     &max_stack, &block))
         return -1;
-    if (PyTuple_GET_SIZE(contexts) > 8 || PyTuple_GET_SIZE(kernel_contexts) > 8) {
-        PyErr_SetString(PyExc_ValueError, "at most 8 contexts");
+    if (PyTuple_GET_SIZE(contexts) > 8 || PyTuple_GET_SIZE(kernel_contexts) > 8 || block < 0) {
+        PyErr_SetString(PyExc_ValueError, "at most 8 contexts, a block >= 0");
         return -1;
     }
     self->ncontexts = (int)PyTuple_GET_SIZE(contexts);
@@ -276,6 +312,11 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     }
     self->context_max = context_max;
     self->max_stack = max_stack;
+    self->block = block;
+    Py_INCREF(thread_of);
+    Py_XSETREF(self->thread_of, thread_of);
+    Py_INCREF(answer);
+    Py_XSETREF(self->answer, answer);
     Py_INCREF(kernel_maps);
     Py_XSETREF(self->kernel_maps, kernel_maps);
     Py_INCREF(ksymbols);
@@ -285,7 +326,7 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     if (!ok)
         return -1;
     self->ksymbols_seen = PyList_GET_SIZE(ksymbols);
-    if (self->plans == NULL && (self->plans = PyDict_New()) == NULL)
+    if (self->plan_index == NULL && (self->plan_index = PyDict_New()) == NULL)
         return -1;
     if (self->frames.slots == NULL && frames_init(&self->frames, 1 << 17) < 0) {
         PyErr_NoMemory();
@@ -296,32 +337,82 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
 
 static void SampleText_dealloc(SampleText *self) {
     spaces_clear(self);
+    plans_clear(self);
     if (self->frames.slots != NULL) {
         frames_clear(&self->frames);
         PyMem_Free(self->frames.slots);
     }
     PyMem_Free(self->out.data);
     PyMem_Free(self->line.data);
-    Py_CLEAR(self->plans);
+    PyMem_Free(self->chunks);
+    Py_CLEAR(self->plan_index);
+    Py_CLEAR(self->thread_of);
+    Py_CLEAR(self->answer);
     Py_CLEAR(self->kernel_maps);
     Py_CLEAR(self->ksymbols);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* set_plan(event, plan): plan = (header flags, event text as bytes), or
- * None for an event whose samples go back to the Python path */
+/* set_plan(attr, plan): plan is None (the event's samples go back to the
+ * Python path) or (header bits, event text, no-map text before, after,
+ * pid, tid, time, cpu, period, callchain, after, default period): the texts
+ * bytes (before and after both None where no-map frames are asked for: a
+ * user frame below the kernel's half in no map is before + "%16x" of its
+ * address + after once the driver saw the Python path make them so), the
+ * offsets in the sample's body (-1: absent), after the fixed bytes the
+ * schema has after the callchain. */
 static PyObject *SampleText_set_plan(SampleText *self, PyObject *args) {
-    PyObject *event, *plan;
-    if (!PyArg_ParseTuple(args, "OO", &event, &plan))
+    PyObject *attr, *plan;
+    if (!PyArg_ParseTuple(args, "OO", &attr, &plan))
         return NULL;
-    if (plan != Py_None && !(PyTuple_Check(plan) && PyTuple_GET_SIZE(plan) == 2 &&
-                             PyLong_Check(PyTuple_GET_ITEM(plan, 0)) &&
-                             PyBytes_Check(PyTuple_GET_ITEM(plan, 1)))) {
-        PyErr_SetString(PyExc_TypeError, "a plan is (int, bytes) or None");
+    if (plan == Py_None)
+        return PyDict_SetItem(self->plan_index, attr, Py_None) < 0 ? NULL : Py_NewRef(Py_None);
+    Plan p;
+    memset(&p, 0, sizeof p);
+    PyObject *text, *before, *after;
+    if (!PyArg_ParseTuple(plan, "lSOOnnnnnnnK", &p.header, &text, &before, &after, &p.pid,
+                          &p.tid, &p.time, &p.cpu, &p.period, &p.callchain, &p.after,
+                          &p.default_period))
+        return NULL;
+    if ((before == Py_None) != (after == Py_None) ||
+        (before != Py_None && !(PyBytes_Check(before) && PyBytes_Check(after)))) {
+        PyErr_SetString(PyExc_TypeError, "no-map texts: two bytes or two None");
         return NULL;
     }
-    if (PyDict_SetItem(self->plans, event, plan) < 0)
+    /* (offsets the walk reads at: u32 pid and tid, u64 the others) */
+    if (p.pid < 0 || p.tid < 0 || p.callchain < 0 || p.after < 0 ||
+        p.time < -1 || p.cpu < -1 || p.period < -1) {
+        PyErr_SetString(PyExc_ValueError, "a plan needs pid, tid and the callchain");
         return NULL;
+    }
+    PyObject *known = PyDict_GetItemWithError(self->plan_index, attr);
+    Py_ssize_t index;
+    if (known != NULL && known != Py_None) {
+        index = PyLong_AsSsize_t(known);
+        Plan *old = &self->plans[index];
+        Py_CLEAR(old->event_text);
+        Py_CLEAR(old->no_map_before);
+        Py_CLEAR(old->no_map_after);
+    } else {
+        if (PyErr_Occurred())
+            return NULL;
+        if (self->nplans == PLANS)
+            return PyDict_SetItem(self->plan_index, attr, Py_None) < 0 ? NULL : Py_NewRef(Py_None);
+        index = self->nplans;
+        PyObject *at = PyLong_FromSsize_t(index);
+        if (at == NULL || PyDict_SetItem(self->plan_index, attr, at) < 0) {
+            Py_XDECREF(at);
+            return NULL;
+        }
+        Py_DECREF(at);
+        self->nplans++;
+    }
+    p.event_text = Py_NewRef(text);
+    if (before != Py_None) {
+        p.no_map_before = Py_NewRef(before);
+        p.no_map_after = Py_NewRef(after);
+    }
+    self->plans[index] = p;
     Py_RETURN_NONE;
 }
 
@@ -348,16 +439,15 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
         return PyErr_NoMemory();
     }
     const unsigned char *p = bounds.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
         uint64_t v[3];
         memcpy(v, p + 24 * i, 24);
         maps[i].start = v[0];
         maps[i].end = v[1];
         maps[i].pgoff = v[2];
         maps[i].binary = PyLong_AsLongLong(PyList_GET_ITEM(binaries, i));
-        if (i > 0 && maps[i].start < maps[i - 1].start) {
-            PyErr_SetString(PyExc_ValueError, "set_maps: not sorted");
-        }
+        if (i > 0 && maps[i].start < maps[i - 1].end)
+            PyErr_SetString(PyExc_ValueError, "set_maps: not sorted, or overlapping");
     }
     PyBuffer_Release(&bounds);
     if (PyErr_Occurred()) {
@@ -369,8 +459,7 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
         if (self->nspaces == SPACES)
             spaces_clear(self);
         s = &self->spaces[self->nspaces++];
-        Py_INCREF(group);
-        s->group = group;
+        s->group = Py_NewRef(group);
     } else {
         PyMem_Free(s->maps);
         Py_CLEAR(s->objects);
@@ -378,8 +467,7 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
     s->generation = generation;
     s->maps = maps;
     s->n = n;
-    Py_INCREF(objects);
-    s->objects = objects;
+    s->objects = Py_NewRef(objects);
     Py_RETURN_NONE;
 }
 
@@ -399,23 +487,52 @@ static PyObject *SampleText_bind(SampleText *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* add_frame(space, addr, is_ret, flags, text): a frame's lines (UTF-8) */
+/* add_frame(space, key, is_ret, flags, text): a frame's lines (UTF-8) */
 static PyObject *SampleText_add_frame(SampleText *self, PyObject *args) {
     long long space;
-    unsigned long long addr;
+    unsigned long long key;
     int is_ret;
     unsigned int flags;
     const char *text;
     Py_ssize_t len;
-    if (!PyArg_ParseTuple(args, "LKpIy#", &space, &addr, &is_ret, &flags, &text, &len))
+    if (!PyArg_ParseTuple(args, "LKpIy#", &space, &key, &is_ret, &flags, &text, &len))
         return NULL;
     if (space < 0) {
         PyErr_SetString(PyExc_ValueError, "add_frame: a negative space");
         return NULL;
     }
-    if (frames_put(&self->frames, space, addr, (uint32_t)is_ret, flags, text, len) < 0)
+    if (frames_put(&self->frames, space, key, (uint32_t)is_ret, flags, text, len) < 0)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
+}
+
+/* take(): the texts made since the last take, as [(ordinal of the last
+ * sample, text)], one item a block of a sharded run */
+static PyObject *SampleText_take(SampleText *self, PyObject *unused) {
+    PyObject *out = PyList_New(self->nchunks);
+    if (out == NULL)
+        return NULL;
+    size_t start = 0;
+    for (Py_ssize_t i = 0; i < self->nchunks; i++) {
+        Chunk *c = &self->chunks[i];
+        PyObject *text = PyUnicode_DecodeUTF8(self->out.data + start,
+                                              (Py_ssize_t)(c->end - start), "strict");
+        PyObject *item = text == NULL ? NULL : Py_BuildValue("(nN)", c->ordinal, text);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+        start = c->end;
+    }
+    self->nchunks = 0;
+    self->out.len = 0;
+    return out;
+}
+
+static PyObject *SampleText_counts(SampleText *self, PyObject *unused) {
+    return Py_BuildValue("{snsnsn}", "made", self->made, "handed_back", self->handed_back,
+                         "frames", (Py_ssize_t)self->frames.used);
 }
 
 /* ------------------------------------------------------- the sample's text */
@@ -478,11 +595,30 @@ static int add_uint(Buffer *b, const char *fmt, unsigned long long v) {
     return buf_add(b, tmp, (size_t)n);
 }
 
-/* the header of ScriptFormatter._header_for, for a sample with a stack;
- * 1 made, 0 hand back, -1 error */
-static int add_header(Buffer *b, PyObject *sample, long flags, PyObject *event_text) {
+static uint64_t u64_at(const unsigned char *p, Py_ssize_t off) {
+    uint64_t v;
+    memcpy(&v, p + off, 8);
+    return v;
+}
+
+static uint32_t u32_at(const unsigned char *p, Py_ssize_t off) {
+    uint32_t v;
+    memcpy(&v, p + off, 4);
+    return v;
+}
+
+/* a sample's u32 pid or tid read as a pid_t (perfdata.session.stream.pid_t) */
+static long long pid_t_of(uint32_t v) {
+    return v > 0x7FFFFFFFu ? (long long)v - 0x100000000LL : (long long)v;
+}
+
+/* ScriptFormatter._header_for of a sample with a stack; 1 made, 0 hand
+ * back, -1 error */
+static int add_header(Buffer *b, const Plan *plan, PyObject *thread, const unsigned char *body,
+                      long long pid, long long tid) {
+    long flags = plan->header;
     if (flags & H_COMM) {
-        PyObject *comm = PyObject_GetAttr(sample, s_comm);
+        PyObject *comm = PyObject_GetAttr(thread, s_comm);
         if (comm == NULL)
             return -1;
         Py_ssize_t n;
@@ -497,49 +633,19 @@ static int add_header(Buffer *b, PyObject *sample, long flags, PyObject *event_t
         if (r)
             return -1;
     }
-    int ok = 1;
-    if (flags & (H_PID | H_TID)) {
-        long long pid = 0, tid = 0;
-        if (flags & H_PID)
-            pid = int_attr(sample, s_pid, &ok);
-        if (flags & H_TID)
-            tid = int_attr(sample, s_tid, &ok);
-        if (!ok) {
-            PyErr_Clear();
-            return 0;
-        }
-        if ((flags & H_PID) && (flags & H_TID)) {
-            if (add_int(b, "%5lld/", pid) < 0 || add_int(b, "%-5lld ", tid) < 0)
-                return -1;
-        } else if (add_int(b, "%5lld ", (flags & H_PID) ? pid : tid) < 0)
+    if ((flags & H_PID) && (flags & H_TID)) {
+        if (add_int(b, "%5lld/", pid) < 0 || add_int(b, "%-5lld ", tid) < 0)
+            return -1;
+    } else if (flags & (H_PID | H_TID)) {
+        if (add_int(b, "%5lld ", (flags & H_PID) ? pid : tid) < 0)
             return -1;
     }
-    if (flags & H_CPU) {
-        PyObject *cpu = PyObject_GetAttr(sample, s_cpu);
-        if (cpu == NULL)
+    if ((flags & H_CPU) && plan->cpu >= 0) {
+        if (add_uint(b, "[%03llu] ", (unsigned long long)u32_at(body, plan->cpu)) < 0)
             return -1;
-        if (cpu != Py_None) {
-            long long v = PyLong_AsLongLong(cpu);
-            Py_DECREF(cpu);
-            if (v == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                return 0;
-            }
-            if (add_int(b, "[%03lld] ", v) < 0)
-                return -1;
-        } else
-            Py_DECREF(cpu);
     }
     if (flags & H_TIME) {
-        PyObject *t = PyObject_GetAttr(sample, s_time);
-        if (t == NULL)
-            return -1;
-        unsigned long long v = PyLong_AsUnsignedLongLong(t);
-        Py_DECREF(t);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return 0;
-        }
+        unsigned long long v = plan->time >= 0 ? u64_at(body, plan->time) : 0;
         if (add_uint(b, "%5llu.", v / 1000000000ULL) < 0)
             return -1;
         if (flags & H_NANOSECS) {
@@ -549,99 +655,151 @@ static int add_header(Buffer *b, PyObject *sample, long flags, PyObject *event_t
             return -1;
     }
     if (flags & H_PERIOD) {
-        PyObject *p = PyObject_GetAttr(sample, s_period);
-        if (p == NULL)
-            return -1;
-        unsigned long long v = PyLong_Check(p) ? PyLong_AsUnsignedLongLong(p) : (unsigned long long)-1;
-        int bad = (v == (unsigned long long)-1) && (PyErr_Occurred() || !PyLong_Check(p));
-        Py_DECREF(p);
-        if (bad) {
-            PyErr_Clear();
-            return 0;
-        }
+        unsigned long long v = plan->period >= 0 ? u64_at(body, plan->period)
+                                                 : plan->default_period;
         if (add_uint(b, "%10llu ", v) < 0)
             return -1;
     }
     if (flags & H_EVENT) {
-        if (buf_add(b, PyBytes_AS_STRING(event_text), (size_t)PyBytes_GET_SIZE(event_text)) < 0)
+        if (buf_add(b, PyBytes_AS_STRING(plan->event_text),
+                    (size_t)PyBytes_GET_SIZE(plan->event_text)) < 0)
             return -1;
     }
     return 1;
 }
 
-static PyObject *need(int kind, PyObject *what) {
-    return Py_BuildValue("(iO)", kind, what);
+/* answer(...): the driver's answer to what the core lacks; 0 or -1 */
+static int ask(SampleText *self, PyObject *args) {
+    if (args == NULL)
+        return -1;
+    PyObject *r = PyObject_CallObject(self->answer, args);
+    Py_DECREF(args);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
-/* text(sample): the sample's text (str), None (the Python path makes it),
- * or a tuple naming what the core needs first:
- *   (NEED_PLAN, event), (NEED_MAPS, group),
- *   (NEED_BINARY, group, index of the map, its Map),
- *   (NEED_FRAME, address, kernel context, is a return address, space, key) */
-static PyObject *SampleText_text(SampleText *self, PyObject *sample) {
-    PyObject *result = NULL, *event = NULL, *fields = NULL, *thread = NULL, *process = NULL,
-             *group = NULL, *ips = NULL;
+static int add_chunk(SampleText *self, Py_ssize_t ordinal) {
+    if (self->nchunks > 0) {
+        Chunk *last = &self->chunks[self->nchunks - 1];
+        if (self->block == 0 || (last->ordinal - 1) / self->block == (ordinal - 1) / self->block) {
+            last->ordinal = ordinal;
+            last->end = self->out.len;
+            return 0;
+        }
+    }
+    if (self->nchunks == self->chunks_cap) {
+        Py_ssize_t cap = self->chunks_cap ? self->chunks_cap * 2 : 16;
+        Chunk *chunks = PyMem_Realloc(self->chunks, (size_t)cap * sizeof(Chunk));
+        if (chunks == NULL)
+            return -1;
+        self->chunks = chunks;
+        self->chunks_cap = cap;
+    }
+    self->chunks[self->nchunks].ordinal = ordinal;
+    self->chunks[self->nchunks].end = self->out.len;
+    self->nchunks++;
+    return 0;
+}
+
+/* consume(record, ordinal): True where the core made the text of the
+ * SAMPLE record (kept until take()), False where the Python path is to
+ * decode, symbolize and format it.  What the core lacks it asks the
+ * driver's answer() for, then goes on:
+ *   answer(NEED_PLAN, attr)
+ *   answer(NEED_MAPS, group)
+ *   answer(NEED_BINARY, group, index of the map, the Map)
+ *   answer(NEED_FRAME, record, thread, address, kernel context,
+ *          is a return address, space, key)
+ * The record's body is read within its length only: the callchain's nr
+ * is taken only where nr entries and the fields after them fit. */
+static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
+    PyObject *record;
+    Py_ssize_t ordinal;
+    if (!PyArg_ParseTuple(args, "On", &record, &ordinal))
+        return NULL;
+    PyObject *result = NULL, *attr = NULL, *misc_obj = NULL, *body_obj = NULL,
+             *thread = NULL, *process = NULL, *group = NULL;
+    Py_buffer body;
+    int have_body = 0;
     Buffer *line = &self->line;
     line->len = 0;
 
-    event = PyObject_GetAttr(sample, s_event);
-    if (event == NULL)
+    attr = PyObject_GetAttr(record, s_attr);
+    if (attr == NULL)
         goto done;
-    PyObject *plan = PyDict_GetItemWithError(self->plans, event);   /* borrowed */
-    if (plan == NULL) {
-        result = PyErr_Occurred() ? NULL : need(NEED_PLAN, event);
-        goto done;
-    }
-    if (plan == Py_None)
+    if (attr == Py_None)
         goto hand_back;
-    long hflags = PyLong_AsLong(PyTuple_GET_ITEM(plan, 0));
-    PyObject *event_text = PyTuple_GET_ITEM(plan, 1);
-
-    fields = PyObject_GetAttr(sample, s_fields);
-    if (fields == NULL)
-        goto done;
-    if (!PyDict_Check(fields))
-        goto hand_back;
-    PyObject *chain = PyDict_GetItemWithError(fields, s_callchain);      /* borrowed */
-    if (chain == NULL || !PyDict_Check(chain)) {
-        if (PyErr_Occurred())
+    PyObject *at = PyDict_GetItemWithError(self->plan_index, attr);
+    if (at == NULL) {
+        if (PyErr_Occurred() || ask(self, Py_BuildValue("(iO)", NEED_PLAN, attr)) < 0)
             goto done;
-        goto hand_back;
-    }
-    ips = PyDict_GetItemWithError(chain, s_ips);
-    if (ips == NULL || !PyList_Check(ips) || PyList_GET_SIZE(ips) == 0) {
-        if (PyErr_Occurred())
+        at = PyDict_GetItemWithError(self->plan_index, attr);
+        if (at == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "answer(NEED_PLAN) set no plan");
             goto done;
-        ips = NULL;
-        goto hand_back;
+        }
     }
-    Py_INCREF(ips);
+    if (at == Py_None)
+        goto hand_back;
+    Py_ssize_t plan_at = PyLong_AsSsize_t(at);
+    if (plan_at < 0 || plan_at >= self->nplans) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "a plan index out of range");
+        goto done;
+    }
 
-    thread = PyObject_GetAttr(sample, s_thread);
+    body_obj = PyObject_GetAttr(record, s_body);
+    if (body_obj == NULL)
+        goto done;
+    if (PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) < 0)
+        goto done;
+    have_body = 1;
+    const unsigned char *p = body.buf;
+    Py_ssize_t len = body.len;
+    /* (a plan is copied: answers may add plans and move the array) */
+    Plan plan = self->plans[plan_at];
+    /* every fixed field lies before the callchain; then nr, nr entries and
+     * the schema's fixed fields after them must fit, as the decoder asks */
+    if (plan.callchain > len - 8)
+        goto hand_back;
+    uint64_t nr = u64_at(p, plan.callchain);
+    Py_ssize_t room = len - plan.callchain - 8 - plan.after;
+    if (room < 0 || nr > (uint64_t)room / 8)
+        goto hand_back;
+    if (plan.pid + 4 > plan.callchain || plan.tid + 4 > plan.callchain ||
+        (plan.time >= 0 && plan.time + 8 > plan.callchain) ||
+        (plan.cpu >= 0 && plan.cpu + 4 > plan.callchain) ||
+        (plan.period >= 0 && plan.period + 8 > plan.callchain))
+        goto hand_back;
+    const unsigned char *ips = p + plan.callchain + 8;
+    if (nr == 0)
+        goto hand_back;           /* (no stack: the sample's own ip) */
+
+    misc_obj = PyObject_GetAttr(record, s_misc);
+    if (misc_obj == NULL)
+        goto done;
+    long misc = PyLong_AsLong(misc_obj);
+    if (misc == -1 && PyErr_Occurred())
+        goto done;
+    long cpumode = misc & 7;      /* MISC_CPUMODE_MASK */
+
+    long long pid = pid_t_of(u32_at(p, plan.pid)), tid = pid_t_of(u32_at(p, plan.tid));
+    thread = PyObject_CallFunction(self->thread_of, "LL", pid, tid);
     if (thread == NULL)
         goto done;
-    if (thread == Py_None)
-        goto hand_back;
     process = PyObject_GetAttr(thread, s_process);
     if (process == NULL)
         goto done;
     group = PyObject_GetAttr(process, s_maps);
     if (group == NULL)
         goto done;
-    int ok = 1;
-    long long generation = int_attr(group, s_generation, &ok);
-    long long cpumode = int_attr(sample, s_cpumode, &ok);
-    if (!ok)
-        goto done;
     if (check_kernel(self) < 0)
         goto done;
-    Space *space = space_of(self, group);
-    if (space == NULL || space->generation != generation) {
-        result = need(NEED_MAPS, group);
-        goto done;
-    }
 
-    int h = add_header(line, sample, hflags, event_text);
+    int h = add_header(line, &plan, thread, p, pid, tid);
     if (h < 0)
         goto no_memory;
     if (h == 0)
@@ -653,13 +811,8 @@ static PyObject *SampleText_text(SampleText *self, PyObject *sample) {
     int kernel = cpumode == 1 || cpumode == 3 || cpumode == 4;   /* KERNEL_MODES */
     int first = 1;
     long depth = 0;
-    Py_ssize_t n = PyList_GET_SIZE(ips);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t ip = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(ips, i));
-        if (ip == (uint64_t)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            goto hand_back;
-        }
+    for (uint64_t i = 0; i < nr; i++) {
+        uint64_t ip = u64_at(ips, (Py_ssize_t)(8 * i));
         if (ip >= self->context_max) {
             if (!is_in(ip, self->contexts, self->ncontexts))
                 break;      /* a walk's garbage: the stack ends here */
@@ -672,19 +825,53 @@ static PyObject *SampleText_text(SampleText *self, PyObject *sample) {
             break;
         int64_t key_space;
         uint64_t key;
+        int asked = 0;
+    again:
         if (kernel) {
             key_space = SPACE_KERNEL;
             key = ip;
         } else {
+            int ok = 1;
+            long long generation = int_attr(group, s_generation, &ok);
+            if (!ok)
+                goto done;
+            Space *space = space_of(self, group);
+            if (space == NULL || space->generation != generation) {
+                if (asked++ > 2) {
+                    PyErr_SetString(PyExc_RuntimeError, "answer(NEED_MAPS) set no maps");
+                    goto done;
+                }
+                if (ask(self, Py_BuildValue("(iO)", NEED_MAPS, group)) < 0)
+                    goto done;
+                goto again;
+            }
             Py_ssize_t index = 0;
             const MapEntry *m = find_map(space, ip, &index);
+            if (m == NULL && plan.no_map_before != NULL && ip < ((uint64_t)1 << 63)) {
+                /* FrameResolver.frames_for_address's frame of an address in
+                 * no map (one it does not look up in the kernel's maps) */
+                if (buf_add(line, PyBytes_AS_STRING(plan.no_map_before),
+                            (size_t)PyBytes_GET_SIZE(plan.no_map_before)) < 0 ||
+                    add_uint(line, "%16llx", (unsigned long long)ip) < 0 ||
+                    buf_add(line, PyBytes_AS_STRING(plan.no_map_after),
+                            (size_t)PyBytes_GET_SIZE(plan.no_map_after)) < 0)
+                    goto no_memory;
+                first = 0;
+                depth++;
+                continue;
+            }
             if (m == NULL) {
                 key_space = SPACE_NO_MAP;
                 key = ip;
             } else if (m->binary == BINARY_UNKNOWN) {
-                result = Py_BuildValue("(iOnO)", NEED_BINARY, group, index,
-                                       PyList_GET_ITEM(space->objects, index));
-                goto done;
+                if (asked++ > 2) {
+                    PyErr_SetString(PyExc_RuntimeError, "answer(NEED_BINARY) bound nothing");
+                    goto done;
+                }
+                if (ask(self, Py_BuildValue("(iOnO)", NEED_BINARY, group, index,
+                                            PyList_GET_ITEM(space->objects, index))) < 0)
+                    goto done;
+                goto again;
             } else if (m->binary < 0) {
                 goto hand_back;                 /* a JIT's map, or one to ask again */
             } else {
@@ -695,9 +882,13 @@ static PyObject *SampleText_text(SampleText *self, PyObject *sample) {
         uint32_t is_ret = !first;
         Frame *f = frames_find(&self->frames, key_space, key, is_ret);
         if (f == NULL) {
-            result = Py_BuildValue("(iKiiLK)", NEED_FRAME, (unsigned long long)ip, kernel,
-                                   (int)is_ret, (long long)key_space, (unsigned long long)key);
-            goto done;
+            if (ask(self, Py_BuildValue("(iOOKiiLK)", NEED_FRAME, record, thread,
+                                        (unsigned long long)ip, kernel, (int)is_ret,
+                                        (long long)key_space, (unsigned long long)key)) < 0)
+                goto done;
+            f = frames_find(&self->frames, key_space, key, is_ret);
+            if (f == NULL)
+                goto hand_back;
         }
         if (f->flags & FRAME_CAREFUL)
             goto hand_back;
@@ -712,39 +903,40 @@ static PyObject *SampleText_text(SampleText *self, PyObject *sample) {
         } else if (!at_ip && (f->flags & FRAME_BOTTOM))
             break;
     }
-    if (buf_add(line, "\n", 1) < 0)
+    if (buf_add(line, "\n", 1) < 0 || buf_add(&self->out, line->data, line->len) < 0 ||
+        add_chunk(self, ordinal) < 0)
         goto no_memory;
-    result = PyUnicode_DecodeUTF8(line->data, (Py_ssize_t)line->len, "strict");
+    self->made++;
+    result = Py_NewRef(Py_True);
     goto done;
 
 no_memory:
     PyErr_NoMemory();
     goto done;
 hand_back:
-    result = Py_None;
-    Py_INCREF(result);
+    self->handed_back++;
+    result = Py_NewRef(Py_False);
 done:
-    Py_XDECREF(event);
-    Py_XDECREF(fields);
-    Py_XDECREF(ips);
+    if (have_body)
+        PyBuffer_Release(&body);
+    Py_XDECREF(attr);
+    Py_XDECREF(misc_obj);
+    Py_XDECREF(body_obj);
     Py_XDECREF(thread);
     Py_XDECREF(process);
     Py_XDECREF(group);
     return result;
 }
 
-/* frames_kept(): how many frames the table holds (for tests) */
-static PyObject *SampleText_frames_kept(SampleText *self, PyObject *unused) {
-    return PyLong_FromSize_t(self->frames.used);
-}
-
 static PyMethodDef SampleText_methods[] = {
-    {"text", (PyCFunction)SampleText_text, METH_O, "a sample's text, None, or what is needed"},
-    {"set_plan", (PyCFunction)SampleText_set_plan, METH_VARARGS, "an event's header plan"},
+    {"consume", (PyCFunction)SampleText_consume, METH_VARARGS,
+     "consume(record, ordinal): True where the core made the sample's text"},
+    {"take", (PyCFunction)SampleText_take, METH_NOARGS, "the texts made: [(ordinal, text)]"},
+    {"set_plan", (PyCFunction)SampleText_set_plan, METH_VARARGS, "an event's plan"},
     {"set_maps", (PyCFunction)SampleText_set_maps, METH_VARARGS, "an address space's maps"},
     {"bind", (PyCFunction)SampleText_bind, METH_VARARGS, "the binary of a map"},
     {"add_frame", (PyCFunction)SampleText_add_frame, METH_VARARGS, "a frame's text"},
-    {"frames_kept", (PyCFunction)SampleText_frames_kept, METH_NOARGS, "frames held"},
+    {"counts", (PyCFunction)SampleText_counts, METH_NOARGS, "samples made, handed back"},
     {NULL, NULL, 0, NULL}
 };
 
@@ -753,7 +945,7 @@ static PyTypeObject SampleTextType = {
     .tp_name = "perfdata.core._core.SampleText",
     .tp_basicsize = sizeof(SampleText),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "the per-sample text of frame-pointer samples",
+    .tp_doc = "the perf script text of frame-pointer samples",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)SampleText_init,
     .tp_dealloc = (destructor)SampleText_dealloc,
@@ -766,11 +958,8 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void) {
     struct { PyObject **name; const char *text; } names[] = {
-        {&s_event, "event"}, {&s_fields, "fields"}, {&s_thread, "thread"}, {&s_comm, "comm"},
-        {&s_pid, "pid"}, {&s_tid, "tid"}, {&s_cpu, "cpu"}, {&s_time, "time"},
-        {&s_period, "period"}, {&s_cpumode, "cpumode"}, {&s_process, "process"},
-        {&s_maps, "maps"}, {&s_generation, "generation"}, {&s_callchain, "callchain"},
-        {&s_ips, "ips"},
+        {&s_generation, "generation"}, {&s_process, "process"}, {&s_maps, "maps"},
+        {&s_comm, "comm"}, {&s_attr, "attr"}, {&s_misc, "misc"}, {&s_body, "body"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)

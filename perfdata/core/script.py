@@ -2,166 +2,195 @@
 samples made into text by perfdata.core._core, the others by the Python
 path, in the same order.
 
-The core knows no binary and no symbol.  It keeps the text of each frame the
-Python path made once, by (binary, file offset, is a return address) for an
-address in a user map and by (address, is a return address) for a kernel
-one, and walks each sample's callchain as FrameResolver._frames_for_callchain
-does.  What it lacks it asks for (SampleText.text returns a tuple), and this
-driver answers from the session and the resolver, as the Python path would
-have at that sample: the event's header plan, the maps of an address space
-at its generation, the binary behind a map (FrameResolver.dso_of), the lines
-of a frame (FrameResolver.frames_for_address, ScriptFormatter.frame_lines).
-A sample the core does not handle exactly (a JIT's map, a DWARF or LBR
-stack, a field the core does not print) it hands back, and the Python path
-symbolizes and formats it.  The text is the same bytes as the Python path's
-(tests/test_core_equality.py), which stays the reference.
+The session stream (perfdata.session.stream) walks the records in perf's
+time order and follows every side record, as for the Python path; it hands
+each SAMPLE record first to the core (SessionStream.sample_text), which
+reads the sample's fields where the construct schema puts them, asks the
+session for the thread (Machine.thread, as the stream would), and makes the
+header line and the stack's lines.  The core knows no binary and no symbol:
+it keeps the text of each frame the Python path made once, by (binary, file
+offset, is a return address) for an address in a user map and by (address,
+is a return address) for a kernel one, and walks each callchain as
+FrameResolver._frames_for_callchain does.  What it lacks it asks for, and
+this driver answers from the session and the resolver as the Python path
+would have at that sample: the event's plan (header fields, offsets), the
+maps of an address space at its generation, the binary behind a map
+(FrameResolver.dso_of), the lines of a frame (FrameResolver.
+frames_for_address, ScriptFormatter.frame_lines).  A sample the core does
+not handle exactly (a JIT's map, a DWARF or LBR stack, a field the core does
+not print, a body the decoder would refuse) it leaves to the stream, and
+the Python path decodes, symbolizes and formats it.  The text is the same
+bytes as the Python path's (tests/test_core_equality.py), which stays the
+reference.
 """
 from __future__ import annotations
 
+import sys
 from array import array
 from typing import TYPE_CHECKING, Any
 
+import construct as cs
+
 from ..format.constants import CallchainContext as CC, SampleType as ST
 from ..frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
-from ..session.stream import BuildId, SideEvent
+from ..session.stream import BuildId, SideEvent, pid_t
 from ..symbolized import SymbolizedSample
+from .layout import LayoutError, field
 
 if TYPE_CHECKING:
     import types
     from collections.abc import Iterator
 
+    from ..format.decoder import Record
     from ..format.eventattr import EventAttr
     from ..session.maps import Map, MapGroup
+    from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer
     from ..views.script import ScriptFormatter
+
+    # an event's plan as the core takes it (see SampleText.set_plan)
+    Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int]
 
 # Paths the resolver reads a JIT's perf map or jitdump for (FrameResolver's
 # _JIT_PATHS): their frames depend on more than the binary and the offset.
 _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Binaries get spaces from here (0: kernel addresses, 1: user ones in no map).
 _FIRST_BINARY = 2
-_KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
+# Kernel addresses (x86_64, aarch64): the upper half (FrameResolver looks
+# a user address there in no user map up in the kernel's maps).
+_KERNEL_HALF = 1 << 63
+_KERNEL_CONTEXTS = tuple(int(c) for c in (CC.KERNEL, CC.GUEST_KERNEL, CC.HV))
 _CONTEXTS = tuple(int(c) for c in CC if c != CC.MAX)
 # the header fields of a plan (ScriptFormatter._header_for), the core's bits
 _HEADER_BITS = {"comm": 1, "pid": 2, "tid": 4, "cpu": 8, "time": 16, "period": 32, "event": 64}
 _NANOSECS = 128
+# the fields whose lines the core prints (the header's, and the stack's,
+# which the formatter's frame_lines makes)
+_CORE_FIELDS = frozenset(_HEADER_BITS) | {"ip", "sym", "symoff", "dso", "srcline"}
+# Map objects whose binary is kept (cleared when full)
+_MAPS_KEPT = 1 << 16
 
 
 class ScriptCore:
     """The items of a SampleSymbolizer for `perfdata script`'s loop: side
-    events as they come, a sample's text (str) where the core made it, else
-    the sample itself, symbolized, for ScriptFormatter.format."""
+    events as they come; the text the core made of the samples since the
+    item before, as (ordinal of the last of them, text), one a block of a
+    sharded run; the other samples themselves, symbolized, for
+    ScriptFormatter.format."""
 
     def __init__(self, module: types.ModuleType, samples: SampleSymbolizer,
-                 formatter: ScriptFormatter) -> None:
+                 formatter: ScriptFormatter, block: int = 0) -> None:
         self.samples = samples
         self.formatter = formatter
         self.resolver = samples.resolver
         machine = samples.machine
-        self.core = module.SampleText(machine.kernel_maps, machine.ksymbols, _CONTEXTS,
-                                      tuple(int(c) for c in _KERNEL_CONTEXTS), int(CC.MAX),
-                                      samples.max_stack)
-        self.need_plan = module.NEED_PLAN
-        self.need_maps = module.NEED_MAPS
-        self.need_binary = module.NEED_BINARY
-        self.need_frame = module.NEED_FRAME
-        self.unknown = module.BINARY_UNKNOWN
-        self.careful = module.BINARY_CAREFUL
-        self.interrupt = module.FRAME_INTERRUPT
-        self.bottom = module.FRAME_BOTTOM
-        self.careful_frame = module.FRAME_CAREFUL
+        self.core = module.SampleText(machine.thread, self._answer, machine.kernel_maps,
+                                      machine.ksymbols, _CONTEXTS, _KERNEL_CONTEXTS,
+                                      int(CC.MAX), samples.max_stack, block)
+        self.module = module
         # {(path, build-id, shown path): its space}
         self._binaries: dict[tuple[str, str | None, str], int] = {}
         # {id(Map): (the Map, its space)}: a Map is never changed once in a
         # group, and forked processes share them
         self._map_binary: dict[int, tuple[Map, int]] = {}
-        self.handled = 0        # samples the core made the text of
-        self.handed_back = 0    # samples the Python path made
+        self._plans: dict[EventAttr, Plan | None] = {}
+        # {event: the (before, after) texts of the first user frame in no map
+        # the Python path made} (see _learn_no_map)
+        self._no_map_seen: dict[EventAttr, tuple[bytes, bytes]] = {}
+        # the sample a frame was last asked for (record, the sample)
+        self._asked: tuple[Record | None, SymbolizedSample | None] = (None, None)
 
     @staticmethod
     def applies(samples: SampleSymbolizer, args: Any) -> bool:
         """Whether a run's options leave the samples to the core at all:
         plain text (no --json), no filters, no DWARF unwinder, no stitching,
-        no relative times, stacks shown."""
+        no relative times, stacks shown; a file in the machine's byte order."""
+        pf = samples.pf
         return not (getattr(args, "json", False) or samples.filters is not None or
                     samples.leaf_filter is not None or samples.unwinder is not None or
                     samples.stitcher is not None or samples.unwind == "none" or
                     getattr(args, "reltime", False) or getattr(args, "deltatime", False) or
-                    getattr(args, "hide_call_graph", False))
+                    getattr(args, "hide_call_graph", False) or
+                    pf.ctx.little != (sys.byteorder == "little"))
 
-    def __iter__(self) -> Iterator[SymbolizedSample | SideEvent | str]:
+    def counts(self) -> dict[str, int]:
+        """Samples the core made, samples it handed back, frames it keeps."""
+        return self.core.counts()  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[SymbolizedSample | SideEvent | tuple[int, str]]:
         """SampleSymbolizer.__iter__ and _samples without filters or
-        stitching, with the core making the samples' text where it can."""
+        stitching, the core taking the samples it can."""
         samples = self.samples
         stream = samples.stream
         counts = samples.counts
         build_ids = samples.build_ids
-        text_of = self.core.text
-        resolve = self._resolve
+        take = self.core.take
         symbolize = samples.symbolize
+        stream.sample_text = self.core.consume
         try:
             for event in stream:
+                made = take()
+                if made:
+                    yield from made
                 kind = type(event)
                 if kind is SymbolizedSample:
-                    text = text_of(event)
-                    while type(text) is tuple:
-                        resolve(event, text)
-                        text = text_of(event)
                     counts["samples"] += 1
-                    if text is None:
-                        self.handed_back += 1
-                        symbolize(event)
-                        yield event
-                    else:
-                        self.handled += 1
-                        yield text
+                    symbolize(event)
+                    yield event
                 elif kind is SideEvent:
                     yield event
                 elif kind is BuildId:
                     build_ids.setdefault(event.path, event.build_id)
+            made = take()
+            if made:
+                yield from made
         finally:
+            stream.sample_text = None
+            counts["samples"] += self.core.counts()["made"]
             flush = getattr(samples.symbolizer, "flush", None)
             if flush is not None:
                 flush()
 
     # ------------------------------------------------------- the answers
-    def _resolve(self, sample: SymbolizedSample, need: tuple[Any, ...]) -> None:
-        kind = need[0]
-        if kind == self.need_frame:
-            self._add_frame(sample, *need[1:])
-        elif kind == self.need_binary:
-            self._bind(*need[1:])
-        elif kind == self.need_maps:
-            self._set_maps(need[1])
-        elif kind == self.need_plan:
-            self.core.set_plan(need[1], self._plan(need[1]))
+    def _answer(self, kind: int, *args: Any) -> None:
+        module = self.module
+        if kind == module.NEED_FRAME:
+            self._add_frame(*args)
+        elif kind == module.NEED_BINARY:
+            self._bind(*args)
+        elif kind == module.NEED_MAPS:
+            self._set_maps(args[0])
+        elif kind == module.NEED_PLAN:
+            plan = self._plans[args[0]] = self._plan(args[0])
+            self.core.set_plan(args[0], plan)
         else:
-            raise AssertionError("the core asked for %r" % (need,))
+            raise AssertionError("the core asked for %r" % (args,))
 
-    def _plan(self, event: EventAttr) -> tuple[int, bytes] | None:
-        """The header of the event's samples as the core prints it, or None
-        where ScriptFormatter prints more than the core does."""
+    def _plan(self, event: EventAttr) -> Plan | None:
+        """What the core prints of the event's samples and where their
+        fields are (from the sample's construct schema), or None where
+        ScriptFormatter or the stream does more than the core does."""
         fmt = self.formatter
+        st = event.sample_type
         if not event.has_callchain or event.lbr_call_stack or event.reads_group or \
-                event.sample_type & ST.READ:
+                st & ST.READ or not st & ST.TID:
             return None
         fields = fmt.fields_for(event)
-        if not fields or "ip" not in fields or fmt.reltime is not None:
-            return None
-        if not set(fields) <= set(_HEADER_BITS) | {"ip", "sym", "symoff", "dso", "srcline"}:
+        if not fields or "ip" not in fields or fmt.reltime is not None or \
+                not set(fields) <= _CORE_FIELDS:
             return None
         flags = 0
         for name, bit in _HEADER_BITS.items():
             if name in fields:
                 flags |= bit
-        if "cpu" in fields and not event.sample_type & ST.CPU:
-            flags &= ~_HEADER_BITS["cpu"]
         if fmt.nanosecs:
             flags |= _NANOSECS
         text = ("%*s: " % (fmt.name_width(), event.name)) if "event" in fields else ""
         try:
-            return flags, text.encode("utf-8")
-        except UnicodeEncodeError:
+            offsets = _sample_offsets(event.schema)
+            return (flags, text.encode("utf-8"), None, None) + offsets + \
+                (event.attr["sample_period"],)
+        except (LayoutError, UnicodeEncodeError):
             return None
 
     def _set_maps(self, group: MapGroup) -> None:
@@ -169,51 +198,121 @@ class ScriptCore:
         bounds = array("Q")
         binaries = []
         known = self._map_binary
+        unknown = self.module.BINARY_UNKNOWN
         for m in maps:
             bounds.extend((m.start, m.end, m.pgoff))
             got = known.get(id(m))
-            binaries.append(got[1] if got is not None and got[0] is m else self.unknown)
+            binaries.append(got[1] if got is not None and got[0] is m else unknown)
         self.core.set_maps(group, group.generation, bounds.tobytes(), maps, binaries)
 
     def _bind(self, group: MapGroup, index: int, m: Map) -> None:
         """The binary behind a map, as the resolver names it (dso_of, at the
         first frame in that map: as the Python path, which asks it there)."""
         resolver = self.resolver
+        careful = self.module.BINARY_CAREFUL
         if m.build_id is None and m.path in resolver.build_id_choices:
             # (which of a path's build-ids is this map's changes as its
             # other files' maps come: asked again at every frame)
-            space = self.careful
+            space = careful
         else:
             path, bid = resolver.dso_of(m)
             if path.startswith(_JIT_PATHS):
-                space = self.careful
+                space = careful
             else:
                 key = (path, bid, m.path)
                 space = self._binaries.get(key, -1)
                 if space < 0:
                     space = self._binaries[key] = _FIRST_BINARY + len(self._binaries)
-        if len(self._map_binary) > (1 << 16):
+        if len(self._map_binary) > _MAPS_KEPT:
             self._map_binary.clear()
         self._map_binary[id(m)] = (m, space)
         self.core.bind(group, index, space)
 
-    def _add_frame(self, sample: SymbolizedSample, avma: int, kernel: int, is_ret: int,
+    def _sample(self, record: Record, thread: Thread) -> SymbolizedSample:
+        """The record as the stream makes it a sample (the resolver reads
+        its thread; its fields by the Python decoder, as the stream's)."""
+        if self._asked[0] is record and self._asked[1] is not None:
+            return self._asked[1]
+        ea = record.attr
+        assert ea is not None   # (the core asks only for samples with a plan)
+        fields = ea.decode_sample(record.body)
+        pid, tid = fields.get("pid", -1), fields.get("tid", -1)
+        if pid > 0x7FFFFFFF or tid > 0x7FFFFFFF:
+            fields["pid"], fields["tid"] = pid_t(pid), pid_t(tid)
+        sample = SymbolizedSample(record, fields, ea, thread)
+        self._asked = (record, sample)
+        return sample
+
+    def _add_frame(self, record: Record, thread: Thread, avma: int, kernel: int, is_ret: int,
                    space: int, key: int) -> None:
         """The lines of the frames of an address (the resolver's, formatted
         by the formatter's own frame_lines) and what the callchain's walk
         reads of their last symbol."""
+        module = self.module
+        sample = self._sample(record, thread)
         found = self.resolver.frames_for_address(sample, avma, bool(kernel), bool(is_ret))
         text = self.formatter.frame_lines(found, sample.event)
         flags = 0
         symbol = found[-1].symbol if found else None
         if symbol is not None:
             if symbol.startswith(INTERRUPT_ENTRIES):
-                flags |= self.interrupt
+                flags |= module.FRAME_INTERRUPT
             if symbol in STACK_BOTTOMS:
-                flags |= self.bottom
+                flags |= module.FRAME_BOTTOM
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             # (a name read with surrogateescape: the Python path prints it)
-            data, flags = b"", self.careful_frame
+            data, flags = b"", module.FRAME_CAREFUL
         self.core.add_frame(space, key, is_ret, flags, data)
+        if space == module.SPACE_NO_MAP and avma < _KERNEL_HALF and not kernel and \
+                flags == 0:
+            self._learn_no_map(sample.event, avma, data)
+
+    def _learn_no_map(self, event: EventAttr, avma: int, data: bytes) -> None:
+        """A frame-pointer walk's garbage is mostly addresses in no map, each
+        met once (make -j2: 52,000 of 88,000 frames asked for): the core
+        prints such a frame itself once two of them, at two addresses, were
+        made by the Python path as the same text around "%16x" of the
+        address."""
+        parts = data.split(b"%16x" % avma)
+        if len(parts) != 2:
+            return
+        seen = self._no_map_seen.get(event)
+        if seen is None or seen[0] == avma:
+            self._no_map_seen[event] = (parts[0], parts[1])
+            return
+        plan = self._plans.get(event)
+        if seen == (parts[0], parts[1]) and plan is not None and plan[2] is None:
+            plan = self._plans[event] = plan[:2] + (parts[0], parts[1]) + plan[4:]
+            self.core.set_plan(event, plan)
+
+
+def _sample_offsets(schema: cs.Struct) -> tuple[int, int, int, int, int, int, int]:
+    """(pid, tid, time, cpu, period, callchain, after) of a sample's
+    schema: the offsets of its fixed fields (-1: absent), of the callchain,
+    and the fixed size of what follows the callchain.  Every field the core
+    reads must be before the callchain, of the width it reads, in little-
+    endian order (the machine's: applies() checked); LayoutError else."""
+    names = [sub.name for sub in schema.subcons]
+    if "callchain" not in names:
+        raise LayoutError("no callchain")
+    callchain = field(schema, "callchain").offset
+    out = []
+    for name, width in (("pid", 4), ("tid", 4), ("time", 8), ("cpu", 4), ("period", 8)):
+        if name not in names:
+            out.append(-1)
+            continue
+        got = field(schema, name)
+        sub = schema.subcons[names.index(name)]
+        fmt = getattr(getattr(sub, "subcon", sub), "fmtstr", "")
+        if got.width != width or not fmt.startswith("<") or got.offset >= callchain:
+            raise LayoutError("%s: %d bytes %r at %d" % (name, got.width, fmt, got.offset))
+        out.append(got.offset)
+    after = 0
+    for sub in schema.subcons[names.index("callchain") + 1:]:
+        try:
+            after += sub.sizeof()
+        except cs.SizeofError:
+            raise LayoutError("%s after the callchain has no fixed size" % sub.name)
+    return out[0], out[1], out[2], out[3], out[4], callchain, after

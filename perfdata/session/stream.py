@@ -215,6 +215,10 @@ class SessionStream:
         self.share = share
         self.sample_class = sample_class
         self.after_apply = after_apply
+        # sample_text(record, ordinal): True where it took the SAMPLE record
+        # (the compiled core, which makes its text: perfdata/core/script.py);
+        # then the stream neither decodes nor hands it out
+        self.sample_text: Callable[[Record, int], bool] | None = None
         self.ordinal = 0
         self.lost_chunks = 0
         self.lost_events = 0
@@ -231,6 +235,7 @@ class SessionStream:
         make_sample = self.sample_class
         side_events = self.side_events
         after_apply = self.after_apply
+        sample_text = self.sample_text
         warn = pf.warnings.append
         share = self.share
         if share is not None:
@@ -257,6 +262,8 @@ class SessionStream:
                         taken = takes(k)
                     if not taken:
                         continue
+                if sample_text is not None and sample_text(rec, self.ordinal):
+                    continue    # (its text made by the compiled core: perfdata.core)
                 ea = rec.attr
                 try:
                     # (no attr: an AttributeError, taken as a damaged sample below)

@@ -1045,11 +1045,12 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
     return samples, fmt
 
 
-def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argparse.Namespace
-                  ) -> Iterable[SymbolizedSample | SideEvent | str]:
+def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argparse.Namespace,
+                  block: int = 0) -> Iterable[SymbolizedSample | SideEvent | tuple[int, str]]:
     """The run's samples and side events; where the compiled core is built
-    (perfdata.core) and the options leave the samples to it, a sample it
-    makes the text of comes as that text (str), the same bytes as format()."""
+    (perfdata.core) and the options leave the samples to it, the samples it
+    makes the text of come as (ordinal of the last, their text), the same
+    bytes as format(), one item a block of `block` samples (0: any number)."""
     from ..core import compiled
     module = compiled()
     if module is None:
@@ -1057,7 +1058,7 @@ def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argpars
     from ..core.script import ScriptCore
     if not ScriptCore.applies(samples, args):
         return samples
-    return ScriptCore(module, samples, fmt)
+    return ScriptCore(module, samples, fmt, block)
 
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
@@ -1077,16 +1078,18 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     error: Described | None
     current, parts, error = None, [], None
     try:
-        for item in _script_items(samples, fmt, args):
+        for item in _script_items(samples, fmt, args, block):
             if type(item) is SideEvent:
                 if args.json:
                     continue
                 k, text = samples.ordinal // block, fmt.format_side_event(item)
+            elif type(item) is tuple:
+                # (the text of samples of one block, made by the compiled core)
+                k, text = (item[0] - 1) // block, item[1]
             else:
                 k = (samples.ordinal - 1) // block
-                # (not a side event: a sample, or its text made by the compiled core)
-                text = item if type(item) is str else \
-                    sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
+                # (not a side event: a sample)
+                text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
             if k != current:
                 if parts:
                     yield current, "".join(parts)  # type: ignore[misc]  # (parts: current is set)
@@ -1238,8 +1241,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             if type(item) is SideEvent:
                 if not args.json:
                     add(fmt.format_side_event(item))
-            elif type(item) is str:
-                add(item)       # (a sample's text, made by the compiled core)
+            elif type(item) is tuple:
+                add(item[1])    # (samples' text, made by the compiled core)
             else:
                 # (not a side event: a sample)
                 add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
