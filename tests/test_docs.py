@@ -9,7 +9,8 @@ The convention, for a page's writer (docs/index.md says it too):
   exactly but for two normalisations: trailing blanks of a line are ignored
   (perf's sample lines end in one, editors drop them), and a line `...` stands
   for any number of lines (output cut for the page).  Every command must exit
-  0; standard error is not compared.
+  0, each command of a pipeline too (bash's pipefail); standard error is not
+  compared.
 * The commands run in bash, in an empty scratch folder where `samples` is the
   repository's samples/ (so an example that writes a file leaves the checkout
   clean), with `perfdata` and `python3` this checkout's, HOME an empty folder
@@ -173,8 +174,8 @@ def test_pages_have_examples():
 def test_console_example(block: Block, shell_env: dict[str, str], tmp_path: Path):
     (tmp_path / "samples").symlink_to(ROOT / "samples")
     for command, expected in console_steps(block):
-        result = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=shell_env,
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path,
+                                env=shell_env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, "%s: `%s` exited %d:\n%s" % (
             block.where, command, result.returncode, result.stderr)
         assert output_matches(expected, result.stdout), (
