@@ -77,7 +77,9 @@ def _stand_in(name: str) -> types.ModuleType:
     return stand_in
 
 
-# (before perfdata's modules import construct)
+# (before perfdata's modules import construct: the package perfdata, which
+# Python imports before this module, imports no construct until its
+# PerfFile is used; a test checks, tests/test_startup.py)
 defer_modules(*UNUSED_MODULES)
 
 from perfdata.views.options import add_input_argument, print_warnings  # noqa: E402
@@ -170,7 +172,7 @@ def _add_global_options(p: argparse.ArgumentParser, command: bool) -> None:
 
 # Examples for the end of each command's --help: command lines that run as
 # written on a recording named perf.data (tests/test_cli_help.py parses
-# each).  "fleet collapse" and the like: fleet's own commands.
+# each, and asks every command for 2 to 4).  "fleet collapse" and the like: fleet's own commands.
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "perfdata": ("perfdata script perf.data --debug-dir ./buildids",
                  "perfdata report perf.data --sort dso,sym",
@@ -221,7 +223,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _examples(name: str) -> str:
+def _examples(name: str) -> str | None:
+    """The epilog of a command's help (None for a command without examples:
+    tests/test_cli_help.py asks every command for some)."""
+    if name not in EXAMPLES:
+        return None
     return "examples:\n" + "".join("  %s\n" % line for line in EXAMPLES[name])
 
 
@@ -250,8 +256,8 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
         prog="perfdata", usage="perfdata [-h] [--version] [--strict] COMMAND [ARGS]",
         description="Read Linux perf.data files; print their samples with stacks "
         "symbolized from\nbinaries and debug info found by build-id.",
-        epilog=_examples("perfdata") + "\n'perfdata COMMAND --help' shows a command's "
-        "options and examples.", formatter_class=_HelpFormatter)
+        epilog="%s\n'perfdata COMMAND --help' shows a command's options and examples."
+        % _examples("perfdata"), formatter_class=_HelpFormatter)
     parser.add_argument("--version", action=_VersionAction,
                         help="the version, the core in use (compiled or pure Python), "
                              "Python's version and the optional packages found")

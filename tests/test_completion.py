@@ -62,6 +62,24 @@ def test_files_and_options(tmp_path):
                                                  "zsh"]
 
 
+@pytest.mark.parametrize("line,start,command", [
+    ("perfdata scr", 1, None),
+    ("perfdata script -F ti", 1, "script"),
+    ("perfdata --strict report -s d", 1, "report"),
+    ("perfdata fleet rep", 1, "fleet"),
+    ("python3 cli.py script ", 2, "script"),
+    ("python3 -m perfdata flamegraph perf.data -o ", 3, "flamegraph"),
+])
+def test_only_the_command_being_typed_is_built(monkeypatch, line, start, command):
+    """A TAB after the command's name builds that command's parser alone
+    (and imports its module alone); while the name is typed, all of them."""
+    from perfdata.completion import command_being_completed
+    monkeypatch.setenv("COMP_LINE", line)
+    monkeypatch.setenv("COMP_POINT", str(len(line)))
+    monkeypatch.setenv("_ARGCOMPLETE", str(start))
+    assert command_being_completed() == command
+
+
 def test_python_cli_py_form():
     """`python3 cli.py scr<TAB>` (argcomplete's _ARGCOMPLETE=2: the command
     line starts at the third word)."""
