@@ -131,7 +131,7 @@ def rec(perf, out, opts, cmd, **kw):
 
 def installed_perfdata(venv):
     """[the perfdata console script] of a venv holding this checkout as
-    `pip install '.[native]'` installs it (the README's install with the
+    `pip install '.[native]'` installs it (docs/install.md's install with the
     native DWARF index; the venv made the first time, the checkout installed
     again each time, its dependencies kept)."""
     python = os.path.join(venv, "bin", "python")

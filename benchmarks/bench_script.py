@@ -14,7 +14,7 @@ profile is read again), "first" runs start each with an empty cache (the
 first run on a machine: ELF symbol tables built, and the kernel's kallsyms
 parsed, ~0.4 s, once per kernel).  The last
 column counts the frames perf resolved that perfdata prints identically, and
-the deliberate differences README lists (tests/script_compare.py).
+the deliberate differences docs/differences.md lists (tests/script_compare.py).
 """
 import argparse
 import os

@@ -1,7 +1,7 @@
 """Compare `perfdata script` output with perf 6.1's, frame by frame.
 
 Deliberate differences (each a case where perf 6.1 is wrong and perfdata is
-right, see README "Where perfdata differs from perf") are recognised and
+right, see docs/differences.md) are recognised and
 counted by category instead of failing:
 
 - plt:            perf names a PLT stub `_init+0x40` (size-0 _init stretched
@@ -15,7 +15,7 @@ counted by category instead of failing:
 - bottom-garbage: perf walks a frame-pointer chain past the stack's real
                   bottom (__start_context, _start, clone3); perfdata stops.
 - caller-skipped: perf's libdw took the frame pointer's word for a caller
-                  (README: DWARF stacks perf's libdw gets wrong): its stack
+                  (docs/differences.md: DWARF stacks perf's libdw gets wrong): its stack
                   is perfdata's less one function (a frame and the frames
                   inlined at its address), the rest equal.  Counted as the
                   frames left out; sporadic in perf (two samples in a run of

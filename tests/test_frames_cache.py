@@ -107,7 +107,7 @@ def test_callchain_ends_at_a_value_that_is_no_context():
     """A word at or above PERF_CONTEXT_MAX that names no context (-1, -0x100:
     a frame-pointer walk read garbage) ends the stack: the frames before it
     stay, nothing after it is made a frame (perf 6.1 drops the whole chain,
-    the README's deliberate difference); a real context marker goes on."""
+    docs/differences.md's deliberate difference); a real context marker goes on."""
     from perfdata.format.constants import CallchainContext as CC
     resolver, thread = _resolver()
     thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))

@@ -247,7 +247,7 @@ def test_raw_event_fields_equal_perf_script(weight, callchain, fields, with_hw, 
 # Without a cpu PMU (this VM) perf records no PERF_TYPE_RAW event; a
 # page-fault event with -d -W --phys-data and the page sizes carries the same
 # sample fields.  Symbols are left out of the fields compared: perf names the
-# symbol of a page-fault address (not done here) and PLT stubs (README).
+# symbol of a page-fault address (not done here) and PLT stubs (docs/differences.md).
 RECORDED_SPECS = ["ip,addr,data_src,weight,ins_lat,phys_addr,data_page_size,code_page_size",
                   "comm,tid,time,event,period,addr,data_src,weight,phys_addr",
                   "pid,data_src,code_page_size"]

@@ -125,7 +125,7 @@ def test_cxx_names_as_perf_on_every_cc1plus_symbol():
 @needs_gxx
 def test_cc1plus_script_and_report_as_perf(cc1plus_recording):
     """script frames and report rows of the cc1plus recording equal perf's,
-    but for the README's deliberate differences; report keys rows by symbol
+    but for the deliberate differences (docs/differences.md); report keys rows by symbol
     (two symbols printed alike stay two rows, as in perf)."""
     data, perf_script, env = cc1plus_recording
     ours = _ours_script(data)
@@ -434,7 +434,7 @@ def test_kernel_text_past_etext(system_wide):
     data, perf_script = system_wide
     ours = _ours_script(data)
     frames = _kernel_frames(ours, perf_script)
-    # but the README's return address at a function's end (a noreturn call
+    # but docs/differences.md's return address at a function's end (a noreturn call
     # ends x86_64_start_reservations: perf names the next symbol, +0x0)
     assert [(x, y) for x, y, _ in frames if x != y and not
             (x[0] == y[0] and y[1].endswith("+0x0") and not x[1].endswith("+0x0"))] == []

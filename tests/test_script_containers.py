@@ -429,7 +429,7 @@ def test_jitdump_of_a_running_container(tmp_path):
     process's namespace), and so does perfdata, on the recording perf inject
     never saw, through /proc/PID/root: each sample's JIT frames are those
     perf script of the injected file prints (perf's stack may end earlier:
-    the exec row of the README), read from /proc/PID/root/tmp/jit-1.dump.
+    the exec row of docs/differences.md), read from /proc/PID/root/tmp/jit-1.dump.
     Once the process is gone none is named.  (The trampolines are the
     calls into Python from C: importlib's frames, the module's; a Python
     function calling another does not leave the interpreter's loop.  Here

@@ -6,7 +6,7 @@ sides: what is compared is every sample's header line (comm, tid, cpu, time,
 period, event) and the address and dso of every user frame.  Kernel frames are
 left out: these files come from other kernels, and perf 6.1 names their
 addresses with this machine's /proc/kallsyms (wrong names, e.g.
-`__entry_text_end+0xa198c`); perfdata refuses to (see README).
+`__entry_text_end+0xa198c`); perfdata refuses to (see docs/differences.md).
 """
 import os
 import re
@@ -80,7 +80,7 @@ def test_script_matches_perf(name, tmp_path):
         user2 = [f for f in f2 if not _kernel_frame(f)]
         # As many user frames as perf, except one deliberate kind: a DWARF
         # sample in a binary that is not here, where perf prints no frame
-        # and perfdata the sample's own ip (README).
+        # and perfdata the sample's own ip (docs/differences.md).
         assert len(user1) == len(user2) or (not user2 and len(user1) == 1), (h1, user1, user2)
         for a, b in zip(user1, user2):
             frames += 1

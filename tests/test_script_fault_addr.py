@@ -8,7 +8,7 @@ a namespaced one, a function-local static), .bss, the heap and a mapped data
 file; it is built and recorded here (`perf record -e page-faults -d`), and
 `perfdata script -F ...` must print what `perf script -F ...` prints, line
 for line, but for the PLT stubs perf leaves unnamed (`@plt`, a deliberate
-difference: README).
+difference: docs/differences.md).
 """
 import os
 import re

@@ -268,7 +268,7 @@ def _jit_neutral(line):
 def _plt_neutral(mine, perfs):
     """perfdata's line with a PLT stub named as perf names it ([unknown] for
     .plt.sec; _init+off, or @plt+off for libc's IRELATIVE slots, as
-    script_compare tells them: a deliberate difference, see README)."""
+    script_compare tells them: a deliberate difference, see docs/differences.md)."""
     import re
     from script_compare import _is_plt_misname
     if mine != perfs and "@plt+0x" in mine:
@@ -295,7 +295,7 @@ def test_python_perf_jit_dwarf_stacks_without_perf_inject(tmp_path):
     info: every sample through JIT code has the frames perf script of the
     injected file prints (without perf's bogus last frame of a stack cut by
     the snapshot, which stands after, or where perfdata prints, the last
-    address it found; see README)."""
+    address it found; see docs/differences.md)."""
     probe = subprocess.run([PYTHON313, "-X", "perf_jit", "-c", "import os, sys; "
                             "print(os.getpid()); "
                             "sys.exit(0 if sys.is_stack_trampoline_active() else 3)"],

@@ -156,11 +156,11 @@ def test_layout_as_perf_and_true_stacks(layouts, layout, run, mode):
     assert stats["header_diff"] == 0
     if mode == "dwarf":
         # ld.so's start-up, before the program's code runs: perf's libdw
-        # unwind there ends early or goes wrong (README's table), perfdata's
+        # unwind there ends early or goes wrong (docs/differences.md), perfdata's
         # is the whole stack; those samples are left out of the comparison.
         stats = compare(*_without_startup(ours, perf_text, binary))
     # every frame perf names is perfdata's (perf's DWARF stacks of a static
-    # non-PIE executable stop at the leaf: README's table; perfdata's go on)
+    # non-PIE executable stop at the leaf: docs/differences.md; perfdata's go on)
     assert stats["other"] == [], stats["other"][:5]
     own = [[re.sub(r"\+0x[0-9a-f]+$", "", sym) for _, sym, dso in frames if dso == binary]
            for _, frames in parse_samples(ours)]

@@ -136,13 +136,13 @@ CASES = [(c, m) for c in ("dl", "replaced", "exec", "fork", "threads", "reuse") 
 @pytest.mark.parametrize("case,mode", CASES, ids=["%s.%s" % c for c in CASES])
 def test_frames_as_perf(recorded, case, mode):
     """Every sample and header as perf's, every frame perf names as perfdata
-    names it, but for the deliberate kinds (README)."""
+    names it, but for the deliberate kinds (docs/differences.md)."""
     data, perf_text, _, buildid_dir, _ = _get(recorded, case, mode)
     stats = compare(_ours(data, buildid_dir), perf_text)
     assert stats["samples_ours"] == stats["samples_perf"] > 0
     assert stats["header_diff"] == 0
     # (a DWARF sample in ld.so's start-up of the new image, where perf's
-    # libdw leaves out frames: README's row of DWARF stacks perf ends early
+    # libdw leaves out frames: docs/differences.md's row of DWARF stacks perf ends early
     # or gets wrong; perfdata's are checked against the truth below)
     other = [o for o in stats["other"] if not (
         mode == "dwarf" and isinstance(o[1], tuple) and _in_loader(o[2][2]) and

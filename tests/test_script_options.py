@@ -51,7 +51,7 @@ _PERF_PLT_NAME = re.compile(r" (\[unknown\]|_init(?:\+0x[0-9a-f]+)?|@plt(?:\+0x[
 
 
 def plt_stub_as_perf(ours_line, perf_line):
-    """The README's deliberate difference: perf 6.1 prints a PLT stub as
+    """A deliberate difference (docs/differences.md): perf 6.1 prints a PLT stub as
     `[unknown]` (a library's .plt without its debug file) or `_init+0x..`;
     perfdata names the slot.  Our line with perf's name there."""
     m = _PERF_PLT_NAME.search(perf_line)

@@ -106,7 +106,7 @@ def test_program_symbols_match_perf(recording):
         frames = sym.lookup(prog, None, ip)
         if (frames[-1].name or "").endswith("@plt") and name == "_init":
             # A sample in a PLT stub, which perf 6.1 names after the symbol
-            # before .plt (the README's deliberate difference): 1 run in ~3
+            # before .plt (docs/differences.md's deliberate difference): 1 run in ~3
             # samples one.
             continue
         assert (frames[-1].name, frames[-1].offset) == (name, off), hex(ip)

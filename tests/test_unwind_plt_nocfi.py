@@ -108,6 +108,6 @@ def test_stack_from_a_plt_stub_without_cfi_as_perf(plt_recording):
         # the program's chain: stub <- caller <- main
         assert [s.split("+")[0] for _, s, _ in f1[1:3]] == ["caller", "main"], f1
         # perf's frames past the stub (which it may leave [unknown] or
-        # name _init+0x..., README's PLT row), address for address
+        # name _init+0x..., docs/differences.md's PLT row), address for address
         assert [a for a, _, _ in f1] == [a for a, _, _ in f2]
         assert f1[1:] == f2[1:]

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
 EXPECTED = REPO / "tests" / "expected" / "collapse"
 
-# Recordings where perf 6.1 differs from perfdata on purpose (README's table):
+# Recordings where perf 6.1 differs from perfdata on purpose (docs/differences.md):
 # PLT stubs named _init, coroutine bottoms, DWARF snapshot-cut marker.
 DELIBERATE = {"plt_loop.fp", "plt_loop.fp.addrs", "plt_loop_ibt.fp", "plt_loop_ibt.dwarf",
               "two_events", "two_events.kernel",

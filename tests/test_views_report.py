@@ -4,7 +4,7 @@ same way; default sort, `--children`, `--sort pid,sym`, `--sort dso,comm`.
 
 perf runs as samples/README.md describes for the goldens (HOME an empty
 directory, `--buildid-dir samples/buildids`).  Deliberate differences
-(README's table) are normalised: our PLT entries (`strlen@plt`) are perf's
+(docs/differences.md) are normalised: our PLT entries (`strlen@plt`) are perf's
 `_init`; coroutine and snapshot-cut stacks are compared without
 --children (their callers differ on purpose).
 """
@@ -469,7 +469,7 @@ def test_function_inlined_in_two_functions_is_two_children_rows(tmp_path, home):
 
     def program_rows(text):
         # (the program's own functions: the rest, ld.so's start-up and the
-        # kernel, may differ on purpose; README's table)
+        # kernel, may differ on purpose; docs/differences.md)
         return [ln.split() for ln in text.splitlines() if _ROW.match(ln)
                 and re.search(r"\] (alpha|beta|mix \(inlined\))$", ln)]
     want = program_rows(theirs)
@@ -478,7 +478,7 @@ def test_function_inlined_in_two_functions_is_two_children_rows(tmp_path, home):
     names = [cells[-1] for cells in want if cells[-1] != "(inlined)"]
     if len(names) != len(set(names)):
         # perf's comparator of inlined entries is no order: a row split in two
-        # (README's table)
+        # (docs/differences.md)
         pytest.skip("perf split a function's row: %s" % names)
     assert program_rows(mine) == want
 
