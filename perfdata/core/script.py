@@ -127,6 +127,7 @@ class ScriptCore:
         take = self.core.take
         symbolize = samples.symbolize
         stream.sample_text = self.core.consume
+        event: Any      # (told apart by its exact type, kind, below)
         try:
             for event in stream:
                 made = take()
