@@ -231,3 +231,13 @@ def test_site_builds_strict(tmp_path: Path):
         name = "index.html" if page.stem == "index" else page.stem + "/index.html"
         assert (site / name).is_file(), name
     assert (site / "images" / "flamegraph.png").is_file()
+
+
+def test_install_page_holds_the_readme_commands():
+    """docs/install.md shows the README's two set-up commands as they are
+    (the README's are the ones CI runs: the blocks after its markers)."""
+    readme = (ROOT / "README.md").read_text()
+    install = [b.text for b in blocks_of(ROOT / "docs" / "install.md") if b.lang == "sh"]
+    for marker in ("setup-command", "test-command"):
+        command = re.search(r"<!-- %s -->\n```sh\n(.*?)```" % marker, readme, re.S).group(1)
+        assert command in install, marker
