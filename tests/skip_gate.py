@@ -42,15 +42,18 @@ class AllowedSkip:
 
 
 def read_allowed(path: Path) -> list[AllowedSkip]:
-    """The listed reasons of `path`: '#' lines are the comment of the pattern
-    below them (a pattern without one is refused), blank lines end a comment."""
+    """The listed reasons of `path`: '#' lines are the comment of the patterns
+    below them, up to a blank line (a pattern without one is refused)."""
     allowed: list[AllowedSkip] = []
     comment: list[str] = []
+    after_pattern = False
     for number, raw in enumerate(path.read_text().splitlines(), 1):
         line = raw.strip()
         if not line:
-            comment = []
+            comment, after_pattern = [], False
         elif line.startswith("#"):
+            if after_pattern:
+                comment, after_pattern = [], False
             comment.append(line.lstrip("#").strip())
         else:
             if not comment:
@@ -60,7 +63,7 @@ def read_allowed(path: Path) -> list[AllowedSkip]:
                 allowed.append(AllowedSkip(line, " ".join(comment), number))
             except re.error as exc:
                 raise ValueError("%s:%d: bad pattern %r: %s" % (path, number, line, exc)) from None
-            comment = []
+            after_pattern = True
     return allowed
 
 

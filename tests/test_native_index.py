@@ -95,7 +95,9 @@ def test_libc_with_its_debug_file():
 
 
 def _libpython():
-    for lib in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1*/lib/libpython3.*.so.1.0"))):
+    # pyenv's builds, or Debian's debug build (libpython3.X-dbg: libpython3.Xd).
+    for lib in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1*/lib/libpython3.*.so.1.0"))
+                      + glob.glob("/usr/lib/*-linux-gnu/libpython3.*d.so.1.0")):
         if ".debug_info" in run("readelf", "-S", lib, check=False):
             return lib
     return None
@@ -104,7 +106,8 @@ def _libpython():
 def test_libpython_full_dwarf():
     lib = _libpython()
     if lib is None:
-        pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one)")
+        pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one; Debian: "
+                    "libpython3.X-dbg)")
     check(lib, count=4000)
 
 
@@ -175,7 +178,8 @@ def test_source_lines_as_pyelftools(tmp_path, which):
     elif which == "libpython":
         lib = _libpython()
         if lib is None:
-            pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one)")
+            pytest.skip("no libpython with .debug_info (pyenv's CPython builds have one; Debian: "
+                        "libpython3.X-dbg)")
         total, answered, diffs = compare(lib, count=100, seed=13, lines=True)
         share = 0.9     # (addresses DWARF gives a line but no function: pyelftools')
     else:

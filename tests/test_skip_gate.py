@@ -108,8 +108,11 @@ def test_a_failing_run_keeps_its_status(tmp_path):
     assert "UNLISTED SKIP" in res.stdout
 
 
-def test_pattern_without_a_comment_is_refused(tmp_path):
+def test_a_comment_covers_the_patterns_below_it_up_to_a_blank_line(tmp_path):
     path = tmp_path / "allowed.txt"
+    path.write_text("# why one\n# and more\nfirst\nsecond\n# why two\nthird\n")
+    assert [(a.pattern, a.why) for a in skip_gate.read_allowed(path)] == [
+        ("first", "why one and more"), ("second", "why one and more"), ("third", "why two")]
     path.write_text("# why\nfirst reason\n\nsecond reason\n")
     with pytest.raises(ValueError, match=r"allowed.txt:4: pattern 'second reason' has no comment"):
         skip_gate.read_allowed(path)

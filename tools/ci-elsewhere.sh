@@ -91,7 +91,9 @@ if [ $debootstrap = yes ]; then
         mkdir -p "$(dirname "$cached")"
         echo "ci-elsewhere: debootstrap bookworm from $mirror into $cached" >&2
         t0=$SECONDS
-        debootstrap --variant=minbase --include=python3,python3-venv,git \
+        # In a mount namespace of its own: the /proc debootstrap mounts in the
+        # root goes with it, even when it fails half-way.
+        unshare -m debootstrap --variant=minbase --include=python3,python3-venv,git \
             bookworm "$cached.new" "$mirror" > "$cached.new.log" 2>&1 ||
             { tail -20 "$cached.new.log" >&2; echo "$0: debootstrap failed" >&2; exit 1; }
         # Updates and security fixes, as a Debian 12 machine has them.
@@ -114,17 +116,34 @@ if [ $debootstrap = yes ]; then
         cached=$1 work=$2 top=$3 ci=$4 setup_command=$5 test_command=$6
         r=$work/root
         mkdir -p "$work/upper" "$work/overlay-work" "$r"
-        mount -t overlay overlay             -o "lowerdir=$cached,upperdir=$work/upper,workdir=$work/overlay-work" "$r"
+        mount -t overlay overlay \
+            -o "lowerdir=$cached,upperdir=$work/upper,workdir=$work/overlay-work" "$r"
         for fs in proc sys dev; do mount --rbind "/$fs" "$r/$fs"; done
         rm -f "$r/etc/resolv.conf"; touch "$r/etc/resolv.conf"
         mount --bind "$(readlink -f /etc/resolv.conf)" "$r/etc/resolv.conf"
+        # Where this machine reaches PyPI through a TLS-intercepting proxy, the
+        # root trusts what this machine trusts (the CA bundle pip is given here).
+        ca_env=()
+        host_ca=${PIP_CERT:-${REQUESTS_CA_BUNDLE:-${SSL_CERT_FILE:-}}}
+        if [ -n "$host_ca" ] && [ -f "$host_ca" ]; then
+            mkdir -p "$r/etc/ssl"; touch "$r/etc/ssl/host-ca.crt"
+            mount --bind -o ro "$host_ca" "$r/etc/ssl/host-ca.crt"
+            ca_env=(PIP_CERT=/etc/ssl/host-ca.crt REQUESTS_CA_BUNDLE=/etc/ssl/host-ca.crt
+                    SSL_CERT_FILE=/etc/ssl/host-ca.crt)
+        fi
         # Each command in a clone of its own: neither relies on the other.
         run() {     # run NAME COMMAND: in /root/NAME/perfdata, as a login shell would
             local name=$1 command=$2 t0=$SECONDS status=0
             git clone -q "$top" "$r/root/$name/perfdata"
+            if [ "$name" = ci ] && [ -d "$top/../shared" ]; then   # the corpus, as CI has it
+                mkdir -p "$r/root/$name/shared"
+                mount --bind -o ro "$top/../shared" "$r/root/$name/shared"
+            fi
             echo "ci-elsewhere: [$name] $command" >&2
             # pipefail: `perfdata ... | head` fails when perfdata does.
-            chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb                 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin                 bash -o pipefail -c "cd /root/$name/perfdata && $command" </dev/null || status=$?
+            chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb "${ca_env[@]}" \
+                PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+                bash -o pipefail -c "cd /root/$name/perfdata && $command" </dev/null || status=$?
             if [ $status = 0 ]; then verdict=PASS; else verdict="FAIL (exit $status)"; fi
             echo "ci-elsewhere: [$name] $verdict in $((SECONDS - t0)) s" >&2
             echo "$name $status $((SECONDS - t0))" >> "$work/results"
