@@ -158,8 +158,8 @@ def run_flamegraph(args: argparse.Namespace, out: TextIO) -> None:
     subtitle = "%d profiles%s" % (result.files, " - %s" % builder.event_name
                                   if builder.event_name else "")
     _write(args, out, render_svg(builder, title=args.title, subtitle=subtitle,
-                                 width=args.width, reverse=args.reverse, colors=args.colors,
-                                 min_width=args.minwidth))
+                                 width=args.width, flame=args.flame, colors=args.colors,
+                                 min_width=args.minwidth, max_depth=args.max_depth))
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
