@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""The compiled extensions (perfdata/core/_*.c) under fuzz: run by
+tools/fuzz-compiled.sh, which builds them with AddressSanitizer and UBSan and
+starts this with the sanitizer runtime preloaded.
+
+    python3 tools/fuzz_compiled.py --ext-dir BUILD_LIB [--inputs 100000] [--seed 1]
+                                   [--script-every 20] [--out DIR]
+
+The extensions in --ext-dir are loaded in place of any built in the checkout
+(and checked to be the ones that run).  Seeds are the fuzz harness's
+(tests/fuzz/harness.py: the bundled recordings and the corpus, cut to their
+first records and analysed: where the records, their size fields, the
+counts inside samples, the header and attr fields are).  Each input is a
+seed with one to four edits: bit flips, a byte set, eight bytes of garbage,
+a record's size set to a hostile value, a type changed, a count (callchain
+nr, branch nr, stack size, raw size ...) set past the end, a header or attr
+field set to a hostile value, a cut.  Each input goes through
+
+* `perfdata stats` on the compiled path (the C walk and the Python walker
+  taking turns) and on the pure path: exit 0 or 2, no traceback, the same
+  bytes out (a difference is a finding: the compiled path must be exact);
+* walk_block itself over the input's data section, in blocks cut at random
+  places, each block in a buffer of exactly its size (malloc'd, so that the
+  sanitizer's red zone is the byte after it), with the events' ids and the
+  per-event tables varied;
+* every --script-every'th input, `perfdata script` on the compiled core
+  (perfdata.core._core, where built): exit 0 or 2, no traceback.
+
+Then every corpus file and fuzz crasher (tests/regressions) unmutated the
+same way.  A sanitizer report stops the process (the shell script says so);
+the input being run is always in OUT/current.data.  Prints the figures at
+the end: inputs, time, findings."""
+from __future__ import annotations
+
+import argparse
+import json
+import ctypes
+import importlib.machinery
+import importlib.util
+import os
+import random
+import struct
+import sys
+import time
+from array import array
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "fuzz"))
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+_LIBC = ctypes.CDLL(None)
+_LIBC.malloc.restype = ctypes.c_void_p
+_LIBC.malloc.argtypes = [ctypes.c_size_t]
+_LIBC.free.argtypes = [ctypes.c_void_p]
+
+HOSTILE = (0, 1, 2, 7, 8, 9, 15, 16, 63, 64, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000,
+           0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 1 << 32, 1 << 63, (1 << 64) - 1)
+
+
+def load_extensions(ext_dir: Path) -> dict[str, str]:
+    """Put the extensions built in ext_dir in place of the checkout's."""
+    import perfdata.core
+    loaded = {}
+    for so in sorted((ext_dir / "perfdata" / "core").glob("_*.so")):
+        name = "perfdata.core." + so.name.split(".")[0]
+        loader = importlib.machinery.ExtensionFileLoader(name, str(so))
+        spec = importlib.util.spec_from_file_location(name, str(so), loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        sys.modules[name] = module
+        setattr(perfdata.core, name.rsplit(".", 1)[1], module)
+        loaded[name] = str(so)
+    return loaded
+
+
+def mutate(seed, rng: random.Random) -> bytes:
+    buf = bytearray(seed.data)
+    u = "<" if seed.little else ">"
+
+    def put(off: int, width: int, value: int) -> None:
+        if 0 <= off and off + width <= len(buf):
+            struct.pack_into(u + {1: "B", 2: "H", 4: "I", 8: "Q"}[width], buf, off,
+                             value & ((1 << (8 * width)) - 1))
+
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.random()
+        roff, rsize, _ = rng.choice(seed.records)
+        if kind < 0.15:
+            for _ in range(rng.randint(1, 8)):
+                at = rng.randrange(roff, roff + rsize)
+                if at < len(buf):
+                    buf[at] ^= 1 << rng.randrange(8)
+        elif kind < 0.25:
+            at = rng.randrange(len(buf))
+            buf[at] = rng.randrange(256)
+        elif kind < 0.35:
+            at = rng.randrange(roff, roff + rsize)
+            buf[at:at + 8] = rng.randbytes(8)
+        elif kind < 0.55:
+            put(roff + 6, 2, rng.choice([0, 1, 4, 7, 8, 9, 16, rsize - 8, rsize - 1, rsize + 1,
+                                         rsize + 8, 2 * rsize, 0xFFF8, 0xFFFF,
+                                         rng.randrange(0x10000)]))
+        elif kind < 0.65:
+            put(roff, 4, rng.choice([0, 1, 3, 9, 10, 13, 64, 68, 69, 70, 81, 82, 83, 255, 256,
+                                     rng.getrandbits(32)]))
+        elif kind < 0.8 and seed.counts:
+            off, width, croff, crsize = rng.choice(seed.counts)
+            put(off, width, rng.choice([crsize, crsize // 8, crsize // 8 + 1, crsize // 8 + 2,
+                                        rng.choice(HOSTILE)]))
+        elif kind < 0.87 and (seed.header_fields or seed.attr_fields):
+            off, width = rng.choice(seed.header_fields + seed.attr_fields)
+            put(off, width, rng.choice(HOSTILE + (rng.getrandbits(8 * width),)))
+        elif kind < 0.92 and seed.strings:
+            start, end = rng.choice(seed.strings)
+            buf[start:end] = rng.choice((b"A", b"/", b"\xff")) * (end - start)
+        else:
+            del buf[rng.randrange(roff, roff + rsize + 1):]
+            break
+    return bytes(buf)
+
+
+class Run:
+    def __init__(self, out: Path, script_every: int, pure_every: int) -> None:
+        self.out = out
+        self.path = out / "current.data"
+        self.script_every = script_every
+        self.pure_every = pure_every
+        self.compared = 0
+        self.layouts: dict[str, tuple[int, int, list[int], int]] = {}
+        self.inputs = self.direct_blocks = self.scripts = 0
+        self.findings: list[tuple[str, str]] = []
+        self.outcomes: dict[str, int] = {}
+
+    def finding(self, what: str, data: bytes) -> None:
+        import zlib
+        name = "finding-%08x.data" % (zlib.crc32(data) & 0xFFFFFFFF)
+        (self.out / name).write_bytes(data)
+        self.findings.append((what, name))
+        print("FINDING:", what, "->", self.out / name, flush=True)
+
+    def cli(self, args: list[str], pure: bool) -> tuple[int, str, str]:
+        from conftest import run_cli
+        if pure:
+            os.environ["PERFDATA_CORE"] = "pure"
+        else:
+            os.environ.pop("PERFDATA_CORE", None)
+        try:
+            return run_cli(args)
+        finally:
+            os.environ.pop("PERFDATA_CORE", None)
+
+    def one(self, data: bytes, rng: random.Random, name: str, compare: bool = False) -> None:
+        self.path.write_bytes(data)
+        self.inputs += 1
+        compiled = self.cli(["stats", str(self.path)], pure=False)
+        runs = [(compiled, "compiled")]
+        if compare or self.inputs % self.pure_every == 0:
+            self.compared += 1
+            pure = self.cli(["stats", str(self.path)], pure=True)
+            runs.append((pure, "pure"))
+            if compiled != pure:
+                self.finding("stats: compiled output differs from pure", data)
+        for got, how in runs:
+            if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
+                self.finding("stats (%s) exit %s: %s" % (how, got[0], got[2][-300:]), data)
+        key = "stats=%d" % compiled[0]
+        self.outcomes[key] = self.outcomes.get(key, 0) + 1
+        self.direct(data, rng, name)
+        if self.script_every and self.inputs % self.script_every == 0:
+            self.scripts += 1
+            got = self.cli(["script", str(self.path)], pure=False)
+            if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
+                self.finding("script (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
+
+    def layout(self, name: str, data: bytes) -> tuple[int, int, list[int], int]:
+        """(data start, events, ids, trailer size) for the inputs of a seed,
+        read once from the first of them (walk_block's parameters need only
+        be plausible: its hostile inputs are the bytes)."""
+        got = self.layouts.get(name)
+        if got is None:
+            got = (0, 0, [], 16)
+            try:
+                import perfdata
+                with perfdata.open(str(self.path)) as pf:
+                    start = pf.data_range[0] if not pf.is_pipe else 0
+                    got = (start, len(pf.attrs), sorted(pf.ctx.id_to_attr),
+                           pf.ctx.trailer_size())
+            except Exception:    # (the reader's own errors: walk the bytes anyway)
+                pass
+            self.layouts[name] = got
+        return got
+
+    def direct(self, data: bytes, rng: random.Random, name: str) -> None:
+        """walk_block over the data section in exact-size buffers."""
+        from perfdata.core import _records as mod  # type: ignore[attr-defined]
+        from perfdata.core import records as glue
+        start, nattrs, ids, trailer = self.layout(name, data)
+        end = len(data)
+        nattrs = max(nattrs, 1) if ids else nattrs
+        values = dict.fromkeys(mod.PARAM_NAMES, 0)
+        values.update(little=1, misc_off=4, size_off=6, header_size=8,
+                      align_mask=rng.choice((7, 0)), data_end=end, trailer=trailer,
+                      sample_id_pos=rng.choice((-1, 0, 1, 2, 3)),
+                      trailer_id_pos=rng.choice((-1, 1, 2, 3)),
+                      sample_id_all=rng.randint(0, 1), nattrs=nattrs,
+                      single=rng.choice((-1, 0)) if nattrs else -1,
+                      lost_off=0, big_after=16, SAMPLE=9, LOST_SAMPLES=13,
+                      AUXTRACE_INFO=70, FINISHED_ROUND=68, FINISHED_INIT=82,
+                      USER_TYPE_START=64)
+        params = array("q", [values[n] for n in mod.PARAM_NAMES])
+        tables = glue._tables(trailer, mod.NTYPES)
+        id_array = array("Q", ids)
+        id_attrs = array("q", [rng.randrange(nattrs) for _ in ids])
+        nstate = len(mod.STATE_NAMES) + mod.NTYPES + 2 * nattrs
+        state = array("Q", bytes(8 * nstate))
+        at = start
+        calls = 0
+        while at < end and calls < 48:
+            calls += 1
+            n = min(end - at, rng.choice((8, 256, 4096, 65536, 1 << 20)) + rng.randrange(64))
+            # (malloc'd here: a buffer of exactly n bytes, the red zone after it)
+            ptr = _LIBC.malloc(max(n, 1))
+            ctypes.memmove(ptr, data[at:at + n], n)
+            block = memoryview((ctypes.c_ubyte * n).from_address(ptr)).cast("B")
+            self.direct_blocks += 1
+            try:
+                used, why = mod.walk_block(block, at, params, tables, id_array, id_attrs,
+                                           state)
+            finally:
+                block.release()
+                _LIBC.free(ptr)
+            if not 0 <= used <= n:
+                self.finding("walk_block used %d of %d" % (used, n), data)
+                return
+            if why == mod.HANDBACK or used == 0:
+                # skip the record it left, as a walk would, by a guess
+                at += max(8, used)
+            else:
+                at += used
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ext-dir", type=Path, required=True)
+    ap.add_argument("--inputs", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--script-every", type=int, default=20)
+    ap.add_argument("--pure-every", type=int, default=4,
+                    help="compare with the pure path every Nth mutated input")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/perfdata-fuzz-compiled"))
+    ap.add_argument("--no-whole", action="store_true",
+                    help="leave out the corpus, fuzz crashers and samples run whole")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    loaded = load_extensions(args.ext_dir)
+    from perfdata import core
+    from perfdata.core import records as glue
+    records_mod = glue.records_module()
+    if records_mod is None or records_mod.__file__ != loaded.get("perfdata.core._records"):
+        print("the sanitized _records is not the one that runs", file=sys.stderr)
+        return 1
+    core_mod = core.compiled()
+    if "perfdata.core._core" in loaded and (core_mod is None or
+                                            core_mod.__file__ != loaded["perfdata.core._core"]):
+        print("the sanitized _core is not the one that runs", file=sys.stderr)
+        return 1
+    print("extensions under test:", ", ".join(sorted(loaded)), flush=True)
+    import harness
+    seeds = harness.load_seeds()
+    rng = random.Random(args.seed)
+    run = Run(args.out, args.script_every, args.pure_every)
+    t0 = time.monotonic()
+    for k in range(args.inputs):
+        seed = rng.choice(seeds)
+        run.one(mutate(seed, rng), rng, seed.name)
+        if (k + 1) % 5000 == 0:
+            print("%d inputs, %.0f s, %d findings" % (k + 1, time.monotonic() - t0,
+                                                     len(run.findings)), flush=True)
+    mutated = run.inputs
+    whole = [] if args.no_whole else sorted(REPO.joinpath("tests", "regressions").glob("*.data"))
+    corpus = harness.corpus_dir()
+    if corpus.is_dir() and not args.no_whole:
+        whole += sorted(p for p in corpus.iterdir() if p.is_file())
+    if not args.no_whole:
+        whole += sorted(p for p in (REPO / "samples").glob("*.data") if p.is_file())
+    for path in whole:
+        run.one(path.read_bytes(), rng, "whole:" + path.name, compare=True)
+    took = time.monotonic() - t0
+    print("inputs: %d mutated + %d whole files (corpus, fuzz crashers, samples); "
+          "compared with pure: %d; walk_block calls: %d; script runs: %d; %.0f s; "
+          "findings: %d" % (mutated, run.inputs - mutated, run.compared, run.direct_blocks,
+                            run.scripts, took, len(run.findings)))
+    print("FIGURES", json.dumps({"mutated": mutated, "whole": run.inputs - mutated,
+                                 "compared": run.compared, "walk_block": run.direct_blocks,
+                                 "script": run.scripts, "seconds": round(took),
+                                 "findings": len(run.findings)}))
+    print("outcomes:", run.outcomes)
+    for what, name in run.findings:
+        print("  ", what, name)
+    return 1 if run.findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
