@@ -9,6 +9,7 @@ import pytest
 from conftest import SAMPLES, SAMPLE_SYMBOL_ARGS, run_cli
 from symbolize import DebugInfoLocator, Symbolizer
 from symbolize.symbols import answers as answers_mod
+from symbolize.symbols.naming import AddressNamer
 
 DATA = [SAMPLES / "cpp_inline.fp.data", SAMPLES / "plt_loop.fp.data",
         SAMPLES / "exit_atexit.fp.data", SAMPLES / "stripped.fp.data"]
@@ -35,8 +36,8 @@ def test_second_run_reads_the_answers_and_prints_the_same(data, tmp_path, monkey
     assert kept > 0
     # The second run works out no address the first run met.
     anew = []
-    real = Symbolizer._resolve_anew
-    monkeypatch.setattr(Symbolizer, "_resolve_anew",
+    real = AddressNamer.frames_anew
+    monkeypatch.setattr(AddressNamer, "frames_anew",
                         lambda self, *a: anew.append(a) or real(self, *a))
     assert script(data, cache) == first
     assert anew == []

@@ -31,9 +31,9 @@ MAX_ANSWERS = 1 << 19
 _FORMAT: str | None = None
 # The modules whose code decides an answer: a change to any makes the kept
 # answers stale, so their text is part of the format tag.
-_ANSWER_MAKERS = ("symbolizer.py", "symbols/symtab.py", "symbols/plt.py",
-                  "debuginfo/minidebuginfo.py", "elffile.py", "symbols/demangle.py",
-                  "addresses.py", "symbols/answers.py")
+_ANSWER_MAKERS = ("symbolizer.py", "symbols/naming.py", "symbols/tables.py",
+                  "symbols/symtab.py", "symbols/plt.py", "debuginfo/minidebuginfo.py",
+                  "elffile.py", "symbols/demangle.py", "addresses.py", "symbols/answers.py")
 
 
 def _format() -> str:
