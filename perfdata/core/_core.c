@@ -28,7 +28,7 @@
 
 /* ------------------------------------------------------------ answers */
 /* the first item of the tuple a SampleText returns when it needs something */
-enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4 };
+enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME = 5 };
 
 /* a map's binary: not asked yet, or one the Python path must handle */
 #define BINARY_UNKNOWN (-1)
@@ -50,6 +50,7 @@ enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4 };
 #define H_PERIOD 32
 #define H_EVENT 64
 #define H_NANOSECS 128
+#define H_PLAIN_FRAMES 256    /* frame lines "addr sym+0xoff (dso)": tables apply */
 
 /* ------------------------------------------------------ a growing buffer */
 typedef struct {
@@ -84,6 +85,8 @@ static int buf_add(Buffer *b, const char *s, size_t n) {
     b->len += n;
     return 0;
 }
+
+static int add_uint(Buffer *b, const char *fmt, unsigned long long v);
 
 /* ------------------------------------------------------ the frame table */
 typedef struct {
@@ -201,6 +204,27 @@ typedef struct {
     unsigned long long default_period;
 } Plan;
 
+/* A binary's symbols as symbolize's SymbolTable keeps them (its starts and
+ * sizes, sorted by start: SymbolTable.bounds), the load segments that map
+ * its file offsets to addresses (Binary.file_offset_to_svma), and the names
+ * of the symbols asked so far (the symbolizer's, demangled).  Only where
+ * the symbol table is the whole answer (no DWARF inline frames or lines):
+ * the driver sets one after the Python path named a first address of the
+ * binary, and checks the core's text of that frame against its own. */
+typedef struct {
+    uint64_t offset, filesz, memsz, vaddr, page;
+} Segment;
+
+typedef struct {
+    int set;
+    Py_buffer starts, sizes;
+    Py_ssize_t n;
+    Segment *segments;
+    Py_ssize_t nsegments;
+    PyObject *dso;            /* bytes: the dso as the lines print it */
+    PyObject *names;          /* {index: (name bytes, flags) or None} */
+} Table;
+
 typedef struct {
     Py_ssize_t ordinal;       /* the SAMPLE ordinal of the chunk's last sample */
     size_t end;               /* where its text ends in out */
@@ -232,6 +256,8 @@ typedef struct {
     Py_ssize_t nchunks, chunks_cap;
     Buffer line;              /* the sample being made */
     Py_ssize_t made, handed_back;
+    Table *tables;            /* by space (a binary's), ntables of them */
+    Py_ssize_t ntables;
 } SampleText;
 
 static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body;
@@ -270,6 +296,17 @@ static long long int_attr(PyObject *obj, PyObject *name, int *ok) {
     if (x == -1 && PyErr_Occurred())
         *ok = 0;
     return x;
+}
+
+static void table_free(Table *t) {
+    if (t->set) {
+        PyBuffer_Release(&t->starts);
+        PyBuffer_Release(&t->sizes);
+    }
+    PyMem_Free(t->segments);
+    Py_CLEAR(t->dso);
+    Py_CLEAR(t->names);
+    memset(t, 0, sizeof *t);
 }
 
 static void plans_clear(SampleText *self) {
@@ -345,6 +382,9 @@ static void SampleText_dealloc(SampleText *self) {
     PyMem_Free(self->out.data);
     PyMem_Free(self->line.data);
     PyMem_Free(self->chunks);
+    for (Py_ssize_t i = 0; i < self->ntables; i++)
+        table_free(&self->tables[i]);
+    PyMem_Free(self->tables);
     Py_CLEAR(self->plan_index);
     Py_CLEAR(self->thread_of);
     Py_CLEAR(self->answer);
@@ -504,6 +544,229 @@ static PyObject *SampleText_add_frame(SampleText *self, PyObject *args) {
     if (frames_put(&self->frames, space, key, (uint32_t)is_ret, flags, text, len) < 0)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
+}
+
+/* set_table(space, starts, sizes, segments, dso): a binary's table (see
+ * Table): starts and sizes u64 buffers of one length, segments a bytes of
+ * (offset, filesz, memsz, vaddr, page) u64 quintuples, dso bytes */
+static PyObject *SampleText_set_table(SampleText *self, PyObject *args) {
+    Py_ssize_t space;
+    PyObject *starts_obj, *sizes_obj, *dso;
+    Py_buffer segs;
+    if (!PyArg_ParseTuple(args, "nOOy*S", &space, &starts_obj, &sizes_obj, &segs, &dso))
+        return NULL;
+    Table t;
+    memset(&t, 0, sizeof t);
+    if (space < 2 || space > (1 << 24) || segs.len % 40 != 0) {
+        PyBuffer_Release(&segs);
+        PyErr_SetString(PyExc_ValueError, "set_table: a binary's space, whole segments");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(starts_obj, &t.starts, PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&segs);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(sizes_obj, &t.sizes, PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&t.starts);
+        PyBuffer_Release(&segs);
+        return NULL;
+    }
+    t.set = 1;
+    if (t.starts.itemsize != 8 || t.sizes.itemsize != 8 || t.starts.len != t.sizes.len ||
+        t.starts.format == NULL || t.sizes.format == NULL ||
+        (strcmp(t.starts.format, "Q") != 0 && strcmp(t.starts.format, "L") != 0) ||
+        strcmp(t.starts.format, t.sizes.format) != 0) {
+        PyBuffer_Release(&segs);
+        table_free(&t);
+        PyErr_SetString(PyExc_ValueError, "set_table: starts and sizes are u64 arrays of a length");
+        return NULL;
+    }
+    t.n = t.starts.len / 8;
+    t.nsegments = segs.len / 40;
+    t.segments = PyMem_Malloc((size_t)(t.nsegments ? t.nsegments : 1) * sizeof(Segment));
+    if (t.segments == NULL) {
+        PyBuffer_Release(&segs);
+        table_free(&t);
+        return PyErr_NoMemory();
+    }
+    memcpy(t.segments, segs.buf, (size_t)segs.len);
+    PyBuffer_Release(&segs);
+    t.dso = Py_NewRef(dso);
+    if ((t.names = PyDict_New()) == NULL) {
+        table_free(&t);
+        return NULL;
+    }
+    if (space >= self->ntables) {
+        Py_ssize_t n = space + 64;
+        Table *tables = PyMem_Realloc(self->tables, (size_t)n * sizeof(Table));
+        if (tables == NULL) {
+            table_free(&t);
+            return PyErr_NoMemory();
+        }
+        memset(tables + self->ntables, 0, (size_t)(n - self->ntables) * sizeof(Table));
+        self->tables = tables;
+        self->ntables = n;
+    }
+    table_free(&self->tables[space]);
+    self->tables[space] = t;
+    Py_RETURN_NONE;
+}
+
+/* drop_table(space): the binary's frames are the Python path's again */
+static PyObject *SampleText_drop_table(SampleText *self, PyObject *arg) {
+    Py_ssize_t space = PyLong_AsSsize_t(arg);
+    if (space == -1 && PyErr_Occurred())
+        return NULL;
+    if (space >= 0 && space < self->ntables)
+        table_free(&self->tables[space]);
+    Py_RETURN_NONE;
+}
+
+/* set_name(space, index, name, flags): the symbol's name (bytes), or None
+ * where its frames are the Python path's */
+static PyObject *SampleText_set_name(SampleText *self, PyObject *args) {
+    Py_ssize_t space, index;
+    PyObject *name;
+    unsigned int flags;
+    if (!PyArg_ParseTuple(args, "nnOI", &space, &index, &name, &flags))
+        return NULL;
+    if (space < 0 || space >= self->ntables || !self->tables[space].set ||
+        index < 0 || index >= self->tables[space].n || (name != Py_None && !PyBytes_Check(name))) {
+        PyErr_SetString(PyExc_ValueError, "set_name: no such symbol");
+        return NULL;
+    }
+    PyObject *key = PyLong_FromSsize_t(index);
+    PyObject *value = name == Py_None ? Py_NewRef(Py_None) : Py_BuildValue("(OI)", name, flags);
+    int r = key == NULL || value == NULL ? -1 :
+        PyDict_SetItem(self->tables[space].names, key, value);
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    if (r < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Binary.file_offset_to_svma (_segment_for_offset): 1 found, 0 none */
+static int table_svma(const Table *t, uint64_t offset, uint64_t *svma, int *below) {
+    const Segment *found = NULL;
+    for (Py_ssize_t i = 0; i < t->nsegments && found == NULL; i++) {
+        const Segment *s = &t->segments[i];
+        if (s->offset <= offset && offset - s->offset < s->filesz)
+            found = s;
+    }
+    for (Py_ssize_t i = 0; i < t->nsegments && found == NULL; i++) {
+        const Segment *s = &t->segments[i];
+        uint64_t size = s->memsz > s->filesz ? s->memsz : s->filesz;
+        if ((s->offset & ~(s->page - 1)) <= offset && offset < s->offset + size &&
+            s->offset + size >= s->offset)
+            found = s;
+    }
+    if (found == NULL)
+        return 0;
+    *below = offset < found->offset && found->offset - offset > found->vaddr;
+    *svma = found->vaddr + offset - found->offset;
+    return 1;
+}
+
+/* SymbolTable.lookup: the index of the symbol covering svma, or -1 */
+static Py_ssize_t table_lookup(const Table *t, uint64_t svma) {
+    const uint64_t *starts = t->starts.buf, *sizes = t->sizes.buf;
+    Py_ssize_t lo = 0, hi = t->n;        /* bisect_right */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (svma < starts[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    Py_ssize_t i = lo - 1;
+    if (i < 0)
+        return -1;
+    if (svma - starts[i] < sizes[i])
+        return i;
+    /* a symbol nested in a larger one: the enclosing one covers the rest */
+    for (Py_ssize_t j = i - 1; j > i - 4 && j >= 0; j--)
+        if (starts[j] <= svma && svma - starts[j] < sizes[j])
+            return j;
+    return -1;
+}
+
+/* The lines of a frame at a file offset of a tabled binary (AddressNamer.
+ * frames_anew without DWARF): 1 made (flags set), 0 the Python path's (a
+ * return address at a symbol's edge: whether a call precedes it decides,
+ * which the core does not read), -1 error, -2 the name of *index is needed
+ * (*at: the address it was found at). */
+static int table_frame(const Table *t, uint64_t offset, int is_ret, Buffer *line,
+                       unsigned int *flags, Py_ssize_t *index, uint64_t *at) {
+    uint64_t svma;
+    int below = 0;
+    if (!table_svma(t, offset, &svma, &below) || below)
+        return 0;
+    Py_ssize_t found = table_lookup(t, svma);
+    if (is_ret && svma > 0 && table_lookup(t, svma - 1) != found)
+        return 0;
+    *flags = 0;
+    const char *name = NULL;
+    Py_ssize_t name_len = 0;
+    if (found >= 0) {
+        PyObject *key = PyLong_FromSsize_t(found);
+        if (key == NULL)
+            return -1;
+        PyObject *known = PyDict_GetItemWithError(t->names, key);
+        Py_DECREF(key);
+        if (known == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            *index = found;
+            *at = svma;
+            return -2;
+        }
+        if (known == Py_None)
+            return 0;
+        PyObject *bytes = PyTuple_GET_ITEM(known, 0);
+        name = PyBytes_AS_STRING(bytes);
+        name_len = PyBytes_GET_SIZE(bytes);
+        *flags = (unsigned int)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 1));
+    }
+    if (buf_add(line, "\t", 1) < 0 || add_uint(line, "%16llx", (unsigned long long)offset) < 0)
+        return -1;
+    if (found >= 0) {
+        const uint64_t *starts = t->starts.buf;
+        if (buf_add(line, " ", 1) < 0 || buf_add(line, name, (size_t)name_len) < 0 ||
+            add_uint(line, "+0x%llx", (unsigned long long)(svma - starts[found])) < 0)
+            return -1;
+    } else if (buf_add(line, " [unknown]", 10) < 0)
+        return -1;
+    if (buf_add(line, " (", 2) < 0 ||
+        buf_add(line, PyBytes_AS_STRING(t->dso), (size_t)PyBytes_GET_SIZE(t->dso)) < 0 ||
+        buf_add(line, ")\n", 2) < 0)
+        return -1;
+    return 1;
+}
+
+/* table_text(space, key, is_ret): the core's lines of a frame of a tabled
+ * binary, as bytes; an int: the index of a symbol whose name is needed
+ * (set_name); None: the Python path's (for the driver's check) */
+static PyObject *SampleText_table_text(SampleText *self, PyObject *args) {
+    Py_ssize_t space;
+    unsigned long long key;
+    int is_ret;
+    if (!PyArg_ParseTuple(args, "nKp", &space, &key, &is_ret))
+        return NULL;
+    if (space < 0 || space >= self->ntables || !self->tables[space].set)
+        Py_RETURN_NONE;
+    Buffer b = {NULL, 0, 0};
+    unsigned int flags;
+    Py_ssize_t index;
+    uint64_t at;
+    int r = table_frame(&self->tables[space], key, is_ret, &b, &flags, &index, &at);
+    PyObject *out = r == 1 ? PyBytes_FromStringAndSize(b.data ? b.data : "", (Py_ssize_t)b.len)
+        : r == -2 ? Py_BuildValue("(nK)", index, (unsigned long long)at)
+        : r == 0 ? Py_NewRef(Py_None) : NULL;
+    if (r == -1 && !PyErr_Occurred())
+        PyErr_NoMemory();
+    PyMem_Free(b.data);
+    return out;
 }
 
 /* take(): the texts made since the last take, as [(ordinal of the last
@@ -881,6 +1144,37 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         }
         uint32_t is_ret = !first;
         Frame *f = frames_find(&self->frames, key_space, key, is_ret);
+        if (f == NULL && key_space >= 2 && (plan.header & H_PLAIN_FRAMES) &&
+            key_space < self->ntables && self->tables[key_space].set) {
+            unsigned int tflags;
+            Py_ssize_t index;
+            uint64_t at;
+            size_t mark = line->len;
+            int r = table_frame(&self->tables[key_space], key, (int)is_ret, line, &tflags,
+                                &index, &at);
+            if (r == -1)
+                goto no_memory;
+            if (r == -2) {
+                line->len = mark;
+                if (asked++ > 4) {
+                    PyErr_SetString(PyExc_RuntimeError, "answer(NEED_NAME) named nothing");
+                    goto done;
+                }
+                if (ask(self, Py_BuildValue("(innK)", NEED_NAME, (Py_ssize_t)key_space, index,
+                                            (unsigned long long)at)) < 0)
+                    goto done;
+                goto again;
+            }
+            if (r == 1) {
+                int at_ip = first;
+                first = 0;
+                depth++;
+                if (!at_ip && (tflags & FRAME_BOTTOM))
+                    break;
+                continue;
+            }
+            line->len = mark;
+        }
         if (f == NULL) {
             if (ask(self, Py_BuildValue("(iOOKiiLK)", NEED_FRAME, record, thread,
                                         (unsigned long long)ip, kernel, (int)is_ret,
@@ -932,6 +1226,10 @@ static PyMethodDef SampleText_methods[] = {
     {"consume", (PyCFunction)SampleText_consume, METH_VARARGS,
      "consume(record, ordinal): True where the core made the sample's text"},
     {"take", (PyCFunction)SampleText_take, METH_NOARGS, "the texts made: [(ordinal, text)]"},
+    {"set_table", (PyCFunction)SampleText_set_table, METH_VARARGS, "a binary's symbols"},
+    {"drop_table", (PyCFunction)SampleText_drop_table, METH_O, "forget a binary's symbols"},
+    {"set_name", (PyCFunction)SampleText_set_name, METH_VARARGS, "a symbol's name"},
+    {"table_text", (PyCFunction)SampleText_table_text, METH_VARARGS, "a tabled frame's lines"},
     {"set_plan", (PyCFunction)SampleText_set_plan, METH_VARARGS, "an event's plan"},
     {"set_maps", (PyCFunction)SampleText_set_maps, METH_VARARGS, "an address space's maps"},
     {"bind", (PyCFunction)SampleText_bind, METH_VARARGS, "the binary of a map"},
@@ -975,6 +1273,8 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "NEED_MAPS", NEED_MAPS) < 0 ||
         PyModule_AddIntConstant(m, "NEED_BINARY", NEED_BINARY) < 0 ||
         PyModule_AddIntConstant(m, "NEED_FRAME", NEED_FRAME) < 0 ||
+        PyModule_AddIntConstant(m, "NEED_NAME", NEED_NAME) < 0 ||
+        PyModule_AddIntConstant(m, "H_PLAIN_FRAMES", H_PLAIN_FRAMES) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_UNKNOWN", BINARY_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_CAREFUL", BINARY_CAREFUL) < 0 ||
         PyModule_AddIntConstant(m, "SPACE_KERNEL", SPACE_KERNEL) < 0 ||

@@ -39,7 +39,7 @@ from .layout import LayoutError, field
 
 if TYPE_CHECKING:
     import types
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from ..format.decoder import Record
     from ..format.eventattr import EventAttr
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer
     from ..views.script import ScriptFormatter
+    from symbolize.symbols.symtab import SymbolTable
 
     # an event's plan as the core takes it (see SampleText.set_plan)
     Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int]
@@ -88,8 +89,11 @@ class ScriptCore:
                                       machine.ksymbols, _CONTEXTS, _KERNEL_CONTEXTS,
                                       int(CC.MAX), samples.max_stack, block)
         self.module = module
-        # {(path, build-id, shown path): its space}
+        # {(path, build-id, shown path): its space}, and the other way
         self._binaries: dict[tuple[str, str | None, str], int] = {}
+        self._space_binary: dict[int, tuple[str, str | None, str]] = {}
+        # {space: its SymbolTable, or None where the core has none of it}
+        self._tables: dict[int, SymbolTable | None] = {}
         # {id(Map): (the Map, its space)}: a Map is never changed once in a
         # group, and forked processes share them
         self._map_binary: dict[int, tuple[Map, int]] = {}
@@ -161,6 +165,8 @@ class ScriptCore:
             self._bind(*args)
         elif kind == module.NEED_MAPS:
             self._set_maps(args[0])
+        elif kind == module.NEED_NAME:
+            self._name(*args)
         elif kind == module.NEED_PLAN:
             plan = self._plans[args[0]] = self._plan(args[0])
             self.core.set_plan(args[0], plan)
@@ -186,6 +192,10 @@ class ScriptCore:
                 flags |= bit
         if fmt.nanosecs:
             flags |= _NANOSECS
+        if {"sym", "symoff", "dso"} <= set(fields) and "srcline" not in fields and \
+                fmt.kernel_path is None:
+            # (ScriptFormatter._stack_text's plain lines: one format a line)
+            flags |= self.module.H_PLAIN_FRAMES
         text = ("%*s: " % (fmt.name_width(), event.name)) if "event" in fields else ""
         try:
             offsets = _sample_offsets(event.schema)
@@ -224,14 +234,16 @@ class ScriptCore:
                 space = self._binaries.get(key, -1)
                 if space < 0:
                     space = self._binaries[key] = _FIRST_BINARY + len(self._binaries)
+                    self._space_binary[space] = key
         if len(self._map_binary) > _MAPS_KEPT:
             self._map_binary.clear()
         self._map_binary[id(m)] = (m, space)
         self.core.bind(group, index, space)
 
     def _sample(self, record: Record, thread: Thread) -> SymbolizedSample:
-        """The record as the stream makes it a sample (the resolver reads
-        its thread; its fields by the Python decoder, as the stream's)."""
+        """The record as the stream makes it a sample (its fields by the
+        Python decoder, as the stream's), made only where the resolver
+        reads more of it than its thread (see LazySample)."""
         if self._asked[0] is record and self._asked[1] is not None:
             return self._asked[1]
         ea = record.attr
@@ -250,9 +262,11 @@ class ScriptCore:
         by the formatter's own frame_lines) and what the callchain's walk
         reads of their last symbol."""
         module = self.module
-        sample = self._sample(record, thread)
-        found = self.resolver.frames_for_address(sample, avma, bool(kernel), bool(is_ret))
-        text = self.formatter.frame_lines(found, sample.event)
+        sample = LazySample(thread, lambda: self._sample(record, thread))
+        found = self.resolver.frames_for_address(
+            sample, avma, bool(kernel), bool(is_ret))  # type: ignore[arg-type]
+        event = record.attr
+        text = self.formatter.frame_lines(found, event)  # type: ignore[arg-type]
         flags = 0
         symbol = found[-1].symbol if found else None
         if symbol is not None:
@@ -266,9 +280,84 @@ class ScriptCore:
             # (a name read with surrogateescape: the Python path prints it)
             data, flags = b"", module.FRAME_CAREFUL
         self.core.add_frame(space, key, is_ret, flags, data)
+        if space >= _FIRST_BINARY and not kernel:
+            self._check_table(space, key, is_ret, data)
         if space == module.SPACE_NO_MAP and avma < _KERNEL_HALF and not kernel and \
                 flags == 0:
-            self._learn_no_map(sample.event, avma, data)
+            self._learn_no_map(event, avma, data)  # type: ignore[arg-type]
+
+    # ------------------------------------------------ a binary's symbols
+    def _check_table(self, space: int, key: int, is_ret: int, data: bytes) -> None:
+        """After the Python path made the lines of a frame of a binary: the
+        core is given the binary's symbol table where that is the whole
+        answer (_table), and its text of this frame must be the Python
+        path's, else it is taken back."""
+        if space not in self._tables:
+            self._tables[space] = self._table(space)
+        if self._tables[space] is None:
+            return
+        core = self.core
+        got = core.table_text(space, key, is_ret)
+        while type(got) is tuple:
+            self._name(space, *got)
+            got = core.table_text(space, key, is_ret)
+        if got is not None and got != data:
+            core.drop_table(space)
+            self._tables[space] = None
+
+    def _table(self, space: int) -> SymbolTable | None:
+        """Give the core the binary's symbol table, where it alone names
+        the binary's addresses (AddressNamer.frames_anew: no DWARF inline
+        frames or lines asked for, a file whose segments map offsets): its
+        starts and sizes, the load segments, the dso's text."""
+        path, bid, shown = self._space_binary[space]
+        if not path.startswith("/") or path.startswith("/tmp/perf-"):
+            return None         # (the kernel's, a module's, a JIT's: the symbolizer's own)
+        symbolizer = self.samples.symbolizer
+        if (symbolizer.inline or symbolizer.srcline) and \
+                symbolizer.line_info(path, bid) is not None:
+            return None
+        table = symbolizer.symbol_table(path, bid)
+        choice = symbolizer.binary_for(path, bid)
+        src = choice.binary or choice.debug
+        if table is None or src is None:
+            return None
+        try:
+            dso = shown.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        starts, sizes = table.bounds()
+        if not isinstance(starts, array) or not isinstance(sizes, array):
+            starts, sizes = array("Q", starts), array("Q", sizes)
+        segments = array("Q")
+        for s in src.load_segments:
+            # (Binary._segment_for_offset's page)
+            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 \
+                else 0x1000
+            segments.extend((s.offset, s.filesz, s.memsz, s.vaddr, page))
+        self.core.set_table(space, starts, sizes, segments.tobytes(), dso)
+        return table
+
+    def _name(self, space: int, index: int, at: int) -> None:
+        """The name of the symbol the core found at an address of a binary
+        (the table's own lookup, demangled as the symbolizer prints it)."""
+        table = self._tables.get(space)
+        sym = table.lookup(at) if table is not None else None
+        name = None
+        flags = 0
+        if sym is not None and table is not None:
+            starts, sizes = table.bounds()
+            if sym.start == starts[index] and sym.size == sizes[index]:
+                name = self.samples.symbolizer.demangle_name(sym.name)
+        data = None
+        if name is not None:
+            try:
+                data = name.encode("utf-8")
+            except UnicodeEncodeError:
+                pass
+            if name in STACK_BOTTOMS:
+                flags = self.module.FRAME_BOTTOM
+        self.core.set_name(space, index, data, flags)
 
     def _learn_no_map(self, event: EventAttr, avma: int, data: bytes) -> None:
         """A frame-pointer walk's garbage is mostly addresses in no map, each
@@ -287,6 +376,24 @@ class ScriptCore:
         if seen == (parts[0], parts[1]) and plan is not None and plan[2] is None:
             plan = self._plans[event] = plan[:2] + (parts[0], parts[1]) + plan[4:]
             self.core.set_plan(event, plan)
+
+
+class LazySample:
+    """A sample as the resolver sees it when it asks for the frames of an
+    address: its thread, which is all FrameResolver.frames_for_address
+    reads of it outside a JIT's maps (those the core hands back); any other
+    attribute is the sample's own, decoded at the first such read."""
+    __slots__ = ("thread", "_make", "_made")
+
+    def __init__(self, thread: Thread, make: Callable[[], SymbolizedSample]) -> None:
+        self.thread = thread
+        self._make = make
+        self._made: SymbolizedSample | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, name)
 
 
 def _sample_offsets(schema: cs.Struct) -> tuple[int, int, int, int, int, int, int]:

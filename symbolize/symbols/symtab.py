@@ -327,6 +327,12 @@ class SymbolTable:
         return Symbol(self._names[ends[i - 1] if i else 0:ends[i]], self._starts[i],
                       self._sizes[i], self._source_names[self._source_of[i]])
 
+    def bounds(self) -> tuple[Sequence[int], Sequence[int]]:
+        """The symbols' starts and sizes, sorted by start: what lookup()
+        searches (for a caller that searches them in compiled code, as
+        perfdata.core does, and asks lookup() for the symbol it found)."""
+        return self._starts, self._sizes
+
     def lookup(self, svma: int) -> Symbol | None:
         if not isinstance(svma, int):
             return None
