@@ -71,6 +71,9 @@ def test_structure_cpp_inline(tmp_path):
     # first; children within their parent.
     assert root.get("data-orientation") == "icicle"
     assert by_name["all"]["y"] < by_name["cpp_inline"]["y"] < by_name["main"]["y"]
+    # The details line, between the legend and the root, says what the mouse does.
+    details = [t for t in root.iter(SVG_NS + "text") if t.get("id") == "details"][0]
+    assert "click to zoom" in details.text and float(details.get("y")) < by_name["all"]["y"]
     for f in frames:
         assert f["x"] >= 10 - 1e-6 and f["x"] + f["w"] <= 1190 + 1e-3
     # --flame: flamegraph.pl's way, callees above their callers, the same frames.

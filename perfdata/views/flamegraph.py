@@ -401,6 +401,7 @@ def legend_entries(placed: Iterable[tuple[Node, int, float]],
     return entries, max(0, len(dsos) - LEGEND_DSOS)
 
 
+HINT = "hover a frame for its details, click to zoom, Ctrl-F to search"
 # Shared objects named in the legend of --colors dso (the widest ones).
 LEGEND_DSOS = 8
 SWATCH_W = 18
@@ -489,7 +490,7 @@ def render_svg(builder: FlameGraphBuilder, title: str | None = None,
       'text { font-family: Verdana, "DejaVu Sans", Arial, sans-serif; font-size: %dpx; fill: rgb(0,0,0); }\n'
       '#title { text-anchor: middle; font-size: %dpx; }\n'
       '#subtitle { text-anchor: middle; fill: rgb(100,100,100); }\n'
-      '#legend .note { fill: rgb(90,90,90); }\n'
+      '#legend .note, #details.hint { fill: rgb(90,90,90); }\n'
       '.button { cursor: pointer; fill: rgb(40,40,160); }\n'
       '.button:hover { text-decoration: underline; }\n'
       '.hide { display: none; }\n'
@@ -525,7 +526,10 @@ def render_svg(builder: FlameGraphBuilder, title: str | None = None,
           % (_attr(family), x, y + 3, SWATCH_W, FRAME_HEIGHT - 3, fill,
              x + SWATCH_W + 5, y + FONT_SIZE + 2, escape(label)))
     w('</g>\n')
-    w('<text id="details" x="%d" y="%d"> </text>\n' % (XPAD, details_y))
+    # Until a frame is hovered, the details line says what the mouse does.
+    hint = HINT if total else " "
+    w('<text id="details" class="hint" x="%d" y="%d" data-hint="%s">%s</text>\n'
+      % (XPAD, details_y, _attr(hint), escape(hint)))
     w('<text id="unzoom" class="button hide" x="%d" y="%d">Reset Zoom</text>\n'
       % (XPAD, FONT_SIZE * 2))
     w('<text id="search" class="button" x="%d" y="%d" text-anchor="end">Search</text>\n'
@@ -711,10 +715,14 @@ _SCRIPT = r"""
     });
     frames.addEventListener("mouseover", function (ev) {
       var g = frameOf(ev.target);
-      if (g) details.textContent = g.getAttribute("data-info");
+      if (!g) return;
+      details.textContent = g.getAttribute("data-info");
+      details.classList.remove("hint");
     });
     frames.addEventListener("mouseout", function (ev) {
-      if (frameOf(ev.target)) details.textContent = " ";
+      if (!frameOf(ev.target)) return;
+      details.textContent = details.getAttribute("data-hint") || " ";
+      details.classList.add("hint");
     });
   }
   unzoomBtn.addEventListener("click", unzoom);
