@@ -187,7 +187,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "perfdata report perf.data --children --percent-limit 1 -o report.txt"),
     "flamegraph": ("perfdata flamegraph perf.data -o out.svg",
                    "perfdata flamegraph perf.data --colors dso --title 'make -j8' -o out.svg",
-                   "perfdata flamegraph perf.data --reverse --pid-root -o icicle.svg"),
+                   "perfdata flamegraph perf.data --flame --max-depth 100 -o flame.svg"),
     "collapse": ("perfdata collapse perf.data -o out.folded",
                  "perfdata collapse perf.data --pid-root --all > out.folded"),
     "export": ("perfdata export perf.data -o profile.speedscope.json",

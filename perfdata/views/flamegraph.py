@@ -847,13 +847,13 @@ def add_flamegraph_options(p: argparse.ArgumentParser) -> None:
     p.set_defaults(flame=False)
     p.add_argument("--width", type=int, default=1200, help="image width in pixels")
     p.add_argument("--min-width", "--minwidth", dest="minwidth", type=parse_min_width,
-                   default=MinWidth(MIN_WIDTH_PX), metavar="PX|PCT%%",
+                   default=MinWidth(MIN_WIDTH_PX), metavar="PX|PCT%",
                    help="leave out frames narrower than this many pixels, or this share "
                         "of the graph with %%, and their callees (default 0.1 px, as "
                         "flamegraph.pl's --minwidth); the totals stay whole")
     p.add_argument("--max-depth", type=parse_max_depth, default=MAX_DEPTH, metavar="N",
                    help="draw at most N frames of a stack below its process, the rest as one "
-                        "frame [+K frames] (default %(default)s; 0: no limit)")
+                        "frame [+K frames] (default 0: no limit)")
     p.add_argument("--weight", choices=("samples", "period"), default="samples",
                    help="frame width by sample count (default) or by period")
     p.add_argument("--pid-root", "--with-pid", dest="pid_root", action="store_true",
