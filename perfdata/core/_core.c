@@ -87,6 +87,7 @@ static int buf_add(Buffer *b, const char *s, size_t n) {
 }
 
 static int add_uint(Buffer *b, const char *fmt, unsigned long long v);
+static int add_hex16(Buffer *b, uint64_t v);
 
 /* ------------------------------------------------------ the frame table */
 typedef struct {
@@ -147,12 +148,41 @@ static Frame *frames_find(FrameTable *t, int64_t space, uint64_t addr, uint32_t 
     }
 }
 
+/* frames kept at most (slots: twice as many); the table starts small and
+ * grows, so that the slots a run uses stay in the processor's caches */
+#define FRAMES_KEPT (1 << 16)
+
+static int frames_grow(FrameTable *t) {
+    size_t nslots = (t->mask + 1) * 2;
+    Frame *old = t->slots;
+    size_t old_slots = t->mask + 1;
+    if (frames_init(t, nslots) < 0) {
+        t->slots = old;
+        return -1;
+    }
+    for (size_t i = 0; i < old_slots; i++) {
+        if (old[i].space < 0)
+            continue;
+        size_t j = (size_t)mix((uint64_t)old[i].space, old[i].addr, old[i].is_ret) & t->mask;
+        while (t->slots[j].space >= 0)
+            j = (j + 1) & t->mask;
+        t->slots[j] = old[i];
+        t->used++;
+    }
+    PyMem_Free(old);
+    return 0;
+}
+
 static int frames_put(FrameTable *t, int64_t space, uint64_t addr, uint32_t is_ret,
                       uint32_t flags, const char *text, Py_ssize_t len) {
     if (frames_find(t, space, addr, is_ret) != NULL)
         return 0;
-    if (t->used >= t->limit)
-        frames_clear(t);
+    if (t->used >= t->limit) {
+        if (t->limit >= FRAMES_KEPT)
+            frames_clear(t);
+        else if (frames_grow(t) < 0)
+            return -1;
+    }
     char *copy = PyMem_Malloc(len > 0 ? (size_t)len : 1);
     if (copy == NULL)
         return -1;
@@ -188,6 +218,8 @@ typedef struct {
 /* address spaces kept (cleared when full: a recording of many short
  * processes meets each once) */
 #define SPACES 4096
+/* bytes of text kept before consume() hands them out */
+#define OUT_KEPT (256 << 10)
 /* events with a plan (more: their samples go back to the Python path) */
 #define PLANS 256
 
@@ -365,7 +397,7 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     self->ksymbols_seen = PyList_GET_SIZE(ksymbols);
     if (self->plan_index == NULL && (self->plan_index = PyDict_New()) == NULL)
         return -1;
-    if (self->frames.slots == NULL && frames_init(&self->frames, 1 << 17) < 0) {
+    if (self->frames.slots == NULL && frames_init(&self->frames, 1 << 10) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -728,7 +760,7 @@ static int table_frame(const Table *t, uint64_t offset, int is_ret, Buffer *line
         name_len = PyBytes_GET_SIZE(bytes);
         *flags = (unsigned int)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 1));
     }
-    if (buf_add(line, "\t", 1) < 0 || add_uint(line, "%16llx", (unsigned long long)offset) < 0)
+    if (buf_add(line, "\t", 1) < 0 || add_hex16(line, offset) < 0)
         return -1;
     if (found >= 0) {
         const uint64_t *starts = t->starts.buf;
@@ -839,6 +871,23 @@ static int check_kernel(SampleText *self) {
         self->kernel_generation = generation;
         self->ksymbols_seen = nks;
     }
+    return 0;
+}
+
+/* "%16llx" of v: printf's own text, without printf (a run prints a few
+ * million of these) */
+static int add_hex16(Buffer *b, uint64_t v) {
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[15 - n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    if (buf_reserve(b, 16) < 0)
+        return -1;
+    memset(b->data + b->len, ' ', (size_t)(16 - n));
+    memcpy(b->data + b->len + (16 - n), tmp + 16 - n, (size_t)n);
+    b->len += 16;
     return 0;
 }
 
@@ -1115,7 +1164,7 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                  * no map (one it does not look up in the kernel's maps) */
                 if (buf_add(line, PyBytes_AS_STRING(plan.no_map_before),
                             (size_t)PyBytes_GET_SIZE(plan.no_map_before)) < 0 ||
-                    add_uint(line, "%16llx", (unsigned long long)ip) < 0 ||
+                    add_hex16(line, ip) < 0 ||
                     buf_add(line, PyBytes_AS_STRING(plan.no_map_after),
                             (size_t)PyBytes_GET_SIZE(plan.no_map_after)) < 0)
                     goto no_memory;
@@ -1201,7 +1250,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         add_chunk(self, ordinal) < 0)
         goto no_memory;
     self->made++;
-    result = Py_NewRef(Py_True);
+    /* (the texts go out as they come: a run's whole text is not kept) */
+    result = self->out.len >= OUT_KEPT ? SampleText_take(self, NULL) : Py_NewRef(Py_True);
     goto done;
 
 no_memory:

@@ -134,10 +134,12 @@ class ScriptCore:
         event: Any      # (told apart by its exact type, kind, below)
         try:
             for event in stream:
-                made = take()
+                made = event if type(event) is list else take()
                 if made:
                     yield from made
                 kind = type(event)
+                if kind is list:
+                    continue        # (the texts made so far: yielded above)
                 if kind is SymbolizedSample:
                     counts["samples"] += 1
                     symbolize(event)

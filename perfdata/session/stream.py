@@ -215,10 +215,11 @@ class SessionStream:
         self.share = share
         self.sample_class = sample_class
         self.after_apply = after_apply
-        # sample_text(record, ordinal): True where it took the SAMPLE record
+        # sample_text(record, ordinal): true where it took the SAMPLE record
         # (the compiled core, which makes its text: perfdata/core/script.py);
-        # then the stream neither decodes nor hands it out
-        self.sample_text: Callable[[Record, int], bool] | None = None
+        # then the stream neither decodes nor hands it out, but hands out
+        # what it returned when that is a list (the texts made so far)
+        self.sample_text: Callable[[Record, int], Any] | None = None
         self.ordinal = 0
         self.lost_chunks = 0
         self.lost_events = 0
@@ -262,8 +263,14 @@ class SessionStream:
                         taken = takes(k)
                     if not taken:
                         continue
-                if sample_text is not None and sample_text(rec, self.ordinal):
-                    continue    # (its text made by the compiled core: perfdata.core)
+                if sample_text is not None:
+                    took = sample_text(rec, self.ordinal)
+                    if took:
+                        # (its text made by the compiled core: perfdata.core;
+                        # a list is the text it made so far, to go out now)
+                        if took is not True:
+                            yield took
+                        continue
                 ea = rec.attr
                 try:
                     # (no attr: an AttributeError, taken as a damaged sample below)

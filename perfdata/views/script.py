@@ -1246,7 +1246,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             else:
                 # (not a side event: a sample)
                 add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
-            if len(pending) >= 256:
+            if len(pending) >= 256 or type(item) is tuple:
+                # (the compiled core's texts come a few hundred KiB at once)
                 out.write("".join(pending))
                 pending.clear()
     finally:
