@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..format.decoder import Record
 
 # Bytes read at once (a record is at most 64 KiB: any block holds one whole).
-BLOCK = 4 << 20
+BLOCK = 1 << 20
 # The walker's SAMPLE size rule: after this many samples one larger than
 # twice the largest (+64) is suspect (walker.RecordWalker.records).
 BIG_SAMPLE_AFTER = 16
