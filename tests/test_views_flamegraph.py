@@ -5,6 +5,7 @@ so the clicked frame spans the full width, hover shows the details, search
 highlights.  Chromium is driven with the stdlib only: `--screenshot`, and
 `--dump-dom` of a page that inlines the SVG and scripts the events.
 """
+import collections
 import json
 import re
 import shutil
@@ -367,7 +368,6 @@ def with_values(frames):
 def prefix_weights(stacks):
     """{path prefix: weight} of (path, weight) stacks: what each frame drawn
     from them must weigh."""
-    import collections
     out = collections.Counter()
     for path, weight in stacks:
         for i in range(1, len(path) + 1):
@@ -480,8 +480,8 @@ def garbage_recording(tmp_path_factory):
     total = sum(w for _, w in stacks)
     assert total > 300 and deep > total / 3, (total, deep)
     assert len(stacks) > 0.9 * total
-    ends = {path[-1] for path, w in stacks if len(path) > 100}
-    assert ends == {"spin_on_garbage"}, ends
+    ends = collections.Counter(path[-1] for path, w in stacks if len(path) > 100)
+    assert ends["spin_on_garbage"] >= 0.99 * sum(ends.values()), ends
     return data, stacks
 
 
@@ -515,9 +515,16 @@ def test_garbage_chains_max_depth_bounds_the_height(tmp_path, garbage_recording)
     cuts = [f for f in by_path.values() if f["kind"] == "cut"]
     assert len(cuts) == len(expected_cuts(stacks, 30))     # none lost to min-width here
     assert all(re.fullmatch(r"\[\+\d+(\.\.\d+)? frames?\]", f["name"]) for f in cuts)
-    # Their tooltips say where the cut stacks end: the hot loop.
-    assert all("--max-depth 30" in f["title"] and "spin_on_garbage (100%)" in f["title"]
-               for f in cuts)
+    # Their tooltips say where the cut stacks end (the hot loop): the leaf
+    # of most of their samples first, with its share.
+    for f in cuts:
+        leaves = collections.Counter()
+        for path, w in stacks:
+            if path[:len(f["path"]) - 1] == f["path"][:-1] and len(path) > len(f["path"]) - 1:
+                leaves[path[-1]] += w
+        name, weight = sorted(leaves.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        assert "--max-depth 30: " in f["title"]
+        assert "where they end: %s (%.0f%%)" % (name, 100.0 * weight / f["value"]) in f["title"]
     _, notes = legend_of(cut)
     assert notes["max-depth"] == "%d places where stacks are cut at 30 frames" % len(cuts)
 
