@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
-from ..format.constants import CallchainContext as CC, SampleType as ST
+from ..format.constants import AttrType, CallchainContext as CC, SampleType as ST
 from ..frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
 from ..session.stream import BuildId, SideEvent, pid_t
 from ..symbolized import SymbolizedSample
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import types
     from collections.abc import Callable, Iterator
 
+    from ..format.container import PerfFile
     from ..format.decoder import Record
     from ..format.eventattr import EventAttr
     from ..session.maps import Map, MapGroup
@@ -70,6 +71,26 @@ _NANOSECS = 128
 _CORE_FIELDS = frozenset(_HEADER_BITS) | {"ip", "sym", "symoff", "dso", "srcline"}
 # Map objects whose binary is kept (cleared when full)
 _MAPS_KEPT = 1 << 16
+
+
+def takes_most_samples(args: Any, pf: PerfFile) -> bool:
+    """Whether the compiled core is built and would take a run's samples
+    (ScriptCore.applies, read off the options and the file's events: a
+    callchain in every event that samples, no DWARF unwinding).  Such a run
+    is one process by default: the core makes a -g sample's text in
+    microseconds, and a second worker costs more (its own walk of every
+    record) than it saves."""
+    from . import compiled
+    if compiled() is None or getattr(args, "json", False) or \
+            getattr(args, "reltime", False) or getattr(args, "deltatime", False) or \
+            getattr(args, "hide_call_graph", False) or getattr(args, "unwind", "auto") == "none":
+        return False
+    dwarf = args.unwind in ("auto", "dwarf") if hasattr(args, "unwind") else True
+    sampling = [ea for ea in pf.attrs if ea.attr["type"] != AttrType.TRACEPOINT]
+    return bool(sampling) and all(
+        ea.has_callchain and not (dwarf and ea.sample_type & ST.REGS_USER and
+                                  ea.sample_type & ST.STACK_USER)
+        for ea in sampling)
 
 
 class ScriptCore:

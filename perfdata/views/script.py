@@ -1004,6 +1004,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_force_argument(p)
     p.add_argument("-F", "--fields", type=field_spec, help="fields, with perf's syntax")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
+    # perf's Python scripting (perfdata/scripting): what follows FILE is the script's
+    p.add_argument("-s", "--script", nargs="...", metavar="FILE [ARG]",
+                   help="run a perf Python script (its handlers, param_dict, "
+                        "perf_trace_context); the arguments after it are the script's")
+    p.add_argument("-g", "--gen-script", metavar="LANG",
+                   help="write perf-script.py, a starter script for the file's events "
+                        "(LANG: python)")
     add_script_options(p)
     add_symbolize_options(p, unsigned_max_stack=True)
     p.set_defaults(func=run)
@@ -1019,11 +1026,16 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     cores), but one where the output needs every sample in one process
     (--reltime and --deltatime carry the previous sample's time, --stitch
     the thread's other samples), where the input cannot be read again (a
-    pipe) or is too small to gain."""
+    pipe) or is too small to gain, and by default where the compiled core
+    makes the samples' text (perfdata/core/script.py)."""
     from .sharded import default_jobs
     if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
             args.show_round_events:
         return 1
+    if args.jobs is None:
+        from ..core.script import takes_most_samples
+        if takes_most_samples(args, pf):
+            return 1
     return default_jobs(args.jobs, pf)
 
 
@@ -1206,6 +1218,9 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     from .options import open_profile, print_warnings
     from .progress import sample_progress
     pf = open_profile(args.file, args.strict)
+    if args.script or args.gen_script:
+        from ..scripting.command import run_scripting
+        return run_scripting(pf, args, out)
     side = side_event_types(args)
     features = None
     if args.header or args.header_only:
