@@ -1,0 +1,29 @@
+"""perf's Python scripting interface (`perf script -s FILE.py`), run on
+perfdata's sessions and names.
+
+A script written for perf runs unmodified: its top level runs as
+`__main__` with `sys.argv` = [script, args...], then `trace_begin()`, one
+call per sample in perf's time order (`process_event(param_dict)` for
+non-tracepoint events, `<system>__<event>(...)` or `trace_unhandled(...)`
+for tracepoints), the side-band handlers perf 6.1 calls
+(`context_switch`, `throttle`, `unthrottle`) and `trace_end()`.  The
+`perf_trace_context` module is importable, and `PERF_EXEC_PATH` names the
+installed perf's exec folder, where its GPL-2.0 `Perf-Trace-Util` helpers
+(Core, Util, EventClass, SchedGui) live: they are not shipped here.
+
+What perf 6.1 has and perfdata does not: `stat__*` handlers (`perf stat
+record` files), the database export tables (`perf_db_export_mode`: the
+export-to-sqlite/postgresql scripts), `auxtrace_error` and
+`perf_set_itrace_options` (no AUX trace decoding), `perf_sample_insn`
+(gives None).
+
+Modules: engine (the run), params (param_dict), fields (tracepoint
+arguments as perf passes them), context (perf_trace_context),
+exec_path (where perf's helpers are), starter (`-g python`).
+"""
+from __future__ import annotations
+
+from .engine import run_script
+from .starter import generate_script
+
+__all__ = ["run_script", "generate_script"]
