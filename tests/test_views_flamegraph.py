@@ -782,3 +782,27 @@ def test_legend_dso_colours(tmp_path):
 def test_bad_bounds_refused(args, words):
     rc, out, err = run_cli(["flamegraph", str(SAMPLES / "threads.fp.data")] + args)
     assert rc == 2 and words in err and "Traceback" not in err
+
+
+def test_max_depth_with_min_width_counts_the_cuts_drawn(tmp_path):
+    """Cut frames narrower than --min-width are not drawn, nor counted as
+    places cut."""
+    from perfdata.views.flamegraph import MinWidth, render_svg
+    # idle is wide, the one stack cut below it is not
+    stacks = synthetic_garbage() + [(("prog", "_start", "main", "idle"), 100),
+                                    (("prog", "_start", "main", "idle", "a", "b"), 1)]
+    svg = write_svg(tmp_path, "both", render_svg(synthetic_builder(stacks), max_depth=3,
+                                                 min_width=MinWidth(2.0)))
+    root, by_path = check_drawing_against(svg, stacks, max_depth=3)
+    truth = prefix_weights(stacks)
+    total = sum(w for _, w in stacks)
+    cuts = expected_cuts(stacks, 3)
+    wide = {p for p, (w, _) in cuts.items() if w * 1180 / total >= 2.0
+            and all(truth[p[:i]] * 1180 / total >= 2.0 for i in range(1, len(p)))}
+    drawn = {p for p, f in by_path.items() if f["kind"] == "cut"}
+    assert drawn == wide and 0 < len(drawn) < len(cuts)
+    assert ("prog", "_start", "main", "idle") in by_path
+    assert ("prog", "_start", "main", "idle", "[+2 frames]") not in by_path
+    _, notes = legend_of(svg)
+    assert notes["max-depth"] == "%d place%s where stacks are cut at 3 frames" % (
+        len(drawn), "" if len(drawn) == 1 else "s")

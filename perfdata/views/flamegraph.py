@@ -332,6 +332,7 @@ def lay_out(root: Node, scale: float, min_px: float, max_depth: int = 0) -> Layo
         node, depth, x = stack.pop()
         if node.value * scale < min_px:
             out.narrow += 1
+            out.cut_tips.pop(id(node), None)       # (a cut frame too narrow: not a place cut)
             continue
         out.placed.append((node, depth, x))
         out.levels = max(out.levels, depth + 1)
