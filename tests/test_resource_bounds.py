@@ -297,11 +297,11 @@ def test_zstd_default_limit(tmp_path):
 
 # ------------------------------------------------------------ CFI
 def _cfi_run(program):
-    from symbolize.unwind import cfi
+    from symbolize.unwind import cfi_rows
     cie = SimpleNamespace(code_align=1, data_align=-8, initial_rules={}, ra_column=16,
                           signal_frame=False, fde_encoding=0, address_size=8)
     sec = SimpleNamespace(data=bytes(program), endian="<", endian_name="little", is_eh=True)
-    return cfi._run_program(cie, sec, 0, len(program), 0x1000, (7, 8), {}, cie)
+    return cfi_rows.run_program(cie, sec, 0, len(program), 0x1000, (7, 8), {}, cie)
 
 
 def test_cfi_remember_state_depth_is_bounded():
@@ -338,9 +338,12 @@ def test_cfi_rows_times_rules_is_bounded():
 def test_stack_cache_bound_keeps_output(monkeypatch):
     """The stack caches are bounded by entries (cleared when full): with a
     bound of 2, far below the recording's distinct stacks, every sample is
-    printed as with the default bound, and the cache never holds more."""
+    printed as with the default bound, and the cache never holds more.
+    (The Python path's caches: the compiled core, which keeps frames of its
+    own, is turned off.)"""
     from conftest import run_cli
     import perfdata.frames as frames
+    monkeypatch.setenv("PERFDATA_CORE", "pure")
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "samples", "threads.fp.data")
     rc, want, _ = run_cli(["script", path])
