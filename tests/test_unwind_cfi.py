@@ -286,10 +286,10 @@ def test_equal_rows_are_one_object_and_answers_unchanged(monkeypatch, kept):
     """Rows equal in every field are one CfiRow (a binary repeats a few
     hundred rows over tens of thousands of addresses); with the shared rows
     cleared often (kept=10) every libc row is still as readelf says."""
-    import symbolize.unwind.cfi as cfi
+    import symbolize.unwind.cfi_rows as cfi_rows
     need(LIBC)
-    monkeypatch.setattr(cfi, "SHARED_ROWS_KEPT", kept)
-    cfi._SHARED_ROWS.clear()
+    monkeypatch.setattr(cfi_rows, "SHARED_ROWS_KEPT", kept)
+    cfi_rows._SHARED_ROWS.clear()
     table = CfiTable.from_elf(LIBC)
     by_value, rows, bad = {}, 0, []
     for start, end, fde_rows in readelf_rows(LIBC):
@@ -396,3 +396,14 @@ def test_fde_of_a_cie_that_omits_its_encoding_is_skipped_not_the_section():
     assert row is not None
     assert table.row_for(0x1050) is None
     assert table.row_for(0x3150) is None
+
+
+def test_dwarf_opcodes_are_pyelftools_names():
+    """Every DW_OP_* the expression evaluator names has pyelftools' value
+    for that name (they are written out there to keep pyelftools' DWARF
+    expression module out of start-up)."""
+    from elftools.dwarf.dwarf_expr import DW_OP_name2opcode
+    from symbolize.unwind import dwarf_expr
+    named = {k: v for k, v in vars(dwarf_expr).items() if k.startswith("DW_OP_")}
+    assert len(named) > 40
+    assert {k: DW_OP_name2opcode[k] for k in named} == named

@@ -69,12 +69,6 @@ def demangle(name: str, *, enabled: bool = True, params: bool = True) -> str:
     return (out if out is not None else name) + suffix
 
 
-def cxx_demangler() -> str:
-    """Which C++ demangler is in use: 'libiberty (PATH)' or 'cxxfilt'."""
-    lib = _libiberty()
-    return "libiberty (%s)" % lib[2] if lib else "cxxfilt (__cxa_demangle)"
-
-
 def _libbfd_candidates() -> Iterator[str]:
     """$PERFDATA_LIBIBERTY, then each directory's libbfd, the highest
     version first; a directory is listed only when no file before it

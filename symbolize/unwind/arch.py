@@ -99,9 +99,6 @@ class Arch:
     def fp_column(self) -> int:
         return self.name_to_dwarf[self.fp]
 
-    def dwarf_to_name(self, num: int) -> Optional[str]:
-        return self.dwarf_names.get(num)
-
     def regs_from_perf(self, mask: int, values: Sequence[int]) -> Dict[str, int]:
         """The regs dict for the unwinder from a sample's REGS_USER: `mask`
         is the attr's sample_regs_user, `values` the u64s in bit order."""

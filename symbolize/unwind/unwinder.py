@@ -296,52 +296,8 @@ class Unwinder:
             if row is None:
                 return self._step_without_cfi(ip, regs, sp, is_return_address, module, cfi,
                                               read_stack, find_module)
-            mask = self.ptr_mask
             ra_col = self._ra_column
-            try:
-                # the CFA
-                if row.cfa_expression is None:
-                    base = regs.get(row.cfa_register)
-                    if base is None:
-                        raise UnwindStop("bad-cfi", ip, "CFA needs unknown register %s"
-                                         % row.cfa_register)
-                    cfa = (base + row.cfa_offset) & mask
-                else:
-                    cfa = evaluate_expression(row.cfa_expression, self._get_reg(ip, regs),
-                                              read_stack, (), self.arch.pointer_size)
-
-                # the caller's registers: the callee-saved ones carry over
-                # unless a rule says otherwise
-                saved = row.saved_slots
-                if saved is not None and regs.keys() <= self._callee_saved_and_sp:
-                    # a caller's registers as the last step made them: a
-                    # copy (sp is in it, but a rule or the CFA replaces it
-                    # below, or the walk stops)
-                    new = regs.copy()
-                else:
-                    new = {}
-                    for col in self._callee_saved_columns:
-                        v = regs.get(col)
-                        if v is not None:
-                            new[col] = v
-                ra_undefined = False
-                if saved is not None and type(read_stack) is StackSnapshot:
-                    # every rule "saved at CFA + offset", all slots inside
-                    # the snapshot: read in one call
-                    columns, first, size, unpack_from = saved
-                    at = cfa + first
-                    if read_stack.base <= at and at + size <= read_stack.end:
-                        new.update(zip(columns, unpack_from(read_stack.data,
-                                                            at - read_stack.base)))
-                    else:
-                        ra_undefined = self._apply_rules(row, ip, regs, new, cfa, sp, read_stack)
-                else:
-                    ra_undefined = self._apply_rules(row, ip, regs, new, cfa, sp, read_stack)
-            except StackOutOfRange as exc:
-                raise UnwindStop("stack-exhausted", exc.address, cfa=cfa) from None
-            except (CfiError, IndexError) as exc:
-                raise UnwindStop("bad-cfi", ip, str(exc), cfa) from None
-
+            cfa, new, ra_undefined = self._apply_row(row, ip, regs, sp, read_stack)
             if ra_undefined:
                 raise UnwindStop("outermost", cfa=cfa)
             ra_is_ip = self._ra_is_ip
@@ -377,6 +333,63 @@ class Unwinder:
         except Exception as exc:    # a callback or a bug: stop, never raise
             raise UnwindStop("bad-cfi", None, "%s: %s" % (type(exc).__name__, exc),
                              cfa) from None
+
+    def _apply_row(self, row: CfiRow, ip: int, regs: dict, sp: int,
+                   read_stack: Callable[[int], Optional[int]]) -> tuple[int, dict, bool]:
+        """(this frame's CFA, the caller's registers, whether the return
+        address is undefined: the outermost frame) by a CFI row; an
+        UnwindStop where the row cannot be followed."""
+        mask = self.ptr_mask
+        cfa = None
+        try:
+            # the CFA
+            if row.cfa_expression is None:
+                base = regs.get(row.cfa_register)
+                if base is None:
+                    raise UnwindStop("bad-cfi", ip, "CFA needs unknown register %s"
+                                     % row.cfa_register)
+                cfa = (base + row.cfa_offset) & mask
+            else:
+                cfa = evaluate_expression(row.cfa_expression, self._get_reg(ip, regs),
+                                          read_stack, (), self.arch.pointer_size)
+
+            # the caller's registers: the callee-saved ones carry over
+            # unless a rule says otherwise
+            saved = row.saved_slots
+            if saved is not None and regs.keys() <= self._callee_saved_and_sp:
+                # a caller's registers as the last step made them: a
+                # copy (sp is in it, but a rule or the CFA replaces it
+                # below, or the walk stops)
+                new = regs.copy()
+            else:
+                new = {}
+                for col in self._callee_saved_columns:
+                    v = regs.get(col)
+                    if v is not None:
+                        new[col] = v
+            ra_undefined = False
+            if saved is not None and type(read_stack) is StackSnapshot:
+                # every rule "saved at CFA + offset", all slots inside
+                # the snapshot: read in one call
+                columns, first, size, unpack_from = saved
+                at = cfa + first
+                if read_stack.base <= at and at + size <= read_stack.end:
+                    new.update(zip(columns, unpack_from(read_stack.data,
+                                                        at - read_stack.base)))
+                else:
+                    ra_undefined = self._apply_rules(row, ip, regs, new, cfa, sp, read_stack)
+            else:
+                ra_undefined = self._apply_rules(row, ip, regs, new, cfa, sp, read_stack)
+        except StackOutOfRange as exc:
+            raise UnwindStop("stack-exhausted", exc.address, cfa=cfa) from None
+        except (CfiError, IndexError) as exc:
+            raise UnwindStop("bad-cfi", ip, str(exc), cfa) from None
+        except UnwindStop:
+            raise
+        except Exception as exc:    # a callback or a bug: stop, never raise
+            raise UnwindStop("bad-cfi", None, "%s: %s" % (type(exc).__name__, exc),
+                             cfa) from None
+        return cfa, new, ra_undefined
 
     def _row_before_syscall(self, ip: int, regs: dict[int, int], bias: int,
                             cfi: CfiTable) -> CfiRow | None:
