@@ -241,3 +241,15 @@ def test_install_page_holds_the_readme_commands():
     for marker in ("setup-command", "test-command"):
         command = re.search(r"<!-- %s -->\n```sh\n(.*?)```" % marker, readme, re.S).group(1)
         assert command in install, marker
+
+
+def test_layout_page_names_every_package():
+    """docs/layout.md names every package of perfdata/ and symbolize/ (a new
+    one goes on the page)."""
+    layout = (ROOT / "docs" / "layout.md").read_text()
+    packages = sorted({str(p.parent.relative_to(ROOT)) + "/"
+                       for top in ("perfdata", "symbolize")
+                       for p in (ROOT / top).rglob("__init__.py")})
+    assert "perfdata/" in packages and "symbolize/unwind/" in packages
+    missing = [p for p in packages if p not in layout]
+    assert not missing, "docs/layout.md does not name %s" % missing
