@@ -4,7 +4,8 @@ Handlers get a `context` (perf: a capsule of its scripting_context) that
 they hand back to these functions; `perf_script_context` is the same
 object, set in the module and in the script's namespace.  perf 6.1's
 functions: common_pc, common_flags, common_lock_depth (the common_* fields
-of the current tracepoint sample; -1 where the format has none),
+of the current tracepoint sample; common_lock_depth is 0 where the format
+has none, as perf 6.1 gives it),
 perf_sample_insn, perf_set_itrace_options, perf_sample_srcline,
 perf_sample_srccode.
 """
@@ -33,14 +34,14 @@ class ScriptContext:
         # () -> (source file or None, line): the current sample's ip
         self.srcline: Callable[[], tuple[str | None, int]] = lambda: (None, 0)
 
-    def common(self, name: str) -> int:
+    def common(self, name: str, missing: int = -1) -> int:
         """A common_* field of the current tracepoint sample, as
         libtraceevent's __parse_common reads it: unsigned, of its size; -1
         where the format has no such field."""
         fmt = self.format
         field = fmt.field(name) if fmt is not None else None
         if field is None or field.size not in (1, 2, 4, 8):
-            return -1
+            return missing
         raw = self.raw
         if field.offset + field.size > len(raw):
             return 0
@@ -83,7 +84,8 @@ def make_module(context: ScriptContext) -> types.ModuleType:
         return _context(args, "common_flags").common("common_flags")
 
     def common_lock_depth(*args: Any) -> int:
-        return _context(args, "common_lock_depth").common("common_lock_depth")
+        # (kernels since 2.6.37 have no common_lock_depth: perf 6.1 gives 0)
+        return _context(args, "common_lock_depth").common("common_lock_depth", 0)
 
     def perf_sample_insn(*args: Any) -> bytes | None:
         # perf decodes the instruction at the ip with its x86 decoder (and

@@ -109,13 +109,13 @@ def starter_text(formats: dict[int, EventFormat], long_size: int = 8) -> str:
         w("\t\tprint('Sample: {'+get_dict_as_string(perf_sample_dict['sample'], ', ')+'}')\n\n")
         w("\t\tfor node in common_callchain:")
         w("\n\t\t\tif 'sym' in node:")
-        w("\n\t\t\t\tprint(\"\\t[%x] %s%s%s%s\" % (")
+        w("\n\t\t\t\tprint(\"\t[%x] %s%s%s%s\" % (")
         w("\n\t\t\t\t\tnode['ip'], node['sym']['name'],")
         w("\n\t\t\t\t\t\"+0x{:x}\".format(node['sym_off']) if 'sym_off' in node else \"\",")
         w("\n\t\t\t\t\t\" ({})\".format(node['dso'])  if 'dso' in node else \"\",")
         w("\n\t\t\t\t\t\" \" + node['sym_srcline'] if 'sym_srcline' in node else \"\"))")
         w("\n\t\t\telse:")
-        w("\n\t\t\t\tprint(\"\\t[%x]\" % (node['ip']))\n\n")
+        w("\n\t\t\t\tprint(\"\t[%x]\" % (node['ip']))\n\n")
         w("\t\tprint()\n\n")
     w("def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict):\n")
     w("\t\tprint(get_dict_as_string(event_fields_dict))\n")
@@ -128,7 +128,7 @@ def starter_text(formats: dict[int, EventFormat], long_size: int = 8) -> str:
     return "".join(out)
 
 
-def generate_script(pf: PerfFile, language: str, directory: str = ".") -> str:
+def generate_script(pf: PerfFile, language: str, directory: str = "") -> str:
     """Write the starter script for the file's tracepoints; returns its path."""
     import os
     from ..views.errors import CommandError
