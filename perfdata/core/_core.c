@@ -51,6 +51,13 @@ enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME 
 #define H_EVENT 64
 #define H_NANOSECS 128
 #define H_PLAIN_FRAMES 256    /* frame lines "addr sym+0xoff (dso)": tables apply */
+/* folded stacks (perfdata collapse) instead of perf script's text: the
+ * frames' texts are their folded names, root first; the root is the comm
+ * (with -pid or -pid/tid), the count the period or 1 */
+#define H_FOLDED 512
+#define H_ROOT_PID 1024
+#define H_ROOT_TID 2048
+#define H_WEIGHT_PERIOD 4096
 
 /* ------------------------------------------------------ a growing buffer */
 typedef struct {
@@ -290,6 +297,10 @@ typedef struct {
     Py_ssize_t made, handed_back;
     Table *tables;            /* by space (a binary's), ntables of them */
     Py_ssize_t ntables;
+    PyObject *counts;         /* folded stacks: {folded stack: count} */
+    size_t *entries;          /* (start, length) in line of each entry's text */
+    Py_ssize_t nentries, entries_cap;
+    Buffer folded;
 } SampleText;
 
 static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body;
@@ -353,16 +364,20 @@ static void plans_clear(SampleText *self) {
 /* ------------------------------------------------------------ the object */
 static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"thread_of", "answer", "kernel_maps", "ksymbols", "contexts",
-                             "kernel_contexts", "context_max", "max_stack", "block", NULL};
+                             "kernel_contexts", "context_max", "max_stack", "block", "counts",
+                             NULL};
     PyObject *thread_of, *answer, *kernel_maps, *ksymbols, *contexts, *kernel_contexts;
+    PyObject *counts = NULL;
     unsigned long long context_max;
     long max_stack;
     Py_ssize_t block;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!Kln", kwlist, &thread_of, &answer,
-                                     &kernel_maps, &PyList_Type, &ksymbols, &PyTuple_Type,
-                                     &contexts, &PyTuple_Type, &kernel_contexts, &context_max,
-                                     &max_stack, &block))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!Kln|O!", kwlist, &thread_of,
+                                     &answer, &kernel_maps, &PyList_Type, &ksymbols,
+                                     &PyTuple_Type, &contexts, &PyTuple_Type, &kernel_contexts,
+                                     &context_max, &max_stack, &block, &PyDict_Type, &counts))
         return -1;
+    Py_XINCREF(counts);
+    Py_XSETREF(self->counts, counts);
     if (PyTuple_GET_SIZE(contexts) > 8 || PyTuple_GET_SIZE(kernel_contexts) > 8 || block < 0) {
         PyErr_SetString(PyExc_ValueError, "at most 8 contexts, a block >= 0");
         return -1;
@@ -414,6 +429,9 @@ static void SampleText_dealloc(SampleText *self) {
     PyMem_Free(self->out.data);
     PyMem_Free(self->line.data);
     PyMem_Free(self->chunks);
+    PyMem_Free(self->entries);
+    PyMem_Free(self->folded.data);
+    Py_CLEAR(self->counts);
     for (Py_ssize_t i = 0; i < self->ntables; i++)
         table_free(&self->tables[i]);
     PyMem_Free(self->tables);
@@ -728,7 +746,7 @@ static Py_ssize_t table_lookup(const Table *t, uint64_t svma) {
  * return address at a symbol's edge: whether a call precedes it decides,
  * which the core does not read), -1 error, -2 the name of *index is needed
  * (*at: the address it was found at). */
-static int table_frame(const Table *t, uint64_t offset, int is_ret, Buffer *line,
+static int table_frame(const Table *t, uint64_t offset, int is_ret, int folded, Buffer *line,
                        unsigned int *flags, Py_ssize_t *index, uint64_t *at) {
     uint64_t svma;
     int below = 0;
@@ -759,6 +777,13 @@ static int table_frame(const Table *t, uint64_t offset, int is_ret, Buffer *line
         name = PyBytes_AS_STRING(bytes);
         name_len = PyBytes_GET_SIZE(bytes);
         *flags = (unsigned int)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 1));
+    }
+    if (folded) {
+        /* the symbol's folded name; the dso's where there is no symbol */
+        if (found >= 0)
+            return buf_add(line, name, (size_t)name_len) < 0 ? -1 : 1;
+        return buf_add(line, PyBytes_AS_STRING(t->dso), (size_t)PyBytes_GET_SIZE(t->dso)) < 0
+            ? -1 : 1;
     }
     if (buf_add(line, "\t", 1) < 0 || add_hex16(line, offset) < 0)
         return -1;
@@ -791,7 +816,8 @@ static PyObject *SampleText_table_text(SampleText *self, PyObject *args) {
     unsigned int flags;
     Py_ssize_t index;
     uint64_t at;
-    int r = table_frame(&self->tables[space], key, is_ret, &b, &flags, &index, &at);
+    int r = table_frame(&self->tables[space], key, is_ret, self->counts != NULL, &b, &flags,
+                        &index, &at);
     PyObject *out = r == 1 ? PyBytes_FromStringAndSize(b.data ? b.data : "", (Py_ssize_t)b.len)
         : r == -2 ? Py_BuildValue("(nK)", index, (unsigned long long)at)
         : r == 0 ? Py_NewRef(Py_None) : NULL;
@@ -1015,6 +1041,93 @@ static int add_chunk(SampleText *self, Py_ssize_t ordinal) {
     return 0;
 }
 
+/* an entry of the callchain made its text in line from start on */
+static int mark_entry(SampleText *self, size_t start) {
+    if (self->nentries == self->entries_cap) {
+        Py_ssize_t cap = self->entries_cap ? self->entries_cap * 2 : 64;
+        size_t *entries = PyMem_Realloc(self->entries, (size_t)cap * 2 * sizeof(size_t));
+        if (entries == NULL)
+            return -1;
+        self->entries = entries;
+        self->entries_cap = cap;
+    }
+    self->entries[2 * self->nentries] = start;
+    self->entries[2 * self->nentries + 1] = self->line.len - start;
+    self->nentries++;
+    return 0;
+}
+
+/* collapse_samples' root_name: the comm (spaces as _), -pid or -pid/tid;
+ * 1 made, 0 hand back (a java root: its frames are named otherwise), -1 */
+static int add_root(Buffer *b, const Plan *plan, PyObject *thread, long long pid,
+                    long long tid) {
+    PyObject *comm = PyObject_GetAttr(thread, s_comm);
+    if (comm == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *c = PyUnicode_Check(comm) ? PyUnicode_AsUTF8AndSize(comm, &n) : NULL;
+    if (c == NULL) {
+        Py_DECREF(comm);
+        PyErr_Clear();
+        return 0;
+    }
+    size_t start = b->len;
+    if (buf_add(b, c, (size_t)n) < 0) {
+        Py_DECREF(comm);
+        return -1;
+    }
+    Py_DECREF(comm);
+    for (size_t i = start; i < b->len; i++)
+        if (b->data[i] == ' ')
+            b->data[i] = '_';
+    if (plan->header & H_ROOT_TID) {
+        if (add_int(b, "-%lld", pid) < 0 || add_int(b, "/%lld", tid) < 0)
+            return -1;
+    } else if (plan->header & H_ROOT_PID) {
+        if (add_int(b, "-%lld", pid) < 0)
+            return -1;
+    }
+    if (b->len - start >= 4 && memcmp(b->data + start, "java", 4) == 0)
+        return 0;
+    return 1;
+}
+
+/* the folded stack of the entries made: counts[root;...;leaf] += weight */
+static int count_folded(SampleText *self, const Plan *plan, PyObject *thread,
+                        const unsigned char *body, long long pid, long long tid) {
+    Buffer *f = &self->folded;
+    f->len = 0;
+    int r = add_root(f, plan, thread, pid, tid);
+    if (r <= 0)
+        return r;
+    for (Py_ssize_t i = self->nentries - 1; i >= 0; i--) {
+        size_t start = self->entries[2 * i], len = self->entries[2 * i + 1];
+        if (len == 0)
+            continue;
+        if (buf_add(f, ";", 1) < 0 || buf_add(f, self->line.data + start, len) < 0)
+            return -1;
+    }
+    unsigned long long weight = 1;
+    if (plan->header & H_WEIGHT_PERIOD) {
+        weight = plan->period >= 0 ? u64_at(body, plan->period) : plan->default_period;
+        if (weight == 0)
+            weight = 1;     /* (sample.period or 1) */
+    }
+    PyObject *key = PyUnicode_DecodeUTF8(f->data, (Py_ssize_t)f->len, "strict");
+    if (key == NULL)
+        return -1;
+    PyObject *add = PyLong_FromUnsignedLongLong(weight);
+    PyObject *old = add == NULL ? NULL : PyDict_GetItemWithError(self->counts, key);
+    PyObject *sum = NULL;
+    if (add != NULL && !PyErr_Occurred())
+        sum = old == NULL ? Py_NewRef(add) : PyNumber_Add(old, add);
+    int bad = sum == NULL || PyDict_SetItem(self->counts, key, sum) < 0;
+    Py_XDECREF(sum);
+    Py_XDECREF(add);
+    Py_DECREF(key);
+    return bad ? -1 : 1;
+}
+
 /* consume(record, ordinal): True where the core made the text of the
  * SAMPLE record (kept until take()), False where the Python path is to
  * decode, symbolize and format it.  What the core lacks it asks the
@@ -1111,13 +1224,19 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     if (check_kernel(self) < 0)
         goto done;
 
-    int h = add_header(line, &plan, thread, p, pid, tid);
-    if (h < 0)
-        goto no_memory;
-    if (h == 0)
+    int folded = (plan.header & H_FOLDED) != 0;
+    if (folded && self->counts == NULL)
         goto hand_back;
-    if (buf_add(line, "\n", 1) < 0)
-        goto no_memory;
+    self->nentries = 0;
+    if (!folded) {
+        int h = add_header(line, &plan, thread, p, pid, tid);
+        if (h < 0)
+            goto no_memory;
+        if (h == 0)
+            goto hand_back;
+        if (buf_add(line, "\n", 1) < 0)
+            goto no_memory;
+    }
 
     /* FrameResolver._frames_for_callchain */
     int kernel = cpumode == 1 || cpumode == 3 || cpumode == 4;   /* KERNEL_MODES */
@@ -1135,6 +1254,7 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         }
         if (depth >= self->max_stack)
             break;
+        size_t entry_start = line->len;
         int64_t key_space;
         uint64_t key;
         int asked = 0;
@@ -1164,9 +1284,10 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                  * no map (one it does not look up in the kernel's maps) */
                 if (buf_add(line, PyBytes_AS_STRING(plan.no_map_before),
                             (size_t)PyBytes_GET_SIZE(plan.no_map_before)) < 0 ||
-                    add_hex16(line, ip) < 0 ||
+                    (!folded && add_hex16(line, ip) < 0) ||
                     buf_add(line, PyBytes_AS_STRING(plan.no_map_after),
-                            (size_t)PyBytes_GET_SIZE(plan.no_map_after)) < 0)
+                            (size_t)PyBytes_GET_SIZE(plan.no_map_after)) < 0 ||
+                    mark_entry(self, entry_start) < 0)
                     goto no_memory;
                 first = 0;
                 depth++;
@@ -1199,8 +1320,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             Py_ssize_t index;
             uint64_t at;
             size_t mark = line->len;
-            int r = table_frame(&self->tables[key_space], key, (int)is_ret, line, &tflags,
-                                &index, &at);
+            int r = table_frame(&self->tables[key_space], key, (int)is_ret,
+                                (plan.header & H_FOLDED) != 0, line, &tflags, &index, &at);
             if (r == -1)
                 goto no_memory;
             if (r == -2) {
@@ -1215,6 +1336,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                 goto again;
             }
             if (r == 1) {
+                if (mark_entry(self, entry_start) < 0)
+                    goto no_memory;
                 int at_ip = first;
                 first = 0;
                 depth++;
@@ -1235,7 +1358,7 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         }
         if (f->flags & FRAME_CAREFUL)
             goto hand_back;
-        if (buf_add(line, f->text, (size_t)f->len) < 0)
+        if (buf_add(line, f->text, (size_t)f->len) < 0 || mark_entry(self, entry_start) < 0)
             goto no_memory;
         int at_ip = first;
         first = 0;
@@ -1245,6 +1368,16 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                 first = 1;
         } else if (!at_ip && (f->flags & FRAME_BOTTOM))
             break;
+    }
+    if (folded) {
+        int c = count_folded(self, &plan, thread, p, pid, tid);
+        if (c < 0)
+            goto done;
+        if (c == 0)
+            goto hand_back;
+        self->made++;
+        result = Py_NewRef(Py_True);
+        goto done;
     }
     if (buf_add(line, "\n", 1) < 0 || buf_add(&self->out, line->data, line->len) < 0 ||
         add_chunk(self, ordinal) < 0)
@@ -1325,6 +1458,10 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "NEED_FRAME", NEED_FRAME) < 0 ||
         PyModule_AddIntConstant(m, "NEED_NAME", NEED_NAME) < 0 ||
         PyModule_AddIntConstant(m, "H_PLAIN_FRAMES", H_PLAIN_FRAMES) < 0 ||
+        PyModule_AddIntConstant(m, "H_FOLDED", H_FOLDED) < 0 ||
+        PyModule_AddIntConstant(m, "H_ROOT_PID", H_ROOT_PID) < 0 ||
+        PyModule_AddIntConstant(m, "H_ROOT_TID", H_ROOT_TID) < 0 ||
+        PyModule_AddIntConstant(m, "H_WEIGHT_PERIOD", H_WEIGHT_PERIOD) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_UNKNOWN", BINARY_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_CAREFUL", BINARY_CAREFUL) < 0 ||
         PyModule_AddIntConstant(m, "SPACE_KERNEL", SPACE_KERNEL) < 0 ||

@@ -39,10 +39,11 @@ from .layout import LayoutError, field
 
 if TYPE_CHECKING:
     import types
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from ..format.container import PerfFile
     from ..format.decoder import Record
+    from ..frames import StackFrame
     from ..format.eventattr import EventAttr
     from ..session.maps import Map, MapGroup
     from ..session.threads import Thread
@@ -101,14 +102,18 @@ class ScriptCore:
     ScriptFormatter.format."""
 
     def __init__(self, module: types.ModuleType, samples: SampleSymbolizer,
-                 formatter: ScriptFormatter, block: int = 0) -> None:
+                 formatter: ScriptFormatter, block: int = 0,
+                 counts: dict[str, int] | None = None) -> None:
+        """block: samples per block of a sharded run (0: one process);
+        counts: the folded stacks' table (perfdata/core/collapse.py)."""
         self.samples = samples
         self.formatter = formatter
         self.resolver = samples.resolver
         machine = samples.machine
         self.core = module.SampleText(machine.thread, self._answer, machine.kernel_maps,
                                       machine.ksymbols, _CONTEXTS, _KERNEL_CONTEXTS,
-                                      int(CC.MAX), samples.max_stack, block)
+                                      int(CC.MAX), samples.max_stack, block,
+                                      *(() if counts is None else (counts,)))
         self.module = module
         # {(path, build-id, shown path): its space}, and the other way
         self._binaries: dict[tuple[str, str | None, str], int] = {}
@@ -122,6 +127,7 @@ class ScriptCore:
         # {event: the (before, after) texts of the first user frame in no map
         # the Python path made} (see _learn_no_map)
         self._no_map_seen: dict[EventAttr, tuple[bytes, bytes]] = {}
+        self._no_map_avma: dict[EventAttr, int] = {}
         # the sample a frame was last asked for (record, the sample)
         self._asked: tuple[Record | None, SymbolizedSample | None] = (None, None)
 
@@ -220,11 +226,20 @@ class ScriptCore:
             # (ScriptFormatter._stack_text's plain lines: one format a line)
             flags |= self.module.H_PLAIN_FRAMES
         text = ("%*s: " % (fmt.name_width(), event.name)) if "event" in fields else ""
+        offsets = self._offsets(event)
         try:
-            offsets = _sample_offsets(event.schema)
-            return (flags, text.encode("utf-8"), None, None) + offsets + \
-                (event.attr["sample_period"],)
-        except (LayoutError, UnicodeEncodeError):
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        if offsets is None:
+            return None
+        return (flags, data, None, None) + offsets + (event.attr["sample_period"],)
+
+    @staticmethod
+    def _offsets(event: EventAttr) -> tuple[int, int, int, int, int, int, int] | None:
+        try:
+            return _sample_offsets(event.schema)
+        except LayoutError:
             return None
 
     def _set_maps(self, group: MapGroup) -> None:
@@ -289,7 +304,7 @@ class ScriptCore:
         found = self.resolver.frames_for_address(
             sample, avma, bool(kernel), bool(is_ret))  # type: ignore[arg-type]
         event = record.attr
-        text = self.formatter.frame_lines(found, event)  # type: ignore[arg-type]
+        text = self._frames_text(found, event)  # type: ignore[arg-type]
         flags = 0
         symbol = found[-1].symbol if found else None
         if symbol is not None:
@@ -308,6 +323,24 @@ class ScriptCore:
         if space == module.SPACE_NO_MAP and avma < _KERNEL_HALF and not kernel and \
                 flags == 0:
             self._learn_no_map(event, avma, data)  # type: ignore[arg-type]
+
+    def _frames_text(self, found: Sequence[StackFrame], event: EventAttr) -> str:
+        """What the core keeps of the frames of an address: their lines."""
+        return self.formatter.frame_lines(found, event)
+
+    def _no_map_parts(self, data: bytes, avma: int) -> tuple[bytes, bytes] | None:
+        """The text of a frame in no map before and after its address
+        (printed "%16x"), or None."""
+        parts = data.split(b"%16x" % avma)
+        return (parts[0], parts[1]) if len(parts) == 2 else None
+
+    def _table_dso(self, shown: str) -> str:
+        """The dso as a tabled binary's lines print it."""
+        return shown
+
+    def _symbol_text(self, name: str, shown: str) -> str:
+        """A symbol's name as a tabled binary's lines print it."""
+        return name
 
     # ------------------------------------------------ a binary's symbols
     def _check_table(self, space: int, key: int, is_ret: int, data: bytes) -> None:
@@ -346,7 +379,7 @@ class ScriptCore:
         if table is None or src is None:
             return None
         try:
-            dso = shown.encode("utf-8")
+            dso = self._table_dso(shown).encode("utf-8")
         except UnicodeEncodeError:
             return None
         starts, sizes = table.bounds()
@@ -375,7 +408,7 @@ class ScriptCore:
         data = None
         if name is not None:
             try:
-                data = name.encode("utf-8")
+                data = self._symbol_text(name, self._space_binary[space][2]).encode("utf-8")
             except UnicodeEncodeError:
                 pass
             if name in STACK_BOTTOMS:
@@ -388,16 +421,17 @@ class ScriptCore:
         prints such a frame itself once two of them, at two addresses, were
         made by the Python path as the same text around "%16x" of the
         address."""
-        parts = data.split(b"%16x" % avma)
-        if len(parts) != 2:
+        parts = self._no_map_parts(data, avma)
+        if parts is None:
             return
         seen = self._no_map_seen.get(event)
-        if seen is None or seen[0] == avma:
-            self._no_map_seen[event] = (parts[0], parts[1])
+        if seen is None or self._no_map_avma.get(event) == avma:
+            self._no_map_seen[event] = parts
+            self._no_map_avma[event] = avma
             return
         plan = self._plans.get(event)
-        if seen == (parts[0], parts[1]) and plan is not None and plan[2] is None:
-            plan = self._plans[event] = plan[:2] + (parts[0], parts[1]) + plan[4:]
+        if seen == parts and plan is not None and plan[2] is None:
+            plan = self._plans[event] = plan[:2] + parts + plan[4:]
             self.core.set_plan(event, plan)
 
 

@@ -36,7 +36,7 @@ from .sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from ..format.container import PerfFile
     from ..format.eventattr import EventAttr
@@ -164,14 +164,17 @@ class EventFilter:
 
 
 def collapse_samples(samples: Iterable[SymbolizedSample], opts: CollapseOptions,
-                     note_stream: TextIO | None = None, counts: dict[str, int] | None = None
-                     ) -> dict[str, int]:
+                     note_stream: TextIO | None = None, counts: dict[str, int] | None = None,
+                     events: EventFilter | None = None) -> dict[str, int]:
     """{folded stack: count} of an iterable of SymbolizedSamples (added to
-    `counts` as they come, so a fault mid-file keeps what went before)."""
+    `counts` as they come, so a fault mid-file keeps what went before).
+    events: the event filter, where another counter (the compiled core)
+    shares it."""
     if counts is None:
         counts = {}
     cache: dict[tuple[int, str], tuple[Sequence[StackFrame], str]] = {}
-    events = EventFilter(opts.event_filter, note_stream)
+    if events is None:
+        events = EventFilter(opts.event_filter, note_stream)
     for sample in samples:
         if not events.keep(sample.event):
             continue
@@ -224,7 +227,9 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         if jobs > 1:
             _collapse_sharded(args, opts, jobs, run_.pf, counts)
         else:
-            collapse_samples(run_, opts, note_stream=sys.stderr, counts=counts)
+            events = EventFilter(opts.event_filter, sys.stderr)
+            collapse_samples(_collapse_items(run_, opts, events, counts), opts,
+                             note_stream=sys.stderr, counts=counts, events=events)
     finally:
         # What was decoded before a fault is written too.
         try:
@@ -232,6 +237,30 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         finally:
             if close:
                 stream.close()
+
+
+def _collapse_items(run_: SampleRun, opts: CollapseOptions, events: EventFilter,
+                    counts: dict[str, int]) -> Iterable[SymbolizedSample]:
+    """The run's samples; where the compiled core is built (perfdata.core)
+    and the options leave samples to it, it counts those into `counts`
+    itself and these are the others."""
+    from ..core import compiled
+    module = compiled()
+    if module is None:
+        return run_
+    from ..core.collapse import CollapseCore
+    if not CollapseCore.applies_to(run_.samples, opts):
+        return run_
+    core = CollapseCore(module, run_.samples, opts, events, counts)
+
+    def items() -> Iterator[SymbolizedSample]:
+        from .options import print_warnings
+        from .progress import sample_progress
+        try:
+            yield from sample_progress(core, run_.pf, run_.label)
+        finally:
+            print_warnings(run_.pf, run_.samples.symbolizer.warnings)
+    return items()
 
 
 # Samples per block of a sharded run (-j).
@@ -245,6 +274,10 @@ def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | No
     from .sharded import default_jobs, event_names
     if getattr(args, "stitch", False):
         return 1
+    if args.jobs is None and not getattr(args, "addrs", False):
+        from ..core.script import takes_most_samples
+        if takes_most_samples(args, pf):
+            return 1        # (the compiled core counts the samples: see script_jobs)
     if event_filter is None and len(event_names(pf, tracepoints=False)) > 1:
         return 1
     return default_jobs(args.jobs, pf)
