@@ -21,7 +21,8 @@
 # The Debian root is made once with debootstrap (the mirror of this machine's
 # apt sources) and kept in $PERFDATA_CI_ROOT (/var/cache/perfdata-ci/bookworm);
 # each run works on an overlay of it, so the kept root stays as debootstrap left
-# it.  /proc, /sys, /dev and resolv.conf are bound in (pip reaches PyPI).
+# it.  /proc, /sys, /dev and resolv.conf are bound in (pip reaches PyPI), and the
+# root is the root of a mount namespace of its own (pivot_root).
 #
 # Needs root (mount namespaces).  Prints .ci/run's output; exits with its status
 # (--debootstrap: with the failed command's, 0 when every one passed).
@@ -140,8 +141,14 @@ if [ $debootstrap = yes ]; then
                 mount --bind -o ro "$top/../shared" "$r/root/$name/shared"
             fi
             echo "ci-elsewhere: [$name] $command" >&2
-            # pipefail: `perfdata ... | head` fails when perfdata does.
-            chroot "$r" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb "${ca_env[@]}" \
+            # The root is made the root of a mount namespace (pivot_root, not
+            # chroot): perf, entering a container'"'"'s namespace (setns) to read
+            # its files, then lands in the Debian root, as on a machine of its
+            # own, not in this one.  pipefail: `perfdata ... | head` fails when
+            # perfdata does.
+            unshare -m sh -c '"'"'cd "$1" && mkdir -p .oldroot && pivot_root . .oldroot &&
+                cd / && umount -l /.oldroot && shift && exec "$@"'"'"' sh "$r" \
+                /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb "${ca_env[@]}" \
                 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
                 bash -o pipefail -c "cd /root/$name/perfdata && $command" </dev/null || status=$?
             if [ $status = 0 ]; then verdict=PASS; else verdict="FAIL (exit $status)"; fi
