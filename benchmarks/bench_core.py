@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The compiled core against the pure-Python path and perf, side by side.
+
+    python3 benchmarks/bench_core.py DIR [--repeat 5] [--command script|collapse]
+                                         [--only NAME,...] [--no-first]
+
+DIR holds recordings (NAME.data), e.g. those `bench_real.py --record-only
+--keep DIR` makes (make, cc1plus, forks, ...).  For each, rounds of: perf
+script; perfdata with the compiled core, warm (its cache filled) and first
+(an empty $PERFDATA_CACHE_DIR); the same with PERFDATA_CORE=pure.  Each run
+is wall time and CPU time of the whole process tree (perf stat's
+task-clock: the workers of a sharded run count) and peak RSS; the figures
+are medians over the rounds, the ratios the medians of each round's own
+ratio to perf's run of that round (the machine's speed drifts).  Default
+options, output to /dev/null; `collapse` is compared with `perf script`
+too (what stackcollapse-perf.pl reads).
+"""
+import argparse
+import glob
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from bench_reader import PERFDATA, compile_bytecode  # noqa: E402
+from bench_real import run_tree, shown_ratio  # noqa: E402
+
+
+def one(cmd, env):
+    """run_tree(cmd) with the environment changed as `env` says (None: unset)."""
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        wall, rss, rc, cpu = run_tree(cmd)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if rc != 0:
+        raise SystemExit("failed (rc %d): %s" % (rc, " ".join(cmd)))
+    return wall, cpu, rss
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--command", default="script", choices=("script", "collapse"))
+    ap.add_argument("--only", help="comma-separated recording names")
+    ap.add_argument("--no-first", action="store_true", help="warm runs only")
+    args = ap.parse_args(argv)
+    perf = shutil.which("perf")
+    if perf is None:
+        raise SystemExit("perf is not installed")
+    compile_bytecode()
+    names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(args.dir, "*.data")))
+    if args.only:
+        names = [n for n in names if n in args.only.split(",")]
+    kinds = [("compiled", None), ("pure", "pure")]
+    print("| recording | perf wall / CPU / RSS | path | warm wall / CPU / RSS | warm vs perf "
+          "(wall, CPU) | first wall / CPU | first vs perf (wall, CPU) |")
+    print("|---|---|---|---|---|---|---|")
+    for name in names:
+        data = os.path.join(args.dir, name + ".data")
+        perf_cmd = [perf, "script", "-i", data]
+        ours = PERFDATA + [args.command, data]
+        with tempfile.TemporaryDirectory(prefix="bench-core.") as warm:
+            for _, core in kinds:       # (fill the warm cache)
+                one(ours, {"PERFDATA_CACHE_DIR": warm, "PERFDATA_CORE": core})
+            rounds = []
+            for _ in range(args.repeat):
+                r = {"perf": one(perf_cmd, {})}
+                for kind, core in kinds:
+                    r[kind, "warm"] = one(ours, {"PERFDATA_CACHE_DIR": warm,
+                                                 "PERFDATA_CORE": core})
+                    if not args.no_first:
+                        with tempfile.TemporaryDirectory(prefix="bench-core-first.") as fresh:
+                            r[kind, "first"] = one(ours, {"PERFDATA_CACHE_DIR": fresh,
+                                                          "PERFDATA_CORE": core})
+                rounds.append(r)
+        med = {k: tuple(statistics.median(r[k][i] for r in rounds) for i in range(2)) +
+               (max(r[k][2] for r in rounds),) for k in rounds[0]}
+        ratio = {k: tuple(statistics.median(r[k][i] / max(r["perf"][i], 1e-3) for r in rounds)
+                          for i in range(2)) for k in rounds[0] if k != "perf"}
+        p = med["perf"]
+        for kind, _ in kinds:
+            w = med[kind, "warm"]
+            first = med.get((kind, "first"))
+            print("| %s | %.2f s / %.2f s / %d MiB | %s | %.2f s / %.2f s / %d MiB | %s, %s | %s | %s |"
+                  % (name, p[0], p[1], p[2] // 1024, kind, w[0], w[1], w[2] // 1024,
+                     shown_ratio(ratio[kind, "warm"][0]), shown_ratio(ratio[kind, "warm"][1]),
+                     "%.2f s / %.2f s" % first[:2] if first else "-",
+                     "%s, %s" % tuple(map(shown_ratio, ratio[kind, "first"]))
+                     if first else "-"))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
