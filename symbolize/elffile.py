@@ -9,12 +9,11 @@ IndexError, ...), so every call into it goes through `_guard`.
 from __future__ import annotations
 
 import io
-import marshal
 import mmap
 import os
 import stat
 import struct
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,6 +26,10 @@ if TYPE_CHECKING:
 
 from .buildid import parse_build_id_notes
 from .cachedir import identity_key
+from .elffacts import LoadSegment, SectionHeader, facts_document, facts_from_bytes
+from .elfcompress import decompress_section
+from .elfheader import ElfHeader
+from .elflinks import SupplementaryLink, read_debuglink, read_supplementary
 
 MAX_BINARY_SIZE = 4 << 30
 # How a binary is opened: never waiting on a FIFO put in its place.
@@ -34,7 +37,6 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 # Reads of at least this many bytes give their pages of the mapping back
 # once copied (Binary.read).
 RELEASE_AFTER_COPY = 64 << 10
-MAX_DECOMPRESSED_SECTION = 1 << 30
 
 SHT_NOBITS = 8
 SHT_NOTE = 7
@@ -45,46 +47,6 @@ PT_LOAD = 1
 PT_NOTE = 4
 PF_X = 1                # a segment's p_flags: executable
 SHN_XINDEX = 0xFFFF
-
-
-class LoadSegment(NamedTuple):
-    vaddr: int
-    memsz: int
-    offset: int
-    filesz: int
-    flags: int
-    align: int
-
-
-class SectionHeader(NamedTuple):
-    index: int  # type: ignore[assignment]  # (a field named as tuple.index, read as a field)
-    name: str
-    type: int          # raw sh_type
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
-
-
-class SupplementaryLink(NamedTuple):
-    """A file's link to the supplementary file its DWARF continues in."""
-    name: str                 # as written: absolute, or relative to the file's directory
-    identity: str | None      # hex: the file's build-id, or its .debug_sup checksum
-
-
-def _sup_layouts(little_endian: bool) -> tuple[Any, Any]:
-    """The layouts of .gnu_debugaltlink (the supplementary file's name, then
-    its build-id) and of DWARF 5's .debug_sup (7.3.6: version, is_supplementary,
-    the name, a ULEB128-counted checksum), as construct schemas."""
-    from construct import CString, GreedyBytes, Int8ul, Int16ub, Int16ul, Prefixed, Struct, VarInt
-    altlink = Struct("name" / CString("utf8"), "identity" / GreedyBytes)
-    debug_sup = Struct("version" / (Int16ul if little_endian else Int16ub),
-                       "is_supplementary" / Int8ul, "name" / CString("utf8"),
-                       "identity" / Prefixed(VarInt, GreedyBytes))
-    return altlink, debug_sup
 
 
 class Binary:
@@ -414,47 +376,11 @@ class Binary:
         if sec is None or sec.type == SHT_NOBITS:
             return None
         if sec.flags & SHF_COMPRESSED:
-            return self._guard(f"section {sec.name}", lambda: self._decompress(sec))
+            return self._guard(f"section {sec.name}", lambda: decompress_section(self, sec))
         data = self.read(sec.offset, sec.size)
         if data is None:
             self.warn(f"section {sec.name} runs past the end of the file")
         return data
-
-    def _decompress(self, sec: SectionHeader) -> bytes | None:
-        """SHF_COMPRESSED contents (zlib or zstd), bounded: the header's
-        ch_size is checked against a limit before anything is inflated."""
-        raw = self.read(sec.offset, sec.size)
-        if raw is None:
-            self.warn(f"section {sec.name} runs past the end of the file")
-            return None
-        le = "<" if self.little_endian else ">"
-        if self.is_64:
-            if len(raw) < 24:
-                return None
-            ch_type, _, ch_size, _ = struct.unpack_from(le + "IIQQ", raw, 0)
-            body = raw[24:]
-        else:
-            if len(raw) < 12:
-                return None
-            ch_type, ch_size, _ = struct.unpack_from(le + "III", raw, 0)
-            body = raw[12:]
-        if ch_size > MAX_DECOMPRESSED_SECTION:
-            self.warn(f"section {sec.name}: {ch_size} bytes uncompressed is over the limit")
-            return None
-        if ch_type == 1:                      # ELFCOMPRESS_ZLIB
-            import zlib
-            out = zlib.decompressobj().decompress(bytes(body), ch_size)
-        elif ch_type == 2:                    # ELFCOMPRESS_ZSTD
-            import io
-            import zstandard
-            reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(body)))
-            out = reader.read(ch_size)
-        else:
-            self.warn(f"section {sec.name}: unknown compression type {ch_type}")
-            return None
-        if len(out) != ch_size:
-            self.warn(f"section {sec.name}: decompressed to {len(out)} bytes, not {ch_size}")
-        return out
 
     # ----- segments and addresses ----------------------------------------
     def _read_segments(self) -> list[LoadSegment]:
@@ -574,22 +500,7 @@ class Binary:
     @property
     def debuglink(self) -> tuple[str, int] | None:
         """(file name, CRC32) from .gnu_debuglink, or None."""
-        data = self.section_data(".gnu_debuglink")
-        if not data:
-            return None
-        data = bytes(data)
-        nul = data.find(b"\0")
-        if nul <= 0:
-            return None
-        crc_off = (nul + 4) & ~3
-        if crc_off + 4 > len(data):
-            return None
-        (crc,) = struct.unpack_from("<I" if self.little_endian else ">I", data, crc_off)
-        try:
-            name = data[:nul].decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        return name, crc
+        return read_debuglink(self)
 
     @property
     def supplementary_link(self) -> SupplementaryLink | None:
@@ -610,24 +521,7 @@ class Binary:
     def _read_supplementary(self) -> tuple[SupplementaryLink | None, str | None]:
         """(supplementary_link, supplementary_identity), read once."""
         if self._supplementary is None:
-            from construct import ConstructError
-            altlink, debug_sup = _sup_layouts(self.little_endian)
-            link, identity = None, None
-            try:
-                data = self.section_data(".gnu_debugaltlink")
-                if data:
-                    got = altlink.parse(bytes(data))
-                    if got.name and got.identity:
-                        link = SupplementaryLink(got.name, got.identity.hex())
-                data = self.section_data(".debug_sup")
-                if data and link is None:
-                    got = debug_sup.parse(bytes(data))
-                    if got.version in (2, 5) and got.is_supplementary and got.identity:
-                        identity = got.identity.hex()
-                    elif got.version in (2, 5) and got.name:
-                        link = SupplementaryLink(got.name, got.identity.hex() or None)
-            except (ConstructError, UnicodeDecodeError):
-                pass                  # cut or not UTF-8: no link
+            link, identity = read_supplementary(self)
             self._supplementary = (link, identity or self.build_id)
         return self._supplementary
 
@@ -642,7 +536,7 @@ class Binary:
         where = cache.path_for("elf", identity_key(identity), "-facts.marshal")
         if where is None:
             return
-        facts = _facts_from_doc(_unmarshal(cache.read(where, 1 << 20)), identity)
+        facts = facts_from_bytes(cache.read(where, 1 << 20), identity)
         if facts is None:
             self._facts_at = (cache, where, identity)
             return
@@ -667,10 +561,7 @@ class Binary:
             self.warnings.clear()
             self._segments = None
             return
-        # (marshal: a run reads a dozen of these, and needs no json for them)
-        cache.write(where, marshal.dumps([_FACTS_VERSION, identity, machine,
-                                          [list(s) for s in sections],
-                                          [list(s) for s in segments], build_id]))
+        cache.write(where, facts_document(identity, machine, sections, segments, build_id))
 
     # ----- convenience ----------------------------------------------------
     def has_section(self, name: str) -> bool:
@@ -681,89 +572,6 @@ class Binary:
         """False for a separate debug file (its .text is NOBITS)."""
         t = self.get_section(".text")
         return t is not None and t.type != SHT_NOBITS
-
-
-# A change to what keep_facts() keeps, or to how it is computed, makes the
-# facts kept by an earlier version stale: a new number.
-_FACTS_VERSION = 1
-
-
-def _unmarshal(data: bytes | None) -> Any:
-    """What marshal.dumps made of data; None for None or damaged bytes."""
-    if data is None:
-        return None
-    try:
-        return marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
-        return None
-
-
-def _facts_from_doc(doc: Any, identity: str) -> tuple[str | None, list[SectionHeader],
-                                                       list[LoadSegment], str | None] | None:
-    """(machine, sections, load segments, build-id) from a facts document of
-    this identity, or None when it is of another file, version or damaged."""
-    if not isinstance(doc, list) or len(doc) != 6 or doc[0] != _FACTS_VERSION or \
-            doc[1] != identity:
-        return None
-    _, _, machine, sections, segments, build_id = doc
-    if not (machine is None or isinstance(machine, str)) or \
-            not (build_id is None or isinstance(build_id, str)) or \
-            not isinstance(sections, list) or not isinstance(segments, list):
-        return None
-    try:
-        got_sections = [SectionHeader(*row) for row in sections]
-        got_segments = [LoadSegment(*row) for row in segments]
-    except TypeError:               # not a list, or of another length
-        return None
-    for i, sec in enumerate(got_sections):
-        if sec.index != i or not isinstance(sec.name, str) or \
-                not all(type(v) is int for v in sec[2:]):
-            return None
-    if not all(type(v) is int for seg in got_segments for v in seg):
-        return None
-    return machine, got_sections, got_segments, build_id
-
-
-class ElfHeader:
-    """What Binary needs of pyelftools' ELFFile, without importing it (and
-    with it the DWARF modules, a fifth of perfdata's start-up): the parsed
-    ELF header and pyelftools' structs for this file's class, byte order,
-    type and machine, as ELFFile builds them."""
-
-    # pyelftools' structs are descriptions, the same for every file of one
-    # class, byte order, type and machine: built once (0.4 ms a file).
-    _structs: dict[tuple, Any] = {}
-
-    def __init__(self, buf: bytes | mmap.mmap) -> None:
-        ident = bytes(buf[:16])
-        if len(ident) < 16 or ident[:4] != b"\x7fELF":
-            raise ValueError("not an ELF file")
-        if ident[4] not in (1, 2) or ident[5] not in (1, 2):
-            raise ValueError("unknown ELF class %d or data encoding %d" % (ident[4], ident[5]))
-        self.elfclass = 32 if ident[4] == 1 else 64
-        self.little_endian = ident[5] == 1
-        basic = self._built(self.little_endian, self.elfclass)
-        size = basic.Elf_Ehdr.sizeof()
-        if len(buf) < size:
-            raise ValueError("ELF header cut short")
-        self.header = basic.Elf_Ehdr.parse(bytes(buf[:size]))
-        self.structs = self._built(self.little_endian, self.elfclass, self.header["e_type"],
-                                   self.header["e_machine"], self.header["e_ident"]["EI_OSABI"])
-
-    @classmethod
-    def _built(cls, little_endian: bool, elfclass: int, *advanced: Any) -> Any:
-        """ELFStructs with the basic structs, and the advanced ones for
-        (e_type, e_machine, EI_OSABI) when given."""
-        key = (little_endian, elfclass) + advanced
-        structs = cls._structs.get(key)
-        if structs is None:
-            from elftools.elf.structs import ELFStructs
-            structs = ELFStructs(little_endian=little_endian, elfclass=elfclass)
-            structs.create_basic_structs()
-            if advanced:
-                structs.create_advanced_structs(*advanced)
-            cls._structs[key] = structs
-        return structs
 
 
 def open_binary(path: str, **kw: Any) -> Binary:

@@ -11,7 +11,7 @@ address, and never raises for bad input: problems become entries in
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from .buildid import normalize_build_id
 from .cachedir import CacheDir
@@ -32,6 +32,8 @@ from .unwind.jit import JitUnwinding
 from .warninglog import WarningLog
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .cachedir import CacheWhere
     from .elffile import Binary
     from .symbols.answers import AddressAnswers

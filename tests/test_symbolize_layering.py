@@ -1,5 +1,5 @@
 """symbolize's import graph, read from its source: the floor (errors,
-buildid, elffile, cachedir, addresses, warninglog), three packages standing
+buildid, elffile and its elf* parts, cachedir, addresses, warninglog), three packages standing
 on it side by side (debuginfo, symbols, unwind) with no import from one into
 another, and the facade (symbolizer, __init__) over them; nothing in
 symbolize imports perfdata or the command line."""

@@ -162,13 +162,9 @@ class DebuginfodClient:
                         out.write(chunk)
                         if self.progress and time.monotonic() - last > 0.2:
                             last = time.monotonic()
-                            sys.stderr.write("\rdebuginfod: %s %s: %d KiB%s" % (
-                                bid[:12], kind, got >> 10,
-                                " of %d KiB" % (length >> 10) if length else ""))
-                            sys.stderr.flush()
+                            _show_progress(bid, kind, got, length)
                 if self.progress:
-                    sys.stderr.write("\rdebuginfod: %s %s: %d KiB, done\n" % (bid[:12], kind,
-                                                                              got >> 10))
+                    _show_progress(bid, kind, got, length, done=True)
                 if length is not None and got != length:
                     self._warn("debuginfod %s: %s %s cut short (%d of %d bytes); not used"
                                % (base, bid, kind, got, length))
@@ -291,3 +287,13 @@ def make_locator(urls: str | list[str] | tuple[str, ...] | None = None,
     if not parsed:
         return DebugInfoLocator(**locator_kwargs)
     return DebuginfodLocator(DebuginfodClient(parsed), **locator_kwargs)
+
+
+def _show_progress(bid: str, kind: str, got: int, length: int | None, done: bool = False) -> None:
+    """A download's progress on stderr, on one line rewritten."""
+    if done:
+        sys.stderr.write("\rdebuginfod: %s %s: %d KiB, done\n" % (bid[:12], kind, got >> 10))
+        return
+    sys.stderr.write("\rdebuginfod: %s %s: %d KiB%s" % (
+        bid[:12], kind, got >> 10, " of %d KiB" % (length >> 10) if length else ""))
+    sys.stderr.flush()

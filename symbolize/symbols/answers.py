@@ -33,7 +33,9 @@ _FORMAT: str | None = None
 # answers stale, so their text is part of the format tag.
 _ANSWER_MAKERS = ("symbolizer.py", "symbols/naming.py", "symbols/tables.py",
                   "symbols/symtab.py", "symbols/plt.py", "debuginfo/minidebuginfo.py",
-                  "elffile.py", "symbols/demangle.py", "addresses.py", "symbols/answers.py")
+                  "elffile.py", "elfheader.py", "elfcompress.py", "symbols/demangle.py",
+                  "symbols/rust_demangle.py",
+                  "addresses.py", "symbols/answers.py")
 
 
 def _format() -> str:

@@ -31,20 +31,17 @@ from __future__ import annotations
 
 import bisect
 import io
-import os
 import struct
-from array import array
-from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..cachedir import CacheDir
 from ..elffile import Binary
+from .dwarf_units import (Scope, UnitData, UnitWalk, collect_functions, die_ranges,
+                          function_at, load_lines, low_pc, unit_file)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
-    from elftools.construct.lib.container import Container
-    from elftools.dwarf.compileunit import CompileUnit
-    from elftools.dwarf.die import DIE
     from elftools.dwarf.dwarfinfo import DWARFInfo
     from elftools.dwarf.structs import DWARFStructs
 
@@ -82,89 +79,7 @@ _SECTIONS = {
 }
 _UNUSED_SECTIONS = ("debug_frame_sec", "eh_frame_sec", "debug_pubtypes_sec", "debug_pubnames_sec",
                     "debug_sup_sec", "gnu_debugaltlink_sec", "debug_types_sec")
-# References into a supplementary file (dwz -m): GNU's and DWARF 5's.
-_SUP_REF_FORMS = frozenset(("DW_FORM_GNU_ref_alt", "DW_FORM_ref_sup4", "DW_FORM_ref_sup8"))
-
-_CONTAINER_TAGS = frozenset(("DW_TAG_namespace", "DW_TAG_class_type", "DW_TAG_structure_type",
-                             "DW_TAG_union_type", "DW_TAG_module"))
-_ADDR_FORMS = frozenset(("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
-                         "DW_FORM_addrx3", "DW_FORM_addrx4", "DW_FORM_GNU_addr_index"))
-_LOCAL_REF_FORMS = frozenset(("DW_FORM_ref1", "DW_FORM_ref2", "DW_FORM_ref4", "DW_FORM_ref8",
-                              "DW_FORM_ref_udata"))
-
-_MAX_NESTING = 64          # namespaces, lexical blocks, inlined scopes
-_MAX_NAME_LINKS = 16       # DW_AT_abstract_origin / DW_AT_specification hops
-
-
-def _text(value: object) -> str | None:
-    """A string attribute's value; None when pyelftools could not resolve it
-    (e.g. an offset into a supplementary file it was not given)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else None
-
-
-def _join(d: str, name: str | None) -> str | None:
-    if name is None:
-        return None
-    # Joined, not normalized: addr2line and perf print "./a/../b.h".
-    return name if os.path.isabs(name) or not d else os.path.join(d, name)
-
-
 # ---------------------------------------------------------------- the index
-class _Scope:
-    """A function (DW_TAG_subprogram with code) or an inlined call in it."""
-    __slots__ = ("ranges", "name", "call_file", "call_line", "children", "is_inline")
-
-    def __init__(self, ranges: list[tuple[int, int]], name: str | None, call_file: int | None,
-                 call_line: int | None, children: list[_Scope], is_inline: bool) -> None:
-        self.ranges = ranges
-        self.name = name
-        self.call_file = call_file
-        self.call_line = call_line
-        self.children = children          # inlined calls directly inside
-        self.is_inline = is_inline
-
-    def contains(self, addr: int) -> bool:
-        for lo, hi in self.ranges:
-            if lo <= addr < hi:
-                return True
-        return False
-
-
-class _CUData:
-    """What one CU answers with, decoded once and kept; no pyelftools object
-    is held, so the DIEs and line states it parsed are freed."""
-    __slots__ = ("func_starts", "funcs", "row_addrs", "row_files", "row_lines", "files",
-                 "offset", "lines_loaded")
-
-    def __init__(self, offset: int = 0) -> None:
-        self.offset = offset
-        # The line table is decoded on first need (srcline, file:line of
-        # inlined calls): the function tree alone names inlined frames, and
-        # decoding a large unit's line program costs more than its DIEs.
-        self.lines_loaded = False
-        self.func_starts: list[int] = []
-        self.funcs: list[tuple] = []       # (lo, hi, _Scope), sorted by lo
-        self.row_addrs = array("Q")        # line rows sorted by address;
-        self.row_files = array("l")        # file index, -1 for an end of sequence
-        self.row_lines = array("q")
-        self.files: list[str | None] = []
-
-
-class _Walk:
-    """The state of decoding one CU: its own pyelftools DWARFInfo (dropped
-    afterwards with every DIE it cached), the unit, its base address."""
-    __slots__ = ("dwarf", "cu", "base", "ranges", "names")
-
-    def __init__(self, dwarf: DWARFInfo, cu: CompileUnit, base: int) -> None:
-        self.dwarf = dwarf
-        self.cu = cu
-        self.base = base
-        self.ranges = dwarf.range_lists()
-        self.names: dict[int, str | None] = {}
-
-
 class LineInfo:
     """DWARF line and inline information of one ELF file (the binary itself or
     its separate debug file). Methods never raise; failures become warnings on
@@ -202,7 +117,7 @@ class LineInfo:
         self._failed = False
         self._aranges: list[tuple[int, int, int]] | None = None
         self._aranges_starts: list[int] = []
-        self._cus: dict[int, _CUData | None] = {}
+        self._cus: dict[int, UnitData | None] = {}
         self._find_supplementary = supplementary
         self._supplementary: Binary | None | Literal[False] = False     # (False: not looked for)
         self._sup_dwarf: DWARFInfo | None = None
@@ -429,8 +344,8 @@ class LineInfo:
             for cu in dwarf.iter_CUs():
                 try:
                     top = cu.get_top_DIE()
-                    w = _Walk(dwarf, cu, _low_pc(top))
-                    for lo, hi in self._die_ranges(top, w):
+                    w = UnitWalk(dwarf, cu, low_pc(top), self._dwarf, self._sup_dwarf)
+                    for lo, hi in die_ranges(top, w):
                         out.append((lo, hi, cu.cu_offset))
                 except Exception:
                     continue
@@ -439,7 +354,7 @@ class LineInfo:
         out.sort()
         return out
 
-    def _cu_for(self, addr: int) -> _CUData | None:
+    def _cu_for(self, addr: int) -> UnitData | None:
         off = self._cu_offset_for(addr)
         if off is None:
             return None
@@ -448,7 +363,7 @@ class LineInfo:
             self._cus[off] = self._load_cu(off)
         return self._cus[off]
 
-    def _load_cu(self, offset: int) -> _CUData | None:
+    def _load_cu(self, offset: int) -> UnitData | None:
         dwarf = self._new_dwarfinfo()
         try:
             cu = dwarf.get_CU_at(offset)
@@ -456,13 +371,13 @@ class LineInfo:
         except Exception as e:
             self.binary.warn(f"DWARF unit at {offset:#x}: {type(e).__name__}: {e}")
             return None
-        w = _Walk(dwarf, cu, _low_pc(top))
-        data = _CUData(offset)
-        funcs: list[_Scope] = []
+        w = UnitWalk(dwarf, cu, low_pc(top), self._dwarf, self._sup_dwarf)
+        data = UnitData(offset)
+        funcs: list[Scope] = []
         # The functions and the line table fail apart: a damaged DIE tree
         # keeps the functions read before the damage and all the lines.
         try:
-            self._collect_functions(top, w, funcs, 0)
+            collect_functions(top, w, funcs, 0)
         except Exception as e:
             self.binary.warn(f"DWARF unit at {offset:#x}: functions: {type(e).__name__}: {e}")
         # One entry per range, sorted, for bisection: a CU may hold thousands
@@ -472,7 +387,7 @@ class LineInfo:
         data.funcs = flat
         return data
 
-    def _ensure_lines(self, data: _CUData) -> None:
+    def _ensure_lines(self, data: UnitData) -> None:
         """Decode the line table of a unit loaded without it (once)."""
         if data.lines_loaded:
             return
@@ -482,219 +397,12 @@ class LineInfo:
             dwarf = self._new_dwarfinfo()
             cu = dwarf.get_CU_at(offset)
             top = cu.get_top_DIE()
-            self._load_lines(data, _Walk(dwarf, cu, _low_pc(top)), top)
+            load_lines(data, UnitWalk(dwarf, cu, low_pc(top), self._dwarf, self._sup_dwarf), top)
         except Exception as e:
             self.binary.warn(f"DWARF unit at {offset:#x}: lines: {type(e).__name__}: {e}")
 
-    def _children(self, die: DIE, cu: CompileUnit) -> Iterator[DIE]:
-        """The child DIEs of die, as pyelftools parses them. A child's subtree
-        is skipped through DW_AT_sibling when it points forward, else by a
-        linear scan to the null entry that ends it; both stop at the unit's
-        end. (pyelftools' own iter_children loops forever on a sibling link
-        that points back.)"""
-        from elftools.dwarf.die import DIE
-        if not die.has_children:
-            return
-        end = cu.cu_offset + cu.size
-        pos = die.offset + die.size
-        stream = die.stream
-        while pos < end:
-            # Parsed, not looked up in the unit's DIE cache: each DIE of the
-            # walk is read once, and not kept.
-            child = DIE(cu, stream, pos)
-            if child.is_null():
-                return
-            yield child
-            nxt = pos + child.size
-            if child.has_children:
-                sib = child.attributes.get("DW_AT_sibling")
-                if sib is not None and sib.form in _LOCAL_REF_FORMS and cu.cu_offset + sib.raw_value > pos:
-                    nxt = cu.cu_offset + sib.raw_value
-                else:
-                    nxt = self._skip_subtree(cu, stream, nxt, end)
-            pos = nxt                         # always forward: a DIE is at least one byte
-
-    @staticmethod
-    def _skip_subtree(cu: CompileUnit, stream: IO[bytes], pos: int, end: int) -> int:
-        from elftools.dwarf.die import DIE
-        depth = 1
-        while depth and pos < end:
-            d = DIE(cu, stream, pos)
-            pos += d.size
-            if d.is_null():
-                depth -= 1
-            elif d.has_children:
-                depth += 1
-        return pos
-
-    def _collect_functions(self, die: DIE, w: _Walk, out: list, depth: int) -> None:
-        """Concrete functions of a CU (at its top level and in namespaces and
-        classes), each with the inlined calls in its body."""
-        if depth > 32:
-            return
-        for child in self._children(die, w.cu):
-            tag = child.tag
-            if tag == "DW_TAG_subprogram":
-                ranges = self._die_ranges(child, w)
-                if ranges:
-                    inlined: list[_Scope] = []
-                    self._collect_scopes(child, w, inlined, 0)
-                    out.append(_Scope(ranges, self._name(child, w), None, None, inlined, False))
-            elif tag in _CONTAINER_TAGS:
-                self._collect_functions(child, w, out, depth + 1)
-
-    def _collect_scopes(self, die: DIE, w: _Walk, out: list, depth: int) -> None:
-        if depth > _MAX_NESTING:
-            return
-        for child in self._children(die, w.cu):
-            tag = child.tag
-            if tag == "DW_TAG_lexical_block":
-                # Blocks only group; their inlined children belong to the
-                # enclosing function.
-                self._collect_scopes(child, w, out, depth + 1)
-            elif tag == "DW_TAG_inlined_subroutine":
-                ranges = self._die_ranges(child, w)
-                if not ranges:
-                    continue
-                a = child.attributes
-                cf = a.get("DW_AT_call_file")
-                cl = a.get("DW_AT_call_line")
-                s = _Scope(ranges, self._name(child, w), cf.value if cf else None,
-                           cl.value if cl else None, [], True)
-                self._collect_scopes(child, w, s.children, depth + 1)
-                out.append(s)
-
-    def _die_ranges(self, die: DIE, w: _Walk) -> list[tuple[int, int]]:
-        a = die.attributes
-        lo = a.get("DW_AT_low_pc")
-        hi = a.get("DW_AT_high_pc")
-        if lo is not None and hi is not None:
-            lo_v, hi_v = lo.value, hi.value
-            if not isinstance(lo_v, int) or not isinstance(hi_v, int):
-                return []
-            if hi.form not in _ADDR_FORMS:
-                hi_v += lo_v                  # DWARF 4+: high_pc is a length
-            return [(lo_v, hi_v)] if hi_v > lo_v else []
-        rng = a.get("DW_AT_ranges")
-        if rng is None or w.ranges is None or not isinstance(rng.value, int):
-            return []
-        # A rnglistx value is already an offset: pyelftools resolves it
-        # through the unit's DW_AT_rnglists_base.
-        base = w.base
-        out = []
-        for e in w.ranges.get_range_list_at_offset(rng.value, cu=w.cu):
-            if hasattr(e, "base_address"):
-                base = e.base_address  # type: ignore[union-attr]  # (hasattr above)
-                continue
-            b, en = e.begin_offset, e.end_offset
-            if not e.is_absolute:
-                b += base
-                en += base
-            if en > b:
-                out.append((b, en))
-        return out
-
-    def _name(self, die: DIE, w: _Walk) -> str | None:
-        """Linkage name (else DW_AT_name) of a DIE, following
-        DW_AT_abstract_origin and DW_AT_specification, across units."""
-        key = die.offset
-        if key in w.names:
-            return w.names[key]
-        name = None
-        for _ in range(_MAX_NAME_LINKS):
-            a = die.attributes
-            link = a.get("DW_AT_linkage_name") or a.get("DW_AT_MIPS_linkage_name")
-            if link is not None:
-                name = _text(link.value) or name
-                break
-            if name is None and "DW_AT_name" in a:
-                name = _text(a["DW_AT_name"].value)
-                # keep looking for a linkage name through the origin chain
-            ref = a.get("DW_AT_abstract_origin") or a.get("DW_AT_specification")
-            if ref is None:
-                break
-            if ref.form in _LOCAL_REF_FORMS:
-                die = die.get_DIE_from_attribute(ref.name)
-            elif ref.form == "DW_FORM_ref_addr":
-                # Through the long-lived DWARFInfo of the DIE's file, which
-                # keeps the unit headers it has read: another unit's DIE is
-                # parsed alone.  (walks run after _dwarfinfo() made it)
-                sup = self._sup_dwarf
-                owner = sup if sup is not None and die.dwarfinfo is sup else self._dwarf
-                die = owner.get_DIE_from_refaddr(ref.raw_value)  # type: ignore[union-attr]
-            elif ref.form in _SUP_REF_FORMS and self._sup_dwarf is not None:
-                # An abstract instance dwz moved to the supplementary file
-                # (an inline function several files share).
-                die = self._sup_dwarf.get_DIE_from_refaddr(ref.raw_value)
-            else:
-                break                         # ref_sig8; a supplementary file not found
-        w.names[key] = name
-        return name
-
-    # ------------------------------------------------------------ lines
-    def _load_lines(self, data: _CUData, w: _Walk, top: DIE) -> None:
-        prog = w.dwarf.line_program_for_CU(w.cu)
-        if prog is None:
-            return
-        hdr = prog.header
-        rows = []
-        # pyelftools divides by these; a zero is malformed: keep the file
-        # names, drop the rows.
-        if hdr["line_range"] and hdr["maximum_operations_per_instruction"]:
-            rows = [(st.address, -1 if st.end_sequence else st.file, st.line)
-                    for st in (e.state for e in prog.get_entries()) if st is not None]
-        # After the program: DW_LNE_define_file appends to the header's files.
-        data.files = self._file_names(hdr, top)
-        # Addresses wrap at the unit's address size, as the line program's
-        # arithmetic does on the target.
-        mask = (1 << (8 * min(w.cu.header["address_size"], 8))) - 1
-        rows = [(a & mask, f, ln) for a, f, ln in rows]
-        # Sort by address; at one address the end of a sequence comes before
-        # the start of the next, and otherwise the last row wins (as addr2line).
-        rows.sort(key=lambda row: (row[0], row[1] != -1))
-        data.row_addrs = array("Q", [r[0] for r in rows])
-        data.row_files = array("l", [r[1] if 0 <= r[1] < (1 << 31) else -2 for r in rows])
-        data.row_lines = array("q", [r[2] if -(1 << 63) <= r[2] < (1 << 63) else 0 for r in rows])
-
-    @staticmethod
-    def _file_names(hdr: Container, top: DIE) -> list[str | None]:
-        """File names by the index the line rows use, joined as addr2line
-        joins them."""
-        comp_dir = top.attributes.get("DW_AT_comp_dir")
-        comp_dir = (_text(comp_dir.value) or "") if comp_dir is not None else ""
-        dir_names = [_text(d) or "" for d in hdr["include_directory"]]
-        names: list[str | None] = []
-        if hdr["version"] >= 5:
-            for fe in hdr["file_entry"]:
-                di = fe.dir_index
-                dname = dir_names[di] if isinstance(di, int) and 0 <= di < len(dir_names) else ""
-                # Directory 0 repeats the compilation directory; like any
-                # relative one, addr2line (so perf) prefixes DW_AT_comp_dir:
-                # "./nscd/./nscd/x.c" when the CU was built in ./nscd.
-                if dname and not os.path.isabs(dname) and comp_dir:
-                    dname = os.path.join(comp_dir, dname)
-                names.append(_join(dname, _text(fe.name)))
-        else:
-            names.append(None)                         # file numbers start at 1
-            for fe in hdr["file_entry"]:
-                di = fe.dir_index
-                if di == 0:
-                    dname = comp_dir
-                else:
-                    dname = dir_names[di - 1] if 0 < di <= len(dir_names) else ""
-                    if dname and not os.path.isabs(dname) and comp_dir:
-                        dname = os.path.join(comp_dir, dname)
-                names.append(_join(dname, _text(fe.name)))
-        return names
-
     # ------------------------------------------------------------ answers
-    @staticmethod
-    def _file(cu: _CUData, index: int | None) -> str | None:
-        if not isinstance(index, int):
-            return None
-        return cu.files[index] if 0 <= index < len(cu.files) else None
-
-    def _line_for(self, cu: _CUData, addr: int) -> tuple[str | None, int] | None:
+    def _line_for(self, cu: UnitData, addr: int) -> tuple[str | None, int] | None:
         self._ensure_lines(cu)
         i = bisect.bisect_right(cu.row_addrs, addr) - 1
         if i < 0:
@@ -702,16 +410,7 @@ class LineInfo:
         f = cu.row_files[i]
         if f == -1:                           # past the end of a sequence
             return None
-        return self._file(cu, f), cu.row_lines[i]
-
-    @staticmethod
-    def _function_at(cu: _CUData, addr: int) -> _Scope | None:
-        i = bisect.bisect_right(cu.func_starts, addr) - 1
-        for j in range(i, max(i - 8, -1), -1):
-            lo, hi, s = cu.funcs[j]
-            if lo <= addr < hi:
-                return s
-        return None
+        return unit_file(cu, f), cu.row_lines[i]
 
     def _frames(self, addr: int, lines: bool = True) -> list[InlineFrame]:
         cu = self._cu_for(addr)
@@ -719,7 +418,7 @@ class LineInfo:
             return []
         loc = self._line_for(cu, addr) if lines else None
         file, line = loc if loc is not None else (None, None)
-        func = self._function_at(cu, addr)
+        func = function_at(cu, addr)
         if func is None:
             return [InlineFrame(None, file, line)] if loc is not None else []
         chain = [func]
@@ -738,7 +437,7 @@ class LineInfo:
         for scope in reversed(chain):
             out.append(InlineFrame(scope.name, file, line))
             if scope.is_inline and lines:
-                file, line = self._file(cu, scope.call_file), scope.call_line
+                file, line = unit_file(cu, scope.call_file), scope.call_line
         return out
 
 
@@ -821,18 +520,15 @@ def _read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, in
 
 
 _NAMES_FORMAT = None
+# The modules whose code decides the inline names kept: a change to any of
+# them makes the kept names stale, so their text is part of the format tag.
+NAMES_MAKERS = ("symbols/lines.py", "symbols/dwarf_units.py", "elffile.py", "elfheader.py",
+                "elfcompress.py", "symbols/native.py")
 
 
 def _names_format() -> str:
     global _NAMES_FORMAT
     if _NAMES_FORMAT is None:
         from ..cachedir import code_tag
-        _NAMES_FORMAT = code_tag("inline-names-1", ("symbols/lines.py", "elffile.py",
-                                                      "symbols/native.py"))
+        _NAMES_FORMAT = code_tag("inline-names-1", NAMES_MAKERS)
     return _NAMES_FORMAT
-
-
-def _low_pc(top: DIE) -> int:
-    """The unit's base address for its range lists (DW_AT_low_pc, else 0)."""
-    lo = top.attributes.get("DW_AT_low_pc")
-    return lo.value if lo is not None and isinstance(lo.value, int) else 0

@@ -9,9 +9,12 @@ perf do. objdump's `<puts@plt>` labels are the oracle for the tests.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Collection, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..elffile import Binary, SectionHeader, SHT_NOBITS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
 
 # Relocation types that name a GOT slot, per machine.
 _X86_64 = {"GLOB_DAT": 6, "JUMP_SLOT": 7, "IRELATIVE": 37}

@@ -15,12 +15,12 @@ import struct
 from array import array
 from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..elffile import Binary, SHF_ALLOC
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from ..cachedir import CacheDir
 
@@ -514,8 +514,11 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
 _CACHE_FORMAT = None
 # The modules whose code decides what a table holds: a change to any of them
 # makes every cached table stale, so their text is part of the format tag.
+# (The demangler among them: which of two aliases a table keeps is decided
+# by their demangled names.)
 _TABLE_MAKERS = ("symbols/symtab.py", "symbols/plt.py", "debuginfo/minidebuginfo.py",
-                 "elffile.py")
+                 "elffile.py", "elfheader.py", "elfcompress.py", "symbols/demangle.py",
+                 "symbols/rust_demangle.py")
 
 
 def cache_format() -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -33,7 +33,7 @@ class Arch:
     name: str
     pointer_size: int
     # DWARF register number -> register name, as in the psABI DWARF tables.
-    dwarf_names: Dict[int, str]
+    dwarf_names: dict[int, str]
     ip: str                 # name of the program counter in the regs dict
     sp: str
     fp: str
@@ -43,7 +43,7 @@ class Arch:
     # Registers preserved across calls by the psABI.  When a row has no rule
     # for one of them it has the "same value" in the caller; the others are
     # clobbered by the call and are dropped rather than carried over wrongly.
-    callee_saved: Tuple[str, ...]
+    callee_saved: tuple[str, ...]
     # Frame-pointer step: the frame record at fp holds the caller's fp at
     # fp + fp_saved_fp and the return address at fp + fp_saved_ra; the
     # caller's sp is fp + fp_caller_sp.
@@ -54,11 +54,11 @@ class Arch:
     # puts a signature in the high bits).
     ra_mask: int
     # Other spellings of register names (perf's own: 'ip', 'bp', 'lr', ...).
-    aliases: Dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
     # Names by the kernel's perf register number (arch/*/include/uapi/asm/
     # perf_regs.h): bit i of sample_regs_user is perf_regs[i]; None for
     # registers the unwinder has no use for (segment registers, flags).
-    perf_regs: Tuple[Optional[str], ...] = ()
+    perf_regs: tuple[str | None, ...] = ()
     # The system-call instruction, where it says where it was: its length,
     # the register it loads with the address after it (x86_64's `syscall`
     # puts it in rcx, and the kernel's saved user registers keep it there),
@@ -67,11 +67,11 @@ class Arch:
     # will be wrong") is unwound from a sample right after it by the row
     # before it; 0 / None: no such rule.
     syscall_length: int = 0
-    syscall_next_ip: Optional[str] = None
-    syscall_result: Optional[str] = None
-    name_to_dwarf: Dict[str, int] = field(init=False, repr=False, compare=False)
-    register_columns: Dict[str, int] = field(init=False, repr=False, compare=False)
-    callee_saved_columns: Tuple[int, ...] = field(init=False, repr=False, compare=False)
+    syscall_next_ip: str | None = None
+    syscall_result: str | None = None
+    name_to_dwarf: dict[str, int] = field(init=False, repr=False, compare=False)
+    register_columns: dict[str, int] = field(init=False, repr=False, compare=False)
+    callee_saved_columns: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = {n: num for num, n in self.dwarf_names.items()}
@@ -99,7 +99,7 @@ class Arch:
     def fp_column(self) -> int:
         return self.name_to_dwarf[self.fp]
 
-    def regs_from_perf(self, mask: int, values: Sequence[int]) -> Dict[str, int]:
+    def regs_from_perf(self, mask: int, values: Sequence[int]) -> dict[str, int]:
         """The regs dict for the unwinder from a sample's REGS_USER: `mask`
         is the attr's sample_regs_user, `values` the u64s in bit order."""
         names = self.perf_reg_names(mask)
@@ -124,7 +124,7 @@ class Arch:
                   (lambda values: ()))
         return len(names), ip_index, getter, tuple(columns)
 
-    def perf_reg_names(self, mask: int) -> Tuple[Optional[str], ...]:
+    def perf_reg_names(self, mask: int) -> tuple[str | None, ...]:
         """The register name of each u64 a REGS_USER of this mask holds, in
         order (None for those the unwinder has no use for); once per mask."""
         names = _REG_NAMES.get((self.name, mask))
@@ -135,7 +135,7 @@ class Arch:
         return names
 
 
-_REG_NAMES: Dict[Tuple[str, int], Tuple[Optional[str], ...]] = {}   # per (arch, mask)
+_REG_NAMES: dict[tuple[str, int], tuple[str | None, ...]] = {}   # per (arch, mask)
 
 X86_64 = Arch(
     name="x86_64",

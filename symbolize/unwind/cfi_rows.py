@@ -5,7 +5,7 @@ address range (RULE_*: where each register of the caller is).
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 # (pyelftools 0.33 makes most of these names at import time, from its DW_CFA
 # enum: mypy sees only those it also spells out)
@@ -42,6 +42,8 @@ from elftools.dwarf.constants import (  # type: ignore[attr-defined]
 from .cfi_encoding import CfiError, sleb128, uleb128
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .cfi_encoding import CfiSection
     from .cfi_entries import Cie
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING
 
 from ..addresses import address_for_lookup
 from .arch import get_arch
@@ -25,6 +25,7 @@ from .cfi import (CfiError, StackOutOfRange, evaluate_expression,
                   RULE_REGISTER, RULE_EXPRESSION, RULE_VAL_EXPRESSION)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol
 
     from ..elffile import Binary
@@ -63,21 +64,21 @@ STOP_REASONS = (
 
 @dataclass
 class UnwindResult:
-    frames: List[int] = field(default_factory=list)
+    frames: list[int] = field(default_factory=list)
     stop_reason: str = "max-depth"
     # indices into `frames` of those found by a frame-pointer step (heuristic)
-    fp_fallback_frames: List[int] = field(default_factory=list)
+    fp_fallback_frames: list[int] = field(default_factory=list)
     # indices into `frames` that are exact pcs (interrupted by a signal), not
     # return addresses: look them up without subtracting 1
-    exact_ip_frames: List[int] = field(default_factory=list)
-    stop_address: Optional[int] = None  # the avma/stack address behind the stop
+    exact_ip_frames: list[int] = field(default_factory=list)
+    stop_address: int | None = None  # the avma/stack address behind the stop
     stop_detail: str = ""
     # cfas[i]: the canonical frame address of frames[i] (the caller's sp
     # after the return): with the return address, what identifies a
     # physical frame on its stack.  One shorter than `frames` when the walk
     # stopped before computing the last frame's CFA.
-    cfas: List[int] = field(default_factory=list)
-    sp: Optional[int] = None            # the innermost frame's sp (where the walk started)
+    cfas: list[int] = field(default_factory=list)
+    sp: int | None = None            # the innermost frame's sp (where the walk started)
 
 
 @dataclass(slots=True)        # read for every frame: slots, not a dict
@@ -116,7 +117,7 @@ class StackSnapshot:
         self.word = word
         self._unpack = _READ_U64 if word == 8 else _READ_U32
 
-    def __call__(self, address: int) -> Optional[int]:
+    def __call__(self, address: int) -> int | None:
         off = address - self.base
         if off < 0 or address + self.word > self.end:
             return None
@@ -235,7 +236,7 @@ class Unwinder:
                 regs[num] = value & ptr_mask
         return ip, regs
 
-    def walk(self, ip: Optional[int], regs: dict, read_stack: Callable[[int], Optional[int]],
+    def walk(self, ip: int | None, regs: dict, read_stack: Callable[[int], int | None],
              find_module: Callable[[int], ModuleLike | None],
              max_depth: int = 127) -> UnwindResult:
         """The stack from the frame at `ip` with registers `regs` (a dict the
@@ -271,7 +272,7 @@ class Unwinder:
             result.stop_detail = stop.detail
         return result
 
-    def step(self, ip: int, regs: dict, kind: str, read_stack: Callable[[int], Optional[int]],
+    def step(self, ip: int, regs: dict, kind: str, read_stack: Callable[[int], int | None],
              find_module: Callable[[int], ModuleLike | None]) -> Step:
         """The caller of the frame at `ip` with registers `regs` (not
         changed), found as `kind` says (INNERMOST for the registers a walk
@@ -335,7 +336,7 @@ class Unwinder:
                              cfa) from None
 
     def _apply_row(self, row: CfiRow, ip: int, regs: dict, sp: int,
-                   read_stack: Callable[[int], Optional[int]]) -> tuple[int, dict, bool]:
+                   read_stack: Callable[[int], int | None]) -> tuple[int, dict, bool]:
         """(this frame's CFA, the caller's registers, whether the return
         address is undefined: the outermost frame) by a CFI row; an
         UnwindStop where the row cannot be followed."""
@@ -550,7 +551,7 @@ class Unwinder:
 _UNWINDERS: dict[str, Unwinder] = {}     # arch name -> Unwinder
 
 
-def unwind_dwarf(arch: str | Arch, regs: dict, read_stack: Callable[[int], Optional[int]],
+def unwind_dwarf(arch: str | Arch, regs: dict, read_stack: Callable[[int], int | None],
                  find_module: Callable[[int], ModuleLike | None],
                  max_depth: int = 127) -> UnwindResult:
     """Walk the stack from `regs` (register name -> value, lowercase names of
