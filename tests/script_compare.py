@@ -63,6 +63,24 @@ def _is_plt_misname(sym):
     return bare == "_init" or bare == "@plt"
 
 
+def deliberate_difference(ours, theirs):
+    """The kind of deliberate difference ("plt", "named", "return-address":
+    the module's docstring) between one frame as perfdata prints it and as
+    perf does, each (addr, sym+off, dso), or None (the same frame, or a
+    difference of no listed kind)."""
+    (a1, s1, d1), (a2, s2, d2) = ours, theirs
+    if (a1, s1, d1) == (a2, s2, d2):
+        return None
+    if _is_plt_misname(s2) and _bare(s1).endswith("@plt"):
+        return "plt"
+    if s2 == "[unknown]" and s1 != "[unknown]":
+        return "named"
+    if d1 == d2 and a1 is not None and a2 is not None and abs(a1 - a2) <= 1 and \
+            _bare(s1) != _bare(s2) and s2.endswith("+0x0"):
+        return "return-address"
+    return None
+
+
 def compare(ours_text, perf_text, include_kernel=True):
     """Counts: frames perf resolved, equal ones, deliberate differences by
     category, and the list of other differences."""
@@ -99,15 +117,11 @@ def compare(ours_text, perf_text, include_kernel=True):
             resolved = s2 != "[unknown]"
             if resolved:
                 stats["perf_resolved"] += 1
+            kind = deliberate_difference((a1, s1, d1), (a2, s2, d2))
             if (a1, s1, d1) == (a2, s2, d2):
                 stats["equal"] += resolved
-            elif _is_plt_misname(s2) and _bare(s1).endswith("@plt"):
-                stats["plt"] += 1
-            elif not resolved and s1 != "[unknown]":
-                stats["named"] += 1
-            elif d1 == d2 and abs(a1 - a2) <= 1 and _bare(s1) != _bare(s2) and \
-                    s2.endswith("+0x0"):
-                stats["return-address"] += 1
+            elif kind is not None:
+                stats[kind] += 1
             else:
                 skipped = _skipped_caller(f1, f2, i, j)
                 if skipped:

@@ -21,12 +21,14 @@ Scripts left out, and why:
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import PERF, requires_perf
+from script_compare import deliberate_difference, parse_samples
 from perfdata.scripting.exec_path import find_exec_path
 
 EXEC_PATH = find_exec_path()
@@ -79,7 +81,7 @@ CASES = {
     "compaction-times.py": ("compaction", [], None),
     "powerpc-hcalls.py": ("syscalls", [], None),
     "mem-phys-addr.py": ("cpu", [], None),
-    "event_analyzing_sample.py": ("cpu", [], None),
+    "event_analyzing_sample.py": ("cpu", [], "symbols"),
     # The 6.1 scripts' handlers take fewer fields than this kernel's
     # skb:kfree_skb and skb:consume_skb have: both tools stop at the first
     # (perf aborts), after the same output.
@@ -129,36 +131,50 @@ def _run(tool, data, script, args, cwd):
     return res.returncode, res.stdout, res.stderr
 
 
-def _stacks(text):
-    """`script -F ip,sym` of a -g recording: per sample, its frames' names
-    root first, joined as stackcollapse.py joins them."""
-    out, frames = [], None
-    for line in text.splitlines():
-        if not line.strip():
-            if frames is not None:
-                out.append(";".join(reversed(frames)))
-            frames = None
-            continue
-        parts = line.split(None, 1)
-        if frames is None:
-            frames = []
-        frames.append((parts[1] if len(parts) > 1 else "[unknown]").replace(";", ":"))
-    if frames is not None:
-        out.append(";".join(reversed(frames)))
+_FRAME_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
+
+
+def _paired_frames(data):
+    """Per sample of a -g recording, its frames as perf and perfdata print
+    them, [[(perf's (addr, sym+off, dso), perfdata's), ...], ...] leaf first,
+    from both tools' `script -F comm,tid,time,ip,sym,symoff,dso` (user
+    frames' addresses map-relative there: the name and dso say which).  Two
+    frames may differ only by a deliberate difference script_compare tells
+    (perf's PLT misname, perf's [unknown] where perfdata names the frame, a
+    return address at a function's end: docs/differences.md); any other
+    difference, or another count of samples or frames, fails here."""
+    def samples(cmd):
+        res = subprocess.run(cmd + ["script", "-i", str(data), "-F", _FRAME_FIELDS],
+                             capture_output=True, text=True, errors="replace")
+        assert res.returncode == 0, res.stderr[-500:]
+        return parse_samples(res.stdout)
+    theirs, mine = samples([PERF]), samples([sys.executable, "-m", "perfdata"])
+    assert len(theirs) == len(mine) and theirs, "the two scripts differ in samples"
+    out = []
+    for (header, perf_frames), (our_header, our_frames) in zip(theirs, mine):
+        assert our_header.rstrip() == header.rstrip()
+        assert len(our_frames) == len(perf_frames), (header, perf_frames, our_frames)
+        for theirs_fr, ours_fr in zip(perf_frames, our_frames):
+            assert ours_fr == theirs_fr or deliberate_difference(ours_fr, theirs_fr), \
+                (header, theirs_fr, ours_fr)
+        out.append(list(zip(perf_frames, our_frames)))
     return out
 
 
-def _perf_to_perfdata_names(data, tmp_path):
-    """{perf's stack: perfdata's stack} for the samples of a -g recording."""
-    perf = subprocess.run([PERF, "script", "-i", str(data), "-F", "ip,sym"],
-                          capture_output=True, text=True, errors="replace")
-    ours = subprocess.run([sys.executable, "-m", "perfdata", "script", "-i", str(data),
-                           "-F", "ip,sym"], capture_output=True, text=True, errors="replace")
-    theirs, mine = _stacks(perf.stdout), _stacks(ours.stdout)
-    assert len(theirs) == len(mine) and theirs, "the two scripts differ in samples"
+def _function(sym):
+    """A frame's function name as a script gets it (`sym+0x1f` -> `sym`)."""
+    return re.sub(r"\+0x[0-9a-f]+$", "", sym)
+
+
+def _perf_to_perfdata_names(data):
+    """{perf's stack: perfdata's stack} of the samples of a -g recording, as
+    stackcollapse.py joins a stack: the deliberate differences only."""
     mapping: dict[str, str] = {}
-    for a, b in zip(theirs, mine):
-        assert mapping.setdefault(a, b) == b, "perf's stack %r has two perfdata names" % a
+    for pairs in _paired_frames(data):
+        theirs = ";".join(_function(a[1]).replace(";", ":") for a, _ in reversed(pairs))
+        ours = ";".join(_function(b[1]).replace(";", ":") for _, b in reversed(pairs))
+        assert mapping.setdefault(theirs, ours) == ours, \
+            "perf's stack %r has two perfdata names" % theirs
     return mapping
 
 
@@ -171,6 +187,48 @@ def _normalise_collapsed(text, mapping):
         key = comm + sep + frames
         counts[key] = counts.get(key, 0) + int(count)
     return "".join("%s %d\n" % kv for kv in sorted(counts.items()))
+
+
+def _leaf_renames(data):
+    """(perf's symbol, perfdata's) as param_dict["symbol"] holds them
+    (Unknown_symbol where there is none, as event_analyzing_sample.py puts
+    it) for each sample whose leaf the two tools name differently: the
+    deliberate differences only (_paired_frames)."""
+    def name(sym):
+        return "Unknown_symbol" if sym == "[unknown]" else _function(sym)
+    return [(name(pairs[0][0][1]), name(pairs[0][1][1])) for pairs in _paired_frames(data)
+            if pairs and pairs[0][0][1] != pairs[0][1][1]]
+
+
+_SYMBOL_ROW = re.compile(r"^\s*(.*?)\s+(\d+)\s+#+$")
+
+
+def _normalise_symbol_counts(text, renames=()):
+    """event_analyzing_sample.py's output with each `symbol number
+    histogram` table as {symbol: number}, a sample of each (perf's,
+    perfdata's) rename counted under perfdata's name, printed sorted (rows
+    of equal numbers come in the database's order; the histogram is the
+    number's)."""
+    out, lines = [], iter(text.splitlines(True))
+    for line in lines:
+        out.append(line)
+        if line.split() != ["symbol", "number", "histogram"]:
+            continue
+        out.append(next(lines))         # (the ==== rule)
+        counts: dict[str, int] = {}
+        after = []
+        for row in lines:
+            m = _SYMBOL_ROW.match(row)
+            if not m:
+                after = [row]
+                break
+            counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(2))
+        for theirs, ours in renames:
+            assert counts.get(theirs, 0) > 0, "no sample of %r in %s" % (theirs, counts)
+            counts[theirs] -= 1
+            counts[ours] = counts.get(ours, 0) + 1
+        out += ["%s %d\n" % kv for kv in sorted(counts.items()) if kv[1]] + after
+    return "".join(out)
 
 
 @pytest.mark.parametrize("script", sorted(CASES))
@@ -186,8 +244,11 @@ def test_same_output_as_perf(script, recordings, tmp_path):
         assert err_ours.splitlines()[-1].startswith("perfdata: error: "), err_ours
         assert "Error" in err_ours.splitlines()[-2], err_ours
     if normalise == "names":
-        out_perf = _normalise_collapsed(out_perf, _perf_to_perfdata_names(data, tmp_path))
+        out_perf = _normalise_collapsed(out_perf, _perf_to_perfdata_names(data))
         out_ours = _normalise_collapsed(out_ours, {})
+    elif normalise == "symbols":
+        out_perf = _normalise_symbol_counts(out_perf, _leaf_renames(data))
+        out_ours = _normalise_symbol_counts(out_ours)
     assert out_perf, "perf printed nothing: nothing is compared"
     assert out_ours == out_perf
 
@@ -219,25 +280,15 @@ def _generate(tool, data, cwd):
     return (cwd / "perf-script.py").read_text()
 
 
-def _frame_pairs(data):
-    """(perf's "sym+off (dso)", perfdata's) of every frame, from both tools'
-    script (user
-    frames' addresses are map-relative there: the name and dso say which)."""
-    def lines(cmd):
-        out = subprocess.run(cmd + ["script", "-i", str(data), "-F", "ip,sym,symoff,dso"],
-                             capture_output=True, text=True, errors="replace").stdout
-        return [line.split(None, 1)[1] for line in out.splitlines()
-                if line.startswith("\t") and len(line.split(None, 1)) == 2]
-    theirs, mine = lines([PERF]), lines([sys.executable, "-m", "perfdata"])
-    assert len(theirs) == len(mine) and theirs
-    return list(zip(theirs, mine))
-
-
 def _frame_names(data):
-    """_frame_pairs as a mapping (a perf frame named two ways fails)."""
+    """{perf's "sym+off (dso)": perfdata's} of the frames that differ
+    deliberately (_paired_frames); a perf frame named two ways fails."""
     names: dict[str, str] = {}
-    for a, b in _frame_pairs(data):
-        assert names.setdefault(a, b) == b, "perf's frame %r has two perfdata names" % a
+    for pairs in _paired_frames(data):
+        for (_, s2, d2), (_, s1, d1) in pairs:
+            if (s1, d1) != (s2, d2):
+                a, b = "%s (%s)" % (s2, d2), "%s (%s)" % (s1, d1)
+                assert names.setdefault(a, b) == b, "perf's frame %r has two perfdata names" % a
     return names
 
 
@@ -279,26 +330,33 @@ def test_gen_script_as_perf_and_runs_alike(name, traced, recordings, tmp_path):
 _PROBE = '''
 import os
 import perf_trace_context
-RENAMED = set(open("renamed.txt").read().split("\\n")) if os.path.exists("renamed.txt") else set()
+# "sample frame" of each frame the two tools name differently (deliberately)
+RENAMED = set(tuple(map(int, line.split())) for line in open("renamed.txt")) \\
+    if os.path.exists("renamed.txt") else set()
 from perf_trace_context import *
 print(sorted(n for n in dir(perf_trace_context) if not n.startswith("_")))
+SAMPLES = [0]
 def trace_begin():
     print("begin")
 def trace_end():
     print("end")
 def process_event(d):
+    n = SAMPLES[0]
+    SAMPLES[0] += 1
     s = dict(d)
-    s["callchain"] = [dict(e, sym={k: v for k, v in e["sym"].items()
-                                   if k not in ("name", "binding", "end")})
-                      if "sym" in e else dict(e) for e in d["callchain"]]
-    for e, entry in zip(s["callchain"], d["callchain"]):
-        if entry.get("sym", {}).get("name") in RENAMED:
-            e.pop("sym"), e.pop("sym_off", None)    # (another symbol: another start)
-    if s.pop("symbol", None) in RENAMED:
-        s.pop("symoff")
+    s["callchain"] = []
+    for i, entry in enumerate(d["callchain"]):
+        e = dict(entry)
+        if (n, i) in RENAMED:
+            e.pop("sym", None), e.pop("sym_off", None)  # (another symbol: its own start, end)
+        elif "sym" in e:
+            e["sym"] = {k: v for k, v in e["sym"].items() if k != "binding"}
+        s["callchain"].append(e)
+    if (n, 0) in RENAMED:
+        s.pop("symbol", None), s.pop("symoff", None)
     if s.get("dso", "").startswith("[kernel"):
         s.pop("dso_map_end")    # (perf: the MMAP record's end; perfdata: _etext)
-    print(list(d), sorted(d["sample"].items()), [list(e) for e in d["callchain"]])
+    print(list(s), sorted(d["sample"].items()), [list(e) for e in s["callchain"]])
     print(sorted((k, repr(v)) for k, v in s.items()))
 def trace_unhandled(event_name, context, fields, sample):
     print(event_name, sorted(fields.items()), common_pc(context), common_flags(context),
@@ -310,24 +368,21 @@ def trace_unhandled(event_name, context, fields, sample):
 def test_handler_arguments_as_perf(name, recordings, tmp_path):
     """What a script is handed, printed whole: param_dict (its keys in perf
     6.1's order, attr, sample, raw_buf, comm, dso, dso_bid, map bounds,
-    symoff, the callchain's ip/dso/sym_off/sym start and end), the unhandled
-    tracepoints' field dicts and perf_sample_dict, common_pc, common_flags,
-    common_lock_depth and the perf_trace_context names.  Symbol names are
-    left out (stackcollapse compares them), and so are sym's binding (1 for
-    every symbol: perfdata's symbol tables do not keep it), sym's end (a
-    symbol of size 0 ends at the next symbol in perf, not always in
-    perfdata's tables: 1 frame in 600 here) and the kernel
-    map's end (perf gives the end its kernel MMAP record says, perfdata's
-    session the end of the kernel's text, _etext)."""
+    symbol, symoff, the callchain's ip/dso/sym_off and sym name, start and
+    end), the unhandled tracepoints' field dicts and perf_sample_dict,
+    common_pc, common_flags, common_lock_depth and the perf_trace_context
+    names.  Left out: a frame perf and perfdata name differently, by a
+    deliberate difference only (_paired_frames: another symbol, so another
+    start, end and offset; the sample's symbol and symoff where it is the
+    leaf), sym's binding (1 for every symbol: perfdata's symbol tables do
+    not keep it) and the kernel map's end (perf gives the end its kernel
+    MMAP record says, perfdata's session the end of the kernel's text,
+    _etext)."""
     data = _recording(recordings, name)
     if name == "cpu":
-        # The frames perfdata names otherwise (their symbols' start and offset
-        # differ with the name): both names, for the probe to leave out.
-        renamed = set()
-        for theirs, ours in _frame_pairs(data):
-            if theirs != ours:
-                renamed |= {theirs.rsplit("+0x", 1)[0], ours.rsplit("+0x", 1)[0]}
-        (tmp_path / "renamed.txt").write_text("\n".join(sorted(renamed)))
+        renamed = ["%d %d\n" % (n, i) for n, pairs in enumerate(_paired_frames(data))
+                   for i, (theirs, ours) in enumerate(pairs) if theirs != ours]
+        (tmp_path / "renamed.txt").write_text("".join(renamed))
     probe = tmp_path / "probe.py"
     probe.write_text(_PROBE)
     rc_perf, out_perf, err_perf = _run("perf", data, str(probe), [], tmp_path)
