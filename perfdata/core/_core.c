@@ -274,6 +274,7 @@ typedef struct {
     FrameTable frames;
     Space spaces[SPACES];
     Py_ssize_t nspaces;
+    int space_slots[2 * SPACES];  /* space_of's table: an index in spaces, -1 */
     Plan plans[PLANS];
     Py_ssize_t nplans;
     PyObject *plan_index;     /* {attr: index in plans, or None: hand back} */
@@ -317,13 +318,34 @@ static void spaces_clear(SampleText *self) {
     for (Py_ssize_t i = 0; i < self->nspaces; i++)
         space_free(&self->spaces[i]);
     self->nspaces = 0;
+    for (size_t i = 0; i < 2 * SPACES; i++)
+        self->space_slots[i] = -1;
+}
+
+/* the space of a MapGroup: by a table of the spaces' slots hashed by the
+ * group's address (2 * SPACES slots; a group is kept, so its address is
+ * not another's while it is in the table) */
+static size_t space_hash(PyObject *group) {
+    return (size_t)(mix((uint64_t)(uintptr_t)group, 0, 0) & (2 * SPACES - 1));
 }
 
 static Space *space_of(SampleText *self, PyObject *group) {
-    for (Py_ssize_t i = self->nspaces - 1; i >= 0; i--)
-        if (self->spaces[i].group == group)
-            return &self->spaces[i];
-    return NULL;
+    size_t i = space_hash(group);
+    for (;;) {
+        int at = self->space_slots[i];
+        if (at < 0)
+            return NULL;
+        if (self->spaces[at].group == group)
+            return &self->spaces[at];
+        i = (i + 1) & (2 * SPACES - 1);
+    }
+}
+
+static void space_index(SampleText *self, Py_ssize_t at) {
+    size_t i = space_hash(self->spaces[at].group);
+    while (self->space_slots[i] >= 0)
+        i = (i + 1) & (2 * SPACES - 1);
+    self->space_slots[i] = (int)at;
 }
 
 static long long int_attr(PyObject *obj, PyObject *name, int *ok) {
@@ -397,6 +419,7 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     self->context_max = context_max;
     self->max_stack = max_stack;
     self->block = block;
+    spaces_clear(self);
     Py_INCREF(thread_of);
     Py_XSETREF(self->thread_of, thread_of);
     Py_INCREF(answer);
@@ -550,6 +573,7 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
             spaces_clear(self);
         s = &self->spaces[self->nspaces++];
         s->group = Py_NewRef(group);
+        space_index(self, self->nspaces - 1);
     } else {
         PyMem_Free(s->maps);
         Py_CLEAR(s->objects);
@@ -1242,6 +1266,9 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     int kernel = cpumode == 1 || cpumode == 3 || cpumode == 4;   /* KERNEL_MODES */
     int first = 1;
     long depth = 0;
+    /* the thread's address space at its generation (looked up again after
+     * any answer: an answer may set maps) */
+    Space *space = NULL;
     for (uint64_t i = 0; i < nr; i++) {
         uint64_t ip = u64_at(ips, (Py_ssize_t)(8 * i));
         if (ip >= self->context_max) {
@@ -1263,19 +1290,22 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             key_space = SPACE_KERNEL;
             key = ip;
         } else {
-            int ok = 1;
-            long long generation = int_attr(group, s_generation, &ok);
-            if (!ok)
-                goto done;
-            Space *space = space_of(self, group);
-            if (space == NULL || space->generation != generation) {
-                if (asked++ > 2) {
-                    PyErr_SetString(PyExc_RuntimeError, "answer(NEED_MAPS) set no maps");
+            if (space == NULL) {
+                int ok = 1;
+                long long generation = int_attr(group, s_generation, &ok);
+                if (!ok)
                     goto done;
+                space = space_of(self, group);
+                if (space == NULL || space->generation != generation) {
+                    space = NULL;
+                    if (asked++ > 2) {
+                        PyErr_SetString(PyExc_RuntimeError, "answer(NEED_MAPS) set no maps");
+                        goto done;
+                    }
+                    if (ask(self, Py_BuildValue("(iO)", NEED_MAPS, group)) < 0)
+                        goto done;
+                    goto again;
                 }
-                if (ask(self, Py_BuildValue("(iO)", NEED_MAPS, group)) < 0)
-                    goto done;
-                goto again;
             }
             Py_ssize_t index = 0;
             const MapEntry *m = find_map(space, ip, &index);
@@ -1301,8 +1331,10 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                     PyErr_SetString(PyExc_RuntimeError, "answer(NEED_BINARY) bound nothing");
                     goto done;
                 }
-                if (ask(self, Py_BuildValue("(iOnO)", NEED_BINARY, group, index,
-                                            PyList_GET_ITEM(space->objects, index))) < 0)
+                int r = ask(self, Py_BuildValue("(iOnO)", NEED_BINARY, group, index,
+                                                PyList_GET_ITEM(space->objects, index)));
+                space = NULL;
+                if (r < 0)
                     goto done;
                 goto again;
             } else if (m->binary < 0) {
@@ -1330,8 +1362,11 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
                     PyErr_SetString(PyExc_RuntimeError, "answer(NEED_NAME) named nothing");
                     goto done;
                 }
-                if (ask(self, Py_BuildValue("(innK)", NEED_NAME, (Py_ssize_t)key_space, index,
-                                            (unsigned long long)at)) < 0)
+                int asked_ok = ask(self, Py_BuildValue("(innK)", NEED_NAME,
+                                                       (Py_ssize_t)key_space, index,
+                                                       (unsigned long long)at));
+                space = NULL;
+                if (asked_ok < 0)
                     goto done;
                 goto again;
             }
@@ -1348,9 +1383,12 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             line->len = mark;
         }
         if (f == NULL) {
-            if (ask(self, Py_BuildValue("(iOOKiiLK)", NEED_FRAME, record, thread,
-                                        (unsigned long long)ip, kernel, (int)is_ret,
-                                        (long long)key_space, (unsigned long long)key)) < 0)
+            int asked_ok = ask(self, Py_BuildValue("(iOOKiiLK)", NEED_FRAME, record, thread,
+                                                   (unsigned long long)ip, kernel, (int)is_ret,
+                                                   (long long)key_space,
+                                                   (unsigned long long)key));
+            space = NULL;
+            if (asked_ok < 0)
                 goto done;
             f = frames_find(&self->frames, key_space, key, is_ret);
             if (f == NULL)
