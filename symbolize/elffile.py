@@ -192,8 +192,8 @@ class Binary:
             # What was copied (a symbol table, .eh_frame, a DWARF section)
             # need not stay resident in the mapping too: its pages are given
             # back (MADV_DONTNEED: they stay in the page cache, and are read
-            # from there again if asked for).  A first run on a 319 MB DWARF
-            # recording of make -j2 builds peaked 10-13 MiB higher without.
+            # from there again if asked for): a DWARF recording's first run
+            # reads large sections of many binaries.
             start = offset - offset % mmap.PAGESIZE
             try:
                 buf.madvise(mmap.MADV_DONTNEED, start, offset + size - start)

@@ -44,15 +44,12 @@ if TYPE_CHECKING:
 __all__ = ["Symbolizer", "Frame", "BinaryChoice", "NO_FILE_MAPPINGS", "STATUSES",
            "running_kernel_is", "address_for_lookup"]
 
-# Lookups kept by (binary, address), cleared when full: ~0.29 KiB an entry
-# with its key and frames.  A frame-pointer profile of a compiler built
-# without frame pointers meets a new garbage return address every few
-# samples (a make of 240 files, 900,000 samples: 119,496 entries, 34 MiB, at
-# a bound of 1 << 20, which let memory grow with the file); what repeats is
-# found again here soon after a clear, and the rest of a miss is the symbol
-# table's bisect or the answers kept from an earlier run.  At 1 << 16, with
-# the callers' own caches as large, a long DWARF recording of builds peaked
-# 14 MiB higher for no speed.
+# Lookups kept by (binary, address), cleared when full (an entry with its
+# key and frames is a few hundred bytes).  A frame-pointer profile of a
+# compiler built without frame pointers meets a new garbage return address
+# every few samples, so a large bound lets memory grow with the file; what
+# repeats is found again here soon after a clear, and the rest of a miss is
+# the symbol table's bisect or the answers kept from an earlier run.
 MAX_CACHED_ADDRESSES = 1 << 14
 # What a (path, build-id) is looked up in (Symbolizer._where_of).
 _IN_BINARY, _IN_KERNEL, _IN_PERFMAP = "binary", "kernel", "perfmap"

@@ -61,11 +61,9 @@ class _Memo(dict):
 
 # What a table keeps of what it decoded, then forgets to start afresh (the
 # project's rule for caches: cleared when full).  A row is a CfiRow and its
-# rules, about 500 bytes in Python: a DWARF recording of a build (make -j2 of
-# 48 files) decoded 3,837 of cc1's 45,201 FDEs, 71,472 rows, 38 MiB, and the
-# whole of a big binary's CFI would be gigabytes.  The working set of a
-# recording (the functions its stacks pass through) is far smaller: the
-# CPython, sqlite and 12-file make recordings hold 6,371, 1,656 and 55,830.
+# rules, some hundreds of bytes in Python: the whole of a big binary's CFI
+# would not fit in memory, while the working set of a recording (the
+# functions its stacks pass through) is far smaller than this bound.
 CFI_ROWS_KEPT = 1 << 16
 # Addresses whose row is remembered (CfiTable.rows).
 CFI_ADDRESSES_KEPT = 1 << 16
