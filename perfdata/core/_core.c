@@ -304,7 +304,8 @@ typedef struct {
     Buffer folded;
 } SampleText;
 
-static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body;
+static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body,
+    *s_start, *s_end, *s_pgoff;
 
 static void space_free(Space *s) {
     Py_CLEAR(s->group);
@@ -529,40 +530,46 @@ static PyObject *SampleText_set_plan(SampleText *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_maps(group, generation, bounds, objects, binaries): the maps of an
- * address space at a generation: bounds a bytes of (start, end, pgoff)
- * u64 triples, objects the Map objects, binaries a list of ints (the space
- * of each map's binary, or BINARY_UNKNOWN / BINARY_CAREFUL) */
+/* set_maps(group, generation, maps, known): the maps of an address space
+ * at a generation: maps the group's Map objects in order, known the
+ * driver's {id(Map): (the Map, the space of its binary)} (a map not in it
+ * is BINARY_UNKNOWN: asked for at its first frame) */
 static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
-    PyObject *group, *objects, *binaries;
+    PyObject *group, *objects, *known;
     long long generation;
-    Py_buffer bounds;
-    if (!PyArg_ParseTuple(args, "OLy*O!O!", &group, &generation, &bounds, &PyList_Type,
-                          &objects, &PyList_Type, &binaries))
+    if (!PyArg_ParseTuple(args, "OLO!O!", &group, &generation, &PyList_Type, &objects,
+                          &PyDict_Type, &known))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(objects);
-    if (PyList_GET_SIZE(binaries) != n || bounds.len != n * 24) {
-        PyBuffer_Release(&bounds);
-        PyErr_SetString(PyExc_ValueError, "set_maps: lengths disagree");
-        return NULL;
-    }
     MapEntry *maps = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(MapEntry));
-    if (maps == NULL) {
-        PyBuffer_Release(&bounds);
+    if (maps == NULL)
         return PyErr_NoMemory();
-    }
-    const unsigned char *p = bounds.buf;
     for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
+        PyObject *m = PyList_GET_ITEM(objects, i);
+        PyObject *names[3] = {s_start, s_end, s_pgoff};
         uint64_t v[3];
-        memcpy(v, p + 24 * i, 24);
+        for (int k = 0; k < 3; k++) {
+            PyObject *x = PyObject_GetAttr(m, names[k]);
+            v[k] = x == NULL ? 0 : PyLong_AsUnsignedLongLong(x);
+            Py_XDECREF(x);
+            if (PyErr_Occurred())
+                break;
+        }
+        if (PyErr_Occurred())
+            break;
         maps[i].start = v[0];
         maps[i].end = v[1];
         maps[i].pgoff = v[2];
-        maps[i].binary = PyLong_AsLongLong(PyList_GET_ITEM(binaries, i));
-        if (i > 0 && maps[i].start < maps[i - 1].end)
+        maps[i].binary = BINARY_UNKNOWN;
+        PyObject *key = PyLong_FromVoidPtr(m);      /* id(m) */
+        PyObject *got = key == NULL ? NULL : PyDict_GetItemWithError(known, key);
+        Py_XDECREF(key);
+        if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2 &&
+            PyTuple_GET_ITEM(got, 0) == m)
+            maps[i].binary = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
+        if (!PyErr_Occurred() && i > 0 && maps[i].start < maps[i - 1].end)
             PyErr_SetString(PyExc_ValueError, "set_maps: not sorted, or overlapping");
     }
-    PyBuffer_Release(&bounds);
     if (PyErr_Occurred()) {
         PyMem_Free(maps);
         return NULL;
@@ -1478,6 +1485,7 @@ static struct PyModuleDef core_module = {
 PyMODINIT_FUNC PyInit__core(void) {
     struct { PyObject **name; const char *text; } names[] = {
         {&s_generation, "generation"}, {&s_process, "process"}, {&s_maps, "maps"},
+        {&s_start, "start"}, {&s_end, "end"}, {&s_pgoff, "pgoff"},
         {&s_comm, "comm"}, {&s_attr, "attr"}, {&s_misc, "misc"}, {&s_body, "body"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

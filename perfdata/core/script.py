@@ -243,16 +243,9 @@ class ScriptCore:
             return None
 
     def _set_maps(self, group: MapGroup) -> None:
-        maps = list(group)
-        bounds = array("Q")
-        binaries = []
-        known = self._map_binary
-        unknown = self.module.BINARY_UNKNOWN
-        for m in maps:
-            bounds.extend((m.start, m.end, m.pgoff))
-            got = known.get(id(m))
-            binaries.append(got[1] if got is not None and got[0] is m else unknown)
-        self.core.set_maps(group, group.generation, bounds.tobytes(), maps, binaries)
+        """The maps of an address space, and the binaries of those whose
+        binary is known (a Map is never changed once in a group)."""
+        self.core.set_maps(group, group.generation, list(group), self._map_binary)
 
     def _bind(self, group: MapGroup, index: int, m: Map) -> None:
         """The binary behind a map, as the resolver names it (dso_of, at the
