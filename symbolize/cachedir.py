@@ -5,9 +5,9 @@ One directory holds every cache (the layout existing caches have):
     symtab/BI/LD-KINDS.table           symbol tables, by build-id (BI = its
                                        first two hex digits, LD the rest)
     symtab/BI/LD-KINDS-MODE.answers    what each address met was named, by
-                                       table and naming mode (answers.py)
+                                       table and naming mode (symbols/answers.py)
     inline/BI/LD-WHICH.json            inline names learnt per address
-    symcache/BI/LD-WHICH-TAG.symc      the native inline index (native.py)
+    symcache/BI/LD-WHICH-TAG.symc      the native inline index (symbols/native.py)
     elf/KE/Y-facts.marshal             an ELF file's sections, segments,
                                        build-id and machine, by its identity
                                        (device, inode, size, mtime: KEY)

@@ -90,7 +90,7 @@ class Symbolizer:
         symbols too (Rust's, in a kernel built with it): perf does only with
         --demangle-kernel.  source_paths: source lines name their files by
         the whole path addr2line gives; False where only base names are
-        printed, which lets the native index answer (see native.py).
+        printed, which lets the native index answer (see symbols/native.py).
         recorded_at: when the profile was written (seconds since the epoch):
         a binary taken at its recorded path with no build-id to check it by
         (perf record 6.1 writes build-ids only for the binaries its samples'

@@ -1,4 +1,4 @@
-"""By-hand measurement of symbolize.lines on libc's debug file (not a test).
+"""By-hand measurement of symbolize.symbols.lines on libc's debug file (not a test).
 
     python3 tests/bench_lines.py [--n 300] [--seed 2] [--mode text|funcs] [--repeat 3]
                                  [--impl other/lines.py] [--compare other/lines.py]

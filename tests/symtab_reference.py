@@ -1,5 +1,5 @@
 """perf 6.1's symbol-table fixups stated one symbol at a time
-(symbols__fixup_end, symbols__fixup_duplicate): what symbolize/symtab.py's
+(symbols__fixup_end, symbols__fixup_duplicate): what symbolize/symbols/symtab.py's
 fixup_columns does by columns, kept here as the tests' reference."""
 from operator import itemgetter
 

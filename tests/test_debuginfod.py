@@ -1,4 +1,4 @@
-"""symbolize.debuginfod against a real elfutils debuginfod server, and against
+"""symbolize.debuginfo.debuginfod against a real elfutils debuginfod server, and against
 servers that misbehave (down, slow, 404, another build-id, truncated, HTML).
 
 The real server (`debuginfod -F DIR`, Debian package `debuginfod`) runs on

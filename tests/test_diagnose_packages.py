@@ -1,4 +1,4 @@
-"""symbolize.packages: the package owning a file, asked with argument lists."""
+"""symbolize.debuginfo.packages: the package owning a file, asked with argument lists."""
 import os
 import shutil
 import subprocess

@@ -1,4 +1,4 @@
-"""The native DWARF index (symbolize/native.py, Sentry's `symbolic`) against
+"""The native DWARF index (symbolize/symbols/native.py, Sentry's `symbolic`) against
 the pyelftools walk of lines.py and against perf.
 
 Address by address on real binaries (libc through libc6-dbg's debug file, a

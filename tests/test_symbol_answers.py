@@ -1,4 +1,4 @@
-"""The answers kept by symbol table and naming mode (symbolize/answers.py):
+"""The answers kept by symbol table and naming mode (symbolize/symbols/answers.py):
 a second run that reads them prints what the first printed, and what a
 damaged, foreign or stale file says is never used."""
 import marshal

@@ -1,4 +1,4 @@
-"""symbolize/jitdump.py on jitdumps built here byte by byte (the layout of
+"""symbolize/symbols/jitdump.py on jitdumps built here byte by byte (the layout of
 perf's tools/perf/util/jitdump.h), whose code loads are known by
 construction: code space reused in time, a move, a record cut by the end,
 both byte orders."""

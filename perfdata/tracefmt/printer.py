@@ -601,7 +601,7 @@ def _lookup_symbol(kallsyms: Kallsyms | None, addr: int) -> tuple[str, int] | No
     """(name, start) of the kernel symbol holding addr, or None.  `kallsyms`
     is a callable addr -> (name, start) | None, or an object whose
     `lookup(addr)` gives something with `.name` and `.start` (such as
-    symbolize.kallsyms.KernelSymbols)."""
+    symbolize.symbols.kallsyms.KernelSymbols)."""
     if kallsyms is None:
         return None
     try:
