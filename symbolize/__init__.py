@@ -1,7 +1,19 @@
 """symbolize: name addresses in ELF binaries; find binaries and debug info.
 
 A library about binaries, not about perf.data: it never imports perfdata.
-The symbol side (this file's exports) is:
+Three packages side by side, none importing another, on a common floor:
+
+    debuginfo/   finding files: candidates (locate), debuginfod, packages,
+                 the vDSO image, MiniDebugInfo, and BinaryFinder (finder)
+    symbols/     naming addresses: ELF symbol tables (symtab, plt), the
+                 demanglers, DWARF lines and inline frames (lines,
+                 dwarf_units, native), kallsyms, JIT maps (perfmap, jitdump)
+    unwind/      unwinding: CFI (cfi and its parts), arches, the unwinder
+    the floor    elffile (Binary) and its elf* parts, buildid, cachedir,
+                 addresses, errors, warninglog
+
+with the Symbolizer (symbolizer.py) the facade over the three.  The symbol
+side (this file's exports) is:
 
     Symbolizer(locator, demangle=True, inline=True).lookup(path, build_id, svma)
     Binary(path)              a safely opened ELF file
