@@ -22,11 +22,11 @@ from .debuginfo.minidebuginfo import load_minidebuginfo
 from .addresses import address_for_lookup
 from .symbols.demangle import demangle as _demangle
 from .symbols.frame import Frame
-from .symbols.jitdump import JitDump
+from .symbols.jitmaps import JitMaps
 from .symbols.kallsyms import KernelSymbols
 from .symbols.kernel import KernelTables
 from .symbols.naming import AddressNamer
-from .symbols.perfmap import PerfMap, is_perfmap_path
+from .symbols.perfmap import is_perfmap_path
 from .symbols.tables import LineInfos, SymbolTables, damaged, table_kinds
 from .unwind.jit import JitUnwinding
 from .warninglog import WarningLog
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .cachedir import CacheWhere
     from .elffile import Binary
     from .symbols.answers import AddressAnswers
+    from .symbols.jitdump import JitDump
     from .symbols.lines import LineInfo
     from .symbols.symtab import SymbolTable
     from .unwind.jit import JitUnwindTable
@@ -118,8 +119,7 @@ class Symbolizer:
         self._where: dict[tuple, tuple] = {}
         self._frames: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {}
-        self._perfmaps: dict[str, PerfMap] = {}
-        self._jitdumps: dict[str, JitDump] = {}
+        self.jit_maps = JitMaps(self.finder.jit_file, self.log)
         self._jit_unwinding: dict[str, JitUnwinding] = {}
 
     def _mode(self) -> str:
@@ -312,7 +312,7 @@ class Symbolizer:
         if where[0] is not _IN_BINARY:
             if where[0] is _IN_KERNEL:
                 return self._lookup_kernel(path, where[1], svma, is_return_address)
-            return self._lookup_perfmap(path, svma, is_return_address)
+            return self.jit_maps.perfmap_frames(path, svma, is_return_address, self._name)
         _, dso, bid, src = where
         if svma is None:
             if file_offset is None:
@@ -400,13 +400,7 @@ class Symbolizer:
         """The jitdump recorded at `path` (found by jit_file), read once
         (empty where absent or unreadable: its fault said once among the
         warnings)."""
-        dump = self._jitdumps.get(path)
-        if dump is None:
-            found = self.jit_file(path)
-            dump = JitDump.from_file(found) if found is not None else JitDump()
-            self.log.drain(dump)
-            self._jitdumps[path] = dump
-        return dump
+        return self.jit_maps.jitdump(path)
 
     def jit_unwind_table(self, path: str, time: int | None) -> JitUnwindTable | None:
         """The unwinding info of the code the jitdump at `path` had placed
@@ -424,31 +418,8 @@ class Symbolizer:
         at `path`: (frame, the code's index in the dump, which tells apart
         two functions that held the address in turn).  name None where no
         code covers the address."""
-        dump = self.jitdump(path)
-        code = dump.lookup(address_for_lookup(address, is_return_address), time)
-        if code is None:
-            return Frame(None, None, address, path, None, None), None
-        return (Frame(self._name(code.name), address - code.start, address, path, None,
-                      "jitdump"), code.code_index)
+        return self.jit_maps.jitdump_frame(path, address, time, is_return_address, self._name)
 
-    def _lookup_perfmap(self, path: str, address: int | None, is_ret: bool) -> list[Frame]:
-        if address is None:
-            return [Frame(None, None, None, path, None, None)]
-        pm = self._perfmaps.get(path)
-        if pm is None:
-            # No map file is no fault: anonymous executable memory promises
-            # none (perf is silent too); a map that is there but unreadable is.
-            # (perf 6.1 reads /tmp/perf-PID.map only: a recording read on
-            # another machine or after a container is gone needs the map
-            # where --path-map, --symfs or an archive put it.)
-            found = self.jit_file(path)
-            pm = PerfMap.from_file(found) if found is not None else PerfMap()
-            self.log.drain(pm)
-            self._perfmaps[path] = pm
-        s = pm.lookup(address_for_lookup(address, is_ret))
-        if s is None:
-            return [Frame(None, None, address, path, None, None)]
-        return [Frame(self._name(s.name), address - s.start, address, path, None, "perfmap")]
 
 
 def _as_read(name: str) -> str:
