@@ -86,6 +86,8 @@ static int buf_reserve(Buffer *b, size_t more) {
 }
 
 static int buf_add(Buffer *b, const char *s, size_t n) {
+    if (n == 0)
+        return 0;       /* (memcpy to a buffer not yet allocated: UB, UBSan says) */
     if (buf_reserve(b, n) < 0)
         return -1;
     memcpy(b->data + b->len, s, n);
@@ -240,6 +242,7 @@ typedef struct {
     PyObject *no_map_after;
     Py_ssize_t pid, tid, time, cpu, period, callchain;
     Py_ssize_t after;         /* fixed bytes the schema has after the callchain */
+    Py_ssize_t format;        /* the frame lines' field set: part of a frame's key */
     unsigned long long default_period;
 } Plan;
 
@@ -484,9 +487,9 @@ static PyObject *SampleText_set_plan(SampleText *self, PyObject *args) {
     Plan p;
     memset(&p, 0, sizeof p);
     PyObject *text, *before, *after;
-    if (!PyArg_ParseTuple(plan, "lSOOnnnnnnnK", &p.header, &text, &before, &after, &p.pid,
+    if (!PyArg_ParseTuple(plan, "lSOOnnnnnnnKn", &p.header, &text, &before, &after, &p.pid,
                           &p.tid, &p.time, &p.cpu, &p.period, &p.callchain, &p.after,
-                          &p.default_period))
+                          &p.default_period, &p.format))
         return NULL;
     if ((before == Py_None) != (after == Py_None) ||
         (before != Py_None && !(PyBytes_Check(before) && PyBytes_Check(after)))) {
@@ -494,7 +497,8 @@ static PyObject *SampleText_set_plan(SampleText *self, PyObject *args) {
         return NULL;
     }
     /* (offsets the walk reads at: u32 pid and tid, u64 the others) */
-    if (p.pid < 0 || p.tid < 0 || p.callchain < 0 || p.after < 0 ||
+    if (p.pid < 0 || p.tid < 0 || p.callchain < 0 || p.after < 0 || p.format < 0 ||
+        p.format > 255 ||
         p.time < -1 || p.cpu < -1 || p.period < -1) {
         PyErr_SetString(PyExc_ValueError, "a plan needs pid, tid and the callchain");
         return NULL;
@@ -1352,7 +1356,9 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             }
         }
         uint32_t is_ret = !first;
-        Frame *f = frames_find(&self->frames, key_space, key, is_ret);
+        /* (the frames' lines are kept by field set too: an event's -F) */
+        int64_t kept_as = key_space + ((int64_t)plan.format << 32);
+        Frame *f = frames_find(&self->frames, kept_as, key, is_ret);
         if (f == NULL && key_space >= 2 && (plan.header & H_PLAIN_FRAMES) &&
             key_space < self->ntables && self->tables[key_space].set) {
             unsigned int tflags;
@@ -1397,7 +1403,7 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             space = NULL;
             if (asked_ok < 0)
                 goto done;
-            f = frames_find(&self->frames, key_space, key, is_ret);
+            f = frames_find(&self->frames, kept_as, key, is_ret);
             if (f == NULL)
                 goto hand_back;
         }

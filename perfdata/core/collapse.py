@@ -95,7 +95,10 @@ class CollapseCore(ScriptCore):
         offsets = self._offsets(event)
         if offsets is None:
             return None
-        return (flags, b"", None, None) + offsets + (event.attr["sample_period"],)
+        return (flags, b"", None, None) + offsets + (event.attr["sample_period"], 0)
+
+    def _format_of(self, event: EventAttr) -> int:
+        return 0        # (one way to fold a frame a run)
 
     def _frames_text(self, found: Sequence[StackFrame], event: EventAttr) -> str:
         """An entry's folded names, root first (collapse.stack_names)."""

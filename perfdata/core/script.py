@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from symbolize.symbols.symtab import SymbolTable
 
     # an event's plan as the core takes it (see SampleText.set_plan)
-    Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int]
+    Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int,
+                 int]
 
 # Paths the resolver reads a JIT's perf map or jitdump for (FrameResolver's
 # _JIT_PATHS): their frames depend on more than the binary and the offset.
@@ -128,6 +129,7 @@ class ScriptCore:
         # the Python path made} (see _learn_no_map)
         self._no_map_seen: dict[EventAttr, tuple[bytes, bytes]] = {}
         self._no_map_avma: dict[EventAttr, int] = {}
+        self._formats: dict[tuple[str, ...], int] = {}
         # the sample a frame was last asked for (record, the sample)
         self._asked: tuple[Record | None, SymbolizedSample | None] = (None, None)
 
@@ -233,7 +235,17 @@ class ScriptCore:
             return None
         if offsets is None:
             return None
-        return (flags, data, None, None) + offsets + (event.attr["sample_period"],)
+        return (flags, data, None, None) + offsets + (event.attr["sample_period"],
+                                                        self._format_of(event))
+
+    def _format_of(self, event: EventAttr) -> int:
+        """The number of the event's field set (frames' lines are kept by
+        it: -F for one type of events changes their lines only)."""
+        fields = self.formatter.fields_for(event)
+        got = self._formats.get(fields)
+        if got is None:
+            got = self._formats[fields] = len(self._formats)
+        return got
 
     @staticmethod
     def _offsets(event: EventAttr) -> tuple[int, int, int, int, int, int, int] | None:
@@ -310,7 +322,8 @@ class ScriptCore:
         except UnicodeEncodeError:
             # (a name read with surrogateescape: the Python path prints it)
             data, flags = b"", module.FRAME_CAREFUL
-        self.core.add_frame(space, key, is_ret, flags, data)
+        self.core.add_frame(space + (self._format_of(event) << 32),  # type: ignore[arg-type]
+                            key, is_ret, flags, data)
         if space >= _FIRST_BINARY and not kernel:
             self._check_table(space, key, is_ret, data)
         if space == module.SPACE_NO_MAP and avma < _KERNEL_HALF and not kernel and \
