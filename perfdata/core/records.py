@@ -165,7 +165,10 @@ def _count_stretch(pf: PerfFile, f: io.RawIOBase, buf: bytearray,
     little = pf.little
     head = header_layout(little)
     # (the walker's alignment rule: RecordWalker.__init__, _unaligned)
-    aligned = Feature.COMPRESSED not in pf.features and not start % 8 and not walk.unaligned
+    if walk.unaligned is None:
+        aligned = Feature.COMPRESSED not in pf.features and not walk.at % 8
+    else:
+        aligned = not walk.unaligned
     values = {
         "little": int(little), "type_off": head.type_off, "misc_off": head.misc_off,
         "size_off": head.size_off, "header_size": head.size,

@@ -134,7 +134,9 @@ class WalkState:
     nsamples: int = 0           # SAMPLE records seen, and the largest size
     max_sample: int = 0
     scanned: int = 0            # how far resync has scanned
-    unaligned: bool = False     # records are not all 8-byte multiples here
+    # resync steps by 1, not 8 (None: as a walk that starts at `at` would
+    # decide; a walk that came here decided by what it met, not by `at`)
+    unaligned: bool | None = None
     pause: bool = False
     paused: bool = False        # (set by the walk: False when it reached the end)
 
@@ -214,6 +216,8 @@ class RecordWalker:
         self.scanned = state.scanned
         if state.unaligned:
             self._unaligned()
+        elif state.unaligned is not None:
+            self.step, self.align_mask = 8, 7
         self.state = state
         state.paused = False
 
