@@ -421,6 +421,9 @@ def main(argv: list[str] | None = None) -> int:
         # (no command's parser, nor its module, is needed)
         sys.stdout.write(version_text())
         return 0
+    if wanted == "script":
+        from perfdata.scripting.command import keep_end_of_options
+        argv = keep_end_of_options(argv)    # (-s FILE -- ARGS: the script's ARGS)
     parser = build_parser(wanted)
     args = parser.parse_args(argv)
     if getattr(args, "file_opt", None):

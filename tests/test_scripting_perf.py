@@ -28,7 +28,7 @@ import sys
 import pytest
 
 from conftest import PERF, requires_perf
-from script_compare import deliberate_difference, parse_samples
+from script_compare import _is_plt_misname, deliberate_difference, parse_samples
 from perfdata.scripting.exec_path import find_exec_path
 
 EXEC_PATH = find_exec_path()
@@ -72,7 +72,7 @@ RECORDINGS = {
 
 # script -> (recording, script arguments, what is normalised)
 CASES = {
-    "stackcollapse.py": ("cpu", [], "names"),
+    "stackcollapse.py": ("cpu", [], "collapsed"),
     "syscall-counts.py": ("syscalls", [], None),
     "syscall-counts-by-pid.py": ("syscalls", [], None),
     "failed-syscalls-by-pid.py": ("syscalls", [], None),
@@ -82,6 +82,9 @@ CASES = {
     "powerpc-hcalls.py": ("syscalls", [], None),
     "mem-phys-addr.py": ("cpu", [], None),
     "event_analyzing_sample.py": ("cpu", [], "symbols"),
+    # its JSON on standard output (html needs d3-flame-graph's template);
+    # `--` ends perf's options, as perf's documentation writes it
+    "flamegraph.py": ("cpu", ["--", "-f", "json", "-o", "-"], "flamegraph"),
     # The 6.1 scripts' handlers take fewer fields than this kernel's
     # skb:kfree_skb and skb:consume_skb have: both tools stop at the first
     # (perf aborts), after the same output.
@@ -131,17 +134,18 @@ def _run(tool, data, script, args, cwd):
     return res.returncode, res.stdout, res.stderr
 
 
-_FRAME_FIELDS = "comm,tid,time,ip,sym,symoff,dso"
+_FRAME_FIELDS = "comm,pid,time,ip,sym,symoff,dso"
+_HEADER = re.compile(r"^\s*(.*?)\s+(\d+)\s+\d+\.\d+:\s*$")
 
 
 def _paired_frames(data):
-    """Per sample of a -g recording, its frames as perf and perfdata print
-    them, [[(perf's (addr, sym+off, dso), perfdata's), ...], ...] leaf first,
-    from both tools' `script -F comm,tid,time,ip,sym,symoff,dso` (user
-    frames' addresses map-relative there: the name and dso say which).  Two
-    frames may differ only by a deliberate difference script_compare tells
-    (perf's PLT misname, perf's [unknown] where perfdata names the frame, a
-    return address at a function's end: docs/differences.md); any other
+    """Per sample of a -g recording, (comm, pid, [(perf's frame,
+    perfdata's), ...] leaf first), each frame (addr, sym+off, dso) from both
+    tools' `script -F comm,pid,time,ip,sym,symoff,dso` (user frames'
+    addresses map-relative there: the name and dso say which).  Two frames
+    may differ only by a deliberate difference script_compare tells (perf's
+    PLT misname, perf's [unknown] where perfdata names the frame, a return
+    address at a function's end: docs/differences.md); any other
     difference, or another count of samples or frames, fails here."""
     def samples(cmd):
         res = subprocess.run(cmd + ["script", "-i", str(data), "-F", _FRAME_FIELDS],
@@ -157,7 +161,8 @@ def _paired_frames(data):
         for theirs_fr, ours_fr in zip(perf_frames, our_frames):
             assert ours_fr == theirs_fr or deliberate_difference(ours_fr, theirs_fr), \
                 (header, theirs_fr, ours_fr)
-        out.append(list(zip(perf_frames, our_frames)))
+        comm, pid = _HEADER.match(header).groups()
+        out.append((comm, int(pid), list(zip(perf_frames, our_frames))))
     return out
 
 
@@ -166,38 +171,48 @@ def _function(sym):
     return re.sub(r"\+0x[0-9a-f]+$", "", sym)
 
 
-def _perf_to_perfdata_names(data):
-    """{perf's stack: perfdata's stack} of the samples of a -g recording, as
-    stackcollapse.py joins a stack: the deliberate differences only."""
-    mapping: dict[str, str] = {}
-    for pairs in _paired_frames(data):
-        theirs = ";".join(_function(a[1]).replace(";", ":") for a, _ in reversed(pairs))
-        ours = ";".join(_function(b[1]).replace(";", ":") for _, b in reversed(pairs))
-        assert mapping.setdefault(theirs, ours) == ours, \
-            "perf's stack %r has two perfdata names" % theirs
-    return mapping
+def _stack(frames, kernel_mark=""):
+    """Frames (leaf first) joined root first as stackcollapse.py joins
+    them; kernel_mark after the name of a kernel frame (flamegraph.py's
+    libtype)."""
+    return ";".join(_function(sym).replace(";", ":") +
+                    (kernel_mark if dso == "[kernel.kallsyms]" or dso.endswith("/vmlinux") else "")
+                    for _, sym, dso in reversed(frames))
 
 
-def _normalise_collapsed(text, mapping):
+def _renamed_samples(data):
+    """(comm, pid, perf's frames, perfdata's) of each sample whose stack
+    the two tools name differently: the deliberate differences only
+    (_paired_frames)."""
+    out = []
+    for comm, pid, pairs in _paired_frames(data):
+        if any(a != b for a, b in pairs):
+            out.append((comm, pid, [a for a, _ in pairs], [b for _, b in pairs]))
+    return out
+
+
+def _move_counts(counts, renames):
+    """counts (what a script counted per name or stack) with one sample
+    of each (perf's key, perfdata's) counted under perfdata's key: a
+    sample perf names otherwise is counted as perfdata names it."""
+    for theirs, ours in renames:
+        assert counts.get(theirs, 0) > 0, "no sample of %r in %s" % (theirs, sorted(counts))
+        counts[theirs] -= 1
+        counts[ours] = counts.get(ours, 0) + 1
+    return {k: v for k, v in counts.items() if v}
+
+
+def _normalise_collapsed(text, renames=()):
+    """stackcollapse.py's `comm;stack count` lines, perf's renamed samples
+    counted under perfdata's stacks, sorted."""
     counts: dict[str, int] = {}
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
-        comm, sep, frames = stack.partition(";")
-        frames = mapping.get(frames, frames) if sep else frames
-        key = comm + sep + frames
-        counts[key] = counts.get(key, 0) + int(count)
+        counts[stack] = counts.get(stack, 0) + int(count)
+    counts = _move_counts(counts, [(comm.replace(" ", "_") + ";" + _stack(theirs),
+                                    comm.replace(" ", "_") + ";" + _stack(ours))
+                                   for comm, _, theirs, ours in renames])
     return "".join("%s %d\n" % kv for kv in sorted(counts.items()))
-
-
-def _leaf_renames(data):
-    """(perf's symbol, perfdata's) as param_dict["symbol"] holds them
-    (Unknown_symbol where there is none, as event_analyzing_sample.py puts
-    it) for each sample whose leaf the two tools name differently: the
-    deliberate differences only (_paired_frames)."""
-    def name(sym):
-        return "Unknown_symbol" if sym == "[unknown]" else _function(sym)
-    return [(name(pairs[0][0][1]), name(pairs[0][1][1])) for pairs in _paired_frames(data)
-            if pairs and pairs[0][0][1] != pairs[0][1][1]]
 
 
 _SYMBOL_ROW = re.compile(r"^\s*(.*?)\s+(\d+)\s+#+$")
@@ -205,10 +220,14 @@ _SYMBOL_ROW = re.compile(r"^\s*(.*?)\s+(\d+)\s+#+$")
 
 def _normalise_symbol_counts(text, renames=()):
     """event_analyzing_sample.py's output with each `symbol number
-    histogram` table as {symbol: number}, a sample of each (perf's,
-    perfdata's) rename counted under perfdata's name, printed sorted (rows
-    of equal numbers come in the database's order; the histogram is the
-    number's)."""
+    histogram` table as `symbol number` lines, sorted (rows of equal
+    numbers come in the database's order; the histogram is the number's),
+    a sample whose leaf perf names otherwise counted under perfdata's name
+    (perf's Unknown_symbol where it has none, as the script puts it)."""
+    def name(frames):
+        return "Unknown_symbol" if frames[0][1] == "[unknown]" else _function(frames[0][1])
+    leaf_renames = [(name(theirs), name(ours)) for _, _, theirs, ours in renames
+                    if theirs[0] != ours[0]]
     out, lines = [], iter(text.splitlines(True))
     for line in lines:
         out.append(line)
@@ -223,12 +242,36 @@ def _normalise_symbol_counts(text, renames=()):
                 after = [row]
                 break
             counts[m.group(1)] = counts.get(m.group(1), 0) + int(m.group(2))
-        for theirs, ours in renames:
-            assert counts.get(theirs, 0) > 0, "no sample of %r in %s" % (theirs, counts)
-            counts[theirs] -= 1
-            counts[ours] = counts.get(ours, 0) + 1
-        out += ["%s %d\n" % kv for kv in sorted(counts.items()) if kv[1]] + after
+        counts = _move_counts(counts, leaf_renames)
+        out += ["%s %d\n" % kv for kv in sorted(counts.items())] + after
     return "".join(out)
+
+
+def _normalise_flame(text, renames=()):
+    """flamegraph.py's JSON tree as `root;comm;stack count` lines, a kernel
+    frame's name marked [k] (its libtype), perf's renamed samples counted
+    under perfdata's stacks, sorted (a sibling's place is where its first
+    sample came: a renamed frame may merge or split siblings, so no order
+    is compared)."""
+    import json
+    counts: dict[str, int] = {}
+
+    def walk(node, names):
+        names = names + [node["n"].replace(";", ":") + ("[k]" if node["l"] == "kernel" else "")]
+        if node["v"]:
+            counts[";".join(names)] = counts.get(";".join(names), 0) + node["v"]
+        for child in node["c"]:
+            walk(child, names)
+    root = json.loads(text)
+    assert root["l"] == "root" and not root["v"], root
+    walk(root, [])
+
+    def comm_node(comm, pid):
+        return "%s;%s" % (root["n"], "%s[k]" % comm if pid == 0 else "%s (%d)" % (comm, pid))
+    counts = _move_counts(counts, [(comm_node(comm, pid) + ";" + _stack(theirs, "[k]"),
+                                    comm_node(comm, pid) + ";" + _stack(ours, "[k]"))
+                                   for comm, pid, theirs, ours in renames])
+    return "".join("%s %d\n" % kv for kv in sorted(counts.items()))
 
 
 @pytest.mark.parametrize("script", sorted(CASES))
@@ -243,12 +286,13 @@ def test_same_output_as_perf(script, recordings, tmp_path):
         # a failing handler: one line last, the script's error before it
         assert err_ours.splitlines()[-1].startswith("perfdata: error: "), err_ours
         assert "Error" in err_ours.splitlines()[-2], err_ours
-    if normalise == "names":
-        out_perf = _normalise_collapsed(out_perf, _perf_to_perfdata_names(data))
-        out_ours = _normalise_collapsed(out_ours, {})
-    elif normalise == "symbols":
-        out_perf = _normalise_symbol_counts(out_perf, _leaf_renames(data))
-        out_ours = _normalise_symbol_counts(out_ours)
+    # perf's samples whose stacks it names otherwise counted as perfdata
+    # names them: deliberate differences only (_paired_frames)
+    normaliser = {"collapsed": _normalise_collapsed, "symbols": _normalise_symbol_counts,
+                  "flamegraph": _normalise_flame}.get(normalise)
+    if normaliser is not None:
+        out_perf = normaliser(out_perf, _renamed_samples(data))
+        out_ours = normaliser(out_ours)
     assert out_perf, "perf printed nothing: nothing is compared"
     assert out_ours == out_perf
 
@@ -284,7 +328,7 @@ def _frame_names(data):
     """{perf's "sym+off (dso)": perfdata's} of the frames that differ
     deliberately (_paired_frames); a perf frame named two ways fails."""
     names: dict[str, str] = {}
-    for pairs in _paired_frames(data):
+    for _, _, pairs in _paired_frames(data):
         for (_, s2, d2), (_, s1, d1) in pairs:
             if (s1, d1) != (s2, d2):
                 a, b = "%s (%s)" % (s2, d2), "%s (%s)" % (s1, d1)
@@ -330,9 +374,12 @@ def test_gen_script_as_perf_and_runs_alike(name, traced, recordings, tmp_path):
 _PROBE = '''
 import os
 import perf_trace_context
-# "sample frame" of each frame the two tools name differently (deliberately)
-RENAMED = set(tuple(map(int, line.split())) for line in open("renamed.txt")) \\
-    if os.path.exists("renamed.txt") else set()
+# "sample frame what" of the frames the two tools tell apart deliberately:
+# what is "frame" (named otherwise) or "end" (perf's _init stretched over .plt)
+LEFT_OUT = {}
+for line in open("left_out.txt") if os.path.exists("left_out.txt") else ():
+    n, i, what = line.split()
+    LEFT_OUT[int(n), int(i)] = what
 from perf_trace_context import *
 print(sorted(n for n in dir(perf_trace_context) if not n.startswith("_")))
 SAMPLES = [0]
@@ -347,12 +394,14 @@ def process_event(d):
     s["callchain"] = []
     for i, entry in enumerate(d["callchain"]):
         e = dict(entry)
-        if (n, i) in RENAMED:
+        what = LEFT_OUT.get((n, i))
+        if what == "frame":
             e.pop("sym", None), e.pop("sym_off", None)  # (another symbol: its own start, end)
         elif "sym" in e:
-            e["sym"] = {k: v for k, v in e["sym"].items() if k != "binding"}
+            e["sym"] = {k: v for k, v in e["sym"].items()
+                        if k != "binding" and (k, what) != ("end", "end")}
         s["callchain"].append(e)
-    if (n, 0) in RENAMED:
+    if LEFT_OUT.get((n, 0)) == "frame":
         s.pop("symbol", None), s.pop("symoff", None)
     if s.get("dso", "").startswith("[kernel"):
         s.pop("dso_map_end")    # (perf: the MMAP record's end; perfdata: _etext)
@@ -374,15 +423,24 @@ def test_handler_arguments_as_perf(name, recordings, tmp_path):
     names.  Left out: a frame perf and perfdata name differently, by a
     deliberate difference only (_paired_frames: another symbol, so another
     start, end and offset; the sample's symbol and symoff where it is the
-    leaf), sym's binding (1 for every symbol: perfdata's symbol tables do
+    leaf), the end of a size-0 _init both name (perf stretches it over
+    .plt), sym's binding (1 for every symbol: perfdata's symbol tables do
     not keep it) and the kernel map's end (perf gives the end its kernel
     MMAP record says, perfdata's session the end of the kernel's text,
     _etext)."""
     data = _recording(recordings, name)
     if name == "cpu":
-        renamed = ["%d %d\n" % (n, i) for n, pairs in enumerate(_paired_frames(data))
-                   for i, (theirs, ours) in enumerate(pairs) if theirs != ours]
-        (tmp_path / "renamed.txt").write_text("".join(renamed))
+        left_out = []
+        for n, (_, _, pairs) in enumerate(_paired_frames(data)):
+            for i, (theirs, ours) in enumerate(pairs):
+                if theirs != ours:
+                    left_out.append("%d %d frame\n" % (n, i))
+                elif _is_plt_misname(theirs[1]):
+                    # (_init, of size 0, named by both: perf's ends at the
+                    # next symbol past .plt, perfdata's at the first PLT slot
+                    # it names: the PLT difference, docs/differences.md)
+                    left_out.append("%d %d end\n" % (n, i))
+        (tmp_path / "left_out.txt").write_text("".join(left_out))
     probe = tmp_path / "probe.py"
     probe.write_text(_PROBE)
     rc_perf, out_perf, err_perf = _run("perf", data, str(probe), [], tmp_path)

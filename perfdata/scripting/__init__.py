@@ -19,11 +19,23 @@ export-to-sqlite/postgresql scripts), `auxtrace_error` and
 
 Modules: engine (the run), params (param_dict), fields (tracepoint
 arguments as perf passes them), context (perf_trace_context),
-exec_path (where perf's helpers are), starter (`-g python`).
+exec_path (where perf's helpers are), starter (`-g python`), command (the
+`-s`/`-g` options: which arguments are the script's).
 """
 from __future__ import annotations
 
-from .engine import run_script
-from .starter import generate_script
+from typing import Any
 
 __all__ = ["run_script", "generate_script"]
+
+
+def __getattr__(name: str) -> Any:
+    # (imported when used: `perfdata script` registers -s's argument parsing
+    # from .command at every start, and the engine is not needed then)
+    if name == "run_script":
+        from .engine import run_script
+        return run_script
+    if name == "generate_script":
+        from .starter import generate_script
+        return generate_script
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -1004,10 +1004,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_force_argument(p)
     p.add_argument("-F", "--fields", type=field_spec, help="fields, with perf's syntax")
     p.add_argument("--json", action="store_true", help="one JSON object per sample")
-    # perf's Python scripting (perfdata/scripting): what follows FILE is the script's
-    p.add_argument("-s", "--script", nargs="...", metavar="FILE [ARG]",
+    # perf's Python scripting (perfdata/scripting): the words after FILE are the
+    # script's from the first that is no option of script's, or after `--`
+    from ..scripting.command import ScriptArguments
+    p.add_argument("-s", "--script", nargs="...", action=ScriptArguments,
+                   metavar="FILE [ARG]",
                    help="run a perf Python script (its handlers, param_dict, "
-                        "perf_trace_context); the arguments after it are the script's")
+                        "perf_trace_context); the script's arguments follow FILE "
+                        "(after -- where one starts with -)")
     p.add_argument("-g", "--gen-script", metavar="LANG",
                    help="write perf-script.py, a starter script for the file's events "
                         "(LANG: python)")
