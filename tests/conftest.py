@@ -306,7 +306,9 @@ def damaged_dwarf_recording(tmp_path):
     from perfdata.format.constants import RecordType as RT
     from test_recovery import corrupt, top_records
     src = tmp_path / "dwarf.data"
-    spin = "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"
+    # 0.6 s of CPU, not of the clock: on a busy machine (CI on 2 cores) a
+    # wall-clock spin got too few samples for 4 rounds.
+    spin = "import time\nwhile time.process_time() < 0.6: pass"
     subprocess.run([PERF, "record", "-q", "--call-graph=dwarf,2048", "-F", "2000", "-o",
                     str(src), "--", sys.executable, "-c", spin], capture_output=True, timeout=120)
     recs, little = top_records(src)
