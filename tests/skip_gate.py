@@ -109,6 +109,9 @@ class SkipGate:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         unlisted = self.unlisted()
         tr = terminalreporter
+        for nodeid, reason in sorted(self.skips.items()):
+            if (nodeid, reason) not in unlisted:
+                tr.write_line("listed skip %s: %s" % (nodeid, reason))
         if not unlisted:
             tr.write_line("skip gate: %d skipped, every reason listed in %s"
                           % (len(self.skips), self.listed.name))

@@ -93,6 +93,7 @@ def test_listed_skips_pass(tmp_path, xdist):
     res = run_gated(tmp_path, ALL_LISTED, *xdist)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "skip gate: 3 skipped, every reason listed in allowed.txt" in res.stdout, res.stdout
+    assert "listed skip test_b.py::test_skips_by_marker: the widget is x86_64's" in res.stdout
 
 
 def test_gate_off_without_the_variable(tmp_path):
