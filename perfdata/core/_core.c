@@ -1182,7 +1182,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     PyObject *result = NULL, *attr = NULL, *misc_obj = NULL, *body_obj = NULL,
              *thread = NULL, *process = NULL, *group = NULL;
     Py_buffer body;
-    int have_body = 0;
+    int have_body = 0, have_plan = 0;
+    Plan plan;
     Buffer *line = &self->line;
     line->len = 0;
 
@@ -1219,8 +1220,12 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     have_body = 1;
     const unsigned char *p = body.buf;
     Py_ssize_t len = body.len;
-    /* (a plan is copied: answers may add plans and move the array) */
-    Plan plan = self->plans[plan_at];
+    /* (a plan is copied, its texts held: an answer may replace it) */
+    plan = self->plans[plan_at];
+    Py_INCREF(plan.event_text);
+    Py_XINCREF(plan.no_map_before);
+    Py_XINCREF(plan.no_map_after);
+    have_plan = 1;
     /* every fixed field lies before the callchain; then nr, nr entries and
      * the schema's fixed fields after them must fit, as the decoder asks */
     if (plan.callchain > len - 8)
@@ -1445,6 +1450,11 @@ hand_back:
     self->handed_back++;
     result = Py_NewRef(Py_False);
 done:
+    if (have_plan) {
+        Py_DECREF(plan.event_text);
+        Py_XDECREF(plan.no_map_before);
+        Py_XDECREF(plan.no_map_after);
+    }
     if (have_body)
         PyBuffer_Release(&body);
     Py_XDECREF(attr);
