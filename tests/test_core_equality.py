@@ -149,3 +149,26 @@ def test_script_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
                  ["collapse", "-j", "1", path]):
         pure, fast, _ = _both(monkeypatch, args)
         _assert_same(pure, fast)
+
+
+@requires_core
+@pytest.mark.parametrize("extra", [[], ["--show-task-events", "--show-mmap-events"],
+                                   ["--header"]], ids=lambda e: " ".join(e) or "default")
+def test_script_process_output(extra: list[str]) -> None:
+    """The command as a process, its standard output a file: the core's texts
+    go to the binary buffer under the text layer (utf8_buffer), between
+    what the text layer writes (side events, the header) in order."""
+    import os
+    import subprocess
+    import sys
+    name = max(FRAME_POINTER, key=lambda n: (SAMPLES / n).stat().st_size)
+    cmd = [sys.executable, "-m", "perfdata", "script", str(SAMPLES / name)] + extra + \
+        SAMPLE_SYMBOL_ARGS
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    env.pop(CORE_ENV, None)
+    fast = subprocess.run(cmd, capture_output=True, env=env, timeout=300)
+    pure = subprocess.run(cmd, capture_output=True, env=dict(env, **{CORE_ENV: "pure"}),
+                          timeout=300)
+    assert fast.returncode == pure.returncode == 0
+    assert fast.stderr == pure.stderr
+    assert fast.stdout == pure.stdout and fast.stdout.count(b"\n") > 1000

@@ -302,6 +302,7 @@ typedef struct {
     Table *tables;            /* by space (a binary's), ntables of them */
     Py_ssize_t ntables;
     PyObject *counts;         /* folded stacks: {folded stack: count} */
+    int as_bytes;             /* take() gives UTF-8 bytes, not str */
     size_t *entries;          /* (start, length) in line of each entry's text */
     Py_ssize_t nentries, entries_cap;
     Buffer folded;
@@ -391,17 +392,25 @@ static void plans_clear(SampleText *self) {
 static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"thread_of", "answer", "kernel_maps", "ksymbols", "contexts",
                              "kernel_contexts", "context_max", "max_stack", "block", "counts",
-                             NULL};
+                             "as_bytes", NULL};
     PyObject *thread_of, *answer, *kernel_maps, *ksymbols, *contexts, *kernel_contexts;
     PyObject *counts = NULL;
+    int as_bytes = 0;
     unsigned long long context_max;
     long max_stack;
     Py_ssize_t block;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!Kln|O!", kwlist, &thread_of,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!Kln|Op", kwlist, &thread_of,
                                      &answer, &kernel_maps, &PyList_Type, &ksymbols,
                                      &PyTuple_Type, &contexts, &PyTuple_Type, &kernel_contexts,
-                                     &context_max, &max_stack, &block, &PyDict_Type, &counts))
+                                     &context_max, &max_stack, &block, &counts, &as_bytes))
         return -1;
+    if (counts == Py_None)
+        counts = NULL;
+    if (counts != NULL && !PyDict_Check(counts)) {
+        PyErr_SetString(PyExc_TypeError, "counts: a dict or None");
+        return -1;
+    }
+    self->as_bytes = as_bytes;
     Py_XINCREF(counts);
     Py_XSETREF(self->counts, counts);
     if (PyTuple_GET_SIZE(contexts) > 8 || PyTuple_GET_SIZE(kernel_contexts) > 8 || block < 0) {
@@ -871,8 +880,10 @@ static PyObject *SampleText_take(SampleText *self, PyObject *unused) {
     size_t start = 0;
     for (Py_ssize_t i = 0; i < self->nchunks; i++) {
         Chunk *c = &self->chunks[i];
-        PyObject *text = PyUnicode_DecodeUTF8(self->out.data + start,
-                                              (Py_ssize_t)(c->end - start), "strict");
+        PyObject *text = self->as_bytes
+            ? PyBytes_FromStringAndSize(self->out.data + start, (Py_ssize_t)(c->end - start))
+            : PyUnicode_DecodeUTF8(self->out.data + start, (Py_ssize_t)(c->end - start),
+                                   "strict");
         PyObject *item = text == NULL ? NULL : Py_BuildValue("(nN)", c->ordinal, text);
         if (item == NULL) {
             Py_DECREF(out);

@@ -1062,11 +1062,13 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
 
 
 def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argparse.Namespace,
-                  block: int = 0) -> Iterable[SymbolizedSample | SideEvent | tuple[int, str]]:
+                  block: int = 0, as_bytes: bool = False
+                  ) -> Iterable[SymbolizedSample | SideEvent | tuple[int, str | bytes]]:
     """The run's samples and side events; where the compiled core is built
     (perfdata.core) and the options leave the samples to it, the samples it
     makes the text of come as (ordinal of the last, their text), the same
-    bytes as format(), one item a block of `block` samples (0: any number)."""
+    bytes as format(), one item a block of `block` samples (0: any number);
+    as UTF-8 bytes with as_bytes."""
     from ..core import compiled
     module = compiled()
     if module is None:
@@ -1074,7 +1076,7 @@ def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argpars
     from ..core.script import ScriptCore
     if not ScriptCore.applies(samples, args):
         return samples
-    return ScriptCore(module, samples, fmt, block)
+    return ScriptCore(module, samples, fmt, block, as_bytes=as_bytes)
 
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
@@ -1101,7 +1103,7 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
                 k, text = samples.ordinal // block, fmt.format_side_event(item)
             elif type(item) is tuple:
                 # (the text of samples of one block, made by the compiled core)
-                k, text = (item[0] - 1) // block, item[1]
+                k, text = (item[0] - 1) // block, item[1]  # type: ignore[assignment]
             else:
                 k = (samples.ordinal - 1) // block
                 # (not a side event: a sample)
@@ -1251,17 +1253,28 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         print_warnings(pf, warnings)
         return
     samples, fmt = _script_run(pf, args, side, features)
+    from ..core.script import utf8_buffer
+    # (the compiled core's texts, where out writes UTF-8, go to its buffer)
+    buffer = utf8_buffer(out)
     # Text goes out in batches: one write per sample costs a twentieth of
     # the run (the text layer's per-call work), a batch of 256 next to nothing.
     pending: list[str] = []
     add = pending.append
     try:
-        for item in sample_progress(_script_items(samples, fmt, args), pf, "script"):
+        for item in sample_progress(_script_items(samples, fmt, args,
+                                                  as_bytes=buffer is not None), pf, "script"):
             if type(item) is SideEvent:
                 if not args.json:
                     add(fmt.format_side_event(item))
             elif type(item) is tuple:
-                add(item[1])    # (samples' text, made by the compiled core)
+                # (samples' text, made by the compiled core)
+                if type(item[1]) is bytes:
+                    out.write("".join(pending))
+                    pending.clear()
+                    out.flush()
+                    buffer.write(item[1])
+                else:
+                    add(item[1])  # type: ignore[arg-type]
             else:
                 # (not a side event: a sample)
                 add(sample_to_json(item) + "\n" if args.json else fmt.format(item))  # type: ignore[arg-type]
