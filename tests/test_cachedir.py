@@ -262,19 +262,20 @@ def test_symbol_table_file_hostile_content(tmp_path):
     def cols(*values):
         return struct.pack("=%dQ" % len(values), *values)
 
-    one = cols(16) + cols(4) + cols(1) + b"\0" + b"f"     # one symbol "f" at 16, size 4
+    # one symbol "f" at 16, size 4, of source 0, STB_GLOBAL
+    one = cols(16) + cols(4) + cols(1) + b"\0" + b"\1" + b"f"
     cases = [
         _table_file(1, 1, ["symtab"], one),                        # (the good one)
         _table_file(10 ** 12, 1, ["symtab"], one),
         _table_file(1, 10 ** 15, ["symtab"], one),
-        _table_file(2 ** 61, -(25 * 2 ** 61) + len(one), ["symtab"], one),
-        _table_file(-1, len(one) + 25, ["symtab"], one),
-        _table_file(1, 1, ["symtab"], one[:24] + b"\1" + b"f"),     # source index 1 of 1
+        _table_file(2 ** 61, -(26 * 2 ** 61) + len(one), ["symtab"], one),
+        _table_file(-1, len(one) + 26, ["symtab"], one),
+        _table_file(1, 1, ["symtab"], one[:24] + b"\1" + one[25:]),  # source index 1 of 1
         _table_file(1, 1, [], one),
         _table_file(1, 1, ["evil"], one),
         _table_file(1, 1, ["symtab", "dynsym"], one),               # (not sorted)
-        _table_file(1, 1, ["symtab"], one[:25] + b"\xff"),          # not UTF-8
-        _table_file(1, 1, ["symtab"], cols(16) + cols(4) + cols(2) + b"\0" + b"f"),
+        _table_file(1, 1, ["symtab"], one[:26] + b"\xff"),          # not UTF-8
+        _table_file(1, 1, ["symtab"], cols(16) + cols(4) + cols(2) + b"\0\1" + b"f"),
         _table_file(1, 1, ["symtab"], one, crc=0),
         b"\n" * 300, b"x" * 300,
     ]

@@ -397,9 +397,8 @@ def process_event(d):
         what = LEFT_OUT.get((n, i))
         if what == "frame":
             e.pop("sym", None), e.pop("sym_off", None)  # (another symbol: its own start, end)
-        elif "sym" in e:
-            e["sym"] = {k: v for k, v in e["sym"].items()
-                        if k != "binding" and (k, what) != ("end", "end")}
+        elif what == "end":
+            e["sym"] = {k: v for k, v in e["sym"].items() if k != "end"}
         s["callchain"].append(e)
     if LEFT_OUT.get((n, 0)) == "frame":
         s.pop("symbol", None), s.pop("symoff", None)
@@ -417,15 +416,14 @@ def trace_unhandled(event_name, context, fields, sample):
 def test_handler_arguments_as_perf(name, recordings, tmp_path):
     """What a script is handed, printed whole: param_dict (its keys in perf
     6.1's order, attr, sample, raw_buf, comm, dso, dso_bid, map bounds,
-    symbol, symoff, the callchain's ip/dso/sym_off and sym name, start and
-    end), the unhandled tracepoints' field dicts and perf_sample_dict,
+    symbol, symoff, the callchain's ip/dso/sym_off and sym name, start, end
+    and binding), the unhandled tracepoints' field dicts and perf_sample_dict,
     common_pc, common_flags, common_lock_depth and the perf_trace_context
     names.  Left out: a frame perf and perfdata name differently, by a
     deliberate difference only (_paired_frames: another symbol, so another
     start, end and offset; the sample's symbol and symoff where it is the
     leaf), the end of a size-0 _init both name (perf stretches it over
-    .plt), sym's binding (1 for every symbol: perfdata's symbol tables do
-    not keep it) and the kernel map's end (perf gives the end its kernel
+    .plt) and the kernel map's end (perf gives the end its kernel
     MMAP record says, perfdata's session the end of the kernel's text,
     _etext)."""
     data = _recording(recordings, name)

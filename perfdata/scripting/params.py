@@ -14,8 +14,9 @@ these are right.
 
 A callchain entry is {ip, sym: {start, end, binding, name}, sym_off, dso}
 as perf gives it (no sym without a symbol, no dso without a map).  sym's
-binding is 1 (STB_GLOBAL) for every symbol: perfdata's symbol tables do
-not keep the ELF binding.
+binding is the ELF symbol's (STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2), a
+kernel symbol's from its kallsyms type (lower case local, W weak), 1 where
+a table has none (PLT stubs, perf maps, JIT dumps), as perf's.
 """
 from __future__ import annotations
 
@@ -59,12 +60,13 @@ class ParamBuilder:
         self.machine = samples.machine
         self.arch = arch
         self._attrs: dict[int, bytes] = {}
-        self._sym_ranges: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self._sym_ranges: dict[tuple[Any, ...], tuple[int, int, int]] = {}
 
     # ------------------------------------------------------------ symbols
-    def _sym_range(self, fr: StackFrame) -> tuple[int, int]:
-        """perf's sym->start and sym->end: the symbol's address in the
-        binary (kallsyms' for the kernel) and where it ends."""
+    def _sym_range(self, fr: StackFrame) -> tuple[int, int, int]:
+        """perf's sym->start, sym->end and sym->binding: the symbol's
+        address in the binary (kallsyms' for the kernel), where it ends and
+        its ELF binding."""
         if fr.kernel or fr.svma is None:
             start = (fr.avma if fr.avma is not None else fr.address) - (fr.offset or 0)
             key: tuple[Any, ...] = ("k", start)
@@ -74,30 +76,30 @@ class ParamBuilder:
         hit = self._sym_ranges.get(key)
         if hit is not None:
             return hit
-        end = start
+        end, binding = start, STB_GLOBAL
         try:
             if key[0] == "k":
                 table = self.samples.kernel_symbols()
                 ksym = table.lookup(start) if table is not None else None
-                if ksym is not None and ksym.start == start:
-                    end = ksym.end
+                if table is not None and ksym is not None and ksym.start == start:
+                    end, binding = ksym.end, table.binding(start)
             elif fr.dso_path:
                 symtab = self.symbolizer.symbol_table(fr.dso_path, fr.build_id)
                 sym = symtab.lookup(start) if symtab is not None else None
-                if sym is not None and sym.start == start:
-                    end = sym.end
+                if symtab is not None and sym is not None and sym.start == start:
+                    end, binding = sym.end, symtab.binding(start)
         except Exception:   # (a binary that cannot be read: the start alone)
             pass
-        self._sym_ranges[key] = (start, end)
-        return start, end
+        self._sym_ranges[key] = (start, end, binding)
+        return start, end, binding
 
     def callchain_entry(self, fr: StackFrame) -> dict[str, Any]:
         ip = fr.avma if fr.avma is not None else fr.address
         entry: dict[str, Any] = {"ip": ip}
         has_map = fr.note != _NO_MAP
         if fr.symbol is not None:
-            start, end = self._sym_range(fr)
-            entry["sym"] = {"start": start, "end": end, "binding": STB_GLOBAL,
+            start, end, binding = self._sym_range(fr)
+            entry["sym"] = {"start": start, "end": end, "binding": binding,
                             "name": fr.symbol}
             if has_map:
                 entry["sym_off"] = fr.offset or 0

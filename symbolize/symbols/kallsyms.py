@@ -64,7 +64,7 @@ class KernelSymbols:
             return table
         # Kept as arrays and one string of names (120,000 KernelSymbols would
         # cost more than the parse); symbols are made when looked up.
-        starts, sizes, names, _, _ = fixup_columns(
+        starts, sizes, names, bindings, _ = fixup_columns(
             starts, [0] * len(starts), list(map(_BINDINGS.__getitem__, kinds)), names,
             is_kallsyms=True)
         modules = [""] * len(names)
@@ -72,7 +72,8 @@ class KernelSymbols:
                                                             itertools.repeat("\t"))):
             name, _, module = names[i].partition("\t")
             names[i], modules[i] = name, module[1:-1]
-        syms = _LazySymbols.build(names, array("Q", starts), array("Q", sizes), modules)
+        syms = _LazySymbols.build(names, array("Q", starts), array("Q", sizes), modules,
+                                  bytes(bindings))
         table._syms, table._starts = syms, syms.starts
         if bad:
             table.warnings.append(f"{source}: {bad} malformed lines skipped")
@@ -139,6 +140,17 @@ class KernelSymbols:
     def __iter__(self) -> Iterator[KernelSymbol]:
         return iter(self._syms)
 
+    def binding(self, start: int) -> int:
+        """The binding perf 6.1 gives the symbol starting at start, from its
+        kallsyms type (T, D, B global; t, d, b local; W, w weak); STB_GLOBAL
+        where no type is known (a vmlinux's table, symbols given by hand)."""
+        syms = self._syms
+        bindings = syms.bindings if isinstance(syms, _LazySymbols) else None
+        i = bisect.bisect_left(self._starts, start)
+        if bindings is None or i >= len(self._starts) or self._starts[i] != start:
+            return STB_GLOBAL
+        return bindings[i]
+
     def lookup(self, address: int) -> KernelSymbol | None:
         if not isinstance(address, int):
             return None
@@ -204,10 +216,11 @@ def _read_kallsyms(path: str) -> bytes | str:
 # A parsed table is kept in one file the next run maps rather than reads (a
 # kernel's table is 7 MB: reading and unpacking it cost 8 ms a process): a
 # header, four arrays of native 64-bit numbers (starts, sizes, where each
-# name ends, where each module ends), then the names, the modules and the
-# identity of the kallsyms text it was parsed from (UTF-8).  The identity
+# name ends, where each module ends), a byte per symbol (its binding), then
+# the names, the modules and the identity of the kallsyms text it was
+# parsed from (UTF-8).  The identity
 # is checked on reading, so the short key in the file's name may collide.
-_MAGIC = 0x3473_6d79_736c_6c6b     # b"kllsyms4" read in native byte order
+_MAGIC = 0x3573_6d79_736c_6c6b     # b"kllsyms5" read in native byte order
 # magic, symbols, bytes of names, of modules, of identity
 _HEADER = struct.Struct("=QQQQQ")
 
@@ -245,7 +258,8 @@ def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
         magic, count, names_size, modules_size, identity_size = _HEADER.unpack_from(mapped, 0)
         at = _HEADER.size
         arrays_end = at + 4 * 8 * count
-        names_end = arrays_end + names_size
+        bindings_end = arrays_end + count
+        names_end = bindings_end + names_size
         modules_end = names_end + modules_size
         if magic != _MAGIC or modules_end + identity_size != len(mapped) or \
                 mapped[modules_end:].decode("utf-8", "surrogateescape") != identity:
@@ -258,8 +272,9 @@ def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
     except (ValueError, TypeError, struct.error):
         return None
     table = KernelSymbols.__new__(KernelSymbols)
-    table._syms = _LazySymbols(_Text(mapped, arrays_end), name_ends, starts, sizes,
-                               _Text(mapped, names_end), module_ends)
+    table._syms = _LazySymbols(_Text(mapped, bindings_end), name_ends, starts, sizes,
+                               _Text(mapped, names_end), module_ends,
+                               memoryview(mapped)[arrays_end:bindings_end])
     table._starts = starts
     table.warnings = []
     return table
@@ -281,23 +296,27 @@ class _LazySymbols:
     when asked for (a profile looks up a few hundred of a kernel's 120,000):
     the names stay one string (or the mapped cache file's bytes) with an
     array of where each ends, not 120,000 strings."""
-    __slots__ = ("names", "name_ends", "starts", "sizes", "modules", "module_ends")
+    __slots__ = ("names", "name_ends", "starts", "sizes", "modules", "module_ends", "bindings")
 
     def __init__(self, names: str | _Text, name_ends: Sequence[int], starts: Sequence[int],
-                 sizes: Sequence[int], modules: str | _Text, module_ends: Sequence[int]) -> None:
+                 sizes: Sequence[int], modules: str | _Text, module_ends: Sequence[int],
+                 bindings: Sequence[int]) -> None:
         self.names, self.name_ends = names, name_ends
         self.starts, self.sizes = starts, sizes
         self.modules, self.module_ends = modules, module_ends
+        self.bindings = bindings          # (STB_*, a byte per symbol)
 
     def __len__(self) -> int:
         return len(self.starts)
 
     @classmethod
     def build(cls, names: list[str], starts: array[int], sizes: array[int],
-              modules: list[str]) -> _LazySymbols:
-        """From lists of names and modules ('' for the kernel) and arrays."""
+              modules: list[str], bindings: bytes) -> _LazySymbols:
+        """From lists of names and modules ('' for the kernel), arrays and
+        the bindings."""
         return cls("".join(names), array("Q", itertools.accumulate(map(len, names))), starts, sizes,
-                   "".join(modules), array("Q", itertools.accumulate(map(len, modules))))
+                   "".join(modules), array("Q", itertools.accumulate(map(len, modules))),
+                   bindings)
 
     @staticmethod
     def _cut(text: str | _Text, ends: Sequence[int], i: int) -> str:
@@ -341,5 +360,5 @@ def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None
     data = b"".join((_HEADER.pack(_MAGIC, count, len(names), len(modules), len(ident)),
                      array("Q", syms.starts).tobytes(), array("Q", syms.sizes).tobytes(),
                      array("Q", name_ends).tobytes(), array("Q", module_ends).tobytes(),
-                     names, modules, ident))
+                     bytes(syms.bindings), names, modules, ident))
     cache.write(cache.file(_cache_file(identity)), data)

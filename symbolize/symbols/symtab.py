@@ -274,7 +274,7 @@ class SymbolTable:
     profile looks up a few hundred of them: the Symbol is made for the entry
     a lookup returns."""
     __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
-                 "_made")
+                 "_bindings", "_made")
 
     _starts: Sequence[int]
     _sizes: Sequence[int]
@@ -282,6 +282,7 @@ class SymbolTable:
     _name_ends: Sequence[int]
     _source_of: Sequence[int]         # index into _source_names, per symbol
     _source_names: tuple[str, ...]    # sorted
+    _bindings: bytes                  # the ELF binding (STB_*), per symbol
     _made: dict[int, Symbol]          # the Symbols lookup() returned, by index
 
     def __init__(self, symbols: Iterable[Symbol] = ()) -> None:
@@ -294,13 +295,16 @@ class SymbolTable:
                  demangled: str = "") -> "SymbolTable":
         """demangled "p" or "s": aliases chosen by their demangled names
         (an ELF table's, as perf: fixup_columns); "" by the names read."""
-        starts, sizes, names, _, sources = _fixup_raw(raw, is_kallsyms, demangled)
+        starts, sizes, names, bindings, sources = _fixup_raw(raw, is_kallsyms, demangled)
         table = cls.__new__(cls)
-        table._set_columns(starts, sizes, names, sources)
+        table._set_columns(starts, sizes, names, sources, bindings)
         return table
 
     def _set_columns(self, starts: list[int], sizes: list[int], names: list[str],
-                     sources: list[str]) -> None:
+                     sources: list[str], bindings: list[int] | None = None) -> None:
+        # (a table of Symbols made by hand: STB_GLOBAL, as perf's synthesized ones)
+        self._bindings = bytes(bindings) if bindings is not None else \
+            bytes([STB_GLOBAL]) * len(starts)
         self._starts = _int_column(starts)
         self._sizes = _int_column(sizes)
         self._names = "".join(names)
@@ -354,6 +358,15 @@ class SymbolTable:
             sym = self._made[i] = self._symbol(i)
         return sym
 
+    def binding(self, start: int) -> int:
+        """The ELF binding (STB_LOCAL, STB_GLOBAL, STB_WEAK, ...) of the
+        symbol starting at start, as perf 6.1 keeps it (of the alias it
+        chose); STB_GLOBAL where no symbol starts there."""
+        i = bisect.bisect_left(self._starts, start)
+        if i < len(self._starts) and self._starts[i] == start:
+            return self._bindings[i]
+        return STB_GLOBAL
+
     def get_symbol_by_name(self, name: str) -> Symbol | None:
         """The first symbol (by address) called `name`."""
         names, ends = self._names, self._name_ends
@@ -376,6 +389,7 @@ class SymbolTable:
     #   starts, sizes, name ends   COUNT unsigned 64-bit values each, in this
     #                              machine's byte order (the tag names it)
     #   source of each symbol      COUNT bytes: an index into the line's sources
+    #   binding of each symbol     COUNT bytes: its ELF STB_* value
     #   names                      NAMES_SIZE bytes: UTF-8, one after another
     #                              (the name ends count characters)
     #
@@ -386,8 +400,8 @@ class SymbolTable:
         """The table as a cache file holds it; None for one no file can hold
         (made by hand: a value beyond 64 bits, a source not of SOURCES)."""
         import zlib
-        starts, sizes, name_ends, source_of = \
-            self._starts, self._sizes, self._name_ends, self._source_of
+        starts, sizes, name_ends, source_of, bindings = \
+            self._starts, self._sizes, self._name_ends, self._source_of, self._bindings
         names, source_names = self._names, self._source_names
         if not all(isinstance(c, array) and c.typecode == "Q" for c in (starts, sizes, name_ends)) \
                 or not isinstance(source_of, bytes) or not set(source_names) <= set(SOURCES):
@@ -397,7 +411,7 @@ class SymbolTable:
         except UnicodeEncodeError:
             return None
         body = [c.tobytes() for c in (starts, sizes, name_ends)  # type: ignore[attr-defined]
-                ] + [source_of, utf8]
+                ] + [source_of, bindings, utf8]
         crc = 0
         for part in body:
             crc = zlib.crc32(part, crc)
@@ -422,7 +436,7 @@ class SymbolTable:
         except ValueError:
             return None
         body = memoryview(data)[eol + 1:]
-        if count < 0 or names_size < 0 or len(body) != 25 * count + names_size \
+        if count < 0 or names_size < 0 or len(body) != 26 * count + names_size \
                 or list(source_names) != sorted(set(source_names)) \
                 or not set(source_names) <= set(SOURCES) or zlib.crc32(body) != crc:
             return None
@@ -433,11 +447,12 @@ class SymbolTable:
             columns.append(column)
         starts, sizes, name_ends = columns
         source_of = bytes(body[24 * count:25 * count])
+        bindings = bytes(body[25 * count:26 * count])
         # (every source index names one of the sources)
         if source_of.translate(None, bytes(range(len(source_names)))):
             return None
         try:
-            names = str(body[25 * count:], "utf-8")
+            names = str(body[26 * count:], "utf-8")
         except UnicodeDecodeError:
             return None
         if (name_ends[-1] if count else 0) != len(names):
@@ -445,6 +460,7 @@ class SymbolTable:
         table = cls.__new__(cls)
         table._starts, table._sizes, table._name_ends = starts, sizes, name_ends
         table._source_of, table._names, table._source_names = source_of, names, source_names
+        table._bindings = bindings
         table._made = {}
         return table
 
@@ -527,7 +543,7 @@ def cache_format() -> str:
     if _CACHE_FORMAT is None:
         import sys
         from ..cachedir import code_tag
-        _CACHE_FORMAT = code_tag("symtab-3-" + sys.byteorder, _TABLE_MAKERS)
+        _CACHE_FORMAT = code_tag("symtab-4-" + sys.byteorder, _TABLE_MAKERS)
     return _CACHE_FORMAT
 
 
