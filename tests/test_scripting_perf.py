@@ -402,8 +402,6 @@ def process_event(d):
         s["callchain"].append(e)
     if LEFT_OUT.get((n, 0)) == "frame":
         s.pop("symbol", None), s.pop("symoff", None)
-    if s.get("dso", "").startswith("[kernel"):
-        s.pop("dso_map_end")    # (perf: the MMAP record's end; perfdata: _etext)
     print(list(s), sorted(d["sample"].items()), [list(e) for e in s["callchain"]])
     print(sorted((k, repr(v)) for k, v in s.items()))
 def trace_unhandled(event_name, context, fields, sample):
@@ -422,10 +420,8 @@ def test_handler_arguments_as_perf(name, recordings, tmp_path):
     names.  Left out: a frame perf and perfdata name differently, by a
     deliberate difference only (_paired_frames: another symbol, so another
     start, end and offset; the sample's symbol and symoff where it is the
-    leaf), the end of a size-0 _init both name (perf stretches it over
-    .plt) and the kernel map's end (perf gives the end its kernel
-    MMAP record says, perfdata's session the end of the kernel's text,
-    _etext)."""
+    leaf) and the end of a size-0 _init both name (perf stretches it over
+    .plt)."""
     data = _recording(recordings, name)
     if name == "cpu":
         left_out = []

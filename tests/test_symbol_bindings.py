@@ -2,7 +2,8 @@
 which `perf script -s` hands scripts as callchain[i]['sym']['binding']):
 read from the ELF symbol, STB_GLOBAL for synthesized PLT stubs, from the
 type letter for kallsyms (lower case local, W weak), and kept by the cache
-files both tables are saved in.  Ground truth: readelf's symbol table."""
+files both tables are saved in.  Ground truth: readelf's symbol table.
+And the kernel map's bounds perf takes from a kallsyms table."""
 from __future__ import annotations
 
 import os
@@ -73,3 +74,18 @@ def test_kallsyms_bindings_and_cache(tmp_path):
         assert got == KALLSYMS_BINDINGS
     # (no symbol starts there)
     assert first.binding(0xffffffff81000001) == STB_GLOBAL
+
+
+def test_kallsyms_kernel_bounds(tmp_path):
+    """perf's kernel map once kallsyms is read (map__fixup_start/end): the
+    kernel's first symbol to the end of its last, which ends a page past
+    its page as the last before the modules (perf's test: the probe of
+    tests/test_scripting_perf.py, dso_map_end of kernel samples)."""
+    table = KernelSymbols.parse(KALLSYMS)
+    assert table.kernel_bounds() == (0xffffffff81000000, 0xffffffff81002000)
+    path = tmp_path / "kallsyms"
+    path.write_text(KALLSYMS)
+    for _ in range(2):      # (parsed, then mapped from the cache)
+        cached = KernelSymbols.from_file(str(path), cache=str(tmp_path / "cache"))
+        assert cached.kernel_bounds() == (0xffffffff81000000, 0xffffffff81002000)
+    assert KernelSymbols.parse("ffffffffc0000000 t mod_fn\t[mymod]\n").kernel_bounds() is None

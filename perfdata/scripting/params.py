@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..format.constants import ReadFormat as RF, SampleType as ST
 from ..frames import KERNEL_MODES
+from ..session.machine import KERNEL_DSO
 
 if TYPE_CHECKING:
     from ..format.eventattr import EventAttr
@@ -61,6 +62,8 @@ class ParamBuilder:
         self.arch = arch
         self._attrs: dict[int, bytes] = {}
         self._sym_ranges: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        self._kernel_bounds: tuple[int, int] | None = None
+        self._kernel_bounds_asked = False
 
     # ------------------------------------------------------------ symbols
     def _sym_range(self, fr: StackFrame) -> tuple[int, int, int]:
@@ -196,11 +199,25 @@ class ParamBuilder:
             d["dso"] = fr.dso if fr is not None else m.path
             bid = (fr.build_id if fr is not None else None) or m.build_id or ""
             d["dso_bid"] = bid
-            d["dso_map_start"] = m.start
-            d["dso_map_end"] = m.end
+            bounds = self.kernel_map_bounds() if m.path == KERNEL_DSO else None
+            d["dso_map_start"], d["dso_map_end"] = bounds or (m.start, m.end)
         if fr is not None and fr.symbol is not None:
             d["symbol"] = fr.symbol
             d["symoff"] = fr.offset or 0
+
+    def kernel_map_bounds(self) -> tuple[int, int] | None:
+        """perf's kernel map once it has read kallsyms: from the kernel's
+        first symbol to the end of its last (past _etext, where the MMAP
+        record ends: .init.text, data); None where perf keeps the MMAP's
+        (a vmlinux, no kernel symbols)."""
+        if not self._kernel_bounds_asked:
+            self._kernel_bounds_asked = True
+            try:
+                table = self.samples.kernel_symbols()
+                self._kernel_bounds = table.kernel_bounds() if table is not None else None
+            except Exception:   # (no kernel table to read: the MMAP's bounds)
+                self._kernel_bounds = None
+        return self._kernel_bounds
 
     def _branches(self, sample: SymbolizedSample) -> tuple[list[Any], list[Any]]:
         """brstack and brstacksym as perf 6.1 gives them."""

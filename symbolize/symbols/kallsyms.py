@@ -151,6 +151,20 @@ class KernelSymbols:
             return STB_GLOBAL
         return bindings[i]
 
+    def kernel_bounds(self) -> tuple[int, int] | None:
+        """Where perf 6.1's kernel map runs once it has read a kallsyms
+        (map__fixup_start, map__fixup_end): from the first symbol of the
+        kernel itself (no module's) to the end of its last.  None for a
+        table of no kallsyms text (a vmlinux's: perf keeps the MMAP's)."""
+        syms = self._syms
+        if not isinstance(syms, _LazySymbols):
+            return None
+        ends = syms.module_ends
+        own = [i for i in range(len(ends)) if ends[i] == (ends[i - 1] if i else 0)]
+        if not own:
+            return None
+        return syms.starts[own[0]], syms.starts[own[-1]] + syms.sizes[own[-1]]
+
     def lookup(self, address: int) -> KernelSymbol | None:
         if not isinstance(address, int):
             return None
