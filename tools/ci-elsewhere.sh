@@ -196,6 +196,9 @@ unshare -m bash -c '
     # why, and the skip gate of .ci/run is off.
     if [ "$2" = yes ] || [ "$4" = no ]; then export PERFDATA_SKIP_GATE=0; fi
     . "$3/venv/bin/activate"
+    # Toolchains installed under HOME (rustup) stay reachable: tools, not state.
+    [ -d "$HOME/.rustup" ] && export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+    [ -d "$HOME/.cargo" ] && export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
     export HOME="$3/home"         # no ~/.debug, no ~/.cache/perfdata of the developer
     mkdir -p "$HOME"
     cd "$3/p"
