@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The compiled core against the pure-Python path and perf, side by side.
 
-    python3 benchmarks/bench_core.py DIR [--repeat 5] [--command script|collapse]
+    python3 benchmarks/bench_core.py DIR [--repeat 5] [--command script|collapse|report]
                                          [--only NAME,...] [--no-first]
 
 DIR holds recordings (NAME.data), e.g. those `bench_real.py --record-only
@@ -13,7 +13,8 @@ task-clock: the workers of a sharded run count) and peak RSS; the figures
 are medians over the rounds, the ratios the medians of each round's own
 ratio to perf's run of that round (the machine's speed drifts).  Default
 options, output to /dev/null; `collapse` is compared with `perf script`
-too (what stackcollapse-perf.pl reads).
+too (what stackcollapse-perf.pl reads); `report` with `perf report --stdio
+--no-children -g none` (the table perfdata report prints).
 """
 import argparse
 import glob
@@ -55,7 +56,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--command", default="script", choices=("script", "collapse"))
+    ap.add_argument("--command", default="script", choices=("script", "collapse", "report"))
     ap.add_argument("--only", help="comma-separated recording names")
     ap.add_argument("--no-first", action="store_true", help="warm runs only")
     args = ap.parse_args(argv)
@@ -72,7 +73,8 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|")
     for name in names:
         data = os.path.join(args.dir, name + ".data")
-        perf_cmd = [perf, "script", "-i", data]
+        perf_cmd = [perf, "report", "--stdio", "--no-children", "-g", "none", "-i", data] \
+            if args.command == "report" else [perf, "script", "-i", data]
         ours = PERFDATA + [args.command, data]
         with tempfile.TemporaryDirectory(prefix="bench-core.") as warm:
             for _, core in kinds:       # (fill the warm cache)

@@ -100,8 +100,28 @@ def test_collapse_report_bundled(monkeypatch: pytest.MonkeyPatch, name: str,
     pure, fast, counts = _both(monkeypatch, command + ["-j", "1", str(SAMPLES / name)] +
                                SAMPLE_SYMBOL_ARGS)
     _assert_same(pure, fast)
-    if command == ["collapse"] and name in FRAME_POINTER:
+    if command != ["report", "--children"] and name in FRAME_POINTER:
         # (not vacuous: the core counted the frame-pointer samples)
+        assert counts and counts[0]["made"] > 0 and counts[0]["handed_back"] == 0, counts
+
+
+# report's options the core counts for (sort keys, -n, -q, --percent-limit),
+# and two it leaves to the Python path (a histogram filter, --children)
+REPORT_VARIANTS = [["-s", "pid"], ["-s", "cpu,dso"], ["-s", "sym,comm"], ["-s", "dso"],
+                   ["-n"], ["-q", "-n", "-s", "comm,pid,cpu,dso,sym"], ["--percent-limit", "5"],
+                   ["--comm", "nonexistent,other"], ["--children", "-n", "-s", "sym"]]
+
+
+@requires_core
+@pytest.mark.parametrize("options", REPORT_VARIANTS, ids=" ".join)
+@pytest.mark.parametrize("name", FRAME_POINTER)
+def test_report_options(monkeypatch: pytest.MonkeyPatch, name: str,
+                        options: list[str]) -> None:
+    pure, fast, counts = _both(monkeypatch, ["report", str(SAMPLES / name)] + options +
+                               SAMPLE_SYMBOL_ARGS)
+    _assert_same(pure, fast)
+    if "--comm" not in options and "--children" not in options:
+        # (not vacuous: one process by default, the core counted the samples)
         assert counts and counts[0]["made"] > 0 and counts[0]["handed_back"] == 0, counts
 
 
@@ -146,7 +166,8 @@ def _corpus_files() -> list[str]:
 def test_script_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     path = str(corpus_dir() / "perfdata" / name)
     for args in (["script", "-j", "1", path], ["script", "-j", "1", "-F", "+pid", path],
-                 ["collapse", "-j", "1", path]):
+                 ["collapse", "-j", "1", path], ["report", "-j", "1", path],
+                 ["report", "-j", "1", "-n", "-s", "pid,cpu,sym", path]):
         pure, fast, _ = _both(monkeypatch, args)
         _assert_same(pure, fast)
 

@@ -58,6 +58,10 @@ enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME 
 #define H_ROOT_PID 1024
 #define H_ROOT_TID 2048
 #define H_WEIGHT_PERIOD 4096
+/* perf report's histogram (perfdata/core/report.py): with H_FOLDED, the
+ * walk stops at the leaf (the first frame with a text) and the sample adds
+ * its period to counts[event, cpumode, leaf (, tid, cpu, comm)]: count_report */
+#define H_REPORT 8192
 
 /* ------------------------------------------------------ a growing buffer */
 typedef struct {
@@ -1174,6 +1178,98 @@ static int count_folded(SampleText *self, const Plan *plan, PyObject *thread,
     return bad ? -1 : 1;
 }
 
+/* perf report's count of a sample (H_REPORT): the leaf's text (the first
+ * entry with one: the driver's number of the leaf entry's frame) with the
+ * event's plan index, the cpumode and, where the sort keys read them
+ * (H_TID, H_CPU, H_COMM), the tid, cpu and the thread's comm make the key
+ * of counts; its value is [period sum, samples, the first sample's
+ * ordinal, its thread, comm (or None), tid, cpu, cpumode, attr, leaf text],
+ * made at the first sample of the key.  1 counted, 0 hand back, -1 error. */
+static int count_report(SampleText *self, const Plan *plan, Py_ssize_t plan_at,
+                        PyObject *attr, PyObject *thread, const unsigned char *body,
+                        long long tid, long cpumode, Py_ssize_t ordinal) {
+    size_t start = 0, len = 0;
+    Py_ssize_t i;
+    for (i = 0; i < self->nentries; i++) {
+        start = self->entries[2 * i];
+        len = self->entries[2 * i + 1];
+        if (len > 0)
+            break;
+    }
+    if (i == self->nentries || tid < 0)
+        return 0;       /* (no leaf: the sample's own ip; a pid_t below 0) */
+    long header = plan->header;
+    long long cpu = plan->cpu >= 0 ? (long long)u32_at(body, plan->cpu) : -1;
+    unsigned long long period = plan->period >= 0 ? u64_at(body, plan->period)
+                                                  : plan->default_period;
+    PyObject *comm = Py_NewRef(Py_None);
+    const char *c = "";
+    Py_ssize_t n = 0;
+    if (header & H_COMM) {
+        Py_DECREF(comm);
+        comm = PyObject_GetAttr(thread, s_comm);
+        if (comm == NULL)
+            return -1;
+        c = PyUnicode_Check(comm) ? PyUnicode_AsUTF8AndSize(comm, &n) : NULL;
+        if (c == NULL) {
+            Py_DECREF(comm);
+            PyErr_Clear();
+            return 0;   /* (a comm UTF-8 cannot carry: the Python path's) */
+        }
+    }
+    Buffer *k = &self->folded;
+    k->len = 0;
+    if (add_int(k, "%lld ", (long long)plan_at) < 0 ||
+        add_int(k, "%lld ", (long long)cpumode) < 0 ||
+        add_int(k, "%lld ", (header & H_TID) ? tid : 0) < 0 ||
+        add_int(k, "%lld ", (header & H_CPU) ? cpu : 0) < 0 ||
+        buf_add(k, self->line.data + start, len) < 0 || buf_add(k, "\0", 1) < 0 ||
+        buf_add(k, c, (size_t)n) < 0) {
+        Py_DECREF(comm);
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *key = PyBytes_FromStringAndSize(k->data, (Py_ssize_t)k->len);
+    if (key == NULL) {
+        Py_DECREF(comm);
+        return -1;
+    }
+    int bad = 1;
+    PyObject *value = PyDict_GetItemWithError(self->counts, key);
+    if (value != NULL) {
+        if (!PyList_Check(value) || PyList_GET_SIZE(value) < 2) {
+            PyErr_SetString(PyExc_RuntimeError, "a report count is not the core's");
+            goto out;
+        }
+        PyObject *add = PyLong_FromUnsignedLongLong(period);
+        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 0), add);
+        Py_XDECREF(add);
+        if (sum == NULL)
+            goto out;
+        PyList_SetItem(value, 0, sum);      /* (steals sum) */
+        PyObject *unit = PyLong_FromLong(1);
+        PyObject *one = unit == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 1), unit);
+        Py_XDECREF(unit);
+        if (one == NULL)
+            goto out;
+        PyList_SetItem(value, 1, one);
+        bad = 0;
+        goto out;
+    }
+    if (PyErr_Occurred())
+        goto out;
+    value = Py_BuildValue("[KinOOLLlOy#]", period, 1, ordinal, thread, comm, tid, cpu,
+                          cpumode, attr, self->line.data + start, (Py_ssize_t)len);
+    if (value == NULL)
+        goto out;
+    bad = PyDict_SetItem(self->counts, key, value) < 0;
+    Py_DECREF(value);
+out:
+    Py_DECREF(key);
+    Py_DECREF(comm);
+    return bad ? -1 : 1;
+}
+
 /* consume(record, ordinal): True where the core made the text of the
  * SAMPLE record (kept until take()), False where the Python path is to
  * decode, symbolize and format it.  What the core lacks it asks the
@@ -1427,6 +1523,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             goto hand_back;
         if (buf_add(line, f->text, (size_t)f->len) < 0 || mark_entry(self, entry_start) < 0)
             goto no_memory;
+        if ((plan.header & H_REPORT) && f->len > 0)
+            break;                  /* (report's leaf: the walk need go no further) */
         int at_ip = first;
         first = 0;
         depth++;
@@ -1437,7 +1535,9 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             break;
     }
     if (folded) {
-        int c = count_folded(self, &plan, thread, p, pid, tid);
+        int c = (plan.header & H_REPORT)
+            ? count_report(self, &plan, plan_at, attr, thread, p, tid, cpumode, ordinal)
+            : count_folded(self, &plan, thread, p, pid, tid);
         if (c < 0)
             goto done;
         if (c == 0)
@@ -1535,6 +1635,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "H_ROOT_PID", H_ROOT_PID) < 0 ||
         PyModule_AddIntConstant(m, "H_ROOT_TID", H_ROOT_TID) < 0 ||
         PyModule_AddIntConstant(m, "H_WEIGHT_PERIOD", H_WEIGHT_PERIOD) < 0 ||
+        PyModule_AddIntConstant(m, "H_REPORT", H_REPORT) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_UNKNOWN", BINARY_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_CAREFUL", BINARY_CAREFUL) < 0 ||
         PyModule_AddIntConstant(m, "SPACE_KERNEL", SPACE_KERNEL) < 0 ||

@@ -349,6 +349,38 @@ class Report:
                     seen.add(id(e))
                     e.children += period
 
+    def add_counted(self, sample: Any, frame: StackFrame, cpumode: int, period: int,
+                    samples: int, first: int) -> None:
+        """Add samples counted elsewhere (the compiled core: perfdata/core/
+        report.py) as add() would have added them one by one: `samples`
+        samples of one event, thread, comm, tid, cpu and cpumode (`sample`
+        holds event, thread, comm, tid, cpu) whose leaf entry is `frame`
+        (the symbol table's, not an inlined one), their periods summed; the
+        first of them the sample at `first` (the entry made by the earliest
+        sample keeps its level and thread, as Entry.merge).  Without
+        hist_filter and --children only; sort_by_first() puts the entries
+        back in the order one pass would have made them."""
+        index = sample.event.index
+        hist = self.hists.get(index)
+        if hist is None:
+            hist = self.hists[index] = EventHistogram(sample.event)
+        hist.total_period += period
+        hist.samples += samples
+        level = _LEVEL.get(cpumode & MISC_CPUMODE_MASK, ".")
+        self.order = first
+        entry = self._frame_entry(hist, sample, frame, level)
+        if first < entry.first:
+            entry.level, entry.unresolved, entry.thread, entry.first = \
+                level, frame.symbol is None, sample.thread, first
+        entry.self_period += period
+        entry.samples += samples
+
+    def sort_by_first(self) -> None:
+        """Each histogram's entries in the order of the samples that made
+        them (Entry.first; entries of one sample keep their order)."""
+        for hist in self.hists.values():
+            hist.entries = dict(sorted(hist.entries.items(), key=lambda item: item[1].first))
+
     # ---------------------------------------------------------------- text
     def _cell(self, key: str, value: Any, level: str, thread: Thread | _Comm | None = None
               ) -> str:
@@ -624,6 +656,15 @@ def build_report(pf: PerfFile, samples: SampleSymbolizer, sort_keys: list[str],
     mid-file leaves it holding the samples before the fault)."""
     if report is None:
         report = Report(sort_keys, children, sampler=samples)
+    from ..core import compiled
+    module = compiled()
+    if module is not None:
+        # (the compiled core counts the -g samples it can: perfdata/core/report.py)
+        from ..core.report import ReportCore
+        if ReportCore.applies_to(samples, report):
+            core = ReportCore(module, samples, report)
+            core.fill(sample_progress(core, pf, "report") if progress else None)
+            return report
     it = sample_progress(samples, pf, "report") if progress else samples
     ordered = samples.share is not None
     for sample in it:
@@ -637,12 +678,18 @@ def build_report(pf: PerfFile, samples: SampleSymbolizer, sort_keys: list[str],
 SHARD_BLOCK = 512
 
 
-def report_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
+def report_jobs(args: argparse.Namespace, pf: PerfFile, filtered: bool = False) -> int:
     """Worker processes for the table: -j, but one with --stitch (it needs
-    the thread's other samples)."""
+    the thread's other samples), and by default one where the compiled core
+    counts the samples (filtered: a histogram filter is given, which the
+    core leaves to the Python path)."""
     from .sharded import default_jobs
     if getattr(args, "stitch", False):
         return 1
+    if args.jobs is None and not args.children and not filtered:
+        from ..core.script import takes_most_samples
+        if takes_most_samples(args, pf):
+            return 1        # (a second worker costs more than it saves: see script_jobs)
     return default_jobs(args.jobs, pf)
 
 
@@ -771,7 +818,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         # when no event has callchains (one Overhead column, not two)
         args.children = False
     samples = make_sample_symbolizer(pf, args)
-    jobs = report_jobs(args, pf)
+    jobs = report_jobs(args, pf, hist_filter(samples) is not None)
     if jobs > 1:
         pf.resolve_event_names()
         report, lost = _report_sharded(args, keys, jobs, pf, hist_filter)
