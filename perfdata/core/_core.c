@@ -827,9 +827,13 @@ static int table_frame(const Table *t, uint64_t offset, int is_ret, int folded, 
         *flags = (unsigned int)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(known, 1));
     }
     if (folded) {
-        /* the symbol's folded name; the dso's where there is no symbol */
+        /* the symbol's folded name; the dso's where there is no symbol (for
+         * report's leaf, folded 2: the address names the entry, the
+         * Python path's) */
         if (found >= 0)
             return buf_add(line, name, (size_t)name_len) < 0 ? -1 : 1;
+        if (folded == 2)
+            return 0;
         return buf_add(line, PyBytes_AS_STRING(t->dso), (size_t)PyBytes_GET_SIZE(t->dso)) < 0
             ? -1 : 1;
     }
@@ -849,14 +853,15 @@ static int table_frame(const Table *t, uint64_t offset, int is_ret, int folded, 
     return 1;
 }
 
-/* table_text(space, key, is_ret): the core's lines of a frame of a tabled
- * binary, as bytes; an int: the index of a symbol whose name is needed
- * (set_name); None: the Python path's (for the driver's check) */
+/* table_text(space, key, is_ret[, report]): the core's lines of a frame of
+ * a tabled binary, as bytes; an int: the index of a symbol whose name is
+ * needed (set_name); None: the Python path's (for the driver's check);
+ * report: as report's leaf (H_REPORT) */
 static PyObject *SampleText_table_text(SampleText *self, PyObject *args) {
     Py_ssize_t space;
     unsigned long long key;
-    int is_ret;
-    if (!PyArg_ParseTuple(args, "nKp", &space, &key, &is_ret))
+    int is_ret, report = 0;
+    if (!PyArg_ParseTuple(args, "nKp|p", &space, &key, &is_ret, &report))
         return NULL;
     if (space < 0 || space >= self->ntables || !self->tables[space].set)
         Py_RETURN_NONE;
@@ -864,8 +869,8 @@ static PyObject *SampleText_table_text(SampleText *self, PyObject *args) {
     unsigned int flags;
     Py_ssize_t index;
     uint64_t at;
-    int r = table_frame(&self->tables[space], key, is_ret, self->counts != NULL, &b, &flags,
-                        &index, &at);
+    int r = table_frame(&self->tables[space], key, is_ret,
+                        report ? 2 : self->counts != NULL, &b, &flags, &index, &at);
     PyObject *out = r == 1 ? PyBytes_FromStringAndSize(b.data ? b.data : "", (Py_ssize_t)b.len)
         : r == -2 ? Py_BuildValue("(nK)", index, (unsigned long long)at)
         : r == 0 ? Py_NewRef(Py_None) : NULL;
@@ -1478,7 +1483,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             uint64_t at;
             size_t mark = line->len;
             int r = table_frame(&self->tables[key_space], key, (int)is_ret,
-                                (plan.header & H_FOLDED) != 0, line, &tflags, &index, &at);
+                                (plan.header & H_REPORT) ? 2 : (plan.header & H_FOLDED) != 0,
+                                line, &tflags, &index, &at);
             if (r == -1)
                 goto no_memory;
             if (r == -2) {
@@ -1498,6 +1504,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             if (r == 1) {
                 if (mark_entry(self, entry_start) < 0)
                     goto no_memory;
+                if ((plan.header & H_REPORT) && line->len > entry_start)
+                    break;          /* (report's leaf) */
                 int at_ip = first;
                 first = 0;
                 depth++;

@@ -71,6 +71,8 @@ class ReportCore(ScriptCore):
         # the leaf entries' frames, by the number the core keeps as a text
         self._leaves: list[StackFrame] = []
         self._leaf_number: dict[tuple[Any, ...], int] = {}
+        # the leaf frame the Python path made last (_check_table reads it)
+        self._last_leaf: StackFrame | None = None
         super().__init__(module, samples, None, 0, self.counted)  # type: ignore[arg-type]
 
     @staticmethod
@@ -146,7 +148,7 @@ class ReportCore(ScriptCore):
         module = self.module
         keys = self.report.sort_keys
         # (the sample's fields the entry's key reads: a count a value of them)
-        flags = module.H_FOLDED | module.H_REPORT
+        flags = module.H_FOLDED | module.H_REPORT | module.H_PLAIN_FRAMES
         if "comm" in keys:
             flags |= _HEADER_BITS["comm"]
         if "pid" in keys:
@@ -164,6 +166,7 @@ class ReportCore(ScriptCore):
         path's frames do), or a text UTF-8 cannot carry where Report would
         make the entry from more than the frame: the core then hands the
         sample back."""
+        self._last_leaf = None
         if not found:
             return ""
         frame = found[0]
@@ -179,12 +182,17 @@ class ReportCore(ScriptCore):
                 return "\udc80"
         if frame.symbol is None and frame.kernel:
             return "\udc80"     # (Report._entry_address reads the thread's kernel maps)
-        # (one number for the frames Report makes one entry of, whatever
-        # the sample: what _frame_entry and Entry read of the frame; the
-        # first such frame stands for them all)
+        self._last_leaf = frame
         start = frame.address - frame.offset if frame.symbol is not None and \
             frame.offset is not None and frame.address is not None else None
-        same = (frame.dso, frame.dso_path, frame.symbol, frame.kernel, frame.offset is None,
+        return self._number(frame, start)
+
+    def _number(self, frame: StackFrame, start: int | None) -> str:
+        """One number for the frames Report makes one entry of, whatever
+        the sample: what _frame_entry and Entry read of the frame (start:
+        its address less its offset in its symbol, or None); the first
+        such frame stands for them all."""
+        same = (frame.dso, frame.dso_path, frame.symbol, frame.kernel, start is None,
                 frame.address if start is None else start)
         number = self._leaf_number.get(same)
         if number is None:
@@ -195,5 +203,72 @@ class ReportCore(ScriptCore):
     def _no_map_parts(self, data: bytes, avma: int) -> tuple[bytes, bytes] | None:
         return None     # (a leaf in no map is its address: each one asked)
 
+    # ------------------------------------------------ a binary's symbols
     def _check_table(self, space: int, key: int, is_ret: int, data: bytes) -> None:
-        return None     # (the core's symbol tables make script's lines, not these)
+        """After the Python path made a leaf of a binary with a symbol: the
+        core is given the binary's symbol table where it alone names the
+        binary's addresses (ScriptCore._table), and its number of this
+        frame must be the Python path's, else the table is taken back.  (An
+        address in no symbol is the Python path's: the entry is the
+        address.)"""
+        frame = self._last_leaf
+        if frame is None or frame.symbol is None or frame.inlined or frame.kernel:
+            return
+        if space not in self._tables:
+            self._tables[space] = self._table(space)
+        if self._tables[space] is None:
+            return
+        core = self.core
+        got = core.table_text(space, key, is_ret, True)
+        while type(got) is tuple:
+            self._name(space, *got)
+            got = core.table_text(space, key, is_ret, True)
+        if got is not None and got != data:
+            core.drop_table(space)
+            self._tables[space] = None
+
+    def _name(self, space: int, index: int, at: int) -> None:
+        """The number of the leaf entry's frame of the symbol the core found
+        at an address of a binary: the frame the Python path makes there
+        (FrameResolver._lookup of Symbolizer.lookup: the map's path, the
+        binary's path, the demangled name, its address the file offset,
+        less the offset in the symbol), where one load segment alone holds
+        the symbol (its offset less its address then the same for every
+        address of the symbol); else the Python path's."""
+        table = self._tables.get(space)
+        sym = table.lookup(at) if table is not None else None
+        data = None
+        if sym is not None and table is not None:
+            starts, sizes = table.bounds()
+            if sym.start == starts[index] and sym.size == sizes[index]:
+                delta = self._segment_delta(space, sym.start, max(sym.size, 1))
+                path, bid, shown = self._space_binary[space]
+                if delta is not None:
+                    from ..frames import StackFrame
+                    name = self.samples.symbolizer.demangle_name(sym.name)
+                    start = sym.start + delta
+                    frame = StackFrame(None, start, name, 0, shown, path, bid, kernel=False)
+                    data = self._number(frame, start).encode("ascii")
+        self.core.set_name(space, index, data, 0)
+
+    def _segment_delta(self, space: int, start: int, size: int) -> int | None:
+        """file offset - address of the one load segment whose addresses
+        (as ScriptCore._table hands them to the core: from the page below
+        the segment's offset to its end) meet [start, start + size); None
+        where none or several do."""
+        path, bid, _ = self._space_binary[space]
+        choice = self.samples.symbolizer.binary_for(path, bid)
+        src = choice.binary or choice.debug
+        if src is None:
+            return None
+        found = None
+        for s in src.load_segments:
+            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 \
+                else 0x1000
+            lo = s.vaddr - (s.offset - (s.offset & ~(page - 1)))
+            hi = s.vaddr + max(s.memsz, s.filesz)
+            if lo < start + size and start < hi:
+                if found is not None:
+                    return None
+                found = s.offset - s.vaddr
+        return found
