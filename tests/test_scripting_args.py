@@ -59,6 +59,19 @@ def test_script_arguments_as_perf(words, folder):
     assert ours.stdout == perf.stdout
 
 
+@pytest.mark.parametrize("line", ["--script=argv.py a -i perf.data", "--script argv.py -- -x",
+                                  "-i perf.data --script=argv.py -- -f json"])
+def test_long_option_as_perf(line, folder):
+    """--script FILE and --script=FILE take the words after them as -s does."""
+    words = ["script"] + line.split()
+    perf = subprocess.run([PERF] + words, cwd=folder, capture_output=True, text=True)
+    ours = subprocess.run([sys.executable, "-m", "perfdata"] + words, cwd=folder,
+                          capture_output=True, text=True)
+    assert perf.returncode == ours.returncode == 0, (perf.stderr, ours.stderr)
+    assert perf.stdout.startswith("[")
+    assert ours.stdout == perf.stdout
+
+
 def test_script_file_missing(folder):
     """-s without FILE: refused, as perf refuses it."""
     perf = subprocess.run([PERF, "script", "-s"], cwd=folder, capture_output=True, text=True)

@@ -26,7 +26,11 @@ def keep_end_of_options(argv: list[str]) -> list[str]:
             break
     else:
         return argv
-    return argv[:i] + [_END_OF_OPTIONS if a == "--" else a for a in argv[i:]]
+    # (--script=FILE as two words: argparse would give -s FILE alone and
+    # take the words after it for its own)
+    head = ["--script", argv[i][len("--script="):]] if argv[i].startswith("--script=") \
+        else [argv[i]]
+    return argv[:i] + head + [_END_OF_OPTIONS if a == "--" else a for a in argv[i + 1:]]
 
 
 class ScriptArguments(argparse.Action):

@@ -27,6 +27,7 @@ traceback on standard error, then a one-line error, exit 2.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import traceback
@@ -42,8 +43,6 @@ from .fields import FieldReader, define_event_symbols
 from .params import ParamBuilder
 
 if TYPE_CHECKING:
-    import argparse
-
     from ..format.container import PerfFile
     from ..format.tracing import EventFormat
     from ..session.stream import SideEvent
@@ -194,7 +193,11 @@ class ScriptRun:
             arch = pf.feature(Feature.ARCH)
         except PerfDataError:
             pass
-        samples = make_sample_symbolizer(pf, self.args, side_events=self._side_events())
+        # (perf_sample_srcline names the file by the whole path addr2line
+        # gives, as script's --full-source-path prints it)
+        args = argparse.Namespace(**vars(self.args))
+        args.full_source_path = True
+        samples = make_sample_symbolizer(pf, args, side_events=self._side_events())
         self.params = ParamBuilder(samples, perf_arch(arch))
         try:
             for item in samples:
@@ -209,6 +212,9 @@ class ScriptRun:
 
     # -------------------------------------------------------------- samples
     def _sample(self, sample: SymbolizedSample) -> None:
+        params = self.params
+        # (perf_sample_srcline/srccode: the current sample's, asked for)
+        self.context.srcline = lambda: params.srcline(sample)
         if sample.event.attr["type"] == PERF_TYPE_TRACEPOINT:
             self._tracepoint(sample)
             return

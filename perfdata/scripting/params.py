@@ -20,7 +20,10 @@ a table has none (PLT stubs, perf maps, JIT dumps), as perf's.
 """
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING, Any
+
+from symbolize.elffile import SHF_ALLOC
 
 from ..format.constants import ReadFormat as RF, SampleType as ST
 from ..frames import KERNEL_MODES
@@ -64,6 +67,7 @@ class ParamBuilder:
         self._sym_ranges: dict[tuple[Any, ...], tuple[int, int, int]] = {}
         self._kernel_bounds: tuple[int, int] | None = None
         self._kernel_bounds_asked = False
+        self._srclines: dict[tuple[str, str | None, int], tuple[str | None, int]] = {}
 
     # ------------------------------------------------------------ symbols
     def _sym_range(self, fr: StackFrame) -> tuple[int, int, int]:
@@ -204,6 +208,63 @@ class ParamBuilder:
         if fr is not None and fr.symbol is not None:
             d["symbol"] = fr.symbol
             d["symoff"] = fr.offset or 0
+
+    def srcline(self, sample: SymbolizedSample) -> tuple[str | None, int]:
+        """perf_sample_srcline's answer: the source file and line of the
+        sample's ip, innermost (an inlined function's own line) as perf's
+        addr2line gives it; ("??", 0) where no line table covers it but a
+        function symbol does (_function_before), (None, 0) where nothing
+        does.  Kernel code: (None, 0), perf's answer from kallsyms (a
+        vmlinux's DWARF is not read for lines here).  Not as perf: a local
+        function of a binary whose .symtab has STT_FILE entries but no
+        line table there (crtstuff.c's frame_dummy): addr2line names the
+        file entry before it, ("crtstuff.c", 0); here ("??", 0)."""
+        fr = self.leaf(sample)
+        if fr is None or fr.kernel or fr.svma is None or not fr.dso_path:
+            return None, 0
+        key = (fr.dso_path, fr.build_id, fr.svma)
+        hit = self._srclines.get(key)
+        if hit is None:
+            hit = (None, 0)
+            try:
+                info = self.symbolizer.line_info(fr.dso_path, fr.build_id)
+                text = info.srcline(fr.svma) if info is not None else None
+            except Exception:   # (a binary that cannot be read: no line)
+                text = None
+            if text:
+                path, _, line = text.rpartition(":")
+                if path and line.isdigit():
+                    hit = (path, int(line))
+            elif self._function_before(fr.dso_path, fr.build_id, fr.svma):
+                hit = ("??", 0)
+            self._srclines[key] = hit
+        return hit
+
+    def _function_before(self, path: str, build_id: str | None, svma: int) -> bool:
+        """Whether binutils' addr2line (perf's) names a function for an
+        address its line table does not cover, and so answers `??:?` (perf:
+        ("??", 0)) rather than `??:0` (None): an ELF symbol at or before the
+        address in its section, however far it ends before it (not a PLT
+        stub: .plt has no ELF symbol)."""
+        try:
+            binary = self.symbolizer.binary_for(path, build_id).binary
+            symtab = self.symbolizer.symbol_table(path, build_id)
+        except Exception:   # (a binary that cannot be read)
+            return False
+        if binary is None or symtab is None:
+            return False
+        section = next((sec for sec in binary.sections
+                        if sec.flags & SHF_ALLOC and sec.addr <= svma < sec.addr + sec.size), None)
+        if section is None:
+            return False
+        starts, _ = symtab.bounds()
+        i = bisect.bisect_right(starts, svma) - 1
+        while i >= 0 and starts[i] >= section.addr:
+            sym = symtab.lookup(starts[i])
+            if sym is not None and sym.start == starts[i] and sym.source != "plt":
+                return True
+            i -= 1
+        return False
 
     def kernel_map_bounds(self) -> tuple[int, int] | None:
         """perf's kernel map once it has read kallsyms: from the kernel's
