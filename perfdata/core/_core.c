@@ -828,12 +828,13 @@ static int table_frame(const Table *t, uint64_t offset, int is_ret, int folded, 
     }
     if (folded) {
         /* the symbol's folded name; the dso's where there is no symbol (for
-         * report's leaf, folded 2: the address names the entry, the
-         * Python path's) */
+         * report's leaf, folded 2: the address names the entry: the dso's
+         * text and the file offset, in hex) */
         if (found >= 0)
             return buf_add(line, name, (size_t)name_len) < 0 ? -1 : 1;
-        if (folded == 2)
-            return 0;
+        if (folded == 2)    /* (the binary's text, then the file offset) */
+            return buf_add(line, PyBytes_AS_STRING(t->dso), (size_t)PyBytes_GET_SIZE(t->dso))
+                < 0 || add_uint(line, "%llx", (unsigned long long)offset) < 0 ? -1 : 1;
         return buf_add(line, PyBytes_AS_STRING(t->dso), (size_t)PyBytes_GET_SIZE(t->dso)) < 0
             ? -1 : 1;
     }

@@ -7,21 +7,26 @@ The core walks each sample's callchain as for `perfdata script`
 leaf: the first frame the resolver names.  What it keeps of an address is a
 number naming the leaf entry's frame as Report takes it (Report._real_frame:
 the symbol table's frame, not an inlined function's), made once by the
-Python path for each (binary, file offset, is a return address).  Each
-sample adds its period to counts[event, cpumode, leaf, and the tid, cpu
-and comm where the sort keys read them], whose value also holds the first
-such sample's ordinal and thread (the entry's level and thread are those
-of the first sample that made it); after
-the run those counts go into the Report (Report.add_counted) as the Python
-path would have added them one by one, and the entries are put back in the
-order of the samples that made them.  The core hands back (the Python path
-adds the sample itself) a sample without a callchain or leaf, a leaf whose
-entry Report makes from more than its frame (an inlined function without
-its symbol's frame, a kernel address without a symbol: perf's map-relative
-address of a module), a pid_t below 0, a comm UTF-8 cannot carry.  It is
-not used with --children, the histogram filters (--pid, --comm, --dsos,
-...), or a sharded run.  tests/test_core_equality.py requires the same
-bytes as the Python path, which stays the reference.
+Python path for each (binary, file offset, is a return address); where a
+binary's symbol table alone names its addresses the core searches it
+itself (ScriptCore._table): a symbol's number is the frame the Python path
+makes there (_name), an address in no symbol is written as the binary and
+the file offset (_leaf_of), and every leaf the Python path makes of the
+binary is checked against the core's (the table dropped on a difference).
+Each sample adds its period to counts[event, cpumode, leaf, and the tid,
+cpu and comm where the sort keys read them], whose value also holds the
+first such sample's ordinal and thread (an entry's level and thread are
+those of the first sample that made it); after the run those counts go
+into the Report (Report.add_counted) as the Python path would have added
+them one by one, and the entries are put back in the order of the samples
+that made them.  The core hands back (the Python path adds the sample
+itself) a sample without a callchain or leaf, a leaf whose entry Report
+makes from more than its frame (an inlined function without its symbol's
+frame, a kernel address without a symbol: perf's map-relative address of a
+module), a pid_t below 0, a comm UTF-8 cannot carry.  It is not used with
+--children, the histogram filters (--pid, --comm, --dsos, ...), or a
+sharded run.  tests/test_core_equality.py requires the same bytes as the
+Python path, which stays the reference.
 """
 from __future__ import annotations
 
@@ -73,6 +78,7 @@ class ReportCore(ScriptCore):
         self._leaf_number: dict[tuple[Any, ...], int] = {}
         # the leaf frame the Python path made last (_check_table reads it)
         self._last_leaf: StackFrame | None = None
+        self._tabling = 0       # the binary whose table is being set
         super().__init__(module, samples, None, 0, self.counted)  # type: ignore[arg-type]
 
     @staticmethod
@@ -129,7 +135,7 @@ class ReportCore(ScriptCore):
         leaves = self._leaves
         for period, n, first, thread, comm, tid, cpu, cpumode, attr, leaf in \
                 self.counted.values():
-            frame = leaves[int(leaf)]
+            frame = leaves[self._leaf_of(leaf)]
             report.add_counted(_Counted(attr, thread, comm, tid, cpu), frame, cpumode,
                                period, n, first)
         report.sort_by_first()
@@ -205,16 +211,17 @@ class ReportCore(ScriptCore):
 
     # ------------------------------------------------ a binary's symbols
     def _check_table(self, space: int, key: int, is_ret: int, data: bytes) -> None:
-        """After the Python path made a leaf of a binary with a symbol: the
+        """After the Python path made a leaf of a binary: the
         core is given the binary's symbol table where it alone names the
         binary's addresses (ScriptCore._table), and its number of this
         frame must be the Python path's, else the table is taken back.  (An
-        address in no symbol is the Python path's: the entry is the
-        address.)"""
+        address in no symbol the core writes as the binary and the file
+        offset: _leaf_of.)"""
         frame = self._last_leaf
-        if frame is None or frame.symbol is None or frame.inlined or frame.kernel:
+        if frame is None or frame.inlined or frame.kernel:
             return
         if space not in self._tables:
+            self._tabling = space       # (for _table_dso)
             self._tables[space] = self._table(space)
         if self._tables[space] is None:
             return
@@ -223,9 +230,28 @@ class ReportCore(ScriptCore):
         while type(got) is tuple:
             self._name(space, *got)
             got = core.table_text(space, key, is_ret, True)
-        if got is not None and got != data:
+        if got is not None and self._leaf_of(got) != int(data):
             core.drop_table(space)
             self._tables[space] = None
+
+    def _table_dso(self, shown: str) -> str:
+        """What the core writes before the file offset (hex) of a leaf in
+        no symbol of a tabled binary: "a", the binary's space, ":"."""
+        return "a%d:" % self._tabling
+
+    def _leaf_of(self, text: bytes) -> int:
+        """The number of the leaf entry's frame the core's text names: a
+        number, or an address in no symbol of a tabled binary (_table_dso):
+        the frame the Python path makes there (FrameResolver._lookup: the
+        file offset printed, the map's path, the binary's path)."""
+        if text[:1] != b"a":
+            return int(text)
+        space, offset = text[1:].split(b":", 1)
+        path, bid, shown = self._space_binary[int(space)]
+        from ..frames import StackFrame
+        frame = StackFrame(None, int(offset, 16), None, None, shown, path, bid,
+                           note="no-symbol")
+        return int(self._number(frame, None))
 
     def _name(self, space: int, index: int, at: int) -> None:
         """The number of the leaf entry's frame of the symbol the core found
