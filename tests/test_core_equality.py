@@ -1,7 +1,8 @@
 """The compiled core (perfdata.core._core) against the pure-Python path,
 which stays the reference: the same bytes out, the same exit code, the same
 messages, on every bundled recording and on the corpus, for `script` (the
-default fields and -F variants the core handles), `collapse` and `report`.
+default fields and -F variants the core handles), `collapse`, `report` and
+`flamegraph`.
 
 Each run is made twice in this process: with PERFDATA_CORE=pure and without
 (the compiled core where it is built).  Where the extension is not built
@@ -125,6 +126,23 @@ def test_report_options(monkeypatch: pytest.MonkeyPatch, name: str,
         assert counts and counts[0]["made"] > 0 and counts[0]["handed_back"] == 0, counts
 
 
+# the flame graph's options that change its tree (roots, weight, event)
+FLAMEGRAPH_VARIANTS = [[], ["-j", "1"], ["--weight", "period"], ["--pid-root"], ["--tid-root"],
+                       ["--colors", "dso", "--max-depth", "3"], ["--event-filter", "cycles"]]
+
+
+@requires_core
+@pytest.mark.parametrize("options", FLAMEGRAPH_VARIANTS, ids=lambda o: " ".join(o) or "default")
+@pytest.mark.parametrize("name", BUNDLED)
+def test_flamegraph(monkeypatch: pytest.MonkeyPatch, name: str, options: list[str]) -> None:
+    pure, fast, counts = _both(monkeypatch, ["flamegraph", str(SAMPLES / name)] + options +
+                               SAMPLE_SYMBOL_ARGS)
+    _assert_same(pure, fast)
+    if name in FRAME_POINTER and options != ["--event-filter", "cycles"]:
+        # (not vacuous: one process by default, the core counted the samples)
+        assert counts and counts[0]["made"] > 0 and counts[0]["handed_back"] == 0, counts
+
+
 # collapse's options (stackcollapse-perf.pl's); --addrs goes to the Python path
 COLLAPSE_VARIANTS = [["--pid-root"], ["--tid-root"], ["--samples"], ["--kernel"], ["--all"],
                      ["--addrs"], ["--event-filter", "cycles"]]
@@ -167,7 +185,8 @@ def test_script_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     path = str(corpus_dir() / "perfdata" / name)
     for args in (["script", "-j", "1", path], ["script", "-j", "1", "-F", "+pid", path],
                  ["collapse", "-j", "1", path], ["report", "-j", "1", path],
-                 ["report", "-j", "1", "-n", "-s", "pid,cpu,sym", path]):
+                 ["report", "-j", "1", "-n", "-s", "pid,cpu,sym", path],
+                 ["flamegraph", "-j", "1", path]):
         pure, fast, _ = _both(monkeypatch, args)
         _assert_same(pure, fast)
 

@@ -70,7 +70,8 @@ def _mutated(tmp_path: Path, change: str) -> Path:
 @pytest.mark.parametrize("change", ["nr-huge", "nr-one-past", "nr-half-word", "nr-zero",
                                     "garbage-entries", "contexts-only", "pid-minus-one"])
 @pytest.mark.parametrize("command", [["script"], ["collapse"], ["report"],
-                                     ["report", "-n", "-s", "pid,cpu,sym"]], ids=" ".join)
+                                     ["report", "-n", "-s", "pid,cpu,sym"],
+                                     ["flamegraph", "--tid-root"]], ids=" ".join)
 def test_hostile_samples(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str,
                          command: list[str]) -> None:
     path = _mutated(tmp_path, change)

@@ -62,6 +62,10 @@ enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME 
  * walk stops at the leaf (the first frame with a text) and the sample adds
  * its period to counts[event, cpumode, leaf (, tid, cpu, comm)]: count_report */
 #define H_REPORT 8192
+/* the flame graph's tree (perfdata/core/flamegraph.py): with H_FOLDED, the
+ * folded stack and its root add to counts[stack \0 root] = [weight,
+ * samples, first sample's ordinal, its attr]: count_tree */
+#define H_TREE 16384
 
 /* ------------------------------------------------------ a growing buffer */
 typedef struct {
@@ -1276,6 +1280,77 @@ out:
     return bad ? -1 : 1;
 }
 
+/* the flame graph's count of a sample (H_TREE): the entries' texts root
+ * first, joined by ';', a NUL and the root (add_root) are the key; its
+ * value [weight, samples, the first sample's ordinal, its attr] (the
+ * first sample of a stack makes its nodes; the graph's event is the first
+ * sample's).  1 counted, 0 hand back, -1 error. */
+static int count_tree(SampleText *self, const Plan *plan, PyObject *attr, PyObject *thread,
+                      const unsigned char *body, long long pid, long long tid,
+                      Py_ssize_t ordinal) {
+    Buffer *f = &self->folded;
+    f->len = 0;
+    int sep = 0;
+    for (Py_ssize_t i = self->nentries - 1; i >= 0; i--) {
+        size_t start = self->entries[2 * i], len = self->entries[2 * i + 1];
+        if (len == 0)
+            continue;
+        if ((sep && buf_add(f, ";", 1) < 0) || buf_add(f, self->line.data + start, len) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        sep = 1;
+    }
+    if (buf_add(f, "\0", 1) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int r = add_root(f, plan, thread, pid, tid);
+    if (r <= 0)
+        return r;
+    unsigned long long weight = 1;
+    if (plan->header & H_WEIGHT_PERIOD) {
+        weight = plan->period >= 0 ? u64_at(body, plan->period) : plan->default_period;
+        if (weight == 0)
+            weight = 1;     /* (sample.period or 1) */
+    }
+    PyObject *key = PyBytes_FromStringAndSize(f->data, (Py_ssize_t)f->len);
+    if (key == NULL)
+        return -1;
+    int bad = 1;
+    PyObject *value = PyDict_GetItemWithError(self->counts, key);
+    if (value != NULL) {
+        if (!PyList_Check(value) || PyList_GET_SIZE(value) < 2) {
+            PyErr_SetString(PyExc_RuntimeError, "a tree count is not the core's");
+            goto out;
+        }
+        PyObject *add = PyLong_FromUnsignedLongLong(weight);
+        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 0), add);
+        Py_XDECREF(add);
+        if (sum == NULL)
+            goto out;
+        PyList_SetItem(value, 0, sum);      /* (steals sum) */
+        PyObject *unit = PyLong_FromLong(1);
+        PyObject *one = unit == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 1), unit);
+        Py_XDECREF(unit);
+        if (one == NULL)
+            goto out;
+        PyList_SetItem(value, 1, one);
+        bad = 0;
+        goto out;
+    }
+    if (PyErr_Occurred())
+        goto out;
+    value = Py_BuildValue("[KinO]", weight, 1, ordinal, attr);
+    if (value == NULL)
+        goto out;
+    bad = PyDict_SetItem(self->counts, key, value) < 0;
+    Py_DECREF(value);
+out:
+    Py_DECREF(key);
+    return bad ? -1 : 1;
+}
+
 /* consume(record, ordinal): True where the core made the text of the
  * SAMPLE record (kept until take()), False where the Python path is to
  * decode, symbolize and format it.  What the core lacks it asks the
@@ -1546,6 +1621,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     if (folded) {
         int c = (plan.header & H_REPORT)
             ? count_report(self, &plan, plan_at, attr, thread, p, tid, cpumode, ordinal)
+            : (plan.header & H_TREE)
+            ? count_tree(self, &plan, attr, thread, p, pid, tid, ordinal)
             : count_folded(self, &plan, thread, p, pid, tid);
         if (c < 0)
             goto done;
@@ -1645,6 +1722,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "H_ROOT_TID", H_ROOT_TID) < 0 ||
         PyModule_AddIntConstant(m, "H_WEIGHT_PERIOD", H_WEIGHT_PERIOD) < 0 ||
         PyModule_AddIntConstant(m, "H_REPORT", H_REPORT) < 0 ||
+        PyModule_AddIntConstant(m, "H_TREE", H_TREE) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_UNKNOWN", BINARY_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_CAREFUL", BINARY_CAREFUL) < 0 ||
         PyModule_AddIntConstant(m, "SPACE_KERNEL", SPACE_KERNEL) < 0 ||

@@ -179,6 +179,26 @@ class FlameGraphBuilder:
         node.value += w
         self.add_path(self._path(sample.frames, root.startswith("java")), w, node, order)
 
+    def stack_path(self, frames: Sequence[StackFrame], java: bool) -> Path:
+        """A sample's stack as the tree's (name, kind, dso), outermost first."""
+        return self._path(frames, java)
+
+    def add_stack(self, root: str, path: Iterable[tuple[str, str, str | None]], weight: int,
+                  samples: int, event_name: str) -> None:
+        """`samples` samples of one root and stack at once (their weights
+        summed: weight; the event of the first of them), as add() adds them
+        one by one (perfdata/core/flamegraph.py: stacks added in the order
+        of their first samples)."""
+        if self.event_name is None:
+            self.event_name = event_name
+        self.samples += samples
+        node = self.root.children.get(root)
+        if node is None:
+            node = self.root.children[root] = Node(root, "root")
+        self.root.value += weight
+        node.value += weight
+        self.add_path(path, weight, node)
+
     def add_path(self, path: Iterable[tuple[str, str, str | None]], weight: int,
                  node: Node | None = None, order: int = 0) -> None:
         """weight for one stack, path (name, kind, dso) from the outermost
@@ -772,8 +792,10 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     if jobs > 1:
         _build_sharded(args, opts, jobs, run_.pf, builder)
     else:
-        for sample in run_:
-            builder.add(sample)
+        from ..core.flamegraph import fill_tree
+        if not fill_tree(run_, builder):     # (the compiled core's, where it applies)
+            for sample in run_:
+                builder.add(sample)
     if builder.root.value == 0:
         sys.stderr.write("perfdata: note: no samples; writing an empty flame graph\n")
     subtitle = "%s%s" % (os.path.basename(str(args.file)),
@@ -800,6 +822,10 @@ def flamegraph_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     from .sharded import default_jobs, event_names
     if getattr(args, "stitch", False) or len(event_names(pf)) > 1:
         return 1
+    if args.jobs is None:
+        from ..core.script import takes_most_samples
+        if takes_most_samples(args, pf):
+            return 1        # (the compiled core counts the samples: see script_jobs)
     return default_jobs(args.jobs, pf)
 
 
