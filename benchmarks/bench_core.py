@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The compiled core against the pure-Python path and perf, side by side.
 
-    python3 benchmarks/bench_core.py DIR [--repeat 5] [--command script|collapse|report]
+    python3 benchmarks/bench_core.py DIR [--repeat 5]
+                                         [--command script|collapse|report|flamegraph]
                                          [--only NAME,...] [--no-first]
 
 DIR holds recordings (NAME.data), e.g. those `bench_real.py --record-only
@@ -12,8 +13,8 @@ is wall time and CPU time of the whole process tree (perf stat's
 task-clock: the workers of a sharded run count) and peak RSS; the figures
 are medians over the rounds, the ratios the medians of each round's own
 ratio to perf's run of that round (the machine's speed drifts).  Default
-options, output to /dev/null; `collapse` is compared with `perf script`
-too (what stackcollapse-perf.pl reads); `report` with `perf report --stdio
+options, output to /dev/null; `collapse` and `flamegraph` are compared
+with `perf script` too (what stackcollapse-perf.pl and flamegraph.pl read); `report` with `perf report --stdio
 --no-children -g none` (the table perfdata report prints).
 """
 import argparse
@@ -56,7 +57,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--command", default="script", choices=("script", "collapse", "report"))
+    ap.add_argument("--command", default="script", choices=("script", "collapse", "report", "flamegraph"))
     ap.add_argument("--only", help="comma-separated recording names")
     ap.add_argument("--no-first", action="store_true", help="warm runs only")
     args = ap.parse_args(argv)
