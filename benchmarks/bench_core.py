@@ -14,8 +14,9 @@ task-clock: the workers of a sharded run count) and peak RSS; the figures
 are medians over the rounds, the ratios the medians of each round's own
 ratio to perf's run of that round (the machine's speed drifts).  Default
 options, output to /dev/null; `collapse` and `flamegraph` are compared
-with `perf script` too (what stackcollapse-perf.pl and flamegraph.pl read); `report` with `perf report --stdio
---no-children -g none` (the table perfdata report prints).
+with `perf script` too (what stackcollapse-perf.pl and flamegraph.pl
+read); `report` with `perf report --stdio --no-children -g none` (the
+table perfdata report prints).
 """
 import argparse
 import glob
