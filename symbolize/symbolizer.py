@@ -304,6 +304,19 @@ class Symbolizer:
             return Frame(None, None, svma, path, bid, None)
         return Frame(self._name(sym.name), svma - sym.start, svma, path, bid, sym.source)
 
+    def object_table(self, path: str, build_id: str | None = None) -> SymbolTable:
+        """The binary's table with its data objects (STT_OBJECT) too: the
+        one table perf 6.1 keeps for a dso, where an object also ends the
+        size-0 function before it (its sym->end: _fini before .rodata's
+        first object).  lookup_data names data addresses from it."""
+        dso = self._dso(path, build_id)
+        choice = dso.choice
+        bid = normalize_build_id(build_id)
+        if bid is None and choice.binary is not None:
+            bid = choice.binary.build_id
+        return self.tables.object_table((path, bid), choice.binary, choice.debug,
+                                        dso.minidebug, bid)
+
     def _lookup(self, path: str, build_id: str | None, svma: int | None, file_offset: int | None,
                 is_return_address: bool) -> list[Frame]:
         where = self._where.get((path, build_id))

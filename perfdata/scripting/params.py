@@ -91,10 +91,14 @@ class ParamBuilder:
                 if table is not None and ksym is not None and ksym.start == start:
                     end, binding = ksym.end, table.binding(start)
             elif fr.dso_path:
-                symtab = self.symbolizer.symbol_table(fr.dso_path, fr.build_id)
-                sym = symtab.lookup(start) if symtab is not None else None
-                if symtab is not None and sym is not None and sym.start == start:
-                    end, binding = sym.end, symtab.binding(start)
+                # (perf's one table for a dso holds its data objects too: the
+                # next object ends a size-0 function as the next function does)
+                for symtab in (self.symbolizer.object_table(fr.dso_path, fr.build_id),
+                               self.symbolizer.symbol_table(fr.dso_path, fr.build_id)):
+                    sym = symtab.lookup(start) if symtab is not None else None
+                    if symtab is not None and sym is not None and sym.start == start:
+                        end, binding = sym.end, symtab.binding(start)
+                        break
         except Exception:   # (a binary that cannot be read: the start alone)
             pass
         self._sym_ranges[key] = (start, end, binding)
