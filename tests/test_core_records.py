@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import struct
+import subprocess
 from array import array
 from pathlib import Path
 
@@ -300,3 +302,27 @@ def test_walk_block_survives_any_bytes() -> None:
         used, why = _records.walk_block(memoryview(block), n, params, tables, ids, idx, state)
         assert 0 <= used <= len(block)
         assert why in (_records.MORE, _records.HANDBACK, _records.APPLY)
+
+
+# ------------------------------------------------------------ the sanitizers
+def _asan_runtime() -> str | None:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None
+    path = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True,
+                          text=True).stdout.strip()
+    return path if os.path.isabs(path) and os.path.exists(path) else None
+
+
+@pytest.mark.skipif(_asan_runtime() is None, reason="no gcc with AddressSanitizer here")
+def test_fuzz_compiled_script_runs(tmp_path: Path) -> None:
+    """tools/fuzz-compiled.sh, a short run: the extensions build with the
+    sanitizers, the canary's read past its buffer is reported, mutated
+    inputs go through, 0 findings."""
+    env = dict(os.environ, FUZZ_COMPILED_WHOLE="0", TMPDIR=str(tmp_path))
+    env.pop("PERFDATA_CORE", None)
+    got = subprocess.run([str(REPO / "tools" / "fuzz-compiled.sh"), "40", "1", "3"],
+                         capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:]
+    assert "canary reported (heap-buffer-overflow)" in got.stdout
+    assert "fuzz-compiled: 40 mutated inputs" in got.stdout and "findings: 0" in got.stdout
