@@ -7,6 +7,7 @@ environment, every command runs the pure-Python path, which stays the
 reference the compiled one is tested against byte for byte."""
 from __future__ import annotations
 
+import importlib
 import os
 import types
 
@@ -14,23 +15,35 @@ import types
 CORE_ENV = "PERFDATA_CORE"
 
 
-def compiled() -> types.ModuleType | None:
-    """The compiled core's module, or None where it is not built or is
-    turned off (PERFDATA_CORE=pure)."""
+def _extension(name: str) -> types.ModuleType | None:
+    """The compiled module perfdata.core.`name`, or None where it is not
+    built or is turned off (PERFDATA_CORE=pure)."""
     if os.environ.get(CORE_ENV, "").lower() == "pure":
         return None
     try:
-        from perfdata.core import _core  # type: ignore[attr-defined]
+        return importlib.import_module("perfdata.core." + name)
     except ImportError:
         return None
-    return _core
+
+
+def compiled() -> types.ModuleType | None:
+    """The compiled per-sample core (script, collapse, report), or None."""
+    return _extension("_core")
+
+
+def compiled_records() -> types.ModuleType | None:
+    """The compiled record walk (stats), or None."""
+    return _extension("_records")
 
 
 def describe() -> str:
     """One line for `perfdata --version`: which core runs and why."""
     if os.environ.get(CORE_ENV, "").lower() == "pure":
         return "core: pure Python (%s=pure)" % CORE_ENV
-    module = compiled()
-    if module is None:
+    built = [name for name, module in (("samples", compiled()), ("record walk", compiled_records()))
+             if module is not None]
+    if not built:
         return "core: pure Python (the compiled core is not built)"
-    return "core: compiled (%s)" % os.path.basename(module.__file__ or "_core")
+    if len(built) == 1:
+        return "core: compiled %s, pure Python for the rest (one extension is not built)" % built[0]
+    return "core: compiled (C: samples and record walk)"

@@ -25,7 +25,7 @@ import types
 from array import array
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from . import CORE_ENV
+from . import CORE_ENV, compiled_records
 from .layout import header_layout, lost_samples_offset, name_offsets
 from ..format.constants import Feature, RecordType as RT, SampleType as ST, USER_TYPE_START
 from ..format.records import event_header_struct
@@ -56,13 +56,7 @@ APPLIED_HERE = frozenset((int(RT.ID_INDEX),))
 
 def records_module() -> types.ModuleType | None:
     """The compiled walker, or None where it is not built or turned off."""
-    if os.environ.get(CORE_ENV, "").lower() == "pure":
-        return None
-    try:
-        from perfdata.core import _records  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _records
+    return compiled_records()
 
 
 class RecordCounts(NamedTuple):
