@@ -82,3 +82,48 @@ def test_hostile_samples(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change
     fast = run_cli(args)
     assert "Traceback" not in fast[2]
     assert fast == pure
+
+
+PLAIN = SAMPLES / "threads_stat.data"    # (no callchain: report's leaf is the ip)
+
+
+@requires_core
+@pytest.mark.parametrize("change", ["ip-all-ones", "ip-context-marker", "ip-zero",
+                                    "ip-kernel-half", "pid-minus-one", "cpu-all-ones"])
+def test_hostile_plain_samples(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                               change: str) -> None:
+    """What report's core reads of a sample without a callchain (its ip,
+    pid, tid, cpu) made wrong in every third sample of a bundled recording."""
+    from perfdata.core.layout import field
+    data = bytearray(PLAIN.read_bytes())
+    with perfdata.open(str(PLAIN)) as pf:
+        bodies = [(rec.offset + 8, rec.attr.schema) for rec in pf.records("file")
+                  if rec.type == RT.SAMPLE and rec.attr is not None]
+    for k, (body, schema) in enumerate(bodies):
+        if k % 3:
+            continue
+        ip = body + field(schema, "ip").offset
+        if change == "ip-all-ones":
+            struct.pack_into("<Q", data, ip, (1 << 64) - 1)
+        elif change == "ip-context-marker":
+            struct.pack_into("<Q", data, ip, (1 << 64) - 512)
+        elif change == "ip-zero":
+            struct.pack_into("<Q", data, ip, 0)
+        elif change == "ip-kernel-half":
+            struct.pack_into("<Q", data, ip, (1 << 63) + 0x1000)
+        elif change == "pid-minus-one":
+            struct.pack_into("<II", data, body + field(schema, "pid").offset,
+                             0xFFFFFFFF, 0xFFFFFFFF)
+        elif change == "cpu-all-ones":
+            struct.pack_into("<I", data, body + field(schema, "cpu").offset, 0xFFFFFFFF)
+    path = tmp_path / ("%s.data" % change)
+    path.write_bytes(bytes(data))
+    args = ["report", "-j", "1", "-n", "-s", "pid,cpu,dso,sym", str(path)] + SAMPLE_SYMBOL_ARGS
+    monkeypatch.setenv(CORE_ENV, "pure")
+    pure = run_cli(args)
+    monkeypatch.delenv(CORE_ENV)
+    fast = run_cli(args)
+    assert "Traceback" not in fast[2]
+    assert fast == pure
+    assert pure != run_cli(["report", "-j", "1", "-n", "-s", "pid,cpu,dso,sym", str(PLAIN)] +
+                           SAMPLE_SYMBOL_ARGS)     # (the mutation shows)

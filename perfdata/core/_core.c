@@ -66,6 +66,9 @@ enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME 
  * folded stack and its root add to counts[stack \0 root] = [weight,
  * samples, first sample's ordinal, its attr]: count_tree */
 #define H_TREE 16384
+/* a sample without a callchain (report's leaf, with H_REPORT): its ip, at
+ * the plan's callchain offset, is the one address walked (ip_leaf_fits) */
+#define H_IP_LEAF 32768
 
 /* ------------------------------------------------------ a growing buffer */
 typedef struct {
@@ -1351,6 +1354,15 @@ out:
     return bad ? -1 : 1;
 }
 
+/* H_IP_LEAF: a body of exactly the schema's fixed size (plan->after, every
+ * field of fixed size), its ip and the fields read within it */
+static int ip_leaf_fits(const Plan *plan, Py_ssize_t len) {
+    return len == plan->after && plan->callchain >= 0 && plan->callchain <= len - 8 &&
+        plan->pid >= 0 && plan->pid <= len - 4 && plan->tid >= 0 && plan->tid <= len - 4 &&
+        (plan->time < 0 || plan->time <= len - 8) && (plan->cpu < 0 || plan->cpu <= len - 4) &&
+        (plan->period < 0 || plan->period <= len - 8);
+}
+
 /* consume(record, ordinal): True where the core made the text of the
  * SAMPLE record (kept until take()), False where the Python path is to
  * decode, symbolize and format it.  What the core lacks it asks the
@@ -1414,11 +1426,19 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     Py_XINCREF(plan.no_map_before);
     Py_XINCREF(plan.no_map_after);
     have_plan = 1;
+    uint64_t nr;
+    const unsigned char *ips;
+    if (plan.header & H_IP_LEAF) {
+        if (!ip_leaf_fits(&plan, len))
+            goto hand_back;
+        nr = 1;
+        ips = p + plan.callchain;
+    } else {
     /* every fixed field lies before the callchain; then nr, nr entries and
      * the schema's fixed fields after them must fit, as the decoder asks */
     if (plan.callchain > len - 8)
         goto hand_back;
-    uint64_t nr = u64_at(p, plan.callchain);
+    nr = u64_at(p, plan.callchain);
     Py_ssize_t room = len - plan.callchain - 8 - plan.after;
     if (room < 0 || nr > (uint64_t)room / 8)
         goto hand_back;
@@ -1427,7 +1447,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         (plan.cpu >= 0 && plan.cpu + 4 > plan.callchain) ||
         (plan.period >= 0 && plan.period + 8 > plan.callchain))
         goto hand_back;
-    const unsigned char *ips = p + plan.callchain + 8;
+    ips = p + plan.callchain + 8;
+    }
     if (nr == 0)
         goto hand_back;           /* (no stack: the sample's own ip) */
 
@@ -1475,6 +1496,8 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     Space *space = NULL;
     for (uint64_t i = 0; i < nr; i++) {
         uint64_t ip = u64_at(ips, (Py_ssize_t)(8 * i));
+        if (ip >= self->context_max && (plan.header & H_IP_LEAF))
+            goto hand_back;     /* (a sample's own ip is no context marker) */
         if (ip >= self->context_max) {
             if (!is_in(ip, self->contexts, self->ncontexts))
                 break;      /* a walk's garbage: the stack ends here */
@@ -1723,6 +1746,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         PyModule_AddIntConstant(m, "H_WEIGHT_PERIOD", H_WEIGHT_PERIOD) < 0 ||
         PyModule_AddIntConstant(m, "H_REPORT", H_REPORT) < 0 ||
         PyModule_AddIntConstant(m, "H_TREE", H_TREE) < 0 ||
+        PyModule_AddIntConstant(m, "H_IP_LEAF", H_IP_LEAF) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_UNKNOWN", BINARY_UNKNOWN) < 0 ||
         PyModule_AddIntConstant(m, "BINARY_CAREFUL", BINARY_CAREFUL) < 0 ||
         PyModule_AddIntConstant(m, "SPACE_KERNEL", SPACE_KERNEL) < 0 ||

@@ -19,34 +19,55 @@ first such sample's ordinal and thread (an entry's level and thread are
 those of the first sample that made it); after the run those counts go
 into the Report (Report.add_counted) as the Python path would have added
 them one by one, and the entries are put back in the order of the samples
-that made them.  The core hands back (the Python path adds the sample
-itself) a sample without a callchain or leaf, a leaf whose entry Report
-makes from more than its frame (an inlined function without its symbol's
-frame, a kernel address without a symbol: perf's map-relative address of a
-module), a pid_t below 0, a comm UTF-8 cannot carry.  It is not used with
---children, the histogram filters (--pid, --comm, --dsos, ...), or a
-sharded run.  tests/test_core_equality.py requires the same bytes as the
+that made them.  A sample without a callchain has its ip for its leaf
+(H_IP_LEAF: a body of its schema's fixed size).  The core hands back (the
+Python path adds the sample itself) a sample without a leaf, a leaf whose
+entry Report makes from more than its frame (an inlined function without
+its symbol's frame, a kernel address without a symbol: perf's map-relative
+address of a module), a pid_t below 0, a comm UTF-8 cannot carry.  It is
+not used with --children, the histogram filters (--pid, --comm, --dsos,
+...), or a sharded run.  tests/test_core_equality.py requires the same bytes as the
 Python path, which stays the reference.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..format.constants import SampleType as ST
+from ..format.constants import AttrType, SampleType as ST
 from ..session.stream import BuildId
 from ..symbolized import SymbolizedSample
+from .layout import LayoutError, field
 from .script import _HEADER_BITS, ScriptCore
 
 if TYPE_CHECKING:
     import types
+
+    import construct as cs
     from collections.abc import Iterator, Sequence
 
+    from ..format.container import PerfFile
     from ..format.eventattr import EventAttr
     from ..frames import StackFrame
     from ..session.threads import Thread
     from ..symbolized import SampleSymbolizer
     from ..views.report import Report
     from .script import Plan
+
+
+def takes_most_samples(args: Any, pf: PerfFile) -> bool:
+    """Whether the compiled core is built and would count a report's
+    samples (script.takes_most_samples, but a sample without a callchain
+    counts too: its ip is the leaf).  Such a run is one process by
+    default."""
+    from . import compiled
+    if compiled() is None or getattr(args, "unwind", "auto") == "none":
+        return False
+    dwarf = args.unwind in ("auto", "dwarf") if hasattr(args, "unwind") else True
+    sampling = [ea for ea in pf.attrs if ea.attr["type"] != AttrType.TRACEPOINT]
+    return bool(sampling) and all(
+        (ea.has_callchain or ea.sample_type & ST.IP) and
+        not (dwarf and ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER)
+        for ea in sampling)
 
 
 class _Counted:
@@ -145,16 +166,24 @@ class ReportCore(ScriptCore):
         """The histogram's plan of the event's samples: where their fields
         are; None for what the core does not read."""
         st = event.sample_type
-        if not event.has_callchain or event.lbr_call_stack or event.reads_group or \
-                st & ST.READ or not st & ST.TID:
-            return None
-        offsets = self._offsets(event)
-        if offsets is None:
+        if event.lbr_call_stack or event.reads_group or st & ST.READ or not st & ST.TID:
             return None
         module = self.module
+        flags = module.H_FOLDED | module.H_REPORT | module.H_PLAIN_FRAMES
+        if event.has_callchain:
+            offsets = self._offsets(event)
+        else:
+            # (a sample without a callchain: its ip is the leaf, as
+            # SampleSymbolizer._symbolize_sample makes its frames)
+            flags |= module.H_IP_LEAF
+            try:
+                offsets = _ip_offsets(event.schema) if st & ST.IP else None
+            except LayoutError:
+                offsets = None
+        if offsets is None:
+            return None
         keys = self.report.sort_keys
         # (the sample's fields the entry's key reads: a count a value of them)
-        flags = module.H_FOLDED | module.H_REPORT | module.H_PLAIN_FRAMES
         if "comm" in keys:
             flags |= _HEADER_BITS["comm"]
         if "pid" in keys:
@@ -298,3 +327,32 @@ class ReportCore(ScriptCore):
                     return None
                 found = s.offset - s.vaddr
         return found
+
+
+def _ip_offsets(schema: cs.Struct) -> tuple[int, int, int, int, int, int, int]:
+    """(pid, tid, time, cpu, period, ip, size) of the schema of a sample
+    without a callchain: the offsets of its fields (-1: absent), of the ip,
+    and its whole size; every field of fixed size (the core then reads a
+    body of exactly that size), each the width the core reads, little-
+    endian (the machine's order: ScriptCore.applies checked); LayoutError
+    else."""
+    names = [sub.name for sub in schema.subcons]
+    try:
+        size = schema.sizeof()
+    except Exception:
+        raise LayoutError("a field of no fixed size")
+    out = []
+    for name, width in (("pid", 4), ("tid", 4), ("time", 8), ("cpu", 4), ("period", 8),
+                        ("ip", 8)):
+        if name not in names:
+            if name == "ip":
+                raise LayoutError("no ip")
+            out.append(-1)
+            continue
+        got = field(schema, name)
+        sub = schema.subcons[names.index(name)]
+        fmt = getattr(getattr(sub, "subcon", sub), "fmtstr", "")
+        if got.width != width or not fmt.startswith("<"):
+            raise LayoutError("%s: %d bytes %r at %d" % (name, got.width, fmt, got.offset))
+        out.append(got.offset)
+    return out[0], out[1], out[2], out[3], out[4], out[5], size

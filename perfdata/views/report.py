@@ -687,7 +687,7 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile, filtered: bool = False) 
     if getattr(args, "stitch", False):
         return 1
     if args.jobs is None and not args.children and not filtered:
-        from ..core.script import takes_most_samples
+        from ..core.report import takes_most_samples
         if takes_most_samples(args, pf):
             return 1        # (a second worker costs more than it saves: see script_jobs)
     return default_jobs(args.jobs, pf)
