@@ -14,11 +14,10 @@ same as the Python path's (tests/test_core_equality.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..format.constants import SampleType as ST
 from ..frames import StackFrame
-from ..session.stream import BuildId
 from ..symbolized import SymbolizedSample
 from ..views.collapse import frame_names, shows_period, stack_names
 from .script import ScriptCore
@@ -50,28 +49,7 @@ class CollapseCore(ScriptCore):
         return ScriptCore.applies(samples, None) and not opts.addrs
 
     def __iter__(self) -> Iterator[SymbolizedSample]:  # type: ignore[override]
-        samples = self.samples
-        stream = samples.stream
-        counts = samples.counts
-        build_ids = samples.build_ids
-        symbolize = samples.symbolize
-        stream.sample_text = self.core.consume
-        event: Any      # (told apart by its exact type, kind, below)
-        try:
-            for event in stream:
-                kind = type(event)
-                if kind is SymbolizedSample:
-                    counts["samples"] += 1
-                    symbolize(event)
-                    yield event
-                elif kind is BuildId:
-                    build_ids.setdefault(event.path, event.build_id)
-        finally:
-            stream.sample_text = None
-            counts["samples"] += self.core.counts()["made"]
-            flush = getattr(samples.symbolizer, "flush", None)
-            if flush is not None:
-                flush()
+        return self._handed_back()
 
     # ------------------------------------------------------- the answers
     def _plan(self, event: EventAttr) -> Plan | None:

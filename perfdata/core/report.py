@@ -34,7 +34,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..format.constants import AttrType, SampleType as ST
-from ..session.stream import BuildId
 from ..symbolized import SymbolizedSample
 from .layout import LayoutError, field
 from .script import _HEADER_BITS, ScriptCore
@@ -126,28 +125,7 @@ class ReportCore(ScriptCore):
             self._add_counted()
 
     def __iter__(self) -> Iterator[SymbolizedSample]:
-        samples = self.samples
-        stream = samples.stream
-        counts = samples.counts
-        build_ids = samples.build_ids
-        symbolize = samples.symbolize
-        stream.sample_text = self.core.consume
-        event: Any      # (told apart by its exact type, kind, below)
-        try:
-            for event in stream:
-                kind = type(event)
-                if kind is SymbolizedSample:
-                    counts["samples"] += 1
-                    symbolize(event)
-                    yield event
-                elif kind is BuildId:
-                    build_ids.setdefault(event.path, event.build_id)
-        finally:
-            stream.sample_text = None
-            counts["samples"] += self.core.counts()["made"]
-            flush = getattr(samples.symbolizer, "flush", None)
-            if flush is not None:
-                flush()
+        return self._handed_back()
 
     def _add_counted(self) -> None:
         """The core's counts into the report, then every histogram's entries

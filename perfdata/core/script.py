@@ -199,11 +199,41 @@ class ScriptCore:
             if made:
                 yield from made
         finally:
-            stream.sample_text = None
-            counts["samples"] += self.core.counts()["made"]
-            flush = getattr(samples.symbolizer, "flush", None)
-            if flush is not None:
-                flush()
+            self._stop()
+
+    def _handed_back(self) -> Iterator[SymbolizedSample]:
+        """The samples the core hands back, symbolized, for a core that
+        counts the others itself and makes no text (collapse, flamegraph,
+        report): the stream's side events are not theirs."""
+        samples = self.samples
+        stream = samples.stream
+        counts = samples.counts
+        build_ids = samples.build_ids
+        symbolize = samples.symbolize
+        stream.sample_text = self.core.consume
+        event: Any      # (told apart by its exact type, kind, below)
+        try:
+            for event in stream:
+                kind = type(event)
+                if kind is SymbolizedSample:
+                    counts["samples"] += 1
+                    symbolize(event)
+                    yield event
+                elif kind is BuildId:
+                    build_ids.setdefault(event.path, event.build_id)
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        """The end of a run (or a fault mid-file): the stream's samples the
+        Python path's again, the core's made ones counted, the symbolizer's
+        writes flushed."""
+        samples = self.samples
+        samples.stream.sample_text = None
+        samples.counts["samples"] += self.core.counts()["made"]
+        flush = getattr(samples.symbolizer, "flush", None)
+        if flush is not None:
+            flush()
 
     # ------------------------------------------------------- the answers
     def _answer(self, kind: int, *args: Any) -> None:
