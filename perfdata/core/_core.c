@@ -1191,6 +1191,44 @@ static int count_folded(SampleText *self, const Plan *plan, PyObject *thread,
     return bad ? -1 : 1;
 }
 
+/* a count of report's or the flame graph's (a list: its weight, its
+ * samples, then what the first sample made of it) under key: weight and one
+ * sample added to it.  1 added, 0 no such count (no error set), -1 error
+ * (what: the message when the value is not such a list). */
+static int add_to_count(PyObject *counts, PyObject *key, unsigned long long weight,
+                        const char *what) {
+    PyObject *value = PyDict_GetItemWithError(counts, key);
+    if (value == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyList_Check(value) || PyList_GET_SIZE(value) < 2) {
+        PyErr_SetString(PyExc_RuntimeError, what);
+        return -1;
+    }
+    PyObject *add = PyLong_FromUnsignedLongLong(weight);
+    PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 0), add);
+    Py_XDECREF(add);
+    if (sum == NULL)
+        return -1;
+    PyList_SetItem(value, 0, sum);      /* (steals sum) */
+    PyObject *unit = PyLong_FromLong(1);
+    PyObject *one = unit == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 1), unit);
+    Py_XDECREF(unit);
+    if (one == NULL)
+        return -1;
+    PyList_SetItem(value, 1, one);
+    return 1;
+}
+
+/* the first sample's count under key: value (stolen; NULL when making it
+ * failed, the error set).  1 counted, -1 error. */
+static int new_count(PyObject *counts, PyObject *key, PyObject *value) {
+    if (value == NULL)
+        return -1;
+    int bad = PyDict_SetItem(counts, key, value) < 0;
+    Py_DECREF(value);
+    return bad ? -1 : 1;
+}
+
 /* perf report's count of a sample (H_REPORT): the leaf's text (the first
  * entry with one: the driver's number of the leaf entry's frame) with the
  * event's plan index, the cpumode and, where the sort keys read them
@@ -1247,40 +1285,14 @@ static int count_report(SampleText *self, const Plan *plan, Py_ssize_t plan_at,
         Py_DECREF(comm);
         return -1;
     }
-    int bad = 1;
-    PyObject *value = PyDict_GetItemWithError(self->counts, key);
-    if (value != NULL) {
-        if (!PyList_Check(value) || PyList_GET_SIZE(value) < 2) {
-            PyErr_SetString(PyExc_RuntimeError, "a report count is not the core's");
-            goto out;
-        }
-        PyObject *add = PyLong_FromUnsignedLongLong(period);
-        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 0), add);
-        Py_XDECREF(add);
-        if (sum == NULL)
-            goto out;
-        PyList_SetItem(value, 0, sum);      /* (steals sum) */
-        PyObject *unit = PyLong_FromLong(1);
-        PyObject *one = unit == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 1), unit);
-        Py_XDECREF(unit);
-        if (one == NULL)
-            goto out;
-        PyList_SetItem(value, 1, one);
-        bad = 0;
-        goto out;
-    }
-    if (PyErr_Occurred())
-        goto out;
-    value = Py_BuildValue("[KinOOLLlOy#]", period, 1, ordinal, thread, comm, tid, cpu,
-                          cpumode, attr, self->line.data + start, (Py_ssize_t)len);
-    if (value == NULL)
-        goto out;
-    bad = PyDict_SetItem(self->counts, key, value) < 0;
-    Py_DECREF(value);
-out:
+    int r = add_to_count(self->counts, key, period, "a report count is not the core's");
+    if (r == 0)
+        r = new_count(self->counts, key,
+                      Py_BuildValue("[KinOOLLlOy#]", period, 1, ordinal, thread, comm, tid, cpu,
+                                    cpumode, attr, self->line.data + start, (Py_ssize_t)len));
     Py_DECREF(key);
     Py_DECREF(comm);
-    return bad ? -1 : 1;
+    return r;
 }
 
 /* the flame graph's count of a sample (H_TREE): the entries' texts root
@@ -1320,38 +1332,11 @@ static int count_tree(SampleText *self, const Plan *plan, PyObject *attr, PyObje
     PyObject *key = PyBytes_FromStringAndSize(f->data, (Py_ssize_t)f->len);
     if (key == NULL)
         return -1;
-    int bad = 1;
-    PyObject *value = PyDict_GetItemWithError(self->counts, key);
-    if (value != NULL) {
-        if (!PyList_Check(value) || PyList_GET_SIZE(value) < 2) {
-            PyErr_SetString(PyExc_RuntimeError, "a tree count is not the core's");
-            goto out;
-        }
-        PyObject *add = PyLong_FromUnsignedLongLong(weight);
-        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 0), add);
-        Py_XDECREF(add);
-        if (sum == NULL)
-            goto out;
-        PyList_SetItem(value, 0, sum);      /* (steals sum) */
-        PyObject *unit = PyLong_FromLong(1);
-        PyObject *one = unit == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(value, 1), unit);
-        Py_XDECREF(unit);
-        if (one == NULL)
-            goto out;
-        PyList_SetItem(value, 1, one);
-        bad = 0;
-        goto out;
-    }
-    if (PyErr_Occurred())
-        goto out;
-    value = Py_BuildValue("[KinO]", weight, 1, ordinal, attr);
-    if (value == NULL)
-        goto out;
-    bad = PyDict_SetItem(self->counts, key, value) < 0;
-    Py_DECREF(value);
-out:
+    r = add_to_count(self->counts, key, weight, "a tree count is not the core's");
+    if (r == 0)
+        r = new_count(self->counts, key, Py_BuildValue("[KinO]", weight, 1, ordinal, attr));
     Py_DECREF(key);
-    return bad ? -1 : 1;
+    return r;
 }
 
 /* H_IP_LEAF: a body of exactly the schema's fixed size (plan->after, every
