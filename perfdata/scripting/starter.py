@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from .fields import define_event_symbols
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..format.container import PerfFile
     from ..format.tracing import EventFormat
 
@@ -30,6 +32,19 @@ def _flag_fields(fmt: EventFormat, long_size: int) -> tuple[set[str], set[str]]:
             symbolic.add(args[1])
     define_event_symbols(fmt, "", long_size, note)
     return flags, symbolic
+
+
+def _next_argument(w: Callable[[str], None], index: int, count: int, wrap: str) -> int:
+    """What perf writes before a handler's or a print's argument (index
+    from 0): ", " after the first, wrap before every fifth (count, the
+    arguments so far, can be moved on by the caller, as perf's loop does);
+    the new count."""
+    if index:
+        w(", ")
+    count += 1
+    if count % 5 == 0:
+        w(wrap)
+    return count
 
 
 def starter_text(formats: dict[int, EventFormat], long_size: int = 8) -> str:
@@ -57,17 +72,9 @@ def starter_text(formats: dict[int, EventFormat], long_size: int = 8) -> str:
           "common_comm,\n\tcommon_callchain, ")
         count = 0
         for index, f in enumerate(fields):
-            if index:
-                w(", ")
-            count += 1
-            if count % 5 == 0:
-                w("\n\t")
+            count = _next_argument(w, index, count, "\n\t")
             w(f.name)
-        if fields:
-            w(", ")
-        count += 1
-        if count % 5 == 0:
-            w("\n\t\t")
+        _next_argument(w, len(fields), count, "\n\t\t")
         w("perf_sample_dict):\n")
         w("\t\tprint_header(event_name, common_cpu, common_secs, common_nsecs,\n"
           "\t\t\tcommon_pid, common_comm)\n\n")
@@ -91,11 +98,7 @@ def starter_text(formats: dict[int, EventFormat], long_size: int = 8) -> str:
         w("\" % \\\n\t\t(")
         count = 0
         for index, f in enumerate(fields):
-            if index:
-                w(", ")
-            count += 1
-            if count % 5 == 0:
-                w("\n\t\t")
+            count = _next_argument(w, index, count, "\n\t\t")
             if f.name in flags or f.name in symbolic:
                 if (count - 1) % 5 != 0:
                     w("\n\t\t")
