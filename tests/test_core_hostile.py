@@ -66,6 +66,19 @@ def _mutated(tmp_path: Path, change: str) -> Path:
     return out
 
 
+def _compiled_as_pure(monkeypatch: pytest.MonkeyPatch,
+                      args: list[str]) -> tuple[int | str | None, str, str]:
+    """Runs the command on the pure-Python path, then compiled: the same
+    exit, output and errors, and no traceback.  The pure run's."""
+    monkeypatch.setenv(CORE_ENV, "pure")
+    pure = run_cli(args)
+    monkeypatch.delenv(CORE_ENV)
+    fast = run_cli(args)
+    assert "Traceback" not in fast[2]
+    assert fast == pure
+    return pure
+
+
 @requires_core
 @pytest.mark.parametrize("change", ["nr-huge", "nr-one-past", "nr-half-word", "nr-zero",
                                     "garbage-entries", "contexts-only", "pid-minus-one"])
@@ -76,12 +89,7 @@ def test_hostile_samples(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change
                          command: list[str]) -> None:
     path = _mutated(tmp_path, change)
     args = command + ["-j", "1", str(path)] + SAMPLE_SYMBOL_ARGS
-    monkeypatch.setenv(CORE_ENV, "pure")
-    pure = run_cli(args)
-    monkeypatch.delenv(CORE_ENV)
-    fast = run_cli(args)
-    assert "Traceback" not in fast[2]
-    assert fast == pure
+    _compiled_as_pure(monkeypatch, args)
 
 
 PLAIN = SAMPLES / "threads_stat.data"    # (no callchain: report's leaf is the ip)
@@ -119,11 +127,6 @@ def test_hostile_plain_samples(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     path = tmp_path / ("%s.data" % change)
     path.write_bytes(bytes(data))
     args = ["report", "-j", "1", "-n", "-s", "pid,cpu,dso,sym", str(path)] + SAMPLE_SYMBOL_ARGS
-    monkeypatch.setenv(CORE_ENV, "pure")
-    pure = run_cli(args)
-    monkeypatch.delenv(CORE_ENV)
-    fast = run_cli(args)
-    assert "Traceback" not in fast[2]
-    assert fast == pure
+    pure = _compiled_as_pure(monkeypatch, args)
     assert pure != run_cli(["report", "-j", "1", "-n", "-s", "pid,cpu,dso,sym", str(PLAIN)] +
                            SAMPLE_SYMBOL_ARGS)     # (the mutation shows)
