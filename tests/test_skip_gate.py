@@ -70,25 +70,35 @@ whole module: no gizmo
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "xdist"])
+# each test that runs the gate: once serial, once under pytest-xdist
+serial_and_xdist = pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]],
+                                           ids=["serial", "xdist"])
+
+
+def run_failing_without(tmp_path: Path, entry: str, xdist: list[str]) -> str:
+    """The gated run's output with one entry (its comment and reason) taken
+    out of ALL_LISTED; the run must fail."""
+    res = run_gated(tmp_path, ALL_LISTED.replace(entry, ""), *xdist)
+    assert res.returncode == 1, res.stdout + res.stderr
+    return res.stdout
+
+
+@serial_and_xdist
 def test_unlisted_skip_fails_the_run(tmp_path, xdist):
-    listed = ALL_LISTED.replace("# frobnicators are not packaged\nno frobnicator here\n", "")
-    res = run_gated(tmp_path, listed, *xdist)
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "skip gate: 1 of 3 skips have a reason not listed" in res.stdout, res.stdout
-    assert "UNLISTED SKIP test_a.py::test_skips_in_body: no frobnicator here" in res.stdout
-    assert "1 passed, 3 skipped, 1 xfailed" in res.stdout
+    out = run_failing_without(tmp_path, "# frobnicators are not packaged\nno frobnicator here\n",
+                              xdist)
+    assert "skip gate: 1 of 3 skips have a reason not listed" in out, out
+    assert "UNLISTED SKIP test_a.py::test_skips_in_body: no frobnicator here" in out
+    assert "1 passed, 3 skipped, 1 xfailed" in out
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "xdist"])
+@serial_and_xdist
 def test_module_level_skip_is_gated(tmp_path, xdist):
-    listed = ALL_LISTED.replace("# gizmos are data\nwhole module: no gizmo\n", "")
-    res = run_gated(tmp_path, listed, *xdist)
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "UNLISTED SKIP test_c.py: whole module: no gizmo" in res.stdout, res.stdout
+    out = run_failing_without(tmp_path, "# gizmos are data\nwhole module: no gizmo\n", xdist)
+    assert "UNLISTED SKIP test_c.py: whole module: no gizmo" in out, out
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2", "--dist", "loadfile"]], ids=["serial", "xdist"])
+@serial_and_xdist
 def test_listed_skips_pass(tmp_path, xdist):
     res = run_gated(tmp_path, ALL_LISTED, *xdist)
     assert res.returncode == 0, res.stdout + res.stderr
