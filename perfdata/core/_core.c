@@ -1013,22 +1013,34 @@ static long long pid_t_of(uint32_t v) {
     return v > 0x7FFFFFFFu ? (long long)v - 0x100000000LL : (long long)v;
 }
 
+/* the thread's comm (*comm, a new reference the caller drops) and its
+ * UTF-8 (*c, *n: alive as long as *comm); 1 got, 0 hand back (not a str,
+ * or one UTF-8 cannot carry: the Python path's), -1 error */
+static int thread_comm(PyObject *thread, PyObject **comm, const char **c, Py_ssize_t *n) {
+    *comm = PyObject_GetAttr(thread, s_comm);
+    if (*comm == NULL)
+        return -1;
+    *c = PyUnicode_Check(*comm) ? PyUnicode_AsUTF8AndSize(*comm, n) : NULL;
+    if (*c == NULL) {
+        Py_CLEAR(*comm);
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
 /* ScriptFormatter._header_for of a sample with a stack; 1 made, 0 hand
  * back, -1 error */
 static int add_header(Buffer *b, const Plan *plan, PyObject *thread, const unsigned char *body,
                       long long pid, long long tid) {
     long flags = plan->header;
     if (flags & H_COMM) {
-        PyObject *comm = PyObject_GetAttr(thread, s_comm);
-        if (comm == NULL)
-            return -1;
+        PyObject *comm;
+        const char *c;
         Py_ssize_t n;
-        const char *c = PyUnicode_Check(comm) ? PyUnicode_AsUTF8AndSize(comm, &n) : NULL;
-        if (c == NULL) {
-            Py_DECREF(comm);
-            PyErr_Clear();
-            return 0;           /* (not a str, or one UTF-8 cannot carry) */
-        }
+        int got = thread_comm(thread, &comm, &c, &n);
+        if (got <= 0)
+            return got;
         int r = buf_add(b, c, (size_t)n) < 0 || buf_add(b, " ", 1) < 0;
         Py_DECREF(comm);
         if (r)
@@ -1124,16 +1136,12 @@ static int mark_entry(SampleText *self, size_t start) {
  * 1 made, 0 hand back (a java root: its frames are named otherwise), -1 */
 static int add_root(Buffer *b, const Plan *plan, PyObject *thread, long long pid,
                     long long tid) {
-    PyObject *comm = PyObject_GetAttr(thread, s_comm);
-    if (comm == NULL)
-        return -1;
+    PyObject *comm;
+    const char *c;
     Py_ssize_t n;
-    const char *c = PyUnicode_Check(comm) ? PyUnicode_AsUTF8AndSize(comm, &n) : NULL;
-    if (c == NULL) {
-        Py_DECREF(comm);
-        PyErr_Clear();
-        return 0;
-    }
+    int got = thread_comm(thread, &comm, &c, &n);
+    if (got <= 0)
+        return got;
     size_t start = b->len;
     if (buf_add(b, c, (size_t)n) < 0) {
         Py_DECREF(comm);
@@ -1258,15 +1266,9 @@ static int count_report(SampleText *self, const Plan *plan, Py_ssize_t plan_at,
     Py_ssize_t n = 0;
     if (header & H_COMM) {
         Py_DECREF(comm);
-        comm = PyObject_GetAttr(thread, s_comm);
-        if (comm == NULL)
-            return -1;
-        c = PyUnicode_Check(comm) ? PyUnicode_AsUTF8AndSize(comm, &n) : NULL;
-        if (c == NULL) {
-            Py_DECREF(comm);
-            PyErr_Clear();
-            return 0;   /* (a comm UTF-8 cannot carry: the Python path's) */
-        }
+        int got = thread_comm(thread, &comm, &c, &n);
+        if (got <= 0)
+            return got;
     }
     Buffer *k = &self->folded;
     k->len = 0;
