@@ -142,7 +142,11 @@ def shell_env(tmp_path_factory) -> dict[str, str]:
         "    runpy.run_module('perfdata', run_name='__main__', alter_sys=True)\n"
         % sys.executable)
     shim.chmod(0o755)
-    (bindir / "python3").symlink_to(sys.executable)
+    # (a script, not a link: a virtualenv's python reached through a link
+    # elsewhere does not find its pyvenv.cfg, hence none of its packages)
+    python3 = bindir / "python3"
+    python3.write_text('#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
+    python3.chmod(0o755)
     env = {k: v for k, v in os.environ.items()
            if k not in ("DEBUGINFOD_URLS", "PERFDATA_NATIVE", "PERFDATA_CORE")}
     env["PATH"] = "%s:%s" % (bindir, env.get("PATH", "/usr/bin:/bin"))

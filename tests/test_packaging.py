@@ -55,11 +55,15 @@ def installed(tmp_path_factory):
     # finder among them, are not run).
     ours = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
     Path(site, "outer.pth").write_text("".join(p + "\n" for p in sorted(ours)))
-    # (setuptools from this environment where it has one; else pip fetches it
-    # for an isolated build, as `pip install .` does)
+    # (setuptools from this environment where it can build a wheel: its own
+    # bdist_wheel from 70.1, the wheel package's before; else pip fetches it
+    # for an isolated build, as `pip install .` does: a virtualenv made by
+    # the README's command has an older setuptools and no wheel)
     import importlib.util
-    offline = ["--no-index", "--no-build-isolation"] if importlib.util.find_spec("setuptools") \
-        else []
+    can_build = importlib.util.find_spec("setuptools") is not None and (
+        importlib.util.find_spec("setuptools.command.bdist_wheel") is not None
+        or importlib.util.find_spec("wheel") is not None)
+    offline = ["--no-index", "--no-build-isolation"] if can_build else []
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
                            "--no-deps"] + offline + [str(src)],
                           capture_output=True, text=True, timeout=600)
