@@ -1029,21 +1029,30 @@ static int thread_comm(PyObject *thread, PyObject **comm, const char **c, Py_ssi
     return 1;
 }
 
+/* the thread's comm in UTF-8 added to b; 1 added, 0 hand back (as
+ * thread_comm), -1 error */
+static int add_comm(Buffer *b, PyObject *thread) {
+    PyObject *comm;
+    const char *c;
+    Py_ssize_t n;
+    int got = thread_comm(thread, &comm, &c, &n);
+    if (got <= 0)
+        return got;
+    got = buf_add(b, c, (size_t)n) < 0 ? -1 : 1;
+    Py_DECREF(comm);
+    return got;
+}
+
 /* ScriptFormatter._header_for of a sample with a stack; 1 made, 0 hand
  * back, -1 error */
 static int add_header(Buffer *b, const Plan *plan, PyObject *thread, const unsigned char *body,
                       long long pid, long long tid) {
     long flags = plan->header;
     if (flags & H_COMM) {
-        PyObject *comm;
-        const char *c;
-        Py_ssize_t n;
-        int got = thread_comm(thread, &comm, &c, &n);
+        int got = add_comm(b, thread);
         if (got <= 0)
             return got;
-        int r = buf_add(b, c, (size_t)n) < 0 || buf_add(b, " ", 1) < 0;
-        Py_DECREF(comm);
-        if (r)
+        if (buf_add(b, " ", 1) < 0)
             return -1;
     }
     if ((flags & H_PID) && (flags & H_TID)) {
@@ -1136,18 +1145,10 @@ static int mark_entry(SampleText *self, size_t start) {
  * 1 made, 0 hand back (a java root: its frames are named otherwise), -1 */
 static int add_root(Buffer *b, const Plan *plan, PyObject *thread, long long pid,
                     long long tid) {
-    PyObject *comm;
-    const char *c;
-    Py_ssize_t n;
-    int got = thread_comm(thread, &comm, &c, &n);
+    size_t start = b->len;
+    int got = add_comm(b, thread);
     if (got <= 0)
         return got;
-    size_t start = b->len;
-    if (buf_add(b, c, (size_t)n) < 0) {
-        Py_DECREF(comm);
-        return -1;
-    }
-    Py_DECREF(comm);
     for (size_t i = start; i < b->len; i++)
         if (b->data[i] == ' ')
             b->data[i] = '_';
