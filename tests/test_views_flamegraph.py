@@ -713,7 +713,10 @@ def test_legend_names_the_families_drawn(tmp_path):
     root, frames = frames_of(svg)
     entries, notes = legend_of(svg)
     kinds = {f["kind"] for f in frames}
-    assert set(entries) == kinds == {"root", "user", "kernel"}
+    assert set(entries) == kinds
+    # (libc's local functions are unknown where this machine has no libc
+    # debug file, as in a minimal Debian root: then the legend has them too)
+    assert {"root", "user", "kernel"} <= kinds <= {"root", "user", "kernel", "unknown"}
     for f in frames:
         label, lo, hi = entries[f["kind"]]
         assert within(rgb(f["fill"]), lo, hi), (f, lo, hi)
