@@ -29,13 +29,16 @@ needs_tools = pytest.mark.skipif(util.have_tools("gcc", "objcopy", "strip") is n
 def _frames_in(text, binary, unknown_only=False, own_chain_only=False):
     """Frames of perf's text in binary (only [unknown] ones with
     unknown_only).  own_chain_only: only frames reached through the binary's
-    own frames from the leaf; a frame found after a function of another
-    binary (libc's clock_gettime, the vdso: no frame pointers) is diagnosed
-    fp-broken first, whatever its name."""
+    own frames (or the vdso's) from the leaf; a frame found after a function
+    of another binary (libc's clock_gettime: no frame pointers) is diagnosed
+    fp-broken first, whatever its name.  The vdso's functions set up frame
+    pointers: a sample on the `push %rbp` at a vdso function's entry skips
+    its caller (libc's clock_gettime) and lands on the program's own frame,
+    whose class is its own."""
     n = 0
     for _, frames in parse_samples(text):
         for _, sym, dso in frames:
-            if own_chain_only and dso != binary:
+            if own_chain_only and dso not in (binary, "[vdso]"):
                 break
             if dso == binary and (not unknown_only or sym.startswith("[unknown]")):
                 n += 1
