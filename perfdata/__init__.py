@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # (pyproject.toml's version: setuptools reads this line)
 __version__ = "0.1.0"
 
-from .format.constants import Feature, RecordType, SampleType
-from .format.errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
+from .format import Feature, RecordType, SampleType
+from .format import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
 
 if TYPE_CHECKING:
     import os
 
     from .arrow import ArrowTables
-    from .format.container import PerfFile
-    from .format.decoder import Record
+    from .format import PerfFile, Record
 
 __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError"]
@@ -30,7 +29,7 @@ __all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile"
 def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
     """Open a perf.data file, a `perf record --threads` directory, a binary
     stream, or '-' for standard input (pipe mode)."""
-    from .format.container import PerfFile
+    from .format import PerfFile
     return PerfFile(path, **options)
 
 

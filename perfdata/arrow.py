@@ -39,9 +39,9 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-    from .format.container import PerfFile
-    from .frames import StackFrame
-    from .symbolized import SampleSymbolizer, SymbolizedSample
+    from .format import PerfFile
+    from .resolve.frames import StackFrame
+    from .resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
 BATCH_ROWS = 65536
 
@@ -87,7 +87,7 @@ def _weight(fields: dict[str, Any], sample_type: int) -> int | None:
     if w is None:
         return None
     if isinstance(w, dict):
-        from .format.sample import weight_and_ins_lat
+        from .format import weight_and_ins_lat
         return weight_and_ins_lat(fields, sample_type)[0]
     return w
 
@@ -180,10 +180,9 @@ def open_samples(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
                  archive: str | None = None) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer) of a file, with the library's defaults
     (the symbol cache of `perfdata` commands included)."""
-    from symbolize import DebugInfoLocator, Symbolizer
-    from symbolize.cachedir import CacheDir
-    from .format.container import PerfFile
-    from .symbolized import SampleSymbolizer
+    from symbolize import DebugInfoLocator, Symbolizer, CacheDir
+    from .format import PerfFile
+    from .resolve.symbolized import SampleSymbolizer
     dirs = list(debug_dirs)
     buildid = {}
     if archive:

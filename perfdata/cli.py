@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import NoReturn
 
-    from perfdata.format.container import PerfFile
+    from perfdata.format import PerfFile
 
 EXIT_BAD_INPUT = 2
 # Net new objects between young-generation collections (CPython's default:
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "file_opt", None):
         args.file = args.file_opt
-    from perfdata.format.errors import PerfDataError
+    from perfdata.format import PerfDataError
     from perfdata.views.errors import CommandError
     out = sys.stdout
     # The run makes millions of small objects and keeps caches of them:

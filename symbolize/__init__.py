@@ -21,32 +21,67 @@ side (this file's exports) is:
     SymbolTable, build_symbol_table, LineInfo, KernelSymbols, PerfMap, demangle
     CacheDir(path)            where what is built once per binary is kept
                               (Symbolizer(cache_dir=...) takes one or a path)
-"""
-from .errors import SymbolizeError, BinaryError, NotELFError, InvalidBuildIdError
-from .buildid import normalize_build_id, is_valid_build_id, require_build_id
-from .elffile import Binary, LoadSegment, SectionHeader, open_binary
-from .symbols.symtab import (Symbol, SymbolTable, RawSymbol, build_symbol_table, read_elf_symbols,
-                     load_table, save_table)
-from .symbols.plt import PltSymbol, synthesize_plt_symbols
-from .symbols.demangle import demangle, demangle_rust_legacy, demangle_rust_v0
-from .debuginfo.minidebuginfo import load_minidebuginfo
-from .symbols.lines import LineInfo, InlineFrame
-from .debuginfo.locate import DebugInfoLocator, Candidate
-from .symbols.kallsyms import KernelSymbols, KernelSymbol
-from .symbols.perfmap import PerfMap, MapSymbol, is_perfmap_path
-from .symbolizer import Symbolizer, Frame, BinaryChoice, address_for_lookup
-from .cachedir import CacheDir
+    make_locator, parse_path_map, package_of, prefetch, is_jitdump_path,
+    injected_jit_group, NO_FILE_MAPPINGS: what a caller needs of the rooms
 
-__all__ = [
-    "SymbolizeError", "BinaryError", "NotELFError", "InvalidBuildIdError",
-    "normalize_build_id", "is_valid_build_id", "require_build_id",
-    "Binary", "LoadSegment", "SectionHeader", "open_binary",
-    "Symbol", "SymbolTable", "RawSymbol", "build_symbol_table", "read_elf_symbols",
-    "load_table", "save_table",
-    "PltSymbol", "synthesize_plt_symbols",
-    "demangle", "demangle_rust_legacy", "demangle_rust_v0",
-    "load_minidebuginfo", "LineInfo", "InlineFrame",
-    "DebugInfoLocator", "Candidate", "KernelSymbols", "KernelSymbol",
-    "PerfMap", "MapSymbol", "is_perfmap_path",
-    "Symbolizer", "Frame", "BinaryChoice", "address_for_lookup", "CacheDir",
-]
+Each name's module is imported at its first use: a program that needs the
+jitdump path rule does not pay for pyelftools.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .buildid import is_valid_build_id, normalize_build_id, require_build_id
+    from .cachedir import CacheDir
+    from .debuginfo.debuginfod import make_locator
+    from .debuginfo.finder import NO_FILE_MAPPINGS
+    from .debuginfo.locate import Candidate, DebugInfoLocator, parse_path_map
+    from .debuginfo.minidebuginfo import load_minidebuginfo
+    from .debuginfo.packages import package_of, prefetch
+    from .elffile import SHF_ALLOC, Binary, LoadSegment, SectionHeader, open_binary
+    from .errors import BinaryError, InvalidBuildIdError, NotELFError, SymbolizeError
+    from .symbolizer import BinaryChoice, Frame, Symbolizer, address_for_lookup
+    from .symbols.demangle import demangle, demangle_rust_legacy, demangle_rust_v0
+    from .symbols.jitdump import injected_jit_group, is_jitdump_path
+    from .symbols.kallsyms import KernelSymbol, KernelSymbols
+    from .symbols.lines import InlineFrame, LineInfo
+    from .symbols.perfmap import MapSymbol, PerfMap, is_perfmap_path
+    from .symbols.plt import PltSymbol, synthesize_plt_symbols
+    from .symbols.symtab import (RawSymbol, Symbol, SymbolTable, build_symbol_table,
+                                 load_table, read_elf_symbols, save_table)
+
+_MODULE_OF = {
+    **dict.fromkeys(("SymbolizeError", "BinaryError", "NotELFError", "InvalidBuildIdError"),
+                    "errors"),
+    **dict.fromkeys(("normalize_build_id", "is_valid_build_id", "require_build_id"), "buildid"),
+    **dict.fromkeys(("Binary", "LoadSegment", "SectionHeader", "open_binary", "SHF_ALLOC"),
+                    "elffile"),
+    **dict.fromkeys(("Symbol", "SymbolTable", "RawSymbol", "build_symbol_table",
+                     "read_elf_symbols", "load_table", "save_table"), "symbols.symtab"),
+    **dict.fromkeys(("PltSymbol", "synthesize_plt_symbols"), "symbols.plt"),
+    **dict.fromkeys(("demangle", "demangle_rust_legacy", "demangle_rust_v0"),
+                    "symbols.demangle"),
+    "load_minidebuginfo": "debuginfo.minidebuginfo",
+    **dict.fromkeys(("LineInfo", "InlineFrame"), "symbols.lines"),
+    **dict.fromkeys(("DebugInfoLocator", "Candidate", "parse_path_map"), "debuginfo.locate"),
+    "make_locator": "debuginfo.debuginfod",
+    **dict.fromkeys(("package_of", "prefetch"), "debuginfo.packages"),
+    "NO_FILE_MAPPINGS": "debuginfo.finder",
+    **dict.fromkeys(("KernelSymbols", "KernelSymbol"), "symbols.kallsyms"),
+    **dict.fromkeys(("PerfMap", "MapSymbol", "is_perfmap_path"), "symbols.perfmap"),
+    **dict.fromkeys(("is_jitdump_path", "injected_jit_group"), "symbols.jitdump"),
+    **dict.fromkeys(("Symbolizer", "Frame", "BinaryChoice", "address_for_lookup"), "symbolizer"),
+    "CacheDir": "cachedir",
+}
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError("module 'symbolize' has no attribute %r" % name)
+    import importlib
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value

@@ -168,7 +168,7 @@ def test_script_sharded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two workers, blocks of samples dealt to both: the core's texts come
     back by block, in order (the largest frame-pointer recording here)."""
     name = max(FRAME_POINTER, key=lambda n: (SAMPLES / n).stat().st_size)
-    from perfdata.views import sharded
+    from perfdata.run import sharded
     monkeypatch.setattr(sharded, "SHARD_MIN_BYTES", 0)
     from perfdata.views import script
     monkeypatch.setattr(script, "SHARD_BLOCK", 16)

@@ -3,7 +3,7 @@ address lies in a code map is kept while data maps come and go; one with
 an address outside any code map is made again after any map change (a map
 arriving there changes its frames)."""
 
-from perfdata.frames import FrameResolver
+from perfdata.resolve.frames import FrameResolver
 from perfdata.session.machine import Machine
 from perfdata.session.maps import Map
 
@@ -80,7 +80,7 @@ def test_callchain_cache_kept_while_stacks_repeat_dropped_when_they_do_not(monke
     where they do not repeat (every process its own space, garbage return
     addresses) the resolver stops keying them, and goes back to keeping
     them when they repeat again; the frames are the same either way."""
-    import perfdata.frames as frames_mod
+    import perfdata.resolve.frames as frames_mod
     monkeypatch.setattr(frames_mod, "STACK_WINDOW", 64)
     resolver, thread = _resolver()
     thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))

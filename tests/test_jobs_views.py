@@ -7,7 +7,7 @@ import pytest
 import perfdata.views.collapse as collapse_view
 import perfdata.views.flamegraph as flamegraph_view
 import perfdata.views.report as report_view
-import perfdata.views.sharded as sharded
+import perfdata.run.sharded as sharded
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli
 
 RECORDINGS = sorted(p.name for p in SAMPLES.glob("*.data") if p.is_file())

@@ -7,7 +7,7 @@ import pytest
 import perfdata.views.script as script_view
 from conftest import run_cli
 from perfdata.format.constants import MISC_USER, RecordType as RT, SampleType as ST
-from perfdata.views import sharded
+from perfdata.run import sharded
 from synth import Builder
 from test_reader_synthetic import make_attr
 

@@ -76,7 +76,7 @@ def test_builds_taken_by_the_first_worker_free(monkeypatch):
     yet taken, so a worker busy with a long build takes no more while the
     other takes the rest; without one (a worker alone), dealt by size."""
     import multiprocessing
-    from perfdata.views import sharded
+    from perfdata.run import sharded
     work = [(50, "/a", "1"), (30, "/b", "2"), (20, "/c", "3"), (10, "/d", "4")]
     monkeypatch.setattr(sharded, "_builds_taken", multiprocessing.get_context("fork").Value("q", 0))
     first, second = (sharded._taken_builds(work, (512, 2, i)) for i in (0, 1))

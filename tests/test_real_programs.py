@@ -381,7 +381,7 @@ def _kernel_frames(ours_text, perf_text):
 
 def _sampler(data):
     import perfdata
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from symbolize import DebugInfoLocator, Symbolizer
     pf = perfdata.open(str(data))
     sampler = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), cache_dir=None))

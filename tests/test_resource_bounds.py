@@ -342,7 +342,7 @@ def test_stack_cache_bound_keeps_output(monkeypatch):
     (The Python path's caches: the compiled core, which keeps frames of its
     own, is turned off.)"""
     from conftest import run_cli
-    import perfdata.frames as frames
+    import perfdata.resolve.frames as frames
     monkeypatch.setenv("PERFDATA_CORE", "pure")
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "samples", "threads.fp.data")
@@ -366,7 +366,7 @@ def test_dwarf_stacks_share_frame_objects():
     """Different DWARF stacks through one return address hold the same frame
     objects for it, not a copy per stack (the copies were most of the memory
     of a large DWARF recording)."""
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from symbolize import DebugInfoLocator, Symbolizer
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     from conftest import SAMPLE_BUILDIDS, SAMPLE_PATH_MAP

@@ -288,7 +288,7 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
     (its device and inode a map's of the path) and as many files were mapped
     there as build-ids listed: elsewhere the file here may be a copy of
     either, and the first listed stands."""
-    from perfdata.frames import FrameResolver
+    from perfdata.resolve.frames import FrameResolver
     from perfdata.session.machine import Machine
     from perfdata.session.maps import Map
     from symbolize import Binary, DebugInfoLocator, Symbolizer
@@ -397,7 +397,7 @@ def test_perf_map_of_a_running_container(tmp_path):
 def test_perf_map_in_namespace_is_the_recorded_program():
     """The map is looked for under /proc/PID only while that pid is still
     the recorded program (a pid used again by another names nothing)."""
-    from perfdata.frames import perfmap_in_namespace
+    from perfdata.resolve.frames import perfmap_in_namespace
     with open("/proc/self/comm") as f:
         comm = f.read().strip()
     pid = os.getpid()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import perfdata
-from perfdata.symbolized import SampleSymbolizer
+from perfdata.resolve.symbolized import SampleSymbolizer
 from perfdata.views.script import ScriptFormatter
 from symbolize import DebugInfoLocator, Symbolizer
 

@@ -424,7 +424,7 @@ def test_show_kernel_path_names_the_vmlinux():
     """--show-kernel-path with a --vmlinux in use: the kernel dso is printed
     by that path, as perf prints dso->long_name; without one, unchanged."""
     from perfdata.views.script import ScriptFormatter
-    from perfdata.frames import StackFrame
+    from perfdata.resolve.frames import StackFrame
     import perfdata
     with perfdata.open(str(SAMPLES / "two_events.data")) as pf:
         fmt = ScriptFormatter(pf, "ip,sym,dso", kernel_path="/boot/vmlinux-x")

@@ -7,7 +7,7 @@ import multiprocessing
 import pytest
 
 import perfdata
-import perfdata.views.sharded as sharded
+import perfdata.run.sharded as sharded
 from perfdata.format.errors import CorruptError
 from perfdata.session.stream import Sample, SessionStream, Share, SideEvent
 

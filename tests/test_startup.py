@@ -71,7 +71,7 @@ def test_stats_imports_no_symbolizing_layer():
     got = run_probe("stats", str(SAMPLES / "pipe.data"))
     assert got["rc"] == 0 and got["lines"] > 5
     loaded = set(got["modules"])
-    assert not loaded & {"perfdata.views.script", "perfdata.symbolized", "symbolize",
+    assert not loaded & {"perfdata.views.script", "perfdata.resolve.symbolized", "symbolize",
                          "elftools.elf.structs"}, sorted(loaded)
 
 
@@ -138,7 +138,7 @@ def test_library_import_keeps_the_standard_modules():
     are the real ones, as the program importing perfdata expects."""
     code = r"""
 import sys, types
-import perfdata, perfdata.symbolized
+import perfdata, perfdata.resolve.symbolized
 for name in ("pdb", "inspect", "traceback", "pickle", "hashlib"):
     m = sys.modules[name]
     assert m.__doc__ != "(imported at its first use)" and hasattr(m, "__file__"), name

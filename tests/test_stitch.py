@@ -1,5 +1,5 @@
 """--stitch: DWARF stacks cut by perf's 8 KiB stack copy, completed from the
-same thread's other samples (perfdata/stitch.py).
+same thread's other samples (perfdata/resolve/stitch.py).
 
 The rules, on stacks written by hand; then tests/progs/stitch_stacks.c,
 recorded with perf here, whose every stack is known by construction: a
@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from conftest import PERF, REPO, requires_libc_debug_here, requires_perf, run_cli
-from perfdata.stitch import StackStitcher, UserStack, extend_from
+from perfdata.resolve.stitch import StackStitcher, UserStack, extend_from
 
 # --------------------------------------------------------------- the rules
 # A thread's stack, by hand: frame i at pc 0x100 + i, CFA 0x1000 + 0x100 * (i + 1);
@@ -239,7 +239,7 @@ def measure(path):
     """{path letter: Counter(cut, completed, equal, wrong, no-truth)} for the
     samples of one recording, stitched; and the stitcher's counts."""
     import perfdata
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from symbolize import DebugInfoLocator, Symbolizer
     with perfdata.open(str(path)) as pf:
         ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False), stitch=True)

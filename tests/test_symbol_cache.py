@@ -110,7 +110,7 @@ def _dwarf_script(cache_dir):
     """perfdata script of a DWARF recording with inlined C++ frames, in-process."""
     import io
     import perfdata
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from perfdata.views.script import ScriptFormatter
     data = SAMPLES / "cpp_inline.dwarf.data"
     locator = DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")],

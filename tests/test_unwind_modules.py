@@ -4,7 +4,7 @@ leave: data maps (the heap growing) keep its cache, a code map leaving
 drops it, an address with no map or a data map is never kept."""
 
 from perfdata.session.maps import Map, MapGroup
-from perfdata.unwinding import SampleUnwinder
+from perfdata.resolve.unwinding import SampleUnwinder
 
 
 class _NoBinaries:

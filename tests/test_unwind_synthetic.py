@@ -371,7 +371,7 @@ def test_empty_stack_copy_is_not_unwound(tmp_path):
     its kernel frames only; perfdata the same, counted as empty_stack."""
     import perfdata
     from perfdata.format.constants import CallchainContext as CC, SampleType as ST
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from symbolize import Symbolizer
     from synth import Attr, Builder, attr_value
     st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.REGS_USER | ST.STACK_USER

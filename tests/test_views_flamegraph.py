@@ -734,7 +734,7 @@ def test_legend_names_the_families_drawn(tmp_path):
 def test_legend_stitched_unknown_cut(tmp_path):
     """Frames known only from other samples' stacks (--stitch) are tan; one
     seen by a sample itself is not; unknown grey, cut dark grey."""
-    from perfdata.frames import StackFrame
+    from perfdata.resolve.frames import StackFrame
     from perfdata.views.flamegraph import FlameGraphBuilder, frame_kind, render_svg
     assert frame_kind(StackFrame(0x1000, 0x1000, "f", 0, "/bin/prog", stitched=True)) == "stitched"
     assert frame_kind(StackFrame(0x1000, 0x1000, "f", 0, "/bin/prog")) == "user"

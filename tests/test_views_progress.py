@@ -5,7 +5,7 @@ from pathlib import Path
 
 import perfdata
 from conftest import run_cli
-from perfdata.views.progress import Progress, input_size, sample_progress
+from perfdata.run.progress import Progress, input_size, sample_progress
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 

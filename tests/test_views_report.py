@@ -332,7 +332,7 @@ def _children_rows(samples):
 
 
 def test_children_address_in_no_map_keyed_by_address_with_the_first_level():
-    from perfdata.frames import StackFrame
+    from perfdata.resolve.frames import StackFrame
     kernel = StackFrame(0xffffffff81000130, 0xffffffff81000130, "entry_SYSCALL_64", 0,
                         "[kernel.kallsyms]", kernel=True)
     user = StackFrame(0x1234, 0x1234, "write", 0, "libc.so.6")

@@ -4,7 +4,7 @@
  * prints for it: the header line (comm, pid/tid, cpu, time, period, event)
  * and one line per frame of its callchain.  It owns no knowledge of
  * binaries or symbols: the text of a frame is made once by the Python path
- * (perfdata.frames FrameResolver and views.script ScriptFormatter) and kept
+ * (perfdata.resolve.frames FrameResolver and views.script ScriptFormatter) and kept
  * here by (space, address, is a return address), where space is the binary
  * behind a user map (the frame's key is then its file offset), 0 for an
  * address of a kernel context and 1 for a user address in no map.  The walk

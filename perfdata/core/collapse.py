@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..format.constants import SampleType as ST
-from ..frames import StackFrame
-from ..symbolized import SymbolizedSample
+from ..format import SampleType as ST
+from ..resolve.frames import StackFrame
+from ..resolve.symbolized import SymbolizedSample
 from ..views.collapse import frame_names, shows_period, stack_names
 from .script import ScriptCore
 
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import types
     from collections.abc import Iterator, Sequence
 
-    from ..format.eventattr import EventAttr
-    from ..symbolized import SampleSymbolizer
+    from ..format import EventAttr
+    from ..resolve.symbolized import SampleSymbolizer
     from ..views.collapse import CollapseOptions, EventFilter
     from .script import Plan
 

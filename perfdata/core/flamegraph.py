@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..frames import StackFrame
+from ..resolve.frames import StackFrame
 from ..views.collapse import CollapseOptions, frame_names, root_name, sample_weight
 from ..views.flamegraph import frame_kind
 from .collapse import CollapseCore
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import types
     from collections.abc import Iterator, Sequence
 
-    from ..format.eventattr import EventAttr
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..format import EventAttr
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from ..views.flamegraph import FlameGraphBuilder
     from ..views.options import SampleRun
     from .script import Plan
@@ -48,7 +48,7 @@ def fill_tree(run_: SampleRun, builder: FlameGraphBuilder) -> bool:
     if module is None or not TreeCore.applies_to(run_.samples, builder.opts):
         return False
     from ..views.options import print_warnings
-    from ..views.progress import sample_progress
+    from ..run.progress import sample_progress
     core = TreeCore(module, run_.samples, builder)
     try:
         core.fill(sample_progress(core, run_.pf, run_.label))

@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 import construct as cs
 
-from ..format.constants import RecordType as RT
-from ..format.records import body_schemas, event_header_schema
+from ..format import RecordType as RT, body_schemas, event_header_schema
 
 
 class LayoutError(Exception):

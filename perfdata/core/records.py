@@ -27,13 +27,11 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from . import CORE_ENV, compiled_records
 from .layout import header_layout, lost_samples_offset, name_offsets
-from ..format.constants import Feature, RecordType as RT, SampleType as ST, USER_TYPE_START
-from ..format.records import event_header_struct
-from ..format.walker import KNOWN_TYPES, WalkState, least_sizes
+from ..format import Feature, RecordType as RT, SampleType as ST, USER_TYPE_START
+from ..format import event_header_struct, KNOWN_TYPES, WalkState, least_sizes
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
-    from ..format.decoder import Record
+    from ..format import PerfFile, Record
 
 # Bytes read at once (a record is at most 64 KiB: any block holds one whole).
 BLOCK = 1 << 20

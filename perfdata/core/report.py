@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..format.constants import AttrType, SampleType as ST
-from ..symbolized import SymbolizedSample
+from ..format import AttrType, SampleType as ST
+from ..resolve.symbolized import SymbolizedSample
 from .layout import LayoutError, field
 from .script import _HEADER_BITS, ScriptCore
 
@@ -44,11 +44,10 @@ if TYPE_CHECKING:
     import construct as cs
     from collections.abc import Iterator, Sequence
 
-    from ..format.container import PerfFile
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
+    from ..format import PerfFile, EventAttr
+    from ..resolve.frames import StackFrame
     from ..session.threads import Thread
-    from ..symbolized import SampleSymbolizer
+    from ..resolve.symbolized import SampleSymbolizer
     from ..views.report import Report
     from .script import Plan
 
@@ -255,7 +254,7 @@ class ReportCore(ScriptCore):
             return int(text)
         space, offset = text[1:].split(b":", 1)
         path, bid, shown = self._space_binary[int(space)]
-        from ..frames import StackFrame
+        from ..resolve.frames import StackFrame
         frame = StackFrame(None, int(offset, 16), None, None, shown, path, bid,
                            note="no-symbol")
         return int(self._number(frame, None))
@@ -277,7 +276,7 @@ class ReportCore(ScriptCore):
                 delta = self._segment_delta(space, sym.start, max(sym.size, 1))
                 path, bid, shown = self._space_binary[space]
                 if delta is not None:
-                    from ..frames import StackFrame
+                    from ..resolve.frames import StackFrame
                     name = self.samples.symbolizer.demangle_name(sym.name)
                     start = sym.start + delta
                     frame = StackFrame(None, start, name, 0, shown, path, bid, kernel=False)

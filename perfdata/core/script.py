@@ -31,25 +31,24 @@ from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
-from ..format.constants import AttrType, CallchainContext as CC, SampleType as ST
-from ..frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
+from ..format import AttrType, CallchainContext as CC, SampleType as ST
+from ..resolve.frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
 from ..session.stream import BuildId, SideEvent, pid_t
-from ..symbolized import SymbolizedSample
+from ..resolve.symbolized import SymbolizedSample
 from .layout import LayoutError, field
 
 if TYPE_CHECKING:
     import types
     from collections.abc import Callable, Iterator, Sequence
 
-    from ..format.container import PerfFile
-    from ..format.decoder import Record
-    from ..frames import StackFrame
-    from ..format.eventattr import EventAttr
+    from ..format import PerfFile, Record
+    from ..resolve.frames import StackFrame
+    from ..format import EventAttr
     from ..session.maps import Map, MapGroup
     from ..session.threads import Thread
-    from ..symbolized import SampleSymbolizer
+    from ..resolve.symbolized import SampleSymbolizer
     from ..views.script import ScriptFormatter
-    from symbolize.symbols.symtab import SymbolTable
+    from symbolize import SymbolTable
 
     # an event's plan as the core takes it (see SampleText.set_plan)
     Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int,

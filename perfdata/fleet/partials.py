@@ -21,8 +21,8 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Iterable, TextIO
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
-    from ..symbolized import SampleSymbolizer
+    from ..format import PerfFile
+    from ..resolve.symbolized import SampleSymbolizer
     from ..views.collapse import CollapseOptions
     from ..views.flamegraph import Node
     # a flame graph stack: (name, kind, dso) of each frame, outermost first
@@ -114,7 +114,7 @@ COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}
 
 
 def _describe(exc: Exception) -> str:
-    from ..format.errors import PerfDataError
+    from ..format import PerfDataError
     if isinstance(exc, PerfDataError):
         return exc.describe()
     if isinstance(exc, OSError):
@@ -126,8 +126,8 @@ def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
     """The Partial of one profile: `options` are the command's parsed
     arguments (a dict).  The archive given by --archive, else FILE.tar.zst
     beside the file, is unpacked for this file and removed after."""
-    import perfdata
     from ..buildid_archive import extract_archive
+    from ..format import PerfFile
     from ..views.options import make_sample_symbolizer
     from .paths import archive_beside
     args = argparse.Namespace(**options)
@@ -142,7 +142,7 @@ def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
             args.debug_dir = [top] + list(args.debug_dir)
             args.buildid_dir = args.buildid_dir or top
         notes = io.StringIO()
-        with perfdata.open(path, strict=args.strict) as pf:
+        with PerfFile(path, strict=args.strict) as pf:
             samples = make_sample_symbolizer(pf, args)
             data = COMPUTE[kind](pf, samples, args, notes)
             messages = list(pf.warnings) + list(samples.symbolizer.warnings)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence, TextIO
 from ..views.errors import CommandError
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
+    from ..format import PerfFile
 
 # What `--` after -s FILE becomes before argparse sees it (which would end
 # -s's arguments there and take what follows for the input file): a word

@@ -16,7 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ..format.tracing import EventFormat
+    from ..format import EventFormat
 
 MODULE_NAME = "perf_trace_context"
 

@@ -34,8 +34,7 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
-from ..format.constants import Feature, RecordType as RT
-from ..format.errors import PerfDataError
+from ..format import Feature, RecordType as RT, PerfDataError
 from ..views.errors import CommandError
 from . import context as context_mod
 from .exec_path import find_exec_path, helpers_dir
@@ -43,10 +42,9 @@ from .fields import FieldReader, define_event_symbols
 from .params import ParamBuilder
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
-    from ..format.tracing import EventFormat
+    from ..format import PerfFile, EventFormat
     from ..session.stream import SideEvent
-    from ..symbolized import SymbolizedSample
+    from ..resolve.symbolized import SymbolizedSample
 
 PERF_TYPE_TRACEPOINT = 2
 _NS_PER_SEC = 1_000_000_000
@@ -179,7 +177,7 @@ class ScriptRun:
 
     def _events(self) -> None:
         from ..session.stream import SideEvent
-        from ..symbolized import SymbolizedSample
+        from ..resolve.symbolized import SymbolizedSample
         from ..views.options import make_sample_symbolizer, print_warnings
         from ..views.regs import perf_arch
         pf = self.pf
@@ -272,7 +270,7 @@ class ScriptRun:
         time = sid.get("time", 0)
         cpu, pid, tid = (_s32(sid.get(k, -1)) for k in ("cpu", "pid", "tid"))
         if rec.type in (RT.SWITCH, RT.SWITCH_CPU_WIDE):
-            from ..format.constants import MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT
+            from ..format import MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT
             out = bool(rec.misc & MISC_SWITCH_OUT)
             preempt = out and bool(rec.misc & MISC_SWITCH_OUT_PREEMPT)
             np_pid = np_tid = -1

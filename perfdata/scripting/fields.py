@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ..format.tracing import EventFormat, FieldFormat
+    from ..format import EventFormat, FieldFormat
 
 # C's isprint() or isspace() in the C locale
 _PRINTABLE = frozenset(range(0x20, 0x7f)) | frozenset(b"\t\n\v\f\r")

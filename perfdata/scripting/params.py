@@ -23,16 +23,16 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING, Any
 
-from symbolize.elffile import SHF_ALLOC
+from symbolize import SHF_ALLOC
 
-from ..format.constants import ReadFormat as RF, SampleType as ST
-from ..frames import KERNEL_MODES
+from ..format import ReadFormat as RF, SampleType as ST
+from ..resolve.frames import KERNEL_MODES
 from ..session.machine import KERNEL_DSO
 
 if TYPE_CHECKING:
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..format import EventAttr
+    from ..resolve.frames import StackFrame
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
 # perf 6.1's struct perf_event_attr (PERF_ATTR_SIZE_VER7)
 ATTR_SIZE = 128
@@ -47,7 +47,7 @@ STB_GLOBAL = 1
 
 def attr_bytes(event: EventAttr) -> bytes:
     """The event's perf_event_attr as perf 6.1 holds it in memory."""
-    from ..format.attr import attr_schema
+    from ..format import attr_schema
     try:
         built = attr_schema(ATTR_SIZE, event.little).build(event.attr)
     except Exception:   # (an attr the schema cannot rebuild: zeros, as an unknown)

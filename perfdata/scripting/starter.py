@@ -13,8 +13,7 @@ from .fields import define_event_symbols
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..format.container import PerfFile
-    from ..format.tracing import EventFormat
+    from ..format import PerfFile, EventFormat
 
 OUTPUT_NAME = "perf-script.py"
 

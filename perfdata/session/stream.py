@@ -13,7 +13,7 @@
                with --buildid-mmap, pipe-mode HEADER_BUILD_ID records)
 
 It knows nothing of symbols or binaries: the symbolizing layer consumes it
-(perfdata/symbolized.py), and can have the stream build its own sample
+(perfdata/resolve/symbolized.py), and can have the stream build its own sample
 objects (sample_class) so a sample is allocated once.
 """
 from __future__ import annotations

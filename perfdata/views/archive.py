@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, TextIO
 from perfdata.buildid_archive import (ArchiveError, extract_archive,  # noqa: F401
                                      safe_name, write_archive)
 from perfdata.session.machine import KERNEL_DSO
-from symbolize.symbols.jitdump import is_jitdump_path
-from symbolize.symbols.perfmap import is_perfmap_path
+from symbolize import is_jitdump_path, is_perfmap_path
 
 if TYPE_CHECKING:
     import argparse
 
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     # (member name, local path, kind, original path) of an archive's file
     Member = tuple[str, str, str, str]
     # (path, build-id, why) of a binary the archive lacks

@@ -10,15 +10,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from perfdata.session.machine import KERNEL_DSO
-from symbolize.symbols.jitdump import is_jitdump_path
+from symbolize import is_jitdump_path
 
 if TYPE_CHECKING:
     import argparse
 
-    from perfdata.symbolized import SampleSymbolizer
-    from symbolize import Symbolizer
-    from symbolize.symbols.kallsyms import KernelSymbols
-    from symbolize.symbols.symtab import SymbolTable
+    from perfdata.resolve.symbolized import SampleSymbolizer
+    from symbolize import Symbolizer, KernelSymbols, SymbolTable
     # (path, build-id) of a binary
     BinaryKey = tuple[str, str | None]
 

@@ -29,20 +29,19 @@ import re
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from ..format.constants import AttrType, SampleType as ST
+from ..format import AttrType, SampleType as ST
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
-from .sharded import add_jobs_argument
+from ..run.sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterable, Iterator, Sequence
 
-    from ..format.container import PerfFile
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
+    from ..format import PerfFile, EventAttr
+    from ..resolve.frames import StackFrame
     from ..session.stream import Sample
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
 _GO_METHOD = re.compile(r"\.\(.*\)\.")
 _AFTER_PAREN = re.compile(r"\((?!anonymous namespace\)).*", re.S)
@@ -255,7 +254,7 @@ def _collapse_items(run_: SampleRun, opts: CollapseOptions, events: EventFilter,
 
     def items() -> Iterator[SymbolizedSample]:
         from .options import print_warnings
-        from .progress import sample_progress
+        from ..run.progress import sample_progress
         try:
             yield from sample_progress(core, run_.pf, run_.label)
         finally:
@@ -271,7 +270,7 @@ def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | No
     """Worker processes for collapse (and flamegraph): -j, but one where the
     counted event is the first one seen (no --event-filter and several
     non-tracepoint events: only the whole file's order says which)."""
-    from .sharded import default_jobs, event_names
+    from ..run.sharded import default_jobs, event_names
     if getattr(args, "stitch", False):
         return 1
     if args.jobs is None and not getattr(args, "addrs", False):
@@ -289,7 +288,7 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
     into counts (the folded lines are sorted: the sum is the same text)."""
     from functools import partial
 
-    from .sharded import add_up_parts, compute_part
+    from ..run.sharded import add_up_parts, compute_part
 
     def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: dict[str, int]) -> None:
         # (made without side events: its items are samples)

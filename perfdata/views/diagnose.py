@@ -15,18 +15,17 @@ import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
-from perfdata.format.constants import CallchainContext as CC
-from perfdata.frames import KERNEL_MODES, STACK_BOTTOMS
-from symbolize.symbols.jitdump import injected_jit_group, is_jitdump_path
-from symbolize.symbolizer import NO_FILE_MAPPINGS
+from perfdata.format import CallchainContext as CC
+from perfdata.resolve.frames import KERNEL_MODES, STACK_BOTTOMS
+from symbolize import injected_jit_group, is_jitdump_path, NO_FILE_MAPPINGS
 
 if TYPE_CHECKING:
     import argparse
 
-    from perfdata.format.eventattr import EventAttr
-    from perfdata.frames import StackFrame
+    from perfdata.format import EventAttr
+    from perfdata.resolve.frames import StackFrame
     from perfdata.session.maps import Map, MapGroup
-    from perfdata.symbolized import SampleSymbolizer, SymbolizedSample
+    from perfdata.resolve.symbolized import SampleSymbolizer, SymbolizedSample
     # (path, build-id) of a binary
     BinaryKey = tuple[str, str | None]
 
@@ -610,7 +609,7 @@ class Diagnosis:
 
     # -------------------------------------------------------------- report
     def result(self) -> dict[str, Any]:
-        from symbolize.debuginfo.packages import prefetch
+        from symbolize import prefetch
         # the package manager asked once about every binary a fix may name
         prefetch(path for st in self.classes.values() for (path, _) in st.binaries
                  if path and path.startswith("/"))
@@ -711,7 +710,7 @@ class Diagnosis:
         return out
 
     def _binary_fix(self, name: str, path: str, bid: str | None) -> str | None:
-        from symbolize.debuginfo.packages import package_of
+        from symbolize import package_of
         if name == "binary-missing" and path and path.endswith(" (deleted)"):
             # (perf record -p / -a of a process whose binary was deleted:
             # nothing on the recording machine to archive any more)

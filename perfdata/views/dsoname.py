@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..frames import StackFrame
+    from ..resolve.frames import StackFrame
 
 _MODULE_EXT = (".ko", ".ko.xz", ".ko.zst", ".ko.gz")
 # perf's sscanf(name, "/tmp/perf-%d.map", &tid) == 1: the number is enough

@@ -4,11 +4,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..format.constants import RecordType as RT, feature_name
-from ..format.errors import PerfDataError
+from ..format import RecordType as RT, feature_name, PerfDataError
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
+    from ..format import PerfFile
 
 
 def _jsonable(value: Any) -> Any:

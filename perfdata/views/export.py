@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Sequence
 
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
-    from ..symbolized import SymbolizedSample
+    from ..format import EventAttr
+    from ..resolve.frames import StackFrame
+    from ..resolve.symbolized import SymbolizedSample
 
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 

@@ -39,15 +39,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from .collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
-from .sharded import add_jobs_argument
+from ..run.sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterable, Sequence
 
-    from ..format.container import PerfFile
-    from ..frames import StackFrame
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..format import PerfFile
+    from ..resolve.frames import StackFrame
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
     # A stack's path from its outermost frame: (name, kind, dso) each.
     Path = list[tuple[str, str, str]]
@@ -819,7 +819,7 @@ def flamegraph_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     """Worker processes for a flame graph: -j, but one for a file of several
     events (the graph is of the first one seen: only the whole file's order
     says which)."""
-    from .sharded import default_jobs, event_names
+    from ..run.sharded import default_jobs, event_names
     if getattr(args, "stitch", False) or len(event_names(pf)) > 1:
         return 1
     if args.jobs is None:
@@ -835,7 +835,7 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
     node keeping the kind and dso of the first sample that made it."""
     from functools import partial
 
-    from .sharded import add_up_parts, compute_part
+    from ..run.sharded import add_up_parts, compute_part
 
     def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: FlameGraphBuilder) -> None:
         for sample in samples:

@@ -29,14 +29,12 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from ..format.constants import Feature
-from ..format.errors import PerfDataError
-from ..format.features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
-from ..format.header import feature_bits
+from ..format import Feature, PerfDataError
+from ..format import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature, feature_bits
 from .units import unit_number
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
+    from ..format import PerfFile
 
 #: Features perf 6.1 knows (HEADER_LAST_FEATURE): bits at or above are ignored.
 HEADER_LAST_FEATURE = 32
@@ -658,7 +656,7 @@ def _pipe_feature_records(pf: PerfFile) -> list[tuple[int | None, bytes | str]]:
         return _PIPE_FEATURES[pf]
     except (KeyError, TypeError):
         pass
-    from ..format.constants import RecordType
+    from ..format import RecordType
     out: list[tuple[int | None, bytes | str]] = []
     try:
         for rec in pf.records(order="file"):

@@ -12,13 +12,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import TypeVar
 
-    from symbolize.cachedir import CacheDir
-    from symbolize.symbols.kallsyms import KernelSymbols
+    from symbolize import CacheDir, KernelSymbols
 
-    from ..format.container import PerfFile
-    from ..frames import StackFrame
+    from ..format import PerfFile
+    from ..resolve.frames import StackFrame
     from ..session.stream import Sample
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
     T = TypeVar("T")
     # --time: [(start_ns or None, stop_ns or None)], or PercentRanges
@@ -57,7 +56,7 @@ def _free(p: argparse.ArgumentParser, *names: str) -> list[str]:
 def path_map_entry(text: str) -> tuple[str, str]:
     """argparse type of --path-map: (OLD, NEW)."""
     import argparse
-    from symbolize.debuginfo.locate import parse_path_map
+    from symbolize import parse_path_map
     try:
         return parse_path_map(text)
     except ValueError as exc:
@@ -481,7 +480,7 @@ def kernel_symbols_from_args(pf: PerfFile, args: argparse.Namespace
                              ) -> KernelSymbols | str | None:
     """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
     if getattr(args, "vmlinux", None):
-        from symbolize.symbols.kallsyms import KernelSymbols
+        from symbolize import KernelSymbols
 
         from ..session.machine import KERNEL_DSO
         from ..session.stream import recorded_build_ids
@@ -496,7 +495,7 @@ def cache_from_args(args: argparse.Namespace) -> CacheDir:
     """The one CacheDir every cache of the run uses: --symbol-cache DIR,
     else $PERFDATA_CACHE_DIR or ~/.cache/perfdata; disabled by
     --no-symbol-cache (nothing is read from it or written to it)."""
-    from symbolize.cachedir import CacheDir
+    from symbolize import CacheDir
     if getattr(args, "no_symbol_cache", False):
         return CacheDir(None)
     chosen = getattr(args, "symbol_cache", None)
@@ -505,8 +504,7 @@ def cache_from_args(args: argparse.Namespace) -> CacheDir:
 
 def sample_span(pf: PerfFile) -> tuple[int, int]:
     """The file's (first, last) sample time (HEADER_SAMPLE_TIME), or (0, 0)."""
-    from ..format.constants import Feature
-    from ..format.errors import PerfDataError
+    from ..format import Feature, PerfDataError
     try:
         got = pf.feature(Feature.SAMPLE_TIME) or {}
     except PerfDataError:
@@ -523,8 +521,7 @@ def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
     """perf_session__cpu_bitmap(): -C needs samples that carry their cpu."""
     if getattr(args, "cpu", None) is None:
         return
-    from ..format.constants import SampleType as ST
-    from ..format.errors import PerfDataError
+    from ..format import SampleType as ST, PerfDataError
     first: dict[int, Any] = {}
     for ea in pf.attrs:
         if ea.attr["type"] < 6:         # PERF_TYPE_MAX: not the dynamic PMUs
@@ -532,7 +529,7 @@ def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
     if any(not ea.sample_type & ST.CPU for ea in first.values()):
         raise PerfDataError("the file does not contain CPU events (record with "
                             "--sample-cpu or -a): remove -C to proceed")
-    from ..format.constants import Feature
+    from ..format import Feature
     try:
         nr = (pf.feature(Feature.NRCPUS) or {}).get("nr_cpus_available")
     except PerfDataError:
@@ -547,8 +544,8 @@ def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
 def open_profile(path: str, strict: bool = False) -> PerfFile:
     """The PerfFile every command reads: `perfdata --strict` (stop at the
     first fault) reaches every command through here."""
-    import perfdata
-    return perfdata.open(path, strict=strict)
+    from ..format import PerfFile
+    return PerfFile(path, strict=strict)
 
 
 def _written_at(path: str | None) -> float | None:
@@ -569,8 +566,8 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     script's --show-round-events, which turns perf's time ordering off;
     stitch: True or False whatever --stitch says)."""
     from symbolize import Symbolizer
-    from ..symbolized import SampleSymbolizer
-    from symbolize.debuginfo.debuginfod import make_locator
+    from ..resolve.symbolized import SampleSymbolizer
+    from symbolize import make_locator
     debug_dirs = list(args.debug_dir)
     buildid_dir = args.buildid_dir
     vdso = getattr(args, "vdso", None)
@@ -608,7 +605,7 @@ def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: 
     if args.time and getattr(args, "reltime", False):
         base = first_sample_time(pf)
         if not base:
-            from ..format.errors import PerfDataError
+            from ..format import PerfDataError
             raise PerfDataError("--reltime --time: the file has no first sample time "
                                 "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
     if args.time and isinstance(option_value(args.time, time_ranges), PercentRanges):
@@ -654,7 +651,7 @@ class SampleRun:
         self.label = label
 
     def __iter__(self) -> Iterator[SymbolizedSample]:
-        from .progress import sample_progress
+        from ..run.progress import sample_progress
         try:
             # (samples only: no caller of SampleRun asks for side events)
             yield from sample_progress(self.samples, self.pf, self.label)  # type: ignore[misc]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable
 from .errors import CommandError
 
 if TYPE_CHECKING:
-    from ..symbolized import SymbolizedSample
+    from ..resolve.symbolized import SymbolizedSample
 
 TABLES = ("samples", "stacks")
 

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
     from google.protobuf.message import Message
 
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
-    from ..symbolized import SymbolizedSample
+    from ..format import EventAttr
+    from ..resolve.frames import StackFrame
+    from ..resolve.symbolized import SymbolizedSample
 
 # Events whose period is time in nanoseconds (perf's software clocks).
 NS_EVENTS = ("cpu-clock", "task-clock")

@@ -16,26 +16,25 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..format.constants import (RecordType as RT, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
-                                MISC_HYPERVISOR, MISC_KERNEL, SampleType)
+from ..format import (RecordType as RT, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL, MISC_GUEST_USER,
+                      MISC_HYPERVISOR, MISC_KERNEL, SampleType)
 from .dsoname import dso_short_name
 from .errors import CommandError
 from .collapse import open_output
 from .options import (add_force_argument, add_input_argument, add_symbolize_options,
                       make_sample_symbolizer,
                       open_profile, print_warnings)
-from .progress import sample_progress
-from .sharded import add_jobs_argument
+from ..run.progress import sample_progress
+from ..run.sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Iterable, Sequence
 
-    from ..format.container import PerfFile
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
+    from ..format import PerfFile, EventAttr
+    from ..resolve.frames import StackFrame
     from ..session.threads import Thread
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
     # (sample) -> whether it makes an entry (Report's hist_filter)
     HistFilter = Callable[[SymbolizedSample], bool]
@@ -319,7 +318,7 @@ class Report:
         if frames:
             leaf, _ = self._real_frame(sample, frames, 0)
         else:
-            from ..frames import StackFrame
+            from ..resolve.frames import StackFrame
             leaf = StackFrame(sample.ip or 0, sample.ip or 0, None, None, "[unknown]")
         entry = self._frame_entry(hist, sample, leaf, level)
         entry.self_period += period
@@ -683,7 +682,7 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile, filtered: bool = False) 
     the thread's other samples), and by default one where the compiled core
     counts the samples (filtered: a histogram filter is given, which the
     core leaves to the Python path)."""
-    from .sharded import default_jobs
+    from ..run.sharded import default_jobs
     if getattr(args, "stitch", False):
         return 1
     if args.jobs is None and not args.children and not filtered:
@@ -699,7 +698,7 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
     """(Report, lost samples) from `jobs` workers' shares of the samples."""
     from functools import partial
 
-    from .sharded import add_up_parts, compute_part
+    from ..run.sharded import add_up_parts, compute_part
     report, lost = Report(keys, args.children), 0
 
     def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: list[Any]) -> None:
@@ -781,7 +780,7 @@ def event_groups(pf: PerfFile, group: bool | None = None
     report's --group (True: a file without groups has its events put in one
     under the first, evlist__force_leader(), named None) or --no-group
     (False: none)."""
-    from ..format.constants import Feature
+    from ..format import Feature
     attrs = list(pf.attrs)
     if group is False:
         return {}

@@ -11,15 +11,13 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from ..format.constants import (MISC_COMM_EXEC, MISC_GUEST_KERNEL, MISC_GUEST_USER,
-                                MISC_HYPERVISOR, MISC_KERNEL, MISC_MMAP_DATA, MISC_SWITCH_OUT,
-                                MISC_SWITCH_OUT_PREEMPT, MISC_USER, AttrType,
-                                RecordType as RT, SampleType as ST)
-from ..format.eventattr import HARDWARE_NAMES, SOFTWARE_NAMES
-from ..format.errors import PerfDataError
+from ..format import (MISC_COMM_EXEC, MISC_GUEST_KERNEL, MISC_GUEST_USER, MISC_HYPERVISOR,
+                      MISC_KERNEL, MISC_MMAP_DATA, MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT,
+                      MISC_USER, AttrType, RecordType as RT, SampleType as ST)
+from ..format import HARDWARE_NAMES, SOFTWARE_NAMES, PerfDataError
 from ..session.machine import KERNEL_DSO
-from ..format.sample import weight_and_ins_lat
-from ..hitrate import HitRate
+from ..format import weight_and_ins_lat
+from ..resolve.hitrate import HitRate
 from .dsoname import dso_short_name
 from .memdata import data_src_text, page_size_name
 from .regs import perf_arch, regs_text
@@ -28,16 +26,15 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Generator, Iterable, Sequence
 
-    from symbolize.symbols.kallsyms import KernelSymbols
+    from symbolize import KernelSymbols
 
-    from ..format.container import PerfFile
-    from ..format.eventattr import EventAttr
-    from ..frames import StackFrame
+    from ..format import PerfFile, EventAttr
+    from ..resolve.frames import StackFrame
     from ..session.stream import SideEvent
-    from ..symbolized import SampleSymbolizer, SymbolizedSample
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from ..tracefmt import TracePrinter
     from .header import PipeFeaturePrinter
-    from .sharded import Described, Share, Tagged
+    from ..run.sharded import Described, Share, Tagged
 
     # The fields a sample of one event prints, in order.
     Fields = tuple[str, ...]
@@ -509,7 +506,7 @@ class ScriptFormatter:
         """perf_sample__fprintf_{i,u}regs(): the registers of the attr's mask,
         named for the recording's arch."""
         if self._regs_arch is None:
-            from ..format.constants import Feature
+            from ..format import Feature
             self._regs_arch = perf_arch(self.pf.feature(Feature.ARCH) or os.uname().machine)
         if field == "uregs":
             regs, mask = sample.fields.get("regs_user"), sample.event.attr["sample_regs_user"]
@@ -931,7 +928,7 @@ def add_script_options(p: argparse.ArgumentParser) -> None:
     """perf script's own options (perf 6.1's spellings), besides -F, --json
     and the options every symbolizing command shares."""
     p.add_argument("--ns", action="store_true", help="nanosecond timestamps")
-    from .sharded import add_jobs_argument
+    from ..run.sharded import add_jobs_argument
     add_jobs_argument(p)
     p.add_argument("-G", "--hide-call-graph", action="store_true",
                    help="samples on one line, with their own ip only (no stack)")
@@ -1032,7 +1029,7 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     the thread's other samples), where the input cannot be read again (a
     pipe) or is too small to gain, and by default where the compiled core
     makes the samples' text (perfdata/core/script.py)."""
-    from .sharded import default_jobs
+    from ..run.sharded import default_jobs
     if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
             args.show_round_events:
         return 1
@@ -1086,7 +1083,7 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
     from .options import open_profile
-    from .sharded import describe_error, start_share, tagged_warnings
+    from ..run.sharded import describe_error, start_share, tagged_warnings
     block = share[0]
     pf = open_profile(args.file, args.strict)
     samples, fmt = _script_run(pf, args, side, features, share)
@@ -1147,7 +1144,7 @@ def check_output_fields(pf: PerfFile, spec_text: str | None) -> None:
     anything is printed (a default one is left out).  Nothing is checked in
     a file of counter values (HEADER_STAT).  A list for one type that names
     no field (`hw:`, `trace:flags`) needs an event of that type."""
-    from ..format.constants import Feature
+    from ..format import Feature
     if spec_text is None:
         return
     spec = parse_field_spec(spec_text)
@@ -1222,7 +1219,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     import sys
     from ..session.stream import SideEvent
     from .options import open_profile, print_warnings
-    from .progress import sample_progress
+    from ..run.progress import sample_progress
     pf = open_profile(args.file, args.strict)
     if args.script or args.gen_script:
         from ..scripting.command import run_scripting
@@ -1242,7 +1239,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     check_output_fields(pf, args.fields)
     jobs = script_jobs(args, pf)
     if jobs > 1:
-        from .sharded import run_sharded
+        from ..run.sharded import run_sharded
         try:
             warnings = run_sharded(jobs, SHARD_BLOCK,
                                    lambda share: _script_blocks(args, side, features, share),

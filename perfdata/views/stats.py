@@ -4,14 +4,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.records import RecordCounts, walk_counting
-from ..format.constants import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
-from ..format.errors import PerfDataError
+from ..format import STATS_NAMES, RecordType as RT, SampleType as ST, record_type_name
+from ..format import PerfDataError
 from ..session.stream import CounterReads
 
 if TYPE_CHECKING:
-    from ..format.container import PerfFile
-    from ..format.decoder import Record
-    from ..format.eventattr import EventAttr
+    from ..format import PerfFile, Record, EventAttr
 
 
 _U32 = (1 << 32) - 1

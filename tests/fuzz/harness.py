@@ -449,7 +449,7 @@ def run_pipeline(path, cli=True, timings=None):
     other than 0 and 2, or a traceback printed).  `timings`, a dict, gets the
     seconds each stage took (records, script, stats, dump, header)."""
     import time
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from perfdata.views.script import ScriptFormatter
     timings = {} if timings is None else timings
     outcome = []

@@ -97,7 +97,7 @@ def perf_data(tmp_path, maps, ips):
 def symbolize_all(path):
     """The script pipeline with the default locator; the frames' dsos and the
     symbolizer's warnings."""
-    from perfdata.symbolized import SampleSymbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer
     from perfdata.views.script import ScriptFormatter
     from symbolize import DebugInfoLocator, Symbolizer
     symbolizer = Symbolizer(DebugInfoLocator())

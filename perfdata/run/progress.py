@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Literal, TextIO
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    from ..format.container import PerfFile
+    from ..format import PerfFile
 
     # (a sample; or a side event: they go by too, as they are)
     T = TypeVar("T")

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from symbolize.unwind.jit import JitUnwindTable
     from symbolize.unwind.unwinder import UnwindResult
 
-    from .session.maps import Map, MapGroup
-    from .session.stream import Sample
+    from ..session.maps import Map, MapGroup
+    from ..session.stream import Sample
 
     # dso_of(map) -> (path to look the binary up by, build-id)
     DsoOf = Callable[[Map], tuple[str, str | None]]

@@ -19,8 +19,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any, cast
 
-from ..format.constants import SampleType
-from ..format.errors import PerfDataError
+from ..format import SampleType, PerfDataError
 from ..session.stream import Share
 
 if TYPE_CHECKING:
@@ -29,9 +28,8 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.synchronize import Barrier
 
-    from ..format.container import PerfFile
-    from ..format.errors import InputName
-    from ..symbolized import SampleSymbolizer
+    from ..format import PerfFile, InputName
+    from ..resolve.symbolized import SampleSymbolizer
 
     # A PerfDataError as plain data: (class name, message, path, offset)
     Described = tuple[str, str, InputName | None, int | None]
@@ -125,8 +123,8 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     # What every worker imports to symbolize, imported once here rather
     # than after the fork in each (6 ms of CPU a worker, 15 ms on a busy
     # machine).
-    from .. import symbolized  # noqa: F401
-    from ..format import features  # noqa: F401
+    from ..resolve import symbolized  # noqa: F401
+    from ..format import parse_feature  # noqa: F401  (the header's features)
     ctx = multiprocessing.get_context("fork")
     _prepared = ctx.Barrier(jobs)
     _claimed = ctx.Value("q", 0)
@@ -249,7 +247,7 @@ def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exceptio
     """The exception a worker described (describe_error), carrying the
     run's warnings for the caller to print before it."""
     kind, message_text, path, offset = described
-    from ..format import errors as reader_errors
+    from .. import format as reader_errors
     if kind == "Exception":            # a bug: not bad input
         return RuntimeError(message_text)
     cls = getattr(reader_errors, kind, None)
@@ -342,7 +340,7 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
     """gather_sharded(jobs, block, compute), then merge(part) each worker's
     part (in worker order; none from a worker that died), then the run's
     warnings printed and the fault a worker met raised."""
-    from .options import print_warnings
+    from ..views.options import print_warnings
     results, warnings, error = gather_sharded(jobs, block, compute)
     for part in results:
         if part is not None:
@@ -355,7 +353,7 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
 def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
     with its part of the run's first builds done (prepare_share)."""
-    from .options import make_sample_symbolizer, open_profile
+    from ..views.options import make_sample_symbolizer, open_profile
     pf = open_profile(args.file, getattr(args, "strict", False))
     samples = make_sample_symbolizer(pf, args, share=share)
     start_share(pf, samples, share)
@@ -491,7 +489,7 @@ def merged_warnings(parts: Iterable[Iterable[Tagged]]) -> list[str]:
 
 def event_names(pf: PerfFile, tracepoints: bool = True) -> set[str]:
     """The file's distinct event names (tracepoints left out on request)."""
-    from ..format.constants import AttrType
+    from ..format import AttrType
     pf.resolve_event_names()
     return {ea.name for ea in pf.attrs
             if tracepoints or ea.attr["type"] != AttrType.TRACEPOINT}

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
+from ..format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from .hitrate import HitRate
-from .session.machine import KERNEL_DSO, KERNEL_PID
+from ..session.machine import KERNEL_DSO, KERNEL_PID
 from symbolize.symbols.jitdump import is_jitdump_path
 
 if TYPE_CHECKING:
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from symbolize.unwind.jit import JitUnwindTable
     from symbolize.symbols.lines import InlineFrame
 
-    from .session.machine import Machine
-    from .session.maps import Map, MapGroup
-    from .session.stream import Sample
+    from ..session.machine import Machine
+    from ..session.maps import Map, MapGroup
+    from ..session.stream import Sample
 
 KERNEL_MODES = (MISC_KERNEL, MISC_GUEST_KERNEL, MISC_HYPERVISOR)
 # Outermost frames: nothing calls them, so what a frame-pointer walk finds

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from symbolize import DebugInfoLocator, Symbolizer
 
-from .format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
+from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
                                RecordType as RT, SampleType as ST)
-from .format.errors import PerfDataError
+from ..format.errors import PerfDataError
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
-from .session.stream import (BuildId, Sample, SessionStream, SideEvent,
+from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
 if TYPE_CHECKING:
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from symbolize import KernelSymbols
     from symbolize.unwind.unwinder import UnwindResult
 
-    from .format.container import PerfFile
-    from .format.decoder import Record
-    from .format.eventattr import EventAttr
+    from ..format.container import PerfFile
+    from ..format.decoder import Record
+    from ..format.eventattr import EventAttr
     from .frames import StackFrame
-    from .session.maps import Map
-    from .session.threads import Thread
+    from ..session.maps import Map
+    from ..session.threads import Thread
     from . import unwinding
     from .stitch import StackStitcher, UserStack
 
