@@ -23,6 +23,13 @@ import skip_gate
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
+# The programs the tests start (`python -m perfdata`, perf's scripts through
+# perfdata) import this checkout's code, as the tests themselves do, whatever
+# is installed and wherever they run (a worktree beside an editable install
+# of another checkout would otherwise test that one).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                   if p and p != str(REPO)])
 
 # Symbol tables the runs under test build are cached here, not in the user's
 # ~/.cache/perfdata: every session starts cold and leaves nothing behind.

@@ -99,10 +99,27 @@ class ParamBuilder:
                     if symtab is not None and sym is not None and sym.start == start:
                         end, binding = sym.end, symtab.binding(start)
                         break
+            if key[0] != "k" and fr.dso_path:
+                bias = self._load_bias(fr.dso_path, fr.build_id, start)
+                start, end = start - bias, end - bias
         except Exception:   # (a binary that cannot be read: the start alone)
             pass
         self._sym_ranges[key] = (start, end, binding)
         return start, end, binding
+
+    def _load_bias(self, path: str, build_id: str | None, svma: int) -> int:
+        """What perf (6.1, every user dso) takes off a symbol's value to
+        make its sym->start: p_vaddr - p_offset of the runtime binary's
+        PT_LOAD that holds it (symbol-elf.c dso__load_sym).  0 for most
+        binaries GNU ld links (each segment's address is its offset); 0x400000
+        for a non-PIE executable, a page for lld's segments."""
+        binary = self.symbolizer.binary_for(path, build_id).binary
+        if binary is None:
+            return 0
+        for seg in binary.load_segments:
+            if seg.vaddr <= svma < seg.vaddr + seg.memsz:
+                return seg.vaddr - seg.offset
+        return 0
 
     def callchain_entry(self, fr: StackFrame) -> dict[str, Any]:
         ip = fr.avma if fr.avma is not None else fr.address
