@@ -307,7 +307,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
 # order of the command listing, then the commands of this module.
 COMMAND_MODULES = {
     "script": "perfdata.views.script",
-    "report": "perfdata.views.report",
+    "report": "perfdata.views.report.command",
     "flamegraph": "perfdata.views.flamegraph",
     "collapse": "perfdata.views.collapse",
     "export": "perfdata.views.export",

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 # The option values completed from a list, by the parser's dest: -F's fields
-# (perfdata.views.script) and --sort's keys (perfdata.views.report), each a
-# comma-separated list; the others complete file names (argcomplete's
+# (perfdata.views.script) and --sort's keys (perfdata.views.report.sort_keys),
+# each a comma-separated list; the others complete file names (argcomplete's
 # default), or folders where the option wants one.
 _DIRECTORY_METAVARS = ("DIR", "ROOT")
 
@@ -84,7 +84,7 @@ def _script_fields() -> Sequence[str]:
 
 
 def _sort_keys() -> Sequence[str]:
-    from .views.report import VALID_SORT_KEYS
+    from .views.report.sort_keys import VALID_SORT_KEYS
     return VALID_SORT_KEYS
 
 

@@ -148,7 +148,7 @@ def test_unknown_field_names_the_valid_ones():
 
 
 def test_unknown_sort_key_names_the_valid_ones():
-    from perfdata.views.report import SORT_KEYS, parse_sort
+    from perfdata.views.report.sort_keys import SORT_KEYS, parse_sort
     for key, why in (("bogus", "unknown sort key 'bogus'"),
                      ("srcline", "sort key 'srcline' is perf's, not supported here")):
         got = perfdata("report", "--sort", "dso," + key, SAMPLES / "plt_loop.fp.data")

@@ -6,7 +6,7 @@ import pytest
 
 import perfdata.views.collapse as collapse_view
 import perfdata.views.flamegraph as flamegraph_view
-import perfdata.views.report as report_view
+import perfdata.views.report.command as report_view
 import perfdata.run.sharded as sharded
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli
 

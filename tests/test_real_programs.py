@@ -665,7 +665,7 @@ def test_sort_keys_perf_knows_are_told_apart(tmp_path, recorded):
     unsupported, not as unknown: perfdata's list of perf's keys is perf's
     help text (printed with its refusal of an unknown key)."""
     from conftest import need
-    from perfdata.views.report import ReportError, parse_sort
+    from perfdata.views.report.sort_keys import ReportError, parse_sort
     data = need(recorded, "fp")
     res = _perf(["report", "-i", str(data), "--stdio", "--sort", "bogus"],
                 env=dict(os.environ, HOME=str(tmp_path)))

@@ -22,7 +22,8 @@ import pytest
 import perfdata
 from conftest import SAMPLE_SYMBOL_ARGS, run_cli, sample_vdso
 from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
-from perfdata.views.report import Report, parse_sort
+from perfdata.views.report.histogram import Report
+from perfdata.views.report.sort_keys import parse_sort
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -320,7 +321,7 @@ def test_children_rows_of_addresses_in_no_map_as_perf(tmp_path):
 def _children_rows(samples):
     from types import SimpleNamespace as NS
 
-    from perfdata.views.report import Report
+    from perfdata.views.report.histogram import Report
     ev = NS(index=0, name="cpu-clock", attr={"type": 1, "config": 0}, sample_type=0)
     thread = NS(comm="dd", tid=7, pid=7)
     report = Report(["comm", "dso", "sym"], children=True)

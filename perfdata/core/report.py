@@ -1,6 +1,6 @@
 """The compiled core's driver for `perfdata report`: the histogram entries of
 frame-pointer (-g) samples counted by perfdata.core._core, the others added
-by the Python path (views/report.py Report.add), into one Report.
+by the Python path (views/report/histogram.py Report.add), into one Report.
 
 The core walks each sample's callchain as for `perfdata script`
 (perfdata/core/script.py says how, and what it hands back) and stops at the
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..resolve.frames import StackFrame
     from ..session.threads import Thread
     from ..resolve.symbolized import SampleSymbolizer
-    from ..views.report import Report
+    from ..views.report.histogram import Report
     from .script import Plan
 
 

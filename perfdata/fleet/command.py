@@ -93,7 +93,8 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool,
                 **shown: Any) -> str:
     """perf report's table of a merged report Partial's data; shown: what
     Report.describe takes of how it is shown (-n, -q, --percent-limit)."""
-    from ..views.report import Entry, EventHistogram, Report
+    from ..views.report.entries import Entry, EventHistogram
+    from ..views.report.histogram import Report
     report = Report(sort_keys, children)
     attrs = []
     for index, (name, (nsamples, total, entries)) in enumerate(data["events"].items()):
@@ -130,7 +131,7 @@ def report_text(data: dict[str, Any], sort_keys: list[str], children: bool,
 
 
 def run_report(args: argparse.Namespace, out: TextIO) -> None:
-    from ..views.report import parse_sort
+    from ..views.report.sort_keys import parse_sort
     keys = parse_sort(args.sort)
     result = compute(args, "report")
     # (compute() raised if no file was read: there is data)
@@ -188,7 +189,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_symbolize_options(c)
     c.set_defaults(func=run_collapse)
 
-    from ..views.report import add_report_options
+    from ..views.report.command import add_report_options
     r = sub.add_parser("report", help="one overhead table of all the files' samples")
     _add_run_options(r)
     add_report_options(r)

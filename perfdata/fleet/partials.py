@@ -85,7 +85,8 @@ def _flamegraph(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespac
 
 def _report(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
             notes: TextIO) -> dict[str, Any]:
-    from ..views.report import build_report, event_groups, parse_sort
+    from ..views.report.command import build_report, event_groups
+    from ..views.report.sort_keys import parse_sort
     report = build_report(pf, samples, parse_sort(args.sort), children=args.children,
                           progress=False)
     group = getattr(args, "group", None)

@@ -10,3 +10,16 @@ def unit_number(n: int) -> str:
         n //= 1024
         i += 1
     return "%d%s" % (n, units[i])
+
+
+def convert_unit(n: int) -> str:
+    """perf's convert_unit() as its tables print a count: 2387 -> '2K',
+    140 -> '140 '."""
+    unit = " "
+    if n > 1000000000:
+        n, unit = n // 1000000000, "G"
+    elif n > 1000000:
+        n, unit = n // 1000000, "M"
+    elif n > 1000:
+        n, unit = n // 1000, "K"
+    return "%d%s" % (n, unit)
