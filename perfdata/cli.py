@@ -121,6 +121,32 @@ def cmd_header(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(pf)
 
 
+def cmd_script(args: argparse.Namespace, out: TextIO) -> None:
+    """`perfdata script`: the view's run, or with -s FILE / -g LANG perf's
+    scripting (perfdata/scripting, a floor above the views)."""
+    if args.script or args.gen_script:
+        from perfdata.scripting.command import run_scripting
+        run_scripting(_open(args.file, args.strict), args, out)
+        return
+    from perfdata.views.script import run
+    run(args, out)
+
+
+def _add_scripting_options(p: argparse.ArgumentParser) -> None:
+    """script's -s and -g: perf's Python scripting (perfdata/scripting)."""
+    from perfdata.scripting.command import ScriptArguments
+    # (the words after FILE are the script's from the first that is no
+    # option of script's, or after `--`)
+    p.add_argument("-s", "--script", nargs="...", action=ScriptArguments,
+                   metavar="FILE [ARG]",
+                   help="run a perf Python script (its handlers, param_dict, "
+                        "perf_trace_context); the script's arguments follow FILE "
+                        "(after -- where one starts with -)")
+    p.add_argument("-g", "--gen-script", metavar="LANG",
+                   help="write perf-script.py, a starter script for the file's events "
+                        "(LANG: python)")
+
+
 def cmd_completion(args: argparse.Namespace, out: TextIO) -> None:
     from perfdata.completion import shell_script
     out.write(shell_script(args.shell))
@@ -272,7 +298,13 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     # (the commands people use first, as the listing shows them)
     for command, name in COMMAND_MODULES.items():
         if wanted is None or command == wanted:
-            importlib.import_module(name).register(sub)
+            module = importlib.import_module(name)
+            if command == "script":
+                # (-s and -g run perfdata/scripting, which the view does not
+                # import: the command line adds them and dispatches)
+                module.register(sub, _add_scripting_options).set_defaults(func=cmd_script)
+            else:
+                module.register(sub)
 
     if wanted in (None, "stats"):
         p = sub.add_parser("stats", help="record counts, as perf report --stats")

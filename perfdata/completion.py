@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 # The option values completed from a list, by the parser's dest: -F's fields
-# (perfdata.views.script) and --sort's keys (perfdata.views.report.sort_keys),
-# each a comma-separated list; the others complete file names (argcomplete's
-# default), or folders where the option wants one.
+# (perfdata.views.script_fields) and --sort's keys
+# (perfdata.views.report.sort_keys), each a comma-separated list; the others
+# complete file names (argcomplete's default), or folders where the option
+# wants one.
 _DIRECTORY_METAVARS = ("DIR", "ROOT")
 
 
@@ -79,7 +80,7 @@ def attach_completers(parser: argparse.ArgumentParser) -> None:
 
 
 def _script_fields() -> Sequence[str]:
-    from .views.script import valid_fields
+    from .views.script_fields import valid_fields
     return valid_fields()
 
 

@@ -135,7 +135,7 @@ def test_strict_after_the_command_stops_at_a_corrupt_record(tmp_path):
 def test_unknown_field_names_the_valid_ones():
     """perf: "Invalid field requested." and a usage text listing the fields;
     perfdata: one line, exit 2, with every field -F takes."""
-    from perfdata.views.script import PERF_FIELDS, field_spec
+    from perfdata.views.script_fields import PERF_FIELDS, field_spec
     got = perfdata("script", "-F", "comm,bogus", SAMPLES / "plt_loop.fp.data")
     assert got.returncode == 2 and got.stdout == "" and got.stderr.count("\n") == 1
     prefix = "perfdata script: error: argument -F/--fields: Invalid field requested: " \

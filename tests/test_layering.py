@@ -43,8 +43,6 @@ LEFT: dict[tuple[str, str], str] = {
                        "frame names; the views should hand them in (the run layer's seam)",
     ("run", "views"): "sharded.py builds the pipeline with views/options.py's factory, "
                       "which belongs in perfdata/resolve",
-    ("views", "scripting"): "`script -s` is dispatched from views/script.py; the command "
-                            "line should dispatch it",
 }
 
 

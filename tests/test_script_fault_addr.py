@@ -128,5 +128,5 @@ def test_which_events_addresses_are_named(attr, named):
     addr (PERF_TYPE_RAW) stays a number."""
     from types import SimpleNamespace
 
-    from perfdata.views.script import _addr_names_symbol
+    from perfdata.views.script_formatter import _addr_names_symbol
     assert _addr_names_symbol(SimpleNamespace(attr=attr)) is named

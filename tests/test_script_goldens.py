@@ -9,7 +9,7 @@ import pytest
 
 import perfdata
 from perfdata.resolve.symbolized import SampleSymbolizer
-from perfdata.views.script import ScriptFormatter
+from perfdata.views.script_formatter import ScriptFormatter, ScriptOptions
 from symbolize import DebugInfoLocator, Symbolizer
 
 from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, sample_vdso
@@ -30,7 +30,7 @@ def run_script(data, debug_dirs=(BUILDIDS,), no_inline=False, fields=None):
                                              path_map=SAMPLE_PATH_MAP),
                             inline=False, vdso=sample_vdso(data))
     samples = SampleSymbolizer(pf, symbolizer, dwarf_inline=not no_inline)
-    fmt = ScriptFormatter(pf, fields)
+    fmt = ScriptFormatter(pf, ScriptOptions(fields))
     out = io.StringIO()
     for s in samples:
         out.write(fmt.format(s))

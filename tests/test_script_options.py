@@ -22,7 +22,7 @@ from conftest import (PERF, SAMPLE_SYMBOL_ARGS, requires_perf, requires_perf_too
                       requires_sample_libc_debug, run_cli)
 from perfdata.format.constants import (MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT,
                                        RecordType as RT)
-from perfdata.views.script import describe_side_event
+from perfdata.views.script_side_events import describe_side_event
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -423,19 +423,17 @@ def test_corpus_side_events_as_perf(corpus, tmp_path):
 def test_show_kernel_path_names_the_vmlinux():
     """--show-kernel-path with a --vmlinux in use: the kernel dso is printed
     by that path, as perf prints dso->long_name; without one, unchanged."""
-    from perfdata.views.script import ScriptFormatter
+    from perfdata.views.script_frame_lines import FrameLines
     from perfdata.resolve.frames import StackFrame
-    import perfdata
-    with perfdata.open(str(SAMPLES / "two_events.data")) as pf:
-        fmt = ScriptFormatter(pf, "ip,sym,dso", kernel_path="/boot/vmlinux-x")
-        plain = ScriptFormatter(pf, "ip,sym,dso")
-        has = {"ip", "sym", "dso"}.__contains__
-        frame = StackFrame(0xffffffff81000000, 0xffffffff81000000, "f", 0,
-                           "[kernel.kallsyms]", kernel=True)
-        user = StackFrame(0x1000, 0x1000, "g", 0, "/bin/x")
-        assert fmt._frame_line(frame, has, "\t", "") == "\tffffffff81000000 f (/boot/vmlinux-x)"
-        assert plain._frame_line(frame, has, "\t", "").endswith("([kernel.kallsyms])")
-        assert fmt._frame_line(user, has, "\t", "").endswith("(/bin/x)")
+    lines = FrameLines(kernel_path="/boot/vmlinux-x")
+    plain = FrameLines()
+    has = {"ip", "sym", "dso"}.__contains__
+    frame = StackFrame(0xffffffff81000000, 0xffffffff81000000, "f", 0,
+                       "[kernel.kallsyms]", kernel=True)
+    user = StackFrame(0x1000, 0x1000, "g", 0, "/bin/x")
+    assert lines.line(frame, has, "\t", "") == "\tffffffff81000000 f (/boot/vmlinux-x)"
+    assert plain.line(frame, has, "\t", "").endswith("([kernel.kallsyms])")
+    assert lines.line(user, has, "\t", "").endswith("(/bin/x)")
     # -k is --vmlinux; without a usable one --show-kernel-path changes nothing.
     base = ["script", str(SAMPLES / "two_events.data"), "--buildid-dir", str(BUILDIDS),
             "--kallsyms", "/dev/null", "-G"]

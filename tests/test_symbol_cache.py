@@ -111,7 +111,7 @@ def _dwarf_script(cache_dir):
     import io
     import perfdata
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from perfdata.views.script import ScriptFormatter
+    from perfdata.views.script_formatter import ScriptFormatter
     data = SAMPLES / "cpp_inline.dwarf.data"
     locator = DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")],
                                buildid_dir=str(SAMPLES / "buildids"))

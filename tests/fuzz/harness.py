@@ -450,7 +450,7 @@ def run_pipeline(path, cli=True, timings=None):
     seconds each stage took (records, script, stats, dump, header)."""
     import time
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from perfdata.views.script import ScriptFormatter
+    from perfdata.views.script_formatter import ScriptFormatter
     timings = {} if timings is None else timings
     outcome = []
     t0 = time.monotonic()

@@ -98,7 +98,7 @@ def symbolize_all(path):
     """The script pipeline with the default locator; the frames' dsos and the
     symbolizer's warnings."""
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from perfdata.views.script import ScriptFormatter
+    from perfdata.views.script_formatter import ScriptFormatter
     from symbolize import DebugInfoLocator, Symbolizer
     symbolizer = Symbolizer(DebugInfoLocator())
     text = []
