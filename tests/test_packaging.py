@@ -22,8 +22,18 @@ from conftest import REPO
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "cli.py", "perfdata", "symbolize")
 
 
+# The installed copy under test, not this checkout: without the PYTHONPATH
+# conftest sets for the programs other tests start.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _run(*args, **kwargs):
+    kwargs.setdefault("env", _ENV)
+    return subprocess.run(*args, **kwargs)
+
+
 def _pip_supports_python_option():
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", sys.executable, "--version"],
+    proc = _run([sys.executable, "-m", "pip", "--python", sys.executable, "--version"],
                           capture_output=True, text=True, timeout=120)
     return proc.returncode == 0
 
@@ -44,10 +54,10 @@ def installed(tmp_path_factory):
         else:
             shutil.copy2(path, src / name)
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=120)
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
+    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
                            "['purelib'])"], capture_output=True, text=True, check=True,
                           timeout=60).stdout.strip()
     # This environment's packages, after the venv's own (a .pth line adds a
@@ -64,7 +74,7 @@ def installed(tmp_path_factory):
         importlib.util.find_spec("setuptools.command.bdist_wheel") is not None
         or importlib.util.find_spec("wheel") is not None)
     offline = ["--no-index", "--no-build-isolation"] if can_build else []
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+    proc = _run([sys.executable, "-m", "pip", "--python", str(python), "install",
                            "--no-deps"] + offline + [str(src)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -75,7 +85,7 @@ def _record(python):
     """The installed files, as `pip show -f perfdata` lists them (RECORD)."""
     code = ("from importlib import metadata; "
             "print('\\n'.join(str(f) for f in metadata.distribution('perfdata').files))")
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+    return _run([str(python), "-c", code], capture_output=True, text=True,
                           check=True, timeout=60, cwd="/").stdout.split()
 
 
@@ -87,7 +97,7 @@ def test_no_top_level_cli_module(installed):
     assert "perfdata/cli.py" in files and "perfdata/__main__.py" in files
     assert not [f for f in files if f.split("/")[-1] == "cli.py" and f != "perfdata/cli.py"]
     assert (src / "cli.py").is_file()       # (there to be left out)
-    show = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "show", "-f",
+    show = _run([sys.executable, "-m", "pip", "--python", str(python), "show", "-f",
                            "perfdata"], capture_output=True, text=True, timeout=120)
     listed = [line.strip() for line in show.stdout.splitlines() if line.startswith("  ")]
     assert "perfdata/cli.py" in listed and "cli.py" not in listed, show.stdout
@@ -95,16 +105,16 @@ def test_no_top_level_cli_module(installed):
 
 def test_installed_commands_run(installed, tmp_path):
     src, venv, python = installed
-    got = subprocess.run([str(venv / "bin" / "perfdata"), "--version"], capture_output=True,
+    got = _run([str(venv / "bin" / "perfdata"), "--version"], capture_output=True,
                          text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == 0, got.stderr
     assert got.stdout.splitlines()[0] == "perfdata %s" % _version()
     assert got.stdout.splitlines()[1].startswith("core: ")
-    got = subprocess.run([str(python), "-m", "perfdata", "--help"], capture_output=True,
+    got = _run([str(python), "-m", "perfdata", "--help"], capture_output=True,
                          text=True, timeout=120, cwd=tmp_path)
     assert got.returncode == 0 and "\n    script " in got.stdout, got.stderr
     # (the installed copy ran, not the checkout's)
-    where = subprocess.run([str(python), "-c", "import perfdata.cli; print(perfdata.cli.__file__)"],
+    where = _run([str(python), "-c", "import perfdata.cli; print(perfdata.cli.__file__)"],
                            capture_output=True, text=True, timeout=60, cwd=tmp_path).stdout
     assert where.startswith(str(venv)), where
 
@@ -112,7 +122,7 @@ def test_installed_commands_run(installed, tmp_path):
 def test_hint_names_the_folder_installed_from(installed, tmp_path):
     import shlex
     src, venv, python = installed
-    got = subprocess.run([str(python), "-c", "from perfdata.extras import install_hint; "
+    got = _run([str(python), "-c", "from perfdata.extras import install_hint; "
                           "print(install_hint('fleet'))"], capture_output=True, text=True,
                          timeout=60, cwd=tmp_path)
     assert got.stdout == "pip install %s\n" % shlex.quote("%s[fleet]" % src), got.stderr
