@@ -1,6 +1,21 @@
-"""perfdata: read Linux perf.data files.
+"""perfdata: read Linux perf.data files, their samples symbolized.
+
+The face: a profile read with the commands' options, names and defaults.
 
     import perfdata
+    prof = perfdata.profile("perf.data", debug_dirs=["debug"])
+    for row in prof.report()[:5]:         # perfdata report's table, as rows
+        print("%6.2f%%  %s  %s" % (row.overhead, row.shared_object, row.symbol))
+    for sample in prof:                   # frozen Samples, frames leaf first
+        print(sample.comm, sample.time, [f.function for f in sample.frames])
+    prof.folded()                         # perfdata collapse: {stack: count}
+    prof.flamegraph()                     # perfdata flamegraph's tree; .svg()
+    prof.to_arrow()                       # pyarrow Tables (samples, stacks)
+
+The lower layers stay public: perfdata.open() (records, decoded on
+demand), perfdata.session (threads and maps), perfdata.resolve (the
+symbolized samples), the `symbolize` package (binaries by build-id).
+
     with perfdata.open("perf.data") as pf:
         for rec in pf.records():          # time order, as perf delivers them
             if rec.name == "SAMPLE":
@@ -21,9 +36,14 @@ if TYPE_CHECKING:
 
     from .arrow import ArrowTables
     from .format import PerfFile, Record
+    from .library.profile import Profile, profile
+    from .library.samples import Frame, Sample
+    from .library.tables import FlameGraph, FlameNode, ReportRow, ReportTable
 
-__all__ = ["open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
-           "NotPerfDataError", "TruncatedError"]
+__all__ = ["profile", "Profile", "Sample", "Frame", "ReportTable", "ReportRow", "FlameGraph",
+           "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile",
+           "Record", "PerfDataError", "CorruptError", "NotPerfDataError", "TruncatedError",
+           "__version__"]
 
 
 def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
@@ -38,7 +58,12 @@ def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
 # modules construct imports and never uses (perfdata.cli.UNUSED_MODULES) in
 # place before construct is imported, and `perfdata.cli` is imported after
 # this package.  A program that imports perfdata gets the same names.
-_LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder"}
+# The library's face (perfdata/library/) is imported at first use too.
+_LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder",
+         "profile": ".library.profile", "Profile": ".library.profile",
+         "Sample": ".library.samples", "Frame": ".library.samples",
+         "ReportTable": ".library.tables", "ReportRow": ".library.tables",
+         "FlameGraph": ".library.tables", "FlameNode": ".library.tables"}
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,8 @@
     views, arrow                           (what the commands print)
     fleet, scripting                       (many files; perf's Python scripts:
                                             above the views they use)
-    cli, completion, __main__, perfdata    (the faces: command and library)
+    cli, completion, __main__, perfdata,   (the faces: command and library;
+    library                                 perfdata.profile is library/)
 
 with symbolize beside them: a module imports only its own floor's other
 rooms (no circle between rooms) and the floors below; format and session
@@ -33,7 +34,7 @@ FLOORS = [
     {"run", "core"},
     {"views", "arrow"},
     {"fleet", "scripting"},
-    {"cli", "completion", "__main__", "perfdata"},
+    {"cli", "completion", "__main__", "perfdata", "library"},
 ]
 FLOOR = {room: n for n, rooms in enumerate(FLOORS) for room in rooms}
 RESOLVE = FLOOR["resolve"]

@@ -1,0 +1,316 @@
+"""`perfdata.profile(path, ...)`: a perf.data file with the commands' options,
+defaults and speed, its symbolized samples as data and its views as data.
+
+Each view (`report()`, `folded()`, `flamegraph()`, `to_arrow()`) reads the
+file once, as the command of that name does, with the compiled core where
+the command uses it; iterating the profile reads it again and yields frozen
+`Sample`s.  What a pass warned of is in `Profile.warnings`.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from .samples import SampleMaker, SourceLines
+from .tables import flame_graph, report_tables
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
+    from symbolize import Symbolizer
+
+    from ..arrow import ArrowTables
+    from ..format import PerfFile
+    from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
+    from .samples import Sample
+    from .tables import FlameGraph, ReportTable
+
+    PathMaps = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def profile(path: str | os.PathLike[str], *,
+            debug_dirs: Iterable[str | os.PathLike[str]] = (),
+            symfs: str | os.PathLike[str] | None = None,
+            path_maps: PathMaps = (),
+            archive: str | os.PathLike[str] | None = None,
+            buildid_dir: str | os.PathLike[str] | None = None,
+            kallsyms: str | os.PathLike[str] | None = None,
+            vmlinux: str | os.PathLike[str] | None = None,
+            vdso: str | os.PathLike[str] | None = None,
+            debuginfod: str | None = None,
+            symbol_cache: str | os.PathLike[str] | bool = True,
+            demangle: bool = True,
+            signatures: bool = False,
+            inline: bool | None = None,
+            max_stack: int = 127,
+            unwind: str = "auto",
+            stitch: bool = False,
+            time: str | None = None,
+            pids: Iterable[int] | None = None,
+            tids: Iterable[int] | None = None,
+            comms: Iterable[str] | None = None,
+            cpus: Iterable[int] | None = None,
+            strict: bool = False) -> Profile:
+    """A perf.data file (or a `perf record --threads` directory) to read with
+    the options of `perfdata script`, `report`, `collapse` and `flamegraph`,
+    under their names, with their defaults:
+
+    debug_dirs: directories of debug files and binaries (.build-id layout or
+        path layout): --debug-dir.  symfs: look for binaries under this root.
+    path_maps: {recorded path: path here} (a directory or a file; longest
+        wins): --path-map.  archive: a `perfdata archive` or `perf archive`
+        tarball.  buildid_dir: perf's build-id cache (default ~/.debug).
+    kallsyms, vmlinux: the kernel's symbols (a kallsyms file; the kernel's
+        ELF image).  vdso: the recording machine's vdso image.
+    debuginfod: debuginfod servers (space separated; default
+        $DEBUGINFOD_URLS).  symbol_cache: True (the commands' cache,
+        $PERFDATA_CACHE_DIR or ~/.cache/perfdata), a directory, or False.
+    demangle, signatures: C++/Rust names demangled; with parameter lists.
+    inline: None (the commands' default: the inline chains of DWARF-unwound
+        frames only), True (every inlined frame, --inline), False (none,
+        --no-inline).  max_stack: frames per stack (perf's 127).
+    unwind: "auto" (DWARF where samples carry registers and stack), "dwarf",
+        "fp" or "none".  stitch: complete DWARF stacks cut by the stack
+        snapshot from the thread's other samples (--stitch).
+    time: perf's --time ("start,stop" in seconds, several ranges, or
+        percents: "10%/2").  pids, tids, comms, cpus: only these.
+    strict: stop at the first corrupt record (perfdata.CorruptError)
+        instead of skipping it.
+
+    Opening checks the file's header (perfdata.PerfDataError when it is not
+    one); the samples are read when a view is asked for."""
+    from ..views.options import path_map_entry, time_ranges
+    args = _symbolize_defaults()
+    args.file = os.fspath(path)
+    args.debug_dir = [os.fspath(d) for d in debug_dirs]
+    args.symfs = _text(symfs)
+    given = path_maps.items() if hasattr(path_maps, "items") else path_maps
+    args.path_map = [path_map_entry("%s=%s" % (os.fspath(old), os.fspath(new)))
+                     for old, new in given]
+    args.archive, args.buildid_dir = _text(archive), _text(buildid_dir)
+    args.kallsyms, args.vmlinux, args.vdso = _text(kallsyms), _text(vmlinux), _text(vdso)
+    args.debuginfod = debuginfod
+    if symbol_cache is False:
+        args.no_symbol_cache = True
+    elif symbol_cache is not True:
+        args.symbol_cache = os.fspath(symbol_cache)
+    args.no_demangle, args.signatures = not demangle, signatures
+    args.inline, args.no_inline = inline is True, inline is False
+    if unwind not in ("auto", "dwarf", "fp", "none"):
+        raise ValueError("unwind: one of auto, dwarf, fp, none, not %r" % unwind)
+    args.max_stack, args.unwind, args.stitch = max_stack, unwind, stitch
+    args.time = time_ranges(time) if time is not None else None
+    args.pid = frozenset(pids) if pids is not None else None
+    args.tid = frozenset(tids) if tids is not None else None
+    args.comm = frozenset(comms) if comms is not None else None
+    args.cpu = frozenset(cpus) if cpus is not None else None
+    args.strict = strict
+    return Profile(args)
+
+
+def _text(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def _symbolize_defaults() -> argparse.Namespace:
+    """The symbolizing commands' options with their defaults, from the
+    definitions those commands use (views/options.py)."""
+    import argparse
+
+    from ..views.options import add_symbolize_options
+    parser = argparse.ArgumentParser(add_help=False)
+    add_symbolize_options(parser)
+    return parser.parse_args([])
+
+
+class Profile:
+    """A perf.data file with the options it is read with (`perfdata.profile`).
+
+    Iterate it for its samples (frozen `Sample`s, frames leaf first), or ask
+    for a view: `report()` (the table of `perfdata report`), `folded()`
+    (`perfdata collapse`), `flamegraph()` (`perfdata flamegraph`'s tree),
+    `to_arrow()` and `to_pandas()` (`perfdata export --format parquet`'s
+    tables).  In a notebook it shows its flame graph and the report's first
+    rows.  warnings: what the passes so far warned of (each once)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self.path: str = args.file
+        self.warnings: list[str] = []
+        # the header is read now: a file that is not one fails here
+        self._open().close()
+
+    def __repr__(self) -> str:
+        return "<perfdata.Profile %r>" % self.path
+
+    # ------------------------------------------------------------ passes
+    def _open(self) -> PerfFile:
+        from ..format import PerfFile
+        return PerfFile(self.path, strict=self._args.strict)
+
+    def _sampler(self, pf: PerfFile) -> SampleSymbolizer:
+        from ..views.options import make_sample_symbolizer
+        return make_sample_symbolizer(pf, self._args)
+
+    def _done(self, pf: PerfFile, samples: SampleSymbolizer | None) -> None:
+        extra = samples.symbolizer.warnings if samples is not None else []
+        for message in list(pf.warnings) + list(extra):
+            if message not in self.warnings:
+                self.warnings.append(message)
+
+    def symbolized(self) -> Iterator[SymbolizedSample]:
+        """The resolver's own samples (perfdata.resolve.symbolized): faster
+        than iterating the profile, but each is valid only until the next
+        (its frames are shared and reused)."""
+        pf = self._open()
+        samples = None
+        try:
+            samples = self._sampler(pf)
+            yield from samples  # type: ignore[misc]  # (made without side events)
+        finally:
+            self._done(pf, samples)
+            pf.close()
+
+    def __iter__(self) -> Iterator[Sample]:
+        """Every sample in perf's time order, symbolized, as frozen data."""
+        pf = self._open()
+        samples = None
+        try:
+            samples = self._sampler(pf)
+            lines = SourceLines(_line_symbolizer(samples.symbolizer))
+            yield from SampleMaker(lines).samples(samples)  # type: ignore[arg-type]
+        finally:
+            self._done(pf, samples)
+            pf.close()
+
+    # ------------------------------------------------------------- views
+    def reports(self, *, sort: str = "comm,dso,sym", children: bool = False
+                ) -> list[ReportTable]:
+        """`perfdata report`'s tables, one per event with samples, in the
+        file's order of events.  sort: its --sort keys (comm, dso, sym, pid,
+        cpu); children: its --children (an inclusive column).  The pids,
+        tids and comms filters act as perf report's: the samples they leave
+        out still count in the event's total."""
+        from ..format import SampleType
+        from ..views.report import Report, build_report, parse_sort, split_hist_filters
+        keys = parse_sort(sort)
+        args, hist_filter, _ = split_hist_filters(self._args)
+        pf = self._open()
+        samples = None
+        try:
+            if children and not any(ea.sample_type & SampleType.CALLCHAIN for ea in pf.attrs):
+                children = False        # (perf drops --children without callchains)
+            from ..views.options import make_sample_symbolizer
+            samples = make_sample_symbolizer(pf, args)
+            report = build_report(pf, samples, keys, children=children, progress=False,
+                                  report=Report(keys, children, sampler=samples,
+                                                hist_filter=hist_filter(samples)))
+            return report_tables(report, [ea.index for ea in pf.attrs])
+        finally:
+            self._done(pf, samples)
+            pf.close()
+
+    def report(self, *, sort: str = "comm,dso,sym", children: bool = False,
+               event: str | None = None) -> ReportTable:
+        """One event's table of `perfdata report` (the first event with
+        samples, or the one named): rows sorted by overhead, as printed."""
+        tables = self.reports(sort=sort, children=children)
+        for table in tables:
+            if event is None or table.event == event:
+                return table
+        from .tables import ReportTable
+        if event is None:
+            return ReportTable("", 0, 0, tuple(sort.split(",")), ())
+        raise KeyError("no samples of event %r (events with samples: %s)"
+                       % (event, ", ".join(t.event for t in tables) or "none"))
+
+    def folded(self, *, weight: str = "period") -> dict[str, int]:
+        """`perfdata collapse`'s folded stacks: {"comm;root;...;leaf":
+        count}, sorted by stack; weight "period" (its default) or
+        "samples" (--samples).  Only the first event seen is counted, as
+        stackcollapse-perf.pl does."""
+        from ..views.collapse import CollapseOptions, EventFilter, collapse_samples
+        if weight not in ("period", "samples"):
+            raise ValueError("weight: period or samples, not %r" % weight)
+        opts = CollapseOptions(weight=weight)
+        counts: dict[str, int] = {}
+        pf = self._open()
+        samples = None
+        try:
+            samples = self._sampler(pf)
+            events = EventFilter(opts.event_filter, None)
+            items: Iterable[SymbolizedSample] = samples  # type: ignore[assignment]
+            from ..core import compiled
+            from ..core.collapse import CollapseCore
+            module = compiled()
+            if module is not None and CollapseCore.applies_to(samples, opts):
+                items = CollapseCore(module, samples, opts, events, counts)
+            collapse_samples(items, opts, counts=counts, events=events)
+        finally:
+            self._done(pf, samples)
+            pf.close()
+        return {k: counts[k] for k in sorted(counts)}
+
+    def flamegraph(self, *, weight: str = "samples") -> FlameGraph:
+        """`perfdata flamegraph`'s tree of the first event seen (weight
+        "samples", its default, or "period"); `.svg()` draws it."""
+        from ..views.collapse import CollapseOptions
+        from ..views.flamegraph import FlameGraphBuilder
+        if weight not in ("period", "samples"):
+            raise ValueError("weight: period or samples, not %r" % weight)
+        builder = FlameGraphBuilder(weight, CollapseOptions(kernel=False))
+        pf = self._open()
+        samples = None
+        try:
+            samples = self._sampler(pf)
+            from ..core import compiled
+            from ..core.flamegraph import TreeCore
+            module = compiled()
+            if module is not None and TreeCore.applies_to(samples, builder.opts):
+                TreeCore(module, samples, builder).fill()
+            else:
+                for sample in samples:
+                    builder.add(sample)  # type: ignore[arg-type]  # (no side events)
+        finally:
+            self._done(pf, samples)
+            pf.close()
+        name = os.path.basename(self.path.rstrip("/"))
+        return flame_graph(builder, name + (" - %s" % builder.event_name
+                                            if builder.event_name else ""))
+
+    def to_arrow(self) -> ArrowTables:
+        """The samples and their stacks as two pyarrow Tables (samples,
+        stacks), the columns of perfdata.arrow (needs pyarrow)."""
+        from ..arrow import ArrowTables, record_batches, require_pyarrow, schemas
+        require_pyarrow()
+        import pyarrow as pa
+        got: dict[str, list[Any]] = {"samples": [], "stacks": []}
+        for name, batch in record_batches(self.symbolized()):
+            got[name].append(batch)
+        sample_schema, stack_schema = schemas()
+        return ArrowTables(pa.Table.from_batches(got["samples"], sample_schema),
+                           pa.Table.from_batches(got["stacks"], stack_schema))
+
+    def to_pandas(self) -> tuple[Any, Any]:
+        """(samples, stacks) as pandas DataFrames (needs pyarrow and pandas)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("Profile.to_pandas needs pandas: pip install pandas") from exc
+        tables = self.to_arrow()
+        return tables.samples.to_pandas(), tables.stacks.to_pandas()
+
+    def _repr_html_(self) -> str:
+        from .notebook import profile_html
+        return profile_html(self)
+
+
+def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:
+    """A maker of the symbolizer that looks source lines up: the profile's
+    locator and cache, line tables read (base names, as perf prints them)."""
+    def make() -> Symbolizer:
+        from symbolize import Symbolizer
+        return Symbolizer(symbolizer.locator, demangle=symbolizer.demangle, inline=False,
+                          srcline=True, source_paths=False, cache_dir=symbolizer.cache)
+    return make
