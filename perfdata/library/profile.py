@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from .samples import Sample
     from .tables import FlameGraph, ReportTable
 
+    from typing import TypeVar
+
     PathMaps = Mapping[str, str] | Iterable[tuple[str, str]]
+    T = TypeVar("T")
 
 
 def profile(path: str | os.PathLike[str], *,
@@ -86,7 +89,7 @@ def profile(path: str | os.PathLike[str], *,
     args.debug_dir = [os.fspath(d) for d in debug_dirs]
     args.symfs = _text(symfs)
     given = path_maps.items() if hasattr(path_maps, "items") else path_maps
-    args.path_map = [path_map_entry("%s=%s" % (os.fspath(old), os.fspath(new)))
+    args.path_map = [_parsed(path_map_entry, "%s=%s" % (os.fspath(old), os.fspath(new)))
                      for old, new in given]
     args.archive, args.buildid_dir = _text(archive), _text(buildid_dir)
     args.kallsyms, args.vmlinux, args.vdso = _text(kallsyms), _text(vmlinux), _text(vdso)
@@ -100,13 +103,23 @@ def profile(path: str | os.PathLike[str], *,
     if unwind not in ("auto", "dwarf", "fp", "none"):
         raise ValueError("unwind: one of auto, dwarf, fp, none, not %r" % unwind)
     args.max_stack, args.unwind, args.stitch = max_stack, unwind, stitch
-    args.time = time_ranges(time) if time is not None else None
+    args.time = _parsed(time_ranges, time) if time is not None else None
     args.pid = frozenset(pids) if pids is not None else None
     args.tid = frozenset(tids) if tids is not None else None
     args.comm = frozenset(comms) if comms is not None else None
     args.cpu = frozenset(cpus) if cpus is not None else None
     args.strict = strict
     return Profile(args)
+
+
+def _parsed(parse: Callable[[str], T], text: str) -> T:
+    """An option's value as the command line parses it; ValueError (the
+    command's message) where it refuses it."""
+    import argparse
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _text(value: str | os.PathLike[str] | None) -> str | None:
@@ -308,9 +321,9 @@ class Profile:
 
 def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:
     """A maker of the symbolizer that looks source lines up: the profile's
-    locator and cache, line tables read (base names, as perf prints them)."""
+    locator and cache, line tables read, whole paths."""
     def make() -> Symbolizer:
         from symbolize import Symbolizer
         return Symbolizer(symbolizer.locator, demangle=symbolizer.demangle, inline=False,
-                          srcline=True, source_paths=False, cache_dir=symbolizer.cache)
+                          srcline=True, source_paths=True, cache_dir=symbolizer.cache)
     return make

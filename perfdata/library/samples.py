@@ -8,6 +8,7 @@ profile's frames share (`SourceLines`).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,9 +25,11 @@ FRAME_KINDS = ("user", "kernel", "jit", "inlined", "stitched", "unknown")
 
 
 class SourceLines:
-    """file:line of frames, looked up on demand with a symbolizer that reads
-    line tables (the profile's own does not, as the commands' do not unless
-    they print source lines); the answers are kept."""
+    """file:line of frames (the whole path), looked up on demand with a
+    symbolizer that reads line tables (the profile's own does not, as the
+    commands' do not unless they print source lines), at the frame's
+    address: an inlined frame gets the line of the code inlined there.
+    The answers are kept."""
 
     def __init__(self, make_symbolizer: Callable[[], Symbolizer]) -> None:
         self._make = make_symbolizer
@@ -45,8 +48,7 @@ class SourceLines:
             self._symbolizer = self._make()
         found = self._symbolizer.lookup(frame.dso_path, frame.build_id, frame.svma,
                                         is_return_address=frame.is_return_address)
-        # (an inlined frame's line is its own entry in the chain, by name)
-        line = next((f.srcline for f in found if f.name == frame.function), found[0].srcline)
+        line = found[0].srcline
         self._known[key] = line
         return line
 
@@ -84,10 +86,15 @@ class Frame:
     is_return_address: bool
     _lines: SourceLines | None = field(default=None, repr=False, compare=False)
 
-    def srcline(self) -> str | None:
+    def srcline(self, full_path: bool = False) -> str | None:
         """`file:line` of this frame, looked up now (None without debug
-        information)."""
-        return self._lines.of(self) if self._lines is not None else None
+        information): the file's base name, as `perfdata script -F +srcline`
+        prints it, or with full_path its whole path (--full-source-path)."""
+        line = self._lines.of(self) if self._lines is not None else None
+        if line is None or full_path:
+            return line
+        path, _, number = line.rpartition(":")
+        return "%s:%s" % (os.path.basename(path), number)
 
     def __str__(self) -> str:
         name = self.function if self.function is not None else "[unknown]"
