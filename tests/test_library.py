@@ -6,6 +6,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -197,3 +198,29 @@ def test_bad_input_is_a_perfdata_error(tmp_path):
         perfdata.profile(ROOT / SAMPLE, unwind="lbr")
     with pytest.raises(ValueError):
         perfdata.profile(ROOT / SAMPLE, time="yesterday")
+
+
+def test_a_pass_leaves_the_interpreter_as_it_was():
+    """The collector and sys.modules as the commands set them during a pass
+    only (perfdata/library/runtime.py): after it, no stand-in in
+    sys.modules, the program's thresholds, nothing frozen; the modules the
+    run never uses are not imported."""
+    code = textwrap.dedent('''
+        import gc, sys
+        import perfdata
+        gc.set_threshold(1234, 5, 6)
+        prof = perfdata.profile(sys.argv[1], debug_dirs=[sys.argv[2]])
+        prof.report(); prof.folded(); prof.flamegraph()
+        sample = next(iter(prof))
+        line = sample.frames[0].srcline()
+        unused = ("pdb", "inspect", "traceback", "pickle", "hashlib")
+        print(gc.get_threshold(), gc.get_freeze_count(), line,
+              [n for n in unused if n in sys.modules])
+        import inspect
+        print("__file__" in vars(sys.modules["inspect"]), inspect.isfunction(len))
+    ''')
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / SAMPLE),
+                          str(ROOT / "samples/buildids")], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["(1234, 5, 6) 0 threads.c:14 []", "True False"]

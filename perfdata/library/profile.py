@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .samples import SampleMaker, SourceLines
-from .tables import flame_graph, report_tables
+from .runtime import as_the_commands
 
 if TYPE_CHECKING:
     import argparse
@@ -83,6 +82,21 @@ def profile(path: str | os.PathLike[str], *,
 
     Opening checks the file's header (perfdata.PerfDataError when it is not
     one); the samples are read when a view is asked for."""
+    with as_the_commands():
+        return _profile(path, debug_dirs, symfs, path_maps, archive, buildid_dir, kallsyms,
+                        vmlinux, vdso, debuginfod, symbol_cache, demangle, signatures, inline,
+                        max_stack, unwind, stitch, time, pids, tids, comms, cpus, strict)
+
+
+def _profile(path: str | os.PathLike[str], debug_dirs: Iterable[str | os.PathLike[str]],
+             symfs: str | os.PathLike[str] | None, path_maps: PathMaps,
+             archive: str | os.PathLike[str] | None, buildid_dir: str | os.PathLike[str] | None,
+             kallsyms: str | os.PathLike[str] | None, vmlinux: str | os.PathLike[str] | None,
+             vdso: str | os.PathLike[str] | None, debuginfod: str | None,
+             symbol_cache: str | os.PathLike[str] | bool, demangle: bool, signatures: bool,
+             inline: bool | None, max_stack: int, unwind: str, stitch: bool, time: str | None,
+             pids: Iterable[int] | None, tids: Iterable[int] | None,
+             comms: Iterable[str] | None, cpus: Iterable[int] | None, strict: bool) -> Profile:
     from ..views.options import path_map_entry, time_ranges
     args = _symbolize_defaults()
     args.file = os.fspath(path)
@@ -162,9 +176,19 @@ class Profile:
         from ..format import PerfFile
         return PerfFile(self.path, strict=self._args.strict)
 
-    def _sampler(self, pf: PerfFile) -> SampleSymbolizer:
+    def _pass(self, fill: Callable[[PerfFile, SampleSymbolizer], T],
+              args: argparse.Namespace | None = None) -> T:
+        """fill(file, its symbolized samples) over a fresh pass, with the
+        interpreter set as the commands set it (runtime.py)."""
         from ..views.options import make_sample_symbolizer
-        return make_sample_symbolizer(pf, self._args)
+        pf = self._open()
+        samples = None
+        try:
+            samples = make_sample_symbolizer(pf, args or self._args)
+            return fill(pf, samples)
+        finally:
+            self._done(pf, samples)
+            pf.close()
 
     def _done(self, pf: PerfFile, samples: SampleSymbolizer | None) -> None:
         extra = samples.symbolizer.warnings if samples is not None else []
@@ -176,23 +200,28 @@ class Profile:
         """The resolver's own samples (perfdata.resolve.symbolized): faster
         than iterating the profile, but each is valid only until the next
         (its frames are shared and reused)."""
-        pf = self._open()
-        samples = None
-        try:
-            samples = self._sampler(pf)
-            yield from samples  # type: ignore[misc]  # (made without side events)
-        finally:
-            self._done(pf, samples)
-            pf.close()
+        return self._stream(False)  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[Sample]:
         """Every sample in perf's time order, symbolized, as frozen data."""
-        pf = self._open()
+        return self._stream(True)  # type: ignore[return-value]
+
+    def _stream(self, frozen: bool) -> Iterator[Sample | SymbolizedSample]:
+        # (the interpreter as the commands set it while the modules are
+        # imported, not between the samples: the program runs there)
+        with as_the_commands():
+            from ..views.options import make_sample_symbolizer
+            from .samples import SampleMaker, SourceLines
+            pf = self._open()
         samples = None
         try:
-            samples = self._sampler(pf)
-            lines = SourceLines(_line_symbolizer(samples.symbolizer))
-            yield from SampleMaker(lines).samples(samples)  # type: ignore[arg-type]
+            with as_the_commands():
+                samples = make_sample_symbolizer(pf, self._args)
+            if frozen:
+                maker = SampleMaker(SourceLines(_line_symbolizer(samples.symbolizer)))
+                yield from maker.samples(samples)  # type: ignore[arg-type]  # (no side events)
+            else:
+                yield from samples  # type: ignore[misc]  # (made without side events)
         finally:
             self._done(pf, samples)
             pf.close()
@@ -209,20 +238,17 @@ class Profile:
         from ..views.report import Report, build_report, parse_sort, split_hist_filters
         keys = parse_sort(sort)
         args, hist_filter, _ = split_hist_filters(self._args)
-        pf = self._open()
-        samples = None
-        try:
-            if children and not any(ea.sample_type & SampleType.CALLCHAIN for ea in pf.attrs):
-                children = False        # (perf drops --children without callchains)
-            from ..views.options import make_sample_symbolizer
-            samples = make_sample_symbolizer(pf, args)
-            report = build_report(pf, samples, keys, children=children, progress=False,
-                                  report=Report(keys, children, sampler=samples,
+
+        def fill(pf: PerfFile, samples: SampleSymbolizer) -> list[ReportTable]:
+            inclusive = children and any(ea.sample_type & SampleType.CALLCHAIN
+                                         for ea in pf.attrs)   # (as perf report's)
+            report = build_report(pf, samples, keys, children=inclusive, progress=False,
+                                  report=Report(keys, inclusive, sampler=samples,
                                                 hist_filter=hist_filter(samples)))
             return report_tables(report, [ea.index for ea in pf.attrs])
-        finally:
-            self._done(pf, samples)
-            pf.close()
+        with as_the_commands():
+            from .tables import report_tables
+            return self._pass(fill, args)
 
     def report(self, *, sort: str = "comm,dso,sym", children: bool = False,
                event: str | None = None) -> ReportTable:
@@ -248,21 +274,18 @@ class Profile:
             raise ValueError("weight: period or samples, not %r" % weight)
         opts = CollapseOptions(weight=weight)
         counts: dict[str, int] = {}
-        pf = self._open()
-        samples = None
-        try:
-            samples = self._sampler(pf)
-            events = EventFilter(opts.event_filter, None)
-            items: Iterable[SymbolizedSample] = samples  # type: ignore[assignment]
+
+        def fill(pf: PerfFile, samples: SampleSymbolizer) -> None:
             from ..core import compiled
             from ..core.collapse import CollapseCore
+            events = EventFilter(opts.event_filter, None)
+            items: Iterable[SymbolizedSample] = samples  # type: ignore[assignment]
             module = compiled()
             if module is not None and CollapseCore.applies_to(samples, opts):
                 items = CollapseCore(module, samples, opts, events, counts)
             collapse_samples(items, opts, counts=counts, events=events)
-        finally:
-            self._done(pf, samples)
-            pf.close()
+        with as_the_commands():
+            self._pass(fill)
         return {k: counts[k] for k in sorted(counts)}
 
     def flamegraph(self, *, weight: str = "samples") -> FlameGraph:
@@ -273,10 +296,8 @@ class Profile:
         if weight not in ("period", "samples"):
             raise ValueError("weight: period or samples, not %r" % weight)
         builder = FlameGraphBuilder(weight, CollapseOptions(kernel=False))
-        pf = self._open()
-        samples = None
-        try:
-            samples = self._sampler(pf)
+
+        def fill(pf: PerfFile, samples: SampleSymbolizer) -> None:
             from ..core import compiled
             from ..core.flamegraph import TreeCore
             module = compiled()
@@ -285,9 +306,9 @@ class Profile:
             else:
                 for sample in samples:
                     builder.add(sample)  # type: ignore[arg-type]  # (no side events)
-        finally:
-            self._done(pf, samples)
-            pf.close()
+        with as_the_commands():
+            self._pass(fill)
+            from .tables import flame_graph
         name = os.path.basename(self.path.rstrip("/"))
         return flame_graph(builder, name + (" - %s" % builder.event_name
                                             if builder.event_name else ""))
@@ -295,9 +316,10 @@ class Profile:
     def to_arrow(self) -> ArrowTables:
         """The samples and their stacks as two pyarrow Tables (samples,
         stacks), the columns of perfdata.arrow (needs pyarrow)."""
-        from ..arrow import ArrowTables, record_batches, require_pyarrow, schemas
-        require_pyarrow()
-        import pyarrow as pa
+        with as_the_commands():
+            from ..arrow import ArrowTables, record_batches, require_pyarrow, schemas
+            require_pyarrow()
+            import pyarrow as pa
         got: dict[str, list[Any]] = {"samples": [], "stacks": []}
         for name, batch in record_batches(self.symbolized()):
             got[name].append(batch)
@@ -320,7 +342,7 @@ class Profile:
 
 
 def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:
-    """A maker of the symbolizer that looks source lines up: the profile's
+    """A maker of the symbolizer that looks source lines up: the pass's
     locator and cache, line tables read, whole paths."""
     def make() -> Symbolizer:
         from symbolize import Symbolizer

@@ -45,9 +45,15 @@ class SourceLines:
         if key in self._known:
             return self._known[key]
         if self._symbolizer is None:
-            self._symbolizer = self._make()
-        found = self._symbolizer.lookup(frame.dso_path, frame.build_id, frame.svma,
-                                        is_return_address=frame.is_return_address)
+            # (the first lookup imports the line tables' readers)
+            from .runtime import as_the_commands
+            with as_the_commands():
+                self._symbolizer = self._make()
+                found = self._symbolizer.lookup(frame.dso_path, frame.build_id, frame.svma,
+                                                is_return_address=frame.is_return_address)
+        else:
+            found = self._symbolizer.lookup(frame.dso_path, frame.build_id, frame.svma,
+                                            is_return_address=frame.is_return_address)
         line = found[0].srcline
         self._known[key] = line
         return line
