@@ -235,7 +235,9 @@ class Profile:
         tids and comms filters act as perf report's: the samples they leave
         out still count in the event's total."""
         from ..format import SampleType
-        from ..views.report import Report, build_report, parse_sort, split_hist_filters
+        from ..views.report.command import build_report, split_hist_filters
+        from ..views.report.histogram import Report
+        from ..views.report.sort_keys import parse_sort
         keys = parse_sort(sort)
         args, hist_filter, _ = split_hist_filters(self._args)
 

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..views.flamegraph import FlameGraphBuilder, Node
-    from ..views.report import Entry, EventHistogram, Report
+    from ..views.report.entries import EventHistogram
+    from ..views.report.histogram import Report
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +144,12 @@ def report_tables(report: Report, event_order: list[int]) -> list[ReportTable]:
 
 
 def _table(report: Report, hist: EventHistogram) -> ReportTable:
+    from ..views.report.sort_keys import addr_text, row_order
     keys = report.sort_keys
     total = hist.total_period or 1
     entries = [e for e in hist.entries.values()
                if e.self_period or (report.children and e.children) or e.samples]
-    entries.sort(key=lambda e: _order(keys, report.children, e))
+    entries.sort(key=lambda e: row_order(keys, report.children, e))
     rows = []
     for e in entries:
         cells = dict(zip(keys, e.key))
@@ -157,30 +159,6 @@ def _table(report: Report, hist: EventHistogram) -> ReportTable:
             100.0 * e.children / total if report.children else None,
             e.samples, e.self_period, cells.get("comm"),
             cells.get("pid"), cells.get("dso"),
-            None if sym is None else sym[1] if sym[0] == "s" else _address_text(sym[1]),
+            None if sym is None else sym[1] if sym[0] == "s" else addr_text(sym[1]),
             e.level, cells.get("cpu")))
     return ReportTable(hist.event.name, hist.samples, hist.total_period, tuple(keys), tuple(rows))
-
-
-def _address_text(address: int) -> str:
-    # perf: "%-#.*llx" with 16 digits: C's '#' adds no 0x to zero.
-    return "0x%016x" % address if address else "%016x" % 0
-
-
-def _order(keys: list[str], children: bool, entry: Entry) -> tuple[Any, ...]:
-    """perf's order of the table's rows: period (children first with
-    --children), then each sort key: a name before an address, addresses
-    compared as perf's (int64_t) difference, `[unknown]` dso last."""
-    parts: list[Any] = []
-    for key, value in zip(keys, entry.key):
-        if key == "sym":
-            kind, v = value[:2]
-            parts.append((1, "", v - (1 << 64) if v >= 1 << 63 else v) if kind == "a"
-                         else (0, v, 0))
-        elif key == "dso":
-            parts.append((1, "") if value == "[unknown]" else (0, value))
-        else:
-            parts.append(value)
-    if children:
-        return (-entry.children, -entry.self_period, parts)
-    return (-entry.self_period, parts)
