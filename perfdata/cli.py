@@ -226,6 +226,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "archive": ("perfdata archive perf.data -o perf.data.tar.zst",
                 "perfdata archive -x perf.data.tar.zst -C ./unpacked",
                 "perfdata script perf.data --archive perf.data.tar.zst"),
+    "offcpu": ("perfdata offcpu perf.data",
+               "perfdata offcpu perf.data --format collapse --min-wait 1ms > offcpu.folded",
+               "perfdata offcpu perf.data --format flamegraph -o offcpu.svg"),
     "fleet": ("perfdata fleet collapse 'runs/*.data' -o all.folded",
               "perfdata fleet report runs/ --sort dso,sym",
               "perfdata fleet flamegraph runs/ --scheduler tcp://10.0.0.5:8786 -o all.svg"),
@@ -346,6 +349,7 @@ COMMAND_MODULES = {
     "diagnose": "perfdata.views.diagnose",
     "buildids": "perfdata.views.buildids",
     "archive": "perfdata.views.archive",
+    "offcpu": "perfdata.views.offcpu",
     "fleet": "perfdata.fleet.command",
 }
 BUILTIN_COMMANDS = ("stats", "dump", "header", "completion")

@@ -79,12 +79,13 @@ KIND_COLORS = {
     "user": ((205, 50, 20), (255, 200, 55)),      # red to yellow ("hot")
     "root": ((170, 170, 210), (190, 190, 230)),   # all, comm: lilac
     "cut": ((95, 95, 95), (95, 95, 95)),          # dark grey: stacks cut by --max-depth
+    "offcpu": ((95, 70, 170), (165, 140, 235)),   # violet: where threads wait (offcpu)
 }
 # The legend's words for each family, in the legend's order.
 KIND_LABELS = {
     "user": "user code", "inlined": "inlined", "kernel": "kernel", "jit": "JIT",
     "stitched": "stitched (--stitch)", "unknown": "unknown symbol",
-    "cut": "cut (--max-depth)", "root": "all / process",
+    "cut": "cut (--max-depth)", "offcpu": "off-CPU (waiting)", "root": "all / process",
 }
 
 

@@ -1,0 +1,147 @@
+"""What `perfdata offcpu` prints: the thread table, the stacks by wait time,
+folded stacks weighted by wait time (ns) and the flame graph of those.
+
+Times in the tables are milliseconds with three decimals, as perf sched
+timehist prints them; folded stacks count nanoseconds."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..session.switches import SHORT_WAITS
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..session.switches import SwitchTracker, ThreadTimes
+
+# The colour family of off-CPU frames in the flame graph (views/flamegraph.py's
+# KIND_COLORS): what the kinds of their frames become.
+OFFCPU_KIND = "offcpu"
+NO_STACK = "[no callchain]"
+
+
+def ms(ns: int) -> str:
+    return "%.3f" % (ns / 1e6)
+
+
+def thread_lines(tracker: SwitchTracker) -> list[str]:
+    """The per-thread table: wall (its first switch to its last) = run +
+    wait; the wait split by state."""
+    threads = tracker.kept_threads()
+    states = sorted({s for t in threads for s in t.waits})
+    head = "%-16s %15s %12s %12s %12s %7s" % ("comm", "pid/tid", "wall ms", "run ms",
+                                             "wait ms", "waits")
+    lines = ["# " + head + "".join(" %12s" % ("%s ms" % s) for s in states)]
+    for t in threads:
+        lines.append("  %-16s %15s %12s %12s %12s %7d%s" % (
+            t.comm, "%d/%d" % (t.pid, t.tid), ms(t.wall), ms(t.run), ms(t.wait),
+            t.wait_count, "".join(" %12s" % ms(t.waits.get(s, 0)) for s in states)))
+    return lines
+
+
+def _stacks(tracker: SwitchTracker) -> list[tuple[int, int, ThreadTimes, Any, str, str]]:
+    """(ns, waits, thread, stack, state, waker) each, the longest first."""
+    threads = tracker.threads
+    rows = [(v[0], v[1], threads[tid], stack, state, waker)
+            for (tid, stack, state, waker), v in tracker.waits.items()]
+    rows.sort(key=lambda r: (-r[0], r[2].tid, r[4], str(r[3])))
+    return rows
+
+
+def stack_lines(tracker: SwitchTracker, percent_limit: float = 0.0) -> list[str]:
+    rows = _stacks(tracker)
+    total = sum(r[0] for r in rows) or 1
+    lines = ["# %12s %7s %6s %-5s %s" % ("wait ms", "share", "waits", "state",
+                                         "thread (stack: leaf first)")]
+    for ns, count, t, stack, state, waker in rows:
+        share = 100.0 * ns / total
+        if share < percent_limit:
+            continue
+        lines.append("  %12s %6.2f%% %6d %-5s %s %d/%d%s" % (
+            ms(ns), share, count, state, t.comm, t.pid, t.tid,
+            "  (woken by %s)" % waker if waker else ""))
+        if stack is None or stack == SHORT_WAITS:
+            lines.append("%20s%s" % ("", stack or NO_STACK))
+        else:
+            for name, _, dso in reversed(stack):
+                lines.append("%20s%s (%s)" % ("", name, dso))
+        lines.append("")
+    return lines
+
+
+def report_lines(tracker: SwitchTracker, percent_limit: float = 0.0) -> list[str]:
+    threads = tracker.kept_threads()
+    total = sum(t.wait for t in threads)
+    lines = ["# off-CPU time: %d threads waited %s ms in %d waits (%d switches)"
+             % (len(threads), ms(total), sum(t.wait_count for t in threads),
+                tracker.switches), "#", "# per thread (wall: first switch to last)"]
+    lines += thread_lines(tracker)
+    lines += ["", "# per stack and state"]
+    lines += stack_lines(tracker, percent_limit)
+    return lines
+
+
+def folded(tracker: SwitchTracker, tid_root: bool = False, with_state: bool = False
+           ) -> dict[str, int]:
+    """{folded stack: ns} (stackcollapse's form: the comm as root)."""
+    counts: dict[str, int] = {}
+    for (tid, stack, state, _), (ns, _) in tracker.waits.items():
+        names = _names(tracker.threads[tid], stack, state, tid_root, with_state)
+        text = ";".join(names)
+        counts[text] = counts.get(text, 0) + ns
+    return counts
+
+
+def _root(t: ThreadTimes, tid_root: bool) -> str:
+    name = "%s-%d/%d" % (t.comm, t.pid, t.tid) if tid_root else t.comm
+    return name.replace(" ", "_")
+
+
+def _names(t: ThreadTimes, stack: Any, state: str, tid_root: bool, with_state: bool
+           ) -> list[str]:
+    names = [_root(t, tid_root)]
+    if stack is None or stack == SHORT_WAITS:
+        names.append(stack or NO_STACK)
+    else:
+        names += [name for name, _, _ in stack]
+    if with_state:
+        names.append("[%s]" % state)
+    return names
+
+
+def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
+    """The flame graph of the waits: width by wait time (ns)."""
+    import os
+
+    from .flamegraph import MIN_WIDTH_PX, FlameGraphBuilder, render_svg
+    builder = FlameGraphBuilder("period")
+    stack: Any
+    for (tid, stack, state, _), (ns, count) in sorted(tracker.waits.items(), key=str):
+        t = tracker.threads[tid]
+        path: list[tuple[str, str, str | None]] = []
+        if stack is None or stack == SHORT_WAITS:
+            path.append((stack or NO_STACK, "unknown", None))
+        else:
+            path += [(name, kind if kind == "unknown" else OFFCPU_KIND, dso)
+                     for name, kind, dso in stack]
+        if args.with_state:
+            path.append(("[%s]" % state, OFFCPU_KIND, None))
+        builder.add_stack(_root(t, args.tid_root), path, ns, count, "off-CPU time (ns)")
+    title = args.title if args.title is not None else "Off-CPU Time Flame Graph"
+    return render_svg(builder, title=title,
+                      subtitle="%s - off-CPU time (ns)" % os.path.basename(str(args.file)),
+                      width=args.width, flame=args.flame, colors=args.colors,
+                      min_width=args.minwidth if args.minwidth is not None else MIN_WIDTH_PX,
+                      max_depth=args.max_depth)
+
+
+def write(args: argparse.Namespace, tracker: SwitchTracker, out: TextIO) -> None:
+    if args.format == "threads":
+        out.writelines(line + "\n" for line in thread_lines(tracker))
+    elif args.format == "collapse":
+        counts = folded(tracker, args.tid_root, args.with_state)
+        out.writelines("%s %d\n" % (k, counts[k]) for k in sorted(counts))
+    elif args.format == "flamegraph":
+        out.write(flamegraph_svg(args, tracker))
+    else:
+        out.writelines(line + "\n" for line in report_lines(tracker, args.percent_limit))
