@@ -216,6 +216,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                    "perfdata flamegraph perf.data --flame --max-depth 100 -o flame.svg"),
     "collapse": ("perfdata collapse perf.data -o out.folded",
                  "perfdata collapse perf.data --pid-root --all > out.folded"),
+    "annotate": ("perfdata annotate perf.data",
+                 "perfdata annotate perf.data main -l --percent-type global-period",
+                 "perfdata annotate perf.data --dsos libc.so.6 -M intel --json"),
     "export": ("perfdata export perf.data -o profile.speedscope.json",
                "perfdata export perf.data --format pprof -o profile.pb.gz",
                "perfdata export perf.data --format parquet -o ./tables"),
@@ -345,6 +348,7 @@ COMMAND_MODULES = {
     "report": "perfdata.views.report.command",
     "flamegraph": "perfdata.views.flamegraph",
     "collapse": "perfdata.views.collapse",
+    "annotate": "perfdata.views.annotate",
     "export": "perfdata.views.export",
     "diagnose": "perfdata.views.diagnose",
     "buildids": "perfdata.views.buildids",
@@ -358,6 +362,7 @@ BUILTIN_COMMANDS = ("stats", "dump", "header", "completion")
 OPTIONAL_PACKAGES = (
     ("native DWARF index (symbolic)", ("symbolic",), "native"),
     ("pprof export (protobuf)", ("google.protobuf",), "pprof"),
+    ("annotate (capstone)", ("capstone",), "annotate"),
     ("fleet and parquet (dask, pyarrow)", ("distributed", "pyarrow"), "fleet"),
     ("shell completion (argcomplete)", ("argcomplete",), None),
 )
