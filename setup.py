@@ -14,6 +14,7 @@ EXTENSIONS = [
     Extension(
         "perfdata.core._core",
         sources=["perfdata/core/_core.c"],
+        depends=["perfdata/core/_framing.h"],
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
@@ -21,6 +22,7 @@ EXTENSIONS = [
     Extension(
         "perfdata.core._records",
         sources=["perfdata/core/_records.c"],
+        depends=["perfdata/core/_framing.h"],
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
