@@ -71,7 +71,7 @@ def test_rules_are_the_walkers() -> None:
     assert core_records.CAREFUL_ONLY == walker._CAREFUL_ONLY
     # every type the C takes is one the walk knows, and none it applies or
     # expands but ID_INDEX, which the glue applies as the walk does
-    tables = core_records._tables(16, _records.NTYPES)
+    tables = core_records.walk_tables(16, _records.NTYPES)
     take = tables[:_records.NTYPES]
     taken = {t for t in range(_records.NTYPES) if take[t]}
     assert taken <= walker.KNOWN_TYPES
@@ -237,7 +237,7 @@ def _walk_args(nattrs: int = 1) -> tuple[array, array, array, array, array]:
                   nattrs=nattrs, big_after=16, SAMPLE=9, LOST_SAMPLES=13, AUXTRACE_INFO=70,
                   FINISHED_ROUND=68, FINISHED_INIT=82, USER_TYPE_START=64)
     params = array("q", [values[n] for n in _records.PARAM_NAMES])
-    tables = core_records._tables(0, _records.NTYPES)
+    tables = core_records.walk_tables(0, _records.NTYPES)
     state = array("Q", bytes(8 * (len(_records.STATE_NAMES) + _records.NTYPES + 2 * nattrs)))
     return params, tables, array("Q"), array("q"), state
 

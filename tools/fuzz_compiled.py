@@ -130,7 +130,7 @@ class Run:
         self.pure_every = pure_every
         self.compared = 0
         self.layouts: dict[str, tuple[int, int, list[int], int]] = {}
-        self.inputs = self.direct_blocks = self.scripts = 0
+        self.inputs = self.direct_blocks = self.scripts = self.walks = 0
         self.findings: list[tuple[str, str]] = []
         self.outcomes: dict[str, int] = {}
 
@@ -174,6 +174,38 @@ class Run:
             got = self.cli(["script", str(self.path)], pure=False)
             if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
                 self.finding("script (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
+            self.walk(data)
+
+    def walk(self, data: bytes) -> None:
+        """The compiled record walk of script (perfdata/core/walk.py) against
+        PerfFile.records: the same records in the same order, the same
+        warnings (tests/test_core_walk.py's comparison)."""
+        import perfdata
+        from perfdata.core import walk
+        from perfdata.session.stream import SessionStream
+        from test_core_walk import _reference, _walked
+        try:
+            with perfdata.open(str(self.path)) as pf:
+                if walk.why_not(pf, SessionStream(pf)) is not None:
+                    return
+        except perfdata.PerfDataError:
+            return
+        self.walks += 1
+        got: object
+        try:
+            got = _walked(self.path)
+        except perfdata.PerfDataError as exc:
+            got = ("error", str(exc))
+        except AssertionError as exc:
+            self.finding("the compiled record walk: %s" % exc, data)
+            return
+        try:
+            want: object = _reference(self.path)
+        except perfdata.PerfDataError as exc:
+            want = ("error", str(exc))
+        if got != want:
+            self.finding("the compiled record walk delivers otherwise than PerfFile.records",
+                         data)
 
     def layout(self, name: str, data: bytes) -> tuple[int, int, list[int], int]:
         """(data start, events, ids, trailer size) for the inputs of a seed,
@@ -211,7 +243,7 @@ class Run:
                       AUXTRACE_INFO=70, FINISHED_ROUND=68, FINISHED_INIT=82,
                       USER_TYPE_START=64)
         params = array("q", [values[n] for n in mod.PARAM_NAMES])
-        tables = glue._tables(trailer, mod.NTYPES)
+        tables = glue.walk_tables(trailer, mod.NTYPES)
         id_array = array("Q", ids)
         id_attrs = array("q", [rng.randrange(nattrs) for _ in ids])
         nstate = len(mod.STATE_NAMES) + mod.NTYPES + 2 * nattrs
@@ -299,12 +331,14 @@ def main() -> int:
         run.one(path.read_bytes(), rng, "whole:" + path.name, compare=True)
     took = time.monotonic() - t0
     print("inputs: %d mutated + %d whole files (corpus, fuzz crashers, samples); "
-          "compared with pure: %d; walk_block calls: %d; script runs: %d; %.0f s; "
-          "findings: %d" % (mutated, run.inputs - mutated, run.compared, run.direct_blocks,
-                            run.scripts, took, len(run.findings)))
+          "compared with pure: %d; walk_block calls: %d; script runs: %d; record walks "
+          "compared: %d; %.0f s; findings: %d"
+          % (mutated, run.inputs - mutated, run.compared, run.direct_blocks, run.scripts,
+             run.walks, took, len(run.findings)))
     print("FIGURES", json.dumps({"mutated": mutated, "whole": run.inputs - mutated,
                                  "compared": run.compared, "walk_block": run.direct_blocks,
-                                 "script": run.scripts, "seconds": round(took),
+                                 "script": run.scripts, "walks": run.walks,
+                                 "seconds": round(took),
                                  "findings": len(run.findings)}))
     print("outcomes:", run.outcomes)
     for what, name in run.findings:

@@ -320,7 +320,7 @@ typedef struct {
 } SampleText;
 
 static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body,
-    *s_start, *s_end, *s_pgoff;
+    *s_start, *s_end, *s_pgoff, *s_type, *s_time;
 
 static void space_free(Space *s) {
     Py_CLEAR(s->group);
@@ -1351,33 +1351,48 @@ static int ip_leaf_fits(const Plan *plan, Py_ssize_t len) {
         (plan->period < 0 || plan->period <= len - 8);
 }
 
-/* consume(record, ordinal): True where the core made the text of the
- * SAMPLE record (kept until take()), False where the Python path is to
- * decode, symbolize and format it.  What the core lacks it asks the
- * driver's answer() for, then goes on:
+/* The record of a sample the core reads: the Record object where the
+ * stream made one, else made (by `make`) at the first need of one: an
+ * answer(NEED_FRAME) reads it, and a sample handed back goes out as it. */
+typedef struct SampleRef {
+    PyObject *record;                           /* owned, or NULL */
+    PyObject *(*make)(struct SampleRef *);      /* a new Record, or NULL (error) */
+    void *walk;                                 /* what make reads */
+    const void *entry;
+} SampleRef;
+
+/* the record (borrowed: the ref keeps it), or NULL with an error */
+static PyObject *sample_record(SampleRef *ref) {
+    if (ref->record == NULL && ref->make != NULL)
+        ref->record = ref->make(ref);
+    if (ref->record == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "a sample without its record");
+    return ref->record;
+}
+
+static PyObject *SampleText_take(SampleText *self, PyObject *unused);
+
+/* The core's walk of one SAMPLE: 1 where it made the sample's text (kept
+ * until take()) or its count, 0 where the Python path is to decode,
+ * symbolize and format it, -1 on an error.  attr is the sample's event
+ * (None: hand back), body[0:len] its body, misc its header's.  What the
+ * core lacks it asks the driver's answer() for, then goes on:
  *   answer(NEED_PLAN, attr)
  *   answer(NEED_MAPS, group)
  *   answer(NEED_BINARY, group, index of the map, the Map)
  *   answer(NEED_FRAME, record, thread, address, kernel context,
  *          is a return address, space, key)
- * The record's body is read within its length only: the callchain's nr
- * is taken only where nr entries and the fields after them fit. */
-static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
-    PyObject *record;
-    Py_ssize_t ordinal;
-    if (!PyArg_ParseTuple(args, "On", &record, &ordinal))
-        return NULL;
-    PyObject *result = NULL, *attr = NULL, *misc_obj = NULL, *body_obj = NULL,
-             *thread = NULL, *process = NULL, *group = NULL;
-    Py_buffer body;
-    int have_body = 0, have_plan = 0;
+ * The body is read within its length only: the callchain's nr is taken
+ * only where nr entries and the fields after them fit. */
+static int consume_sample(SampleText *self, PyObject *attr, const unsigned char *p,
+                          Py_ssize_t len, long misc, Py_ssize_t ordinal, SampleRef *ref) {
+    int result = -1;
+    PyObject *thread = NULL, *process = NULL, *group = NULL;
+    int have_plan = 0;
     Plan plan;
     Buffer *line = &self->line;
     line->len = 0;
 
-    attr = PyObject_GetAttr(record, s_attr);
-    if (attr == NULL)
-        goto done;
     if (attr == Py_None)
         goto hand_back;
     PyObject *at = PyDict_GetItemWithError(self->plan_index, attr);
@@ -1400,14 +1415,6 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         goto done;
     }
 
-    body_obj = PyObject_GetAttr(record, s_body);
-    if (body_obj == NULL)
-        goto done;
-    if (PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) < 0)
-        goto done;
-    have_body = 1;
-    const unsigned char *p = body.buf;
-    Py_ssize_t len = body.len;
     /* (a plan is copied, its texts held: an answer may replace it) */
     plan = self->plans[plan_at];
     Py_INCREF(plan.event_text);
@@ -1440,12 +1447,6 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     if (nr == 0)
         goto hand_back;           /* (no stack: the sample's own ip) */
 
-    misc_obj = PyObject_GetAttr(record, s_misc);
-    if (misc_obj == NULL)
-        goto done;
-    long misc = PyLong_AsLong(misc_obj);
-    if (misc == -1 && PyErr_Occurred())
-        goto done;
     long cpumode = misc & 7;      /* MISC_CPUMODE_MASK */
 
     long long pid = pid_t_of(u32_at(p, plan.pid)), tid = pid_t_of(u32_at(p, plan.tid));
@@ -1603,6 +1604,9 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
             line->len = mark;
         }
         if (f == NULL) {
+            PyObject *record = sample_record(ref);
+            if (record == NULL)
+                goto done;
             int asked_ok = ask(self, Py_BuildValue("(iOOKiiLK)", NEED_FRAME, record, thread,
                                                    (unsigned long long)ip, kernel, (int)is_ret,
                                                    (long long)key_space,
@@ -1640,15 +1644,14 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
         if (c == 0)
             goto hand_back;
         self->made++;
-        result = Py_NewRef(Py_True);
+        result = 1;
         goto done;
     }
     if (buf_add(line, "\n", 1) < 0 || buf_add(&self->out, line->data, line->len) < 0 ||
         add_chunk(self, ordinal) < 0)
         goto no_memory;
     self->made++;
-    /* (the texts go out as they come: a run's whole text is not kept) */
-    result = self->out.len >= OUT_KEPT ? SampleText_take(self, NULL) : Py_NewRef(Py_True);
+    result = 1;
     goto done;
 
 no_memory:
@@ -1656,21 +1659,67 @@ no_memory:
     goto done;
 hand_back:
     self->handed_back++;
-    result = Py_NewRef(Py_False);
+    result = 0;
 done:
     if (have_plan) {
         Py_DECREF(plan.event_text);
         Py_XDECREF(plan.no_map_before);
         Py_XDECREF(plan.no_map_after);
     }
+    Py_XDECREF(thread);
+    Py_XDECREF(process);
+    Py_XDECREF(group);
+    return result;
+}
+
+/* consume(record, ordinal): True where the core made the text of the
+ * SAMPLE record (kept until take()), False where the Python path is to
+ * decode, symbolize and format it (consume_sample); the texts made so far
+ * (take()) where they fill the core's buffer: they go out as they come, a
+ * run's whole text is not kept. */
+static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
+    PyObject *record;
+    Py_ssize_t ordinal;
+    if (!PyArg_ParseTuple(args, "On", &record, &ordinal))
+        return NULL;
+    PyObject *result = NULL, *attr = NULL, *misc_obj = NULL, *body_obj = NULL;
+    Py_buffer body;
+    int have_body = 0;
+    attr = PyObject_GetAttr(record, s_attr);
+    if (attr == NULL)
+        goto done;
+    int made = 0;
+    if (attr != Py_None) {
+        misc_obj = PyObject_GetAttr(record, s_misc);
+        if (misc_obj == NULL)
+            goto done;
+        long misc = PyLong_AsLong(misc_obj);
+        if (misc == -1 && PyErr_Occurred())
+            goto done;
+        body_obj = PyObject_GetAttr(record, s_body);
+        if (body_obj == NULL)
+            goto done;
+        if (PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) < 0)
+            goto done;
+        have_body = 1;
+        SampleRef ref = {Py_NewRef(record), NULL, NULL, NULL};
+        made = consume_sample(self, attr, body.buf, body.len, misc, ordinal, &ref);
+        Py_DECREF(ref.record);
+        if (made < 0)
+            goto done;
+    } else {
+        self->handed_back++;
+    }
+    if (!made)
+        result = Py_NewRef(Py_False);
+    else
+        result = self->out.len >= OUT_KEPT ? SampleText_take(self, NULL) : Py_NewRef(Py_True);
+done:
     if (have_body)
         PyBuffer_Release(&body);
     Py_XDECREF(attr);
     Py_XDECREF(misc_obj);
     Py_XDECREF(body_obj);
-    Py_XDECREF(thread);
-    Py_XDECREF(process);
-    Py_XDECREF(group);
     return result;
 }
 
@@ -1702,6 +1751,728 @@ static PyTypeObject SampleTextType = {
     .tp_methods = SampleText_methods,
 };
 
+/* ================================================ the record walk of script
+ *
+ * A RecordWalk walks the data section of a perf.data file for the session
+ * stream (perfdata/core/walk.py drives it): it frames the records of the
+ * file's bytes itself (_framing.h: the Python walker's fast-lane rules),
+ * puts them in perf's delivery order (perfdata.format.ordering.OrderedQueue,
+ * step for step: records of a round queued and released at each
+ * FINISHED_ROUND up to the previous round's highest time, records without a
+ * time and perf's own records on arrival), hands each SAMPLE to the
+ * SampleText it serves (consume_sample) without making a Python object of
+ * it, and hands everything else the stream does something with (side
+ * records, samples the core leaves, records it cannot frame) back to Python
+ * in that order, as Record objects.  At a record its rules leave to the
+ * Python walker it stops (next() returns HANDBACK); the driver walks on in
+ * Python and gives it the records that walker makes (push), which it orders
+ * and delivers the same way, then lets it frame again (set_rules).
+ *
+ * The bytes of a record framed here are copied, while it waits for its
+ * turn, into an arena that holds the records of a round (as the Python
+ * queue holds one round of Record objects): nothing is allocated by a count
+ * read from the file, and no read goes outside the block read from it. */
+#include <unistd.h>
+#include "_framing.h"
+
+/* bytes read from the file at once (a record is at most 64 KiB) */
+#define WALK_BLOCK (1 << 20)
+/* next() at a record the Python walker is to take */
+#define WALK_HANDBACK 1
+
+typedef struct {
+    uint64_t time, seq;       /* its time; its place in arrival order */
+    uint64_t offset;          /* its file offset */
+    size_t at;                /* where its bytes (header first) are in the arena */
+    PyObject *record;         /* the Record the Python walker made (owned), or NULL */
+    uint32_t rtype;
+    int32_t attr;             /* its event's index in attrs, -1: none */
+    int keep;                 /* 0: queued for the order only (no one reads it) */
+    int has_time;
+} Entry;
+
+typedef struct {
+    Entry *items;
+    size_t n, cap;
+} Entries;
+
+typedef struct {
+    PyObject_HEAD
+    SampleText *core;
+    PyObject *make;           /* make(rtype, misc, size, offset, body, attr, time): a Record */
+    PyObject *attrs;          /* the events (a tuple), by index */
+    int64_t params[P_COUNT];
+    int64_t tables[T_COUNT];
+    FrameRules rules;
+    uint64_t *ids;            /* the events' ids, sorted, and each one's event */
+    int64_t *id_attrs;
+    size_t nids;
+    int64_t *time_at;         /* by event: offset of time in a SAMPLE body, -1: none */
+    int64_t *time_back;       /* by event: time's distance from a side record's end, -1 */
+    uint8_t deliver[NTYPES];  /* the types the stream reads (besides SAMPLE) */
+    int fd;
+    uint64_t at;              /* file offset of the next record to frame */
+    uint8_t *block;           /* the file's bytes [block_off, block_off + block_len) */
+    size_t block_len;
+    size_t block_cap;         /* (allocated to the size of the read: a sanitizer sees past it) */
+    uint64_t block_off;
+    FrameState fs;
+    Buffer arena;
+    size_t arena_kept;        /* the arena's length after it was last compacted */
+    Entries queue;            /* the round's timed records, in arrival order until sorted */
+    int sorted;
+    uint64_t last_time;
+    uint64_t next_flush, max_timestamp, last_flush, out_of_order;
+    Entries ready;            /* records in delivery order, from ready_head on */
+    size_t ready_head;
+    uint64_t seq;
+    Py_ssize_t ordinal;       /* SAMPLE records delivered */
+    Py_ssize_t seen;          /* ... before the item next() returned last */
+    int framing;              /* the C frames at `at` (set_rules); 0: the Python walker's turn */
+    int finished;             /* the data's end: every record released */
+} RecordWalk;
+
+static int entries_add(Entries *q, const Entry *e) {
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 256;
+        if (cap > ((size_t)PY_SSIZE_T_MAX) / sizeof(Entry))
+            return -1;
+        Entry *items = PyMem_Realloc(q->items, cap * sizeof(Entry));
+        if (items == NULL)
+            return -1;
+        q->items = items;
+        q->cap = cap;
+    }
+    q->items[q->n++] = *e;
+    return 0;
+}
+
+static void entries_clear(Entries *q, size_t from) {
+    for (size_t i = from; i < q->n; i++)
+        Py_CLEAR(q->items[i].record);
+    q->n = 0;
+}
+
+static int entry_order(const void *a, const void *b) {
+    const Entry *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* OrderedQueue._release: the queued records up to limit (all where
+ * has_limit is 0), in time order (equal times in arrival order), to ready */
+static int walk_release(RecordWalk *w, int has_limit, uint64_t limit) {
+    Entries *q = &w->queue;
+    if (!w->sorted) {
+        qsort(q->items, q->n, sizeof(Entry), entry_order);
+        w->sorted = 1;
+        w->last_time = q->items[q->n - 1].time;
+    }
+    size_t cut = q->n;
+    if (has_limit) {
+        size_t lo = 0, hi = q->n;     /* bisect_right */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (limit < q->items[mid].time)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        cut = lo;
+    }
+    if (cut == 0)
+        return 0;
+    w->last_flush = q->items[cut - 1].time;
+    for (size_t i = 0; i < cut; i++) {
+        if (q->items[i].keep) {
+            if (entries_add(&w->ready, &q->items[i]) < 0) {
+                /* (the rest stay the queue's, to be freed with it) */
+                memmove(q->items, q->items + i, (q->n - i) * sizeof(Entry));
+                q->n -= i;
+                return -1;
+            }
+        } else {
+            Py_CLEAR(q->items[i].record);
+        }
+    }
+    memmove(q->items, q->items + cut, (q->n - cut) * sizeof(Entry));
+    q->n -= cut;
+    return 0;
+}
+
+/* A record arrives (PerfFile.records' time order): perf's own records and
+ * untimed ones go out now, FINISHED_ROUND releasing a round; the others
+ * queue (OrderedQueue.push).  The entry's record is the walk's after. */
+static int walk_place(RecordWalk *w, Entry *e) {
+    const int64_t *prm = w->params;
+    if ((int64_t)e->rtype >= prm[P_USER_TYPE_START] || !e->has_time || e->time == 0 ||
+        e->time == UINT64_MAX) {
+        if (e->keep) {
+            if (entries_add(&w->ready, e) < 0) {
+                Py_CLEAR(e->record);
+                return -1;
+            }
+        } else {
+            Py_CLEAR(e->record);
+        }
+        if ((int64_t)e->rtype == prm[P_FINISHED_ROUND]) {
+            if (walk_release(w, 1, w->next_flush) < 0)
+                return -1;
+            w->next_flush = w->max_timestamp;
+        }
+        return 0;
+    }
+    Entries *q = &w->queue;
+    if (e->time < w->last_flush)
+        w->out_of_order++;
+    if (e->time >= w->max_timestamp || q->n == 0)
+        w->max_timestamp = e->time;
+    if (q->n && e->time < w->last_time)
+        w->sorted = 0;
+    w->last_time = e->time;
+    if (entries_add(q, e) < 0) {
+        Py_CLEAR(e->record);
+        return -1;
+    }
+    return 0;
+}
+
+/* The Record of a record framed here (as ctx.make_record makes it) */
+static PyObject *walk_record(RecordWalk *w, const Entry *e) {
+    const size_t hsize = w->rules.hsize;
+    const uint8_t *p = (const uint8_t *)w->arena.data + e->at;
+    Block b = {p, hsize, (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN};
+    const size_t size = rd16(&b, w->rules.size_off);
+    const unsigned misc = rd16(&b, w->rules.misc_off);
+    PyObject *attr = e->attr >= 0 ? PyTuple_GET_ITEM(w->attrs, e->attr) : Py_None;
+    PyObject *time = e->has_time ? PyLong_FromUnsignedLongLong(e->time) : Py_NewRef(Py_None);
+    if (time == NULL)
+        return NULL;
+    PyObject *rec = PyObject_CallFunction(w->make, "IIKKy#ON", (unsigned)e->rtype, misc,
+                                          (unsigned long long)size,
+                                          (unsigned long long)e->offset,
+                                          (const char *)p + hsize, (Py_ssize_t)(size - hsize),
+                                          attr, time);
+    return rec;
+}
+
+static PyObject *walk_make_ref(SampleRef *ref) {
+    return walk_record((RecordWalk *)ref->walk, (const Entry *)ref->entry);
+}
+
+/* a Record's SAMPLE consumed (the stream's records that the Python walker
+ * made): 1 made, 0 handed back, -1 error */
+static int consume_record(SampleText *core, PyObject *record, Py_ssize_t ordinal) {
+    PyObject *attr = PyObject_GetAttr(record, s_attr);
+    if (attr == NULL)
+        return -1;
+    if (attr == Py_None) {
+        Py_DECREF(attr);
+        core->handed_back++;
+        return 0;
+    }
+    int made = -1;
+    Py_buffer body;
+    PyObject *misc_obj = PyObject_GetAttr(record, s_misc);
+    PyObject *body_obj = misc_obj == NULL ? NULL : PyObject_GetAttr(record, s_body);
+    long misc = misc_obj == NULL ? -1 : PyLong_AsLong(misc_obj);
+    if (body_obj != NULL && !(misc == -1 && PyErr_Occurred()) &&
+        PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) == 0) {
+        SampleRef ref = {Py_NewRef(record), NULL, NULL, NULL};
+        made = consume_sample(core, attr, body.buf, body.len, misc, ordinal, &ref);
+        Py_DECREF(ref.record);
+        PyBuffer_Release(&body);
+    }
+    Py_DECREF(attr);
+    Py_XDECREF(misc_obj);
+    Py_XDECREF(body_obj);
+    return made;
+}
+
+/* The next record of ready the stream is to have (a new reference), the
+ * texts made so far where they fill the core's buffer, or NULL: ready is
+ * empty (no error set) or an error. */
+static PyObject *walk_deliver(RecordWalk *w) {
+    Entries *r = &w->ready;
+    while (w->ready_head < r->n) {
+        Entry e = r->items[w->ready_head];
+        r->items[w->ready_head++].record = NULL;     /* (e's now) */
+        if ((int64_t)e.rtype != w->params[P_SAMPLE]) {
+            w->seen = w->ordinal;
+            return e.record != NULL ? e.record : walk_record(w, &e);
+        }
+        Py_ssize_t ordinal = ++w->ordinal;
+        int made;
+        PyObject *out = e.record;
+        if (e.record != NULL) {
+            made = consume_record(w->core, e.record, ordinal);
+        } else {
+            const size_t hsize = w->rules.hsize;
+            const uint8_t *p = (const uint8_t *)w->arena.data + e.at;
+            Block b = {p, hsize, (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN};
+            const size_t size = rd16(&b, w->rules.size_off);
+            const long misc = rd16(&b, w->rules.misc_off);
+            PyObject *attr = e.attr >= 0 ? PyTuple_GET_ITEM(w->attrs, e.attr) : Py_None;
+            SampleRef ref = {NULL, walk_make_ref, w, &e};
+            made = consume_sample(w->core, attr, p + hsize, (Py_ssize_t)(size - hsize), misc,
+                                  ordinal, &ref);
+            out = ref.record;
+            if (made == 0 && out == NULL)
+                out = walk_record(w, &e);
+        }
+        if (made < 0) {
+            Py_XDECREF(out);
+            return NULL;
+        }
+        if (made == 0) {
+            w->seen = ordinal - 1;
+            return out;     /* (NULL with an error where it could not be made) */
+        }
+        Py_XDECREF(out);
+        if (w->core->out.len >= OUT_KEPT) {
+            w->seen = ordinal;
+            return SampleText_take(w->core, NULL);
+        }
+    }
+    r->n = 0;
+    w->ready_head = 0;
+    return NULL;
+}
+
+/* The arena once ready is delivered: only the queue's records are kept,
+ * moved to its start when the arena has grown well past them. */
+static int walk_compact(RecordWalk *w) {
+    Entries *q = &w->queue;
+    if (q->n == 0) {
+        w->arena.len = 0;
+        w->arena_kept = 0;
+        return 0;
+    }
+    if (w->arena.len < 2 * w->arena_kept + WALK_BLOCK)
+        return 0;
+    Buffer kept = {NULL, 0, 0};
+    for (size_t i = 0; i < q->n; i++) {
+        Entry *e = &q->items[i];
+        if (!e->keep || e->record != NULL)
+            continue;
+        const uint8_t *p = (const uint8_t *)w->arena.data + e->at;
+        Block b = {p, w->rules.hsize, (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN};
+        size_t size = rd16(&b, w->rules.size_off);
+        size_t at = kept.len;
+        if (buf_add(&kept, (const char *)p, size) < 0) {
+            PyMem_Free(kept.data);
+            return -1;
+        }
+        e->at = at;
+    }
+    PyMem_Free(w->arena.data);
+    w->arena = kept;
+    w->arena_kept = kept.len;
+    return 0;
+}
+
+/* Reads the block at file offset w->at: 0, or -1 (errno's error set) */
+static int walk_read(RecordWalk *w) {
+    uint64_t want = w->rules.data_end > w->at ? w->rules.data_end - w->at : 0;
+    if (want > WALK_BLOCK)
+        want = WALK_BLOCK;
+    if (want != w->block_cap || w->block == NULL) {
+        uint8_t *block = PyMem_Realloc(w->block, want ? (size_t)want : 1);
+        if (block == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->block = block;
+        w->block_cap = (size_t)want;
+    }
+    size_t got = 0;
+    ssize_t n = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (got < want) {
+        n = pread(w->fd, w->block + got, (size_t)want - got, (off_t)(w->at + got));
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    w->block_off = w->at;
+    w->block_len = got;
+    return 0;
+}
+
+/* Frames records from w->at until some are ready to go out: 0; 1 at a
+ * record the Python walker is to take (framing stops); -1 error. */
+static int walk_frame(RecordWalk *w) {
+    const FrameRules *rules = &w->rules;
+    const int swap = (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN;
+    const int64_t sample = w->params[P_SAMPLE];
+    if (walk_compact(w) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (w->ready_head == w->ready.n) {
+        if (w->block_len == 0 || w->at < w->block_off ||
+            w->at - w->block_off >= w->block_len) {
+            if (walk_read(w) < 0)
+                return -1;
+        }
+        Block b = {w->block, w->block_len, swap};
+        const size_t pos = (size_t)(w->at - w->block_off);
+        uint32_t rtype;
+        size_t size;
+        int got = frame_take(rules, &b, pos, w->block_off, &w->fs, &rtype, &size);
+        if (got == FRAME_MORE && pos > 0) {
+            if (walk_read(w) < 0)
+                return -1;
+            continue;
+        }
+        if (got != FRAME_TAKEN) {
+            w->framing = 0;     /* (the end of the data, or a record out of the ordinary) */
+            return 1;
+        }
+        const size_t body = pos + rules->hsize, blen = size - rules->hsize;
+        Entry e = {0, w->seq++, w->block_off + pos, 0, NULL, rtype, -1, 0, 0};
+        if ((int64_t)rtype < w->params[P_USER_TYPE_START]) {
+            int64_t ea = frame_attr(rules, &b, body, blen, rtype, w->ids, w->id_attrs, w->nids);
+            e.attr = (int32_t)ea;
+            if (ea >= 0) {
+                int64_t off = (int64_t)rtype == sample ? w->time_at[ea] : w->time_back[ea];
+                if (off >= 0 && (int64_t)rtype == sample && (size_t)off + 8 <= blen) {
+                    e.has_time = 1;
+                    e.time = rd64(&b, body + (size_t)off);
+                } else if (off >= 0 && (int64_t)rtype != sample && (size_t)off <= blen &&
+                           off >= 8) {
+                    e.has_time = 1;
+                    e.time = rd64(&b, body + blen - (size_t)off);
+                }
+            }
+        }
+        e.keep = (int64_t)rtype == sample || w->deliver[rtype];
+        if (e.keep) {
+            e.at = w->arena.len;
+            if (buf_add(&w->arena, (const char *)w->block + pos, size) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        w->at += size;
+        if (walk_place(w, &e) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void walk_free_rules(RecordWalk *w) {
+    PyMem_Free(w->ids);
+    PyMem_Free(w->id_attrs);
+    PyMem_Free(w->time_at);
+    PyMem_Free(w->time_back);
+    w->ids = NULL;
+    w->id_attrs = w->time_at = w->time_back = NULL;
+    w->nids = 0;
+}
+
+/* RecordWalk(core, make, fd, deliver): core the SampleText its samples go
+ * to; make(rtype, misc, size, offset, body, attr, time) a Record; fd the
+ * file's descriptor (read with pread: the walk keeps its own offset);
+ * deliver a bytes of NTYPES flags, the record types the stream reads */
+static int RecordWalk_init(RecordWalk *w, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"core", "make", "fd", "deliver", NULL};
+    PyObject *core, *make;
+    int fd;
+    const char *deliver;
+    Py_ssize_t ndeliver;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!Oiy#", kwlist, &SampleTextType, &core,
+                                     &make, &fd, &deliver, &ndeliver))
+        return -1;
+    if (ndeliver != NTYPES || fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "deliver: NTYPES flags; fd: a descriptor");
+        return -1;
+    }
+    Py_XSETREF(w->core, (SampleText *)Py_NewRef(core));
+    Py_XSETREF(w->make, Py_NewRef(make));
+    memcpy(w->deliver, deliver, NTYPES);
+    w->fd = fd;
+    w->block_len = 0;
+    w->block_off = 0;
+    w->framing = 0;
+    w->sorted = 1;
+    return 0;
+}
+
+static void RecordWalk_dealloc(RecordWalk *w) {
+    entries_clear(&w->queue, 0);
+    entries_clear(&w->ready, w->ready_head);
+    PyMem_Free(w->queue.items);
+    PyMem_Free(w->ready.items);
+    PyMem_Free(w->arena.data);
+    PyMem_Free(w->block);
+    walk_free_rules(w);
+    Py_XDECREF(w->core);
+    Py_XDECREF(w->make);
+    Py_XDECREF(w->attrs);
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static int int64_array(PyObject *obj, Py_buffer *v, Py_ssize_t n, const char *what) {
+    if (PyObject_GetBuffer(obj, v, PyBUF_SIMPLE) < 0)
+        return -1;
+    if ((n >= 0 && v->len != n * 8) || v->len % 8) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd int64 items expected", what, n);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    return 0;
+}
+
+/* set_rules(at, params, tables, ids, id_attrs, attrs, time_at, time_back,
+ * prev, nsamples, max_sample): frame from file offset `at` on with these
+ * rules (records.walk_params: params and tables as the stats walk's, the
+ * events' ids sorted and the index of each one's event in attrs, by event
+ * the offset of a SAMPLE's time and the distance of a side record's from
+ * its end (-1: none)), and the walk state the Python walker left there */
+static PyObject *RecordWalk_set_rules(RecordWalk *w, PyObject *args) {
+    unsigned long long at, prev, nsamples, max_sample;
+    PyObject *o_params, *o_tables, *o_ids, *o_idx, *attrs, *o_tat, *o_tback;
+    if (!PyArg_ParseTuple(args, "KOOOOO!OOKKK", &at, &o_params, &o_tables, &o_ids, &o_idx,
+                          &PyTuple_Type, &attrs, &o_tat, &o_tback, &prev, &nsamples,
+                          &max_sample))
+        return NULL;
+    Py_buffer vp, vt, vi, vx, va, vb;
+    Py_ssize_t nattrs = PyTuple_GET_SIZE(attrs);
+    if (int64_array(o_params, &vp, P_COUNT, "params") < 0)
+        return NULL;
+    PyObject *result = NULL;
+    int held = 1;
+    if (int64_array(o_tables, &vt, T_COUNT, "tables") < 0)
+        goto out1;
+    held++;
+    if (int64_array(o_ids, &vi, -1, "ids") < 0)
+        goto out2;
+    held++;
+    if (int64_array(o_idx, &vx, vi.len / 8, "id_attrs") < 0)
+        goto out3;
+    held++;
+    if (int64_array(o_tat, &va, nattrs, "time_at") < 0)
+        goto out4;
+    held++;
+    if (int64_array(o_tback, &vb, nattrs, "time_back") < 0)
+        goto out5;
+    held++;
+    memcpy(w->params, vp.buf, sizeof w->params);
+    memcpy(w->tables, vt.buf, sizeof w->tables);
+    const char *bad = NULL;
+    const size_t nids = (size_t)vi.len / 8;
+    const uint64_t *ids = vi.buf;
+    const int64_t *idx = vx.buf, *tat = va.buf, *tback = vb.buf;
+    if (frame_rules_check(&w->rules, w->params, w->tables, &bad) < 0)
+        goto bad;
+    bad = "params do not fit the events";
+    if (w->params[P_NATTRS] != nattrs || w->params[P_SAMPLE] < 0 ||
+        w->params[P_SAMPLE] >= NTYPES || w->params[P_USER_TYPE_START] < 0 ||
+        nattrs > (1 << 20))
+        goto bad;
+    bad = "ids not sorted, or an id of no event";
+    for (size_t k = 0; k < nids; k++)
+        if (idx[k] < 0 || idx[k] >= nattrs || (k && ids[k - 1] >= ids[k]))
+            goto bad;
+    bad = "time offsets out of range";
+    for (Py_ssize_t k = 0; k < nattrs; k++)
+        if (tat[k] < -1 || tat[k] > 65536 || tback[k] < -1 || tback[k] > 65536)
+            goto bad;
+    walk_free_rules(w);
+    size_t n = nattrs > 0 ? (size_t)nattrs : 1;
+    w->ids = PyMem_Malloc(nids ? nids * 8 : 8);
+    w->id_attrs = PyMem_Malloc(nids ? nids * 8 : 8);
+    w->time_at = PyMem_Malloc(n * 8);
+    w->time_back = PyMem_Malloc(n * 8);
+    if (!w->ids || !w->id_attrs || !w->time_at || !w->time_back) {
+        walk_free_rules(w);
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (nids) {
+        memcpy(w->ids, ids, nids * 8);
+        memcpy(w->id_attrs, idx, nids * 8);
+    }
+    if (nattrs) {
+        memcpy(w->time_at, tat, (size_t)nattrs * 8);
+        memcpy(w->time_back, tback, (size_t)nattrs * 8);
+    }
+    w->nids = nids;
+    Py_XSETREF(w->attrs, Py_NewRef(attrs));
+    w->at = at;
+    w->fs.prev = prev;
+    w->fs.nsamples = nsamples;
+    w->fs.max_sample = max_sample;
+    w->block_len = 0;       /* (read afresh at `at`) */
+    w->framing = !w->finished;
+    result = Py_NewRef(Py_None);
+    goto out;
+bad:
+    PyErr_SetString(PyExc_ValueError, bad);
+out:
+    PyBuffer_Release(&vb);
+out5:
+    PyBuffer_Release(&va);
+out4:
+    PyBuffer_Release(&vx);
+out3:
+    PyBuffer_Release(&vi);
+out2:
+    PyBuffer_Release(&vt);
+out1:
+    PyBuffer_Release(&vp);
+    (void)held;
+    return result;
+}
+
+/* state(): (at, prev, nsamples, max_sample): where the C stopped framing
+ * and the walk state there, for the Python walker (walker.WalkState) */
+static PyObject *RecordWalk_state(RecordWalk *w, PyObject *unused) {
+    return Py_BuildValue("(KKKK)", (unsigned long long)w->at, (unsigned long long)w->fs.prev,
+                         (unsigned long long)w->fs.nsamples,
+                         (unsigned long long)w->fs.max_sample);
+}
+
+/* push(record): a record the Python walker made, placed in the order
+ * (COMPRESSED records are the driver's to leave out) */
+static PyObject *RecordWalk_push(RecordWalk *w, PyObject *record) {
+    PyObject *t = PyObject_GetAttr(record, s_type);
+    if (t == NULL)
+        return NULL;
+    unsigned long rtype = PyLong_AsUnsignedLong(t);
+    Py_DECREF(t);
+    if (rtype == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *time = PyObject_GetAttr(record, s_time);
+    if (time == NULL)
+        return NULL;
+    Entry e = {0, w->seq++, 0, 0, NULL, (uint32_t)rtype, -1, 0, 0};
+    if (time != Py_None) {
+        e.time = PyLong_AsUnsignedLongLong(time);
+        e.has_time = 1;
+    }
+    Py_DECREF(time);
+    if (PyErr_Occurred())
+        return NULL;
+    if (rtype > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "push: a record type past u32");
+        return NULL;
+    }
+    e.keep = rtype >= NTYPES || (int64_t)rtype == w->params[P_SAMPLE] || w->deliver[rtype];
+    e.record = Py_NewRef(record);
+    if (walk_place(w, &e) < 0)
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* finish(): the end of the data: every queued record released */
+static PyObject *RecordWalk_finish(RecordWalk *w, PyObject *unused) {
+    w->framing = 0;
+    w->finished = 1;
+    if (w->queue.n && walk_release(w, 0, 0) < 0)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* deliver(): the next record of those ready for the stream, the texts made
+ * so far where they fill the core's buffer, or None */
+static PyObject *RecordWalk_deliver(RecordWalk *w, PyObject *unused) {
+    PyObject *got = walk_deliver(w);
+    if (got != NULL || PyErr_Occurred())
+        return got;
+    Py_RETURN_NONE;
+}
+
+/* next(): what deliver() gives, framing more records from the file where
+ * none is ready: HANDBACK at a record the Python walker is to take, None
+ * at the end (after finish()) */
+static PyObject *RecordWalk_next(RecordWalk *w, PyObject *unused) {
+    for (;;) {
+        PyObject *got = walk_deliver(w);
+        if (got != NULL || PyErr_Occurred())
+            return got;
+        if (w->finished)
+            Py_RETURN_NONE;
+        if (!w->framing)
+            return PyLong_FromLong(WALK_HANDBACK);
+        int r = walk_frame(w);
+        if (r < 0)
+            return NULL;
+        if (r == 1 && w->ready_head == w->ready.n)
+            return PyLong_FromLong(WALK_HANDBACK);
+    }
+}
+
+static PyObject *RecordWalk_seen(RecordWalk *w, void *unused) {
+    return PyLong_FromSsize_t(w->seen);
+}
+
+static PyObject *RecordWalk_ordinal(RecordWalk *w, void *unused) {
+    return PyLong_FromSsize_t(w->ordinal);
+}
+
+static PyObject *RecordWalk_out_of_order(RecordWalk *w, void *unused) {
+    return PyLong_FromUnsignedLongLong(w->out_of_order);
+}
+
+static PyGetSetDef RecordWalk_getset[] = {
+    {"seen", (getter)RecordWalk_seen, NULL,
+     "SAMPLE records delivered before the item next() or deliver() gave last", NULL},
+    {"ordinal", (getter)RecordWalk_ordinal, NULL, "SAMPLE records delivered", NULL},
+    {"out_of_order", (getter)RecordWalk_out_of_order, NULL,
+     "records timed before ones a round already delivered", NULL},
+    {NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyMethodDef RecordWalk_methods[] = {
+    {"set_rules", (PyCFunction)RecordWalk_set_rules, METH_VARARGS, "frame from an offset on"},
+    {"state", (PyCFunction)RecordWalk_state, METH_NOARGS, "where the framing stopped"},
+    {"push", (PyCFunction)RecordWalk_push, METH_O, "a record the Python walker made"},
+    {"finish", (PyCFunction)RecordWalk_finish, METH_NOARGS, "the end of the data"},
+    {"deliver", (PyCFunction)RecordWalk_deliver, METH_NOARGS, "the next ready item, or None"},
+    {"next", (PyCFunction)RecordWalk_next, METH_NOARGS, "the next item, HANDBACK, or None"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject RecordWalkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "perfdata.core._core.RecordWalk",
+    .tp_basicsize = sizeof(RecordWalk),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the record walk of perfdata script, in perf's delivery order",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RecordWalk_init,
+    .tp_dealloc = (destructor)RecordWalk_dealloc,
+    .tp_methods = RecordWalk_methods,
+    .tp_getset = RecordWalk_getset,
+};
+
+static PyObject *names_tuple(const char *const *names, int n) {
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *s = PyUnicode_FromString(names[k]);
+        if (s == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, s);
+    }
+    return t;
+}
+
+
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT, "_core", "perfdata's compiled per-sample core", -1, NULL,
 };
@@ -1711,17 +2482,23 @@ PyMODINIT_FUNC PyInit__core(void) {
         {&s_generation, "generation"}, {&s_process, "process"}, {&s_maps, "maps"},
         {&s_start, "start"}, {&s_end, "end"}, {&s_pgoff, "pgoff"},
         {&s_comm, "comm"}, {&s_attr, "attr"}, {&s_misc, "misc"}, {&s_body, "body"},
+        {&s_type, "type"}, {&s_time, "time"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
-    if (PyType_Ready(&SampleTextType) < 0)
+    if (PyType_Ready(&SampleTextType) < 0 || PyType_Ready(&RecordWalkType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&SampleTextType);
+    Py_INCREF(&RecordWalkType);
     if (PyModule_AddObject(m, "SampleText", (PyObject *)&SampleTextType) < 0 ||
+        PyModule_AddObject(m, "RecordWalk", (PyObject *)&RecordWalkType) < 0 ||
+        PyModule_AddObject(m, "PARAM_NAMES", names_tuple(FRAME_PARAM_NAMES, P_COUNT)) < 0 ||
+        PyModule_AddIntConstant(m, "NTYPES", NTYPES) < 0 ||
+        PyModule_AddIntConstant(m, "HANDBACK", WALK_HANDBACK) < 0 ||
         PyModule_AddIntConstant(m, "NEED_PLAN", NEED_PLAN) < 0 ||
         PyModule_AddIntConstant(m, "NEED_MAPS", NEED_MAPS) < 0 ||
         PyModule_AddIntConstant(m, "NEED_BINARY", NEED_BINARY) < 0 ||

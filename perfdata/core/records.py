@@ -31,6 +31,8 @@ from ..format import Feature, RecordType as RT, SampleType as ST, USER_TYPE_STAR
 from ..format import event_header_struct, KNOWN_TYPES, WalkState, least_sizes
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..format import PerfFile, Record
 
 # Bytes read at once (a record is at most 64 KiB: any block holds one whole).
@@ -91,10 +93,12 @@ def _why_not_events(pf: PerfFile) -> str | None:
     return None
 
 
-def _tables(trailer: int, ntypes: int) -> array:
+def walk_tables(trailer: int, ntypes: int, applied_here: frozenset[int] = APPLIED_HERE
+                ) -> array:
     """The walker's rules by record type: the least size of a record the C
     takes, of a header it trusts after one, where a name starts, and which
-    records the glue applies."""
+    records the glue applies (`applied_here`: those the C takes, the others
+    of APPLIED it leaves to the Python walker)."""
     least = least_sizes(trailer)
     take = [0] * ntypes
     after = [0] * ntypes
@@ -105,13 +109,47 @@ def _tables(trailer: int, ntypes: int) -> array:
             continue
         if rtype not in CAREFUL_ONLY:
             after[rtype] = least[rtype]
-        if rtype not in APPLIED or rtype in APPLIED_HERE:
+        if rtype not in APPLIED or rtype in applied_here:
             take[rtype] = least[rtype]
-        if rtype in APPLIED_HERE:
+        if rtype in applied_here:
             apply[rtype] = 1
     for rtype, offset in name_offsets().items():
         name_at[rtype] = offset
     return array("q", take + after + name_at + apply)
+
+
+def walk_params(pf: PerfFile, walk: WalkState, names: Sequence[str]) -> array:
+    """The C walk's params (perfdata/core/_framing.h) in the order of
+    `names`, for a walk of pf's data section that goes on at walk.at with
+    the Python walker's state there: the header's layout (from its schema),
+    the walker's alignment rule, the events' sample_id layout, the record
+    type numbers."""
+    ctx = pf.ctx
+    attrs = pf.attrs
+    end = pf.data_range[1]
+    little = pf.little
+    head = header_layout(little)
+    # (the walker's alignment rule: RecordWalker.__init__, _unaligned)
+    if walk.unaligned is None:
+        aligned = Feature.COMPRESSED not in pf.features and not walk.at % 8
+    else:
+        aligned = not walk.unaligned
+    values = {
+        "little": int(little), "type_off": head.type_off, "misc_off": head.misc_off,
+        "size_off": head.size_off, "header_size": head.size,
+        "align_mask": 7 if aligned else 0, "data_end": end,
+        "trailer": ctx.trailer_size(),
+        "sample_id_pos": -1 if ctx.sample_id_pos is None else ctx.sample_id_pos,
+        "trailer_id_pos": -1 if ctx.trailer_id_pos is None else ctx.trailer_id_pos,
+        "sample_id_all": int(bool(attrs and attrs[0].sample_id_all)),
+        "single": 0 if attrs and (len(attrs) == 1 or not ctx.id_to_attr) else -1,
+        "nattrs": len(attrs), "lost_off": lost_samples_offset(),
+        "big_after": BIG_SAMPLE_AFTER,
+        "SAMPLE": int(RT.SAMPLE), "LOST_SAMPLES": int(RT.LOST_SAMPLES),
+        "AUXTRACE_INFO": int(RT.AUXTRACE_INFO), "FINISHED_ROUND": int(RT.FINISHED_ROUND),
+        "FINISHED_INIT": int(RT.FINISHED_INIT), "USER_TYPE_START": USER_TYPE_START,
+    }
+    return array("q", [values[name] for name in names])
 
 
 def walk_counting(pf: PerfFile, add_counts: Callable[[RecordCounts], None],
@@ -152,39 +190,19 @@ def _count_stretch(pf: PerfFile, f: io.RawIOBase, buf: bytearray,
     ctx = pf.ctx
     ctx.refresh_id_positions()
     attrs = pf.attrs
-    start, end = pf.data_range
+    end = pf.data_range[1]
     assert end is not None
-    little = pf.little
-    head = header_layout(little)
-    # (the walker's alignment rule: RecordWalker.__init__, _unaligned)
-    if walk.unaligned is None:
-        aligned = Feature.COMPRESSED not in pf.features and not walk.at % 8
-    else:
-        aligned = not walk.unaligned
-    values = {
-        "little": int(little), "type_off": head.type_off, "misc_off": head.misc_off,
-        "size_off": head.size_off, "header_size": head.size,
-        "align_mask": 7 if aligned else 0, "data_end": end,
-        "trailer": ctx.trailer_size(),
-        "sample_id_pos": -1 if ctx.sample_id_pos is None else ctx.sample_id_pos,
-        "trailer_id_pos": -1 if ctx.trailer_id_pos is None else ctx.trailer_id_pos,
-        "sample_id_all": int(bool(attrs and attrs[0].sample_id_all)),
-        "single": 0, "nattrs": len(attrs), "lost_off": lost_samples_offset(),
-        "big_after": BIG_SAMPLE_AFTER,
-        "SAMPLE": int(RT.SAMPLE), "LOST_SAMPLES": int(RT.LOST_SAMPLES),
-        "AUXTRACE_INFO": int(RT.AUXTRACE_INFO), "FINISHED_ROUND": int(RT.FINISHED_ROUND),
-        "FINISHED_INIT": int(RT.FINISHED_INIT), "USER_TYPE_START": USER_TYPE_START,
-    }
+    head = header_layout(pf.little)
     single_slot = mod.PARAM_NAMES.index("single")
-    params = array("q", [values[name] for name in mod.PARAM_NAMES])
-    tables = _tables(ctx.trailer_size(), mod.NTYPES)
+    params = walk_params(pf, walk, mod.PARAM_NAMES)
+    tables = walk_tables(ctx.trailer_size(), mod.NTYPES)
     names = mod.STATE_NAMES
     nfixed = len(names)
     state = array("Q", bytes(8 * (nfixed + mod.NTYPES + 2 * len(attrs))))
     state[names.index("prev")] = 0 if walk.prev is None else walk.prev + 1
     state[names.index("nsamples")] = walk.nsamples
     state[names.index("max_sample")] = walk.max_sample
-    header = event_header_struct(little)
+    header = event_header_struct(pf.little)
     at = walk.at
     ids_changed = True
     while at < end:

@@ -35,6 +35,7 @@ from ..format import AttrType, CallchainContext as CC, SampleType as ST
 from ..resolve.frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
 from ..session.stream import BuildId, SideEvent, pid_t
 from ..resolve.symbolized import SymbolizedSample
+from . import walk
 from .layout import LayoutError, field
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class ScriptCore:
         build_ids = samples.build_ids
         take = self.core.take
         symbolize = samples.symbolize
-        stream.sample_text = self.core.consume
+        self._start()
         event: Any      # (told apart by its exact type, kind, below)
         try:
             for event in stream:
@@ -209,7 +210,7 @@ class ScriptCore:
         counts = samples.counts
         build_ids = samples.build_ids
         symbolize = samples.symbolize
-        stream.sample_text = self.core.consume
+        self._start()
         event: Any      # (told apart by its exact type, kind, below)
         try:
             for event in stream:
@@ -223,12 +224,24 @@ class ScriptCore:
         finally:
             self._stop()
 
+    def _start(self) -> None:
+        """The stream's samples the core's: its records from the compiled
+        walk (perfdata/core/walk.py), which gives the core the samples
+        without a Python object each, where that applies; else the stream
+        offers each SAMPLE record to the core."""
+        stream = self.samples.stream
+        if walk.why_not(stream.pf, stream) is None:
+            stream.records = walk.RecordDelivery(self.module, self.core, stream)
+        else:
+            stream.sample_text = self.core.consume
+
     def _stop(self) -> None:
         """The end of a run (or a fault mid-file): the stream's samples the
         Python path's again, the core's made ones counted, the symbolizer's
         writes flushed."""
         samples = self.samples
         samples.stream.sample_text = None
+        samples.stream.records = None
         samples.counts["samples"] += self.core.counts()["made"]
         flush = getattr(samples.symbolizer, "flush", None)
         if flush is not None:

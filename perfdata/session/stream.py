@@ -220,6 +220,11 @@ class SessionStream:
         # then the stream neither decodes nor hands it out, but hands out
         # what it returned when that is a list (the texts made so far)
         self.sample_text: Callable[[Record, int], Any] | None = None
+        # records: the records in delivery order from elsewhere, with lists
+        # between them handed out as they are (the compiled core's walk,
+        # which takes the samples it makes the text of and sets `ordinal`
+        # before each record: perfdata/core/walk.py); None: pf.records(order)
+        self.records: Iterable[Record | list[Any]] | None = None
         self.ordinal = 0
         self.lost_chunks = 0
         self.lost_events = 0
@@ -251,7 +256,11 @@ class SessionStream:
                     current = k
                     taken = takes(k)
                 return taken
-        for rec in pf.records(self.order):
+        for rec in pf.records(self.order) if self.records is None else self.records:
+            if isinstance(rec, list):
+                # (the texts the compiled core made, handed out as sample_text's)
+                yield rec  # type: ignore[misc]
+                continue
             rtype = rec.type
             if rtype == _SAMPLE:
                 self.ordinal += 1

@@ -1,0 +1,145 @@
+"""The compiled record walk of `perfdata script` (perfdata.core._core
+RecordWalk), the session stream's records in perf's delivery order.
+
+Where it applies (why_not), the session stream (perfdata.session.stream)
+takes its records from here rather than from PerfFile.records: the C frames
+the records of the data section by the rules of the Python walker's fast
+lane (perfdata/core/_framing.h, as the `perfdata stats` walk:
+perfdata/core/records.py), orders them as perf delivers them (ordering.
+OrderedQueue, step for step), and gives every SAMPLE to the SampleText of
+the run (perfdata/core/script.py) without making a Python object of it.
+What the stream does something with (side records, samples the core hands
+back, lost counts, build-ids, the side events asked for) comes out as a
+Record, in delivery order, after the texts of the samples before it.
+
+At a record its rules leave (a size or type out of the ordinary, one the
+walk applies or expands, the last of the data), the Python walker takes
+it: it goes on from there with the walk state it would have had
+(walker.WalkState), pauses at the next record boundary, and the records it
+makes are ordered and delivered by the C the same way; then the C frames
+again.  A file whose records the walker expands (zstd) keeps the Python
+walk to the end, the C ordering and taking its samples all the same.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from array import array
+from typing import TYPE_CHECKING, Any
+
+from .records import _id_tables, _why_not_events, walk_params, walk_tables
+from ..format import Record, RecordType as RT, WalkState
+from ..session.stream import SESSION_TYPES
+
+if TYPE_CHECKING:
+    import types
+    from collections.abc import Iterator
+
+    from ..format import PerfFile
+    from ..session.stream import SessionStream
+
+# COMPRESSED records are left out of the delivery (PerfFile.records), their
+# records delivered in their place.
+_LEFT_OUT = frozenset((int(RT.COMPRESSED), int(RT.COMPRESSED2)))
+# What the stream reads of the other records (SessionStream.__iter__).
+_READ = SESSION_TYPES | {RT.LOST, RT.LOST_SAMPLES, RT.HEADER_BUILD_ID}
+
+
+def why_not(pf: PerfFile, stream: SessionStream) -> str | None:
+    """Why the compiled walk does not take a stream's records, or None."""
+    if pf.is_pipe or pf.is_directory or pf.data_files:
+        return "a pipe or a directory"
+    if pf.strict:
+        return "a strict walk"
+    if stream.share is not None:
+        return "one worker of a sharded run"
+    if stream.order != "time":
+        return "file order"
+    if not isinstance(pf.path_arg, (str, os.PathLike)) or not os.path.isfile(pf.path):
+        return "not a regular file"
+    if pf.data_range[1] is None:
+        return "no end to the data"
+    return _why_not_events(pf)
+
+
+class RecordDelivery:
+    """The records of a stream in delivery order, the core taking the
+    samples it makes (the stream's `records`); sets the stream's ordinal
+    before each record to the SAMPLE records delivered before it."""
+
+    def __init__(self, module: types.ModuleType, core: Any, stream: SessionStream) -> None:
+        self.module = module
+        self.core = core
+        self.stream = stream
+        self.pf = stream.pf
+        self.walk = WalkState(at=stream.pf.data_range[0])
+
+    def __iter__(self) -> Iterator[Record | list[Any]]:
+        pf, stream, module = self.pf, self.stream, self.module
+        deliver = bytearray(module.NTYPES)
+        for rtype in _READ | stream.side_events:
+            if rtype < module.NTYPES:
+                deliver[rtype] = 1
+        with open(pf.path, "rb", buffering=0) as f:
+            walk = module.RecordWalk(self.core, functools.partial(Record, pf.ctx), f.fileno(),
+                                     bytes(deliver))
+            self._set_rules(walk)
+            step = walk.next
+            while True:
+                item = step()
+                if item is None:
+                    break
+                if type(item) is int:       # (HANDBACK: the Python walker's record)
+                    yield from self._python_stretch(walk)
+                    continue
+                stream.ordinal = walk.seen
+                yield item
+        stream.ordinal = walk.ordinal
+        if walk.out_of_order:
+            # (PerfFile.records' sentence)
+            warning = "%d out of order events recorded." % walk.out_of_order
+            if warning not in pf.warnings:
+                pf.warnings.append(warning)
+
+    def _set_rules(self, walk: Any) -> None:
+        """The C frames on from self.walk.at, with the rules of the events
+        as they are now and the Python walker's state there."""
+        pf, module, state = self.pf, self.module, self.walk
+        ctx = pf.ctx
+        ctx.refresh_id_positions()
+        attrs = tuple(pf.attrs)
+        ids, id_attrs = _id_tables(pf)
+        walk.set_rules(state.at, walk_params(pf, state, module.PARAM_NAMES),
+                       walk_tables(ctx.trailer_size(), module.NTYPES, frozenset()),
+                       ids, id_attrs, attrs,
+                       array("q", [-1 if ea.sample_time_offset is None else ea.sample_time_offset
+                                   for ea in attrs]),
+                       array("q", [-1 if ea.trailer_time_from_end is None
+                                   else ea.trailer_time_from_end for ea in attrs]),
+                       0 if state.prev is None else state.prev + 1, state.nsamples,
+                       state.max_sample)
+
+    def _python_stretch(self, walk: Any) -> Iterator[Record | list[Any]]:
+        """The Python walker from where the C stopped framing, up to the
+        record boundary it pauses at (or the end): its records ordered and
+        delivered by the C as they come."""
+        pf, stream, state = self.pf, self.stream, self.walk
+        end = pf.data_range[1]
+        assert end is not None
+        at, prev, state.nsamples, state.max_sample = walk.state()
+        state.at, state.prev = at, prev - 1 if prev else None
+        state.pause = _why_not_events(pf) is None
+        deliver = walk.deliver
+        for rec in pf.walk_range(state.at, end, resume=state):
+            if rec.type in _LEFT_OUT:
+                continue
+            walk.push(rec)
+            item = deliver()
+            while item is not None:
+                stream.ordinal = walk.seen
+                yield item
+                item = deliver()
+        if state.paused and state.at < end:
+            self._set_rules(walk)
+        else:
+            walk.finish()
