@@ -230,7 +230,7 @@ class ScriptCore:
         without a Python object each, where that applies; else the stream
         offers each SAMPLE record to the core."""
         stream = self.samples.stream
-        if walk.why_not(stream.pf, stream) is None:
+        if walk.why_not(stream.pf, stream, self.module) is None:
             stream.records = walk.RecordDelivery(self.module, self.core, stream)
         else:
             stream.sample_text = self.core.consume

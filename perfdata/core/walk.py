@@ -45,8 +45,13 @@ _LEFT_OUT = frozenset((int(RT.COMPRESSED), int(RT.COMPRESSED2)))
 _READ = SESSION_TYPES | {RT.LOST, RT.LOST_SAMPLES, RT.HEADER_BUILD_ID}
 
 
-def why_not(pf: PerfFile, stream: SessionStream) -> str | None:
-    """Why the compiled walk does not take a stream's records, or None."""
+def why_not(pf: PerfFile, stream: SessionStream,
+            module: types.ModuleType | None = None) -> str | None:
+    """Why the compiled walk does not take a stream's records, or None.
+    module: the compiled core the run uses (one built before the walk was,
+    as a checkout's in-place build can be, has none)."""
+    if module is not None and not hasattr(module, "RecordWalk"):
+        return "the compiled core was built without the record walk"
     if pf.is_pipe or pf.is_directory or pf.data_files:
         return "a pipe or a directory"
     if pf.strict:
