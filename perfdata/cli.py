@@ -208,6 +208,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "perfdata script perf.data -F comm,tid,time,ip,sym,dso --inline",
                "perfdata script perf.data --json | head",
                "perfdata script perf.data --archive perf.data.tar.zst --strict"),
+    "diff": ("perfdata diff perf.data.old perf.data",
+             "perfdata diff before.data after.data -c ratio -s sym",
+             "perfdata diff before.data after.data --folded > diff.folded"),
     "report": ("perfdata report perf.data",
                "perfdata report perf.data --sort dso,sym -n",
                "perfdata report perf.data --children --percent-limit 1 -o report.txt"),
@@ -346,6 +349,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
 COMMAND_MODULES = {
     "script": "perfdata.views.script",
     "report": "perfdata.views.report.command",
+    "diff": "perfdata.views.diff",
     "flamegraph": "perfdata.views.flamegraph",
     "collapse": "perfdata.views.collapse",
     "annotate": "perfdata.views.annotate",
@@ -417,6 +421,7 @@ _DASH_VALUE_OPTIONS = {
     "script": ("-F", "--fields", "--time", "--pid", "--tid", "-C", "--cpu", "--max-stack"),
     "report": ("--time", "--pid", "--tid", "-C", "--cpu", "--max-stack", "-s", "--sort",
                "--percent-limit"),
+    "diff": (),     # (its -F is --formula, a flag)
 }
 
 
