@@ -216,7 +216,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "perfdata report perf.data --children --percent-limit 1 -o report.txt"),
     "flamegraph": ("perfdata flamegraph perf.data -o out.svg",
                    "perfdata flamegraph perf.data --colors dso --title 'make -j8' -o out.svg",
-                   "perfdata flamegraph perf.data --flame --max-depth 100 -o flame.svg"),
+                   "perfdata flamegraph perf.data --flame --max-depth 100 -o flame.svg",
+                   "perfdata flamegraph --diff before.data after.data -o diff.svg"),
     "collapse": ("perfdata collapse perf.data -o out.folded",
                  "perfdata collapse perf.data --pid-root --all > out.folded"),
     "annotate": ("perfdata annotate perf.data",
@@ -350,7 +351,9 @@ COMMAND_MODULES = {
     "script": "perfdata.views.script",
     "report": "perfdata.views.report.command",
     "diff": "perfdata.views.diff",
-    "flamegraph": "perfdata.views.flamegraph",
+    # (the flame graph's command with its --diff BASE, which
+    # perfdata.views.flamegraph_diff adds to perfdata.views.flamegraph's)
+    "flamegraph": "perfdata.views.flamegraph_diff",
     "collapse": "perfdata.views.collapse",
     "annotate": "perfdata.views.annotate",
     "export": "perfdata.views.export",
