@@ -36,14 +36,27 @@ def _record(rec: Any) -> tuple:
             None if rec.attr is None else rec.attr.index)
 
 
+def _applied(rec: Any) -> tuple:
+    """What the stream does with a side record it only applies: the fields
+    it hands Machine.apply (or the decoder's refusal)."""
+    try:
+        return ("applied", rec.type, rec.parse(False), rec.misc, rec.time or 0)
+    except perfdata.PerfDataError:
+        return ("refused", rec.type, rec.offset)
+
+
 def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, list, list]:
     """(records delivered, SAMPLE records counted, warnings, skipped) of the
-    compiled walk, which must apply."""
+    compiled walk, which must apply.  The side records it applies to the
+    machine itself come as what it handed Machine.apply."""
     from perfdata.core import walk
     with perfdata.open(str(path)) as pf:
         stream = SessionStream(pf, side_events)
         assert walk.why_not(pf, stream) is None
         machine = stream.machine
+        out: list = []
+        machine.apply = lambda rtype, fields, misc, time: out.append(  # type: ignore[method-assign]
+            ("applied", rtype, fields, misc, time))
 
         def answer(kind: int, *args: Any) -> None:
             assert kind == _core.NEED_PLAN
@@ -51,24 +64,28 @@ def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, l
 
         core = _core.SampleText(machine.thread, answer, machine.kernel_maps, machine.ksymbols,
                                 (), (), (1 << 64) - 4096, 127, 0)
-        out, ordinals = [], []
+        ordinals = []
         for rec in walk.RecordDelivery(_core, core, stream):
             assert type(rec) is not list
+            if rec.type in walk._APPLIED and rec.type not in side_events:
+                out.append(_applied(rec))
+                continue
             out.append(_record(rec))
-            ordinals.append(stream.ordinal + (rec.type == RT.SAMPLE))
-        samples = [i for i, r in enumerate(out) if r[0] == RT.SAMPLE]
-        # (the stream's ordinal before each record: the samples before it)
-        assert [ordinals[i] for i in samples] == list(range(1, len(samples) + 1))
+            if rec.type == RT.SAMPLE:
+                ordinals.append(stream.ordinal + 1)
+        # (the stream's ordinal before each sample: the samples before it)
+        assert ordinals == list(range(1, len(ordinals) + 1))
         return out, stream.ordinal, list(pf.warnings), list(pf.skipped)
 
 
 def _reference(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, list, list]:
     """The same of PerfFile.records, filtered to what the walk delivers."""
-    from perfdata.core.walk import _READ
+    from perfdata.core.walk import _APPLIED, _READ
     read = _READ | set(side_events) | {RT.SAMPLE}
     with perfdata.open(str(path)) as pf:
         pf.resolve_event_names()
-        out = [_record(rec) for rec in pf.records("time")
+        out = [_applied(rec) if rec.type in _APPLIED and rec.type not in side_events
+               else _record(rec) for rec in pf.records("time")
                if rec.type in read or rec.type >= 256]
         n = sum(1 for r in out if r[0] == RT.SAMPLE)
         return out, n, list(pf.warnings), list(pf.skipped)

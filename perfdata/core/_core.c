@@ -1796,6 +1796,27 @@ typedef struct {
     size_t n, cap;
 } Entries;
 
+/* The fields Machine.apply reads of a side record (set_apply): where each
+ * is in the body (the construct schema's offsets, perfdata/core/walk.py),
+ * and the record's forms the C leaves to the Python decoder. */
+#define SIDE_FIELDS 16
+typedef struct {
+    int n;
+    PyObject *names[SIDE_FIELDS];   /* the schema's field names (interned str) */
+    int64_t offset[SIDE_FIELDS];
+    int width[SIDE_FIELDS];         /* 4, 8, or 0: a NUL-terminated UTF-8 name */
+    long misc_mask;                 /* header misc bits of another form (MMAP2's build-id) */
+    int64_t guard_at;               /* a byte where '/' or '[' means another form, or -1 */
+} SideLayout;
+
+static void side_free(SideLayout *l) {
+    if (l == NULL)
+        return;
+    for (int i = 0; i < l->n; i++)
+        Py_XDECREF(l->names[i]);
+    PyMem_Free(l);
+}
+
 typedef struct {
     PyObject_HEAD
     SampleText *core;
@@ -1830,6 +1851,8 @@ typedef struct {
     Py_ssize_t seen;          /* ... before the item next() returned last */
     int framing;              /* the C frames at `at` (set_rules); 0: the Python walker's turn */
     int finished;             /* the data's end: every record released */
+    PyObject *apply;          /* Machine.apply, for the side records it applies here, or NULL */
+    SideLayout *sides[NTYPES];  /* by type: the fields apply reads, or NULL */
 } RecordWalk;
 
 static int entries_add(Entries *q, const Entry *e) {
@@ -1990,6 +2013,65 @@ static int consume_record(SampleText *core, PyObject *record, Py_ssize_t ordinal
     return made;
 }
 
+/* A side record the stream would only apply to the machine (its type not
+ * shown, nothing told of it), applied here as the stream does
+ * (machine.apply(type, fields, misc, time or 0)) with the fields apply
+ * reads, decoded as the schema's decoder does: 1 applied, 0 a form or bytes
+ * the Python decoder is to take (the stream gets the Record), -1 error. */
+static int walk_apply(RecordWalk *w, const Entry *e) {
+    const SideLayout *l = w->sides[e->rtype];
+    const size_t hsize = w->rules.hsize;
+    const uint8_t *p = (const uint8_t *)w->arena.data + e->at;
+    Block head = {p, hsize, (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN};
+    const size_t size = rd16(&head, w->rules.size_off);
+    const long misc = rd16(&head, w->rules.misc_off);
+    if (misc & l->misc_mask || size < hsize || size - hsize < w->rules.trailer)
+        return 0;
+    /* (the body without its sample_id trailer, as the decoder reads it) */
+    Block b = {p + hsize, size - hsize - w->rules.trailer, head.swap};
+    if (l->guard_at >= 0 && fits(&b, (size_t)l->guard_at, 1) &&
+        (b.p[l->guard_at] == '/' || b.p[l->guard_at] == '['))
+        return 0;
+    PyObject *fields = PyDict_New();
+    if (fields == NULL)
+        return -1;
+    for (int i = 0; i < l->n; i++) {
+        const size_t off = (size_t)l->offset[i];
+        PyObject *v;
+        if (l->width[i] == 0) {
+            const uint8_t *nul = off < b.n ? memchr(b.p + off, 0, b.n - off) : NULL;
+            if (nul == NULL) {
+                Py_DECREF(fields);
+                return 0;
+            }
+            v = PyUnicode_DecodeUTF8((const char *)b.p + off, nul - (b.p + off), "strict");
+            if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                Py_DECREF(fields);
+                return 0;
+            }
+        } else if (!fits(&b, off, (size_t)l->width[i])) {
+            Py_DECREF(fields);
+            return 0;
+        } else {
+            v = l->width[i] == 4 ? PyLong_FromUnsignedLong(rd32(&b, off))
+                                 : PyLong_FromUnsignedLongLong(rd64(&b, off));
+        }
+        if (v == NULL || PyDict_SetItem(fields, l->names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(fields);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    PyObject *r = PyObject_CallFunction(w->apply, "INlK", (unsigned)e->rtype, fields, misc,
+                                        (unsigned long long)(e->has_time ? e->time : 0));
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 1;
+}
+
 /* The next record of ready the stream is to have (a new reference), the
  * texts made so far where they fill the core's buffer, or NULL: ready is
  * empty (no error set) or an error. */
@@ -2000,6 +2082,13 @@ static PyObject *walk_deliver(RecordWalk *w) {
         r->items[w->ready_head++].record = NULL;     /* (e's now) */
         if ((int64_t)e.rtype != w->params[P_SAMPLE]) {
             w->seen = w->ordinal;
+            if (e.record == NULL && e.rtype < NTYPES && w->sides[e.rtype] != NULL) {
+                int applied = walk_apply(w, &e);
+                if (applied < 0)
+                    return NULL;
+                if (applied)
+                    continue;
+            }
             return e.record != NULL ? e.record : walk_record(w, &e);
         }
         Py_ssize_t ordinal = ++w->ordinal;
@@ -2219,6 +2308,9 @@ static void RecordWalk_dealloc(RecordWalk *w) {
     Py_XDECREF(w->core);
     Py_XDECREF(w->make);
     Py_XDECREF(w->attrs);
+    Py_XDECREF(w->apply);
+    for (int t = 0; t < NTYPES; t++)
+        side_free(w->sides[t]);
     Py_TYPE(w)->tp_free((PyObject *)w);
 }
 
@@ -2375,6 +2467,62 @@ static PyObject *RecordWalk_push(RecordWalk *w, PyObject *record) {
     Py_RETURN_NONE;
 }
 
+/* set_apply(apply, layouts): side records applied here (walk_apply):
+ * apply is Machine.apply; layouts {record type: (fields, misc_mask,
+ * guard_at)}, fields ((name, offset, width), ...) with width 4 or 8 (a u32
+ * or u64) or 0 (a NUL-terminated UTF-8 name) */
+static PyObject *RecordWalk_set_apply(RecordWalk *w, PyObject *args) {
+    PyObject *apply, *layouts;
+    if (!PyArg_ParseTuple(args, "OO!", &apply, &PyDict_Type, &layouts))
+        return NULL;
+    for (int t = 0; t < NTYPES; t++) {
+        side_free(w->sides[t]);
+        w->sides[t] = NULL;
+    }
+    Py_XSETREF(w->apply, Py_NewRef(apply));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(layouts, &pos, &key, &value)) {
+        long t = PyLong_AsLong(key);
+        PyObject *fields;
+        long mask;
+        long long guard;
+        if ((t == -1 && PyErr_Occurred()) ||
+            !PyArg_ParseTuple(value, "O!lL", &PyTuple_Type, &fields, &mask, &guard))
+            return NULL;
+        Py_ssize_t n = PyTuple_GET_SIZE(fields);
+        if (t < 0 || t >= NTYPES || t == w->params[P_SAMPLE] || n > SIDE_FIELDS ||
+            guard < -1 || guard > 4096) {
+            PyErr_SetString(PyExc_ValueError, "set_apply: a layout out of range");
+            return NULL;
+        }
+        SideLayout *l = PyMem_Calloc(1, sizeof *l);
+        if (l == NULL)
+            return PyErr_NoMemory();
+        l->misc_mask = mask;
+        l->guard_at = guard;
+        w->sides[t] = l;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *name;
+            long long off;
+            int width;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fields, i), "ULi", &name, &off, &width))
+                return NULL;
+            if (off < 0 || off > 4096 || (width != 0 && width != 4 && width != 8)) {
+                PyErr_SetString(PyExc_ValueError, "set_apply: a field out of range");
+                return NULL;
+            }
+            Py_INCREF(name);
+            PyUnicode_InternInPlace(&name);
+            l->names[l->n] = name;
+            l->offset[l->n] = off;
+            l->width[l->n] = width;
+            l->n++;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 /* finish(): the end of the data: every queued record released */
 static PyObject *RecordWalk_finish(RecordWalk *w, PyObject *unused) {
     w->framing = 0;
@@ -2439,6 +2587,7 @@ static PyMethodDef RecordWalk_methods[] = {
     {"state", (PyCFunction)RecordWalk_state, METH_NOARGS, "where the framing stopped"},
     {"push", (PyCFunction)RecordWalk_push, METH_O, "a record the Python walker made"},
     {"finish", (PyCFunction)RecordWalk_finish, METH_NOARGS, "the end of the data"},
+    {"set_apply", (PyCFunction)RecordWalk_set_apply, METH_VARARGS, "side records applied here"},
     {"deliver", (PyCFunction)RecordWalk_deliver, METH_NOARGS, "the next ready item, or None"},
     {"next", (PyCFunction)RecordWalk_next, METH_NOARGS, "the next item, HANDBACK, or None"},
     {NULL, NULL, 0, NULL}

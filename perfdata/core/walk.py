@@ -27,8 +27,11 @@ import os
 from array import array
 from typing import TYPE_CHECKING, Any
 
+import construct as cs
+
+from .layout import field
 from .records import _id_tables, _why_not_events, walk_params, walk_tables
-from ..format import Record, RecordType as RT, WalkState
+from ..format import MISC_MMAP_BUILD_ID, Record, RecordType as RT, WalkState, body_schemas
 from ..session.stream import SESSION_TYPES
 
 if TYPE_CHECKING:
@@ -43,6 +46,42 @@ if TYPE_CHECKING:
 _LEFT_OUT = frozenset((int(RT.COMPRESSED), int(RT.COMPRESSED2)))
 # What the stream reads of the other records (SessionStream.__iter__).
 _READ = SESSION_TYPES | {RT.LOST, RT.LOST_SAMPLES, RT.HEADER_BUILD_ID}
+# The side records the C applies to the machine itself where the stream
+# would do nothing else with them (not shown, no after_apply).
+_APPLIED = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2))
+
+
+def side_layouts(little: bool, types: frozenset[int]) -> dict[int, tuple[tuple[tuple[str, int,
+                                                                            int], ...], int, int]]:
+    """{record type: (fields, misc mask, guard)} of the side records the C
+    applies to the machine (RecordWalk.set_apply): every field of the body's
+    construct schema as (name, offset, width: 4 or 8 for a u32 or u64, 0 for
+    the NUL-terminated name that ends it), so that the C decodes what the
+    schema's decoder does and hands back what it would refuse; the header's
+    misc bits of another form (MMAP2's build-id form), and the byte where a
+    path's first character means another (MMAP2 of Linux 3.12-3.15: see
+    decoder.mmap2_form).  A schema of another shape leaves its type out."""
+    schemas = body_schemas(little)
+    out = {}
+    for rtype in sorted(types):
+        schema = schemas[rtype]
+        fields = []
+        for sub in schema.subcons:
+            if isinstance(sub.subcon, cs.StringEncoded) and sub.subcon.encoding == "utf8" and \
+                    isinstance(sub.subcon.subcon, cs.NullTerminated) and \
+                    sub is schema.subcons[-1]:
+                fields.append((sub.name, field(schema, sub.name).offset, 0))
+                continue
+            # (unsigned numbers of the file's byte order, as the C reads them)
+            fmt = getattr(sub.subcon, "fmtstr", "")
+            if fmt[1:] not in ("I", "L", "Q") or fmt[:1] != ("<" if little else ">"):
+                break
+            fields.append((sub.name, field(schema, sub.name).offset, sub.sizeof()))
+        else:
+            mmap2 = rtype == RT.MMAP2
+            out[int(rtype)] = (tuple(fields), MISC_MMAP_BUILD_ID if mmap2 else 0,
+                               field(schema, "prot").offset if mmap2 else -1)
+    return out
 
 
 def why_not(pf: PerfFile, stream: SessionStream,
@@ -89,6 +128,10 @@ class RecordDelivery:
             walk = module.RecordWalk(self.core, functools.partial(Record, pf.ctx), f.fileno(),
                                      bytes(deliver))
             self._set_rules(walk)
+            if stream.after_apply is None:
+                # (the side records the stream only applies: applied by the C)
+                walk.set_apply(stream.machine.apply,
+                               side_layouts(pf.little, _APPLIED - stream.side_events))
             step = walk.next
             while True:
                 item = step()

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .attr import attr_schema
     from .constants import (MISC_COMM_EXEC, MISC_CPUMODE_MASK, MISC_GUEST_KERNEL,
-                            MISC_GUEST_USER, MISC_HYPERVISOR, MISC_KERNEL, MISC_MMAP_DATA,
-                            MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT, MISC_USER, STATS_NAMES,
+                            MISC_GUEST_USER, MISC_HYPERVISOR, MISC_KERNEL, MISC_MMAP_BUILD_ID,
+                            MISC_MMAP_DATA, MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT, MISC_USER, STATS_NAMES,
                             USER_TYPE_START, AttrType, CallchainContext, Feature, ReadFormat,
                             RecordType, SampleType, feature_name, record_type_name)
     from .container import PerfFile
@@ -46,7 +46,8 @@ _MODULE_OF = {
     "attr_schema": "attr",
     **dict.fromkeys(("AttrType", "CallchainContext", "Feature", "MISC_COMM_EXEC",
                      "MISC_CPUMODE_MASK", "MISC_GUEST_KERNEL", "MISC_GUEST_USER",
-                     "MISC_HYPERVISOR", "MISC_KERNEL", "MISC_MMAP_DATA", "MISC_SWITCH_OUT",
+                     "MISC_HYPERVISOR", "MISC_KERNEL", "MISC_MMAP_BUILD_ID", "MISC_MMAP_DATA",
+                     "MISC_SWITCH_OUT",
                      "MISC_SWITCH_OUT_PREEMPT", "MISC_USER", "ReadFormat", "RecordType",
                      "STATS_NAMES", "SampleType", "USER_TYPE_START", "feature_name",
                      "record_type_name"), "constants"),
