@@ -51,6 +51,7 @@ def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, l
     machine itself come as what it handed Machine.apply."""
     from perfdata.core import walk
     with perfdata.open(str(path)) as pf:
+        pf.resolve_event_names()      # (as the stream does first: the reference's too)
         stream = SessionStream(pf, side_events)
         assert walk.why_not(pf, stream) is None
         machine = stream.machine
