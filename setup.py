@@ -26,6 +26,13 @@ EXTENSIONS = [
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
+    # the waits of a scheduler recording without stacks (perfdata/core/switches.py)
+    Extension(
+        "perfdata.core._switches",
+        sources=["perfdata/core/_switches.c"],
+        extra_compile_args=_C_FLAGS,
+        optional=True,
+    ),
 ]
 
 setup(ext_modules=EXTENSIONS)

@@ -2,7 +2,8 @@
 """`perfdata offcpu` against `perf sched timehist` on a system-wide scheduler
 recording: each run in turn, `--rounds` times; wall time (best and median)
 and CPU time (user + system, best and median) of each, outputs to
-/dev/null.
+/dev/null; perfdata with its compiled sums (perfdata/core/_switches.c) and on
+the pure-Python path (PERFDATA_CORE=pure).
 
     python3 benchmarks/bench_offcpu.py [FILE] [--seconds 60] [--rounds 5]
 
@@ -24,11 +25,12 @@ import tempfile
 import time
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall s, CPU s of the child) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -50,19 +52,25 @@ def main() -> int:
     perf = shutil.which("perf")
     if perf is None:
         raise SystemExit("perf is not installed")
+    env = dict(os.environ)
+    env.pop("PERFDATA_CORE", None)
+    pure_env = dict(env, PERFDATA_CORE="pure")
     folder = tempfile.mkdtemp(prefix="bench-offcpu-")
     try:
         path = args.file or record(perf, args.seconds, folder)
+        perfdata = [sys.executable, "-m", "perfdata", "offcpu", path]
         runs = {
-            "perf sched timehist": [perf, "sched", "timehist", "-i", path],
-            "perfdata offcpu --format threads": [sys.executable, "-m", "perfdata", "offcpu",
-                                                 path, "--format", "threads"],
+            "perf sched timehist": ([perf, "sched", "timehist", "-i", path], env),
+            "perfdata offcpu --format threads": (perfdata + ["--format", "threads"], env),
+            "perfdata offcpu (the report)": (perfdata, env),
+            "perfdata offcpu --format threads, pure": (perfdata + ["--format", "threads"],
+                                                       pure_env),
         }
         walls: dict[str, list[float]] = {name: [] for name in runs}
         cpus: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.rounds):
-            for name, cmd in runs.items():
-                wall, cpu = timed(cmd)
+            for name, (cmd, run_env) in runs.items():
+                wall, cpu = timed(cmd, run_env)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         size = os.path.getsize(path) / (1 << 20)

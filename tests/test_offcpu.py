@@ -213,8 +213,9 @@ def test_wait_per_thread_is_perf_sched_timehist(system_wide):
 
 @requires_perf
 def test_fast_scan_is_the_careful_walk(system_wide):
-    """The switches read straight from the bytes (samplescan) and those of
-    the session's stream give the same threads and waits."""
+    """The compiled sums (perfdata/core/switches.py, where built), the
+    switches read straight from the bytes (samplescan) and those of the
+    session's stream give the same threads and waits, wakers too."""
     from perfdata.cli import build_parser
     from perfdata.session.switches import SwitchTracker
     from perfdata.views import offcpu
@@ -222,12 +223,12 @@ def test_fast_scan_is_the_careful_walk(system_wide):
     data, _ = system_wide
     args = build_parser("offcpu").parse_args(["offcpu", str(data)])
     got = []
-    for fast in (True, False):
+    for fast, compiled in ((True, True), (True, False), (False, False)):
         tracker = SwitchTracker(args.min_wait)
-        offcpu.gather(args, open_profile(str(data)), tracker, fast=fast)
+        offcpu.gather(args, open_profile(str(data)), tracker, fast=fast, compiled=compiled)
         got.append(({t.tid: (t.comm, t.pid, t.first, t.last, t.run, t.waits, t.wait_count)
                      for t in tracker.kept_threads()}, tracker.waits))
-    assert got[0] == got[1]
+    assert got[0] == got[1] == got[2]
 
 
 @requires_perf
@@ -295,3 +296,37 @@ def test_damaged_file_gives_no_traceback(system_wide, tmp_path):
     bad.write_bytes(bytes(mid))
     rc, out, err = run_cli(["offcpu", str(bad), "--format", "threads"])
     assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err, err
+
+
+@requires_perf
+def test_garbled_bytes_same_sums_compiled_or_not(system_wide, tmp_path):
+    """Bytes flipped at random in the records: the compiled sums and the
+    Python scan agree (or both give way to the careful walk), no crash."""
+    import random
+
+    from perfdata.cli import build_parser
+    from perfdata.session.switches import SwitchTracker
+    from perfdata.views import offcpu
+    from perfdata.views.options import open_profile
+    data, _ = system_wide
+    blob = data.read_bytes()
+    rng = random.Random(37)
+    args = build_parser("offcpu").parse_args(["offcpu", str(data)])
+    for round_ in range(12):
+        mixed = bytearray(blob)
+        for _ in range(20):
+            at = rng.randrange(len(mixed) // 8, len(mixed))
+            mixed[at] = rng.randrange(256)
+        bad = tmp_path / ("mixed%d.data" % round_)
+        bad.write_bytes(bytes(mixed))
+        got = []
+        for compiled in (True, False):
+            tracker = SwitchTracker(args.min_wait)
+            try:
+                offcpu.gather(args, open_profile(str(bad)), tracker, compiled=compiled)
+            except Exception as exc:        # (a file the careful walk refuses)
+                got.append(type(exc).__name__)
+                continue
+            got.append(({t.tid: (t.comm, t.run, t.waits) for t in tracker.kept_threads()},
+                        tracker.waits))
+        assert got[0] == got[1]

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .header import feature_bits
     from .records import body_schemas, event_header_schema, event_header_struct
     from .sample import weight_and_ins_lat
-    from .samplescan import scan_samples
+    from .samplescan import id_offset, sample_offsets, scan_samples, why_not_scanned
     from .tracing import (EventFormat, FieldFormat, TracingData, parse_tracing_data,
                           tracing_data_schema)
     from .walker import KNOWN_TYPES, WalkState, least_sizes
@@ -63,7 +63,8 @@ _MODULE_OF = {
     "feature_bits": "header",
     **dict.fromkeys(("body_schemas", "event_header_schema", "event_header_struct"), "records"),
     "weight_and_ins_lat": "sample",
-    "scan_samples": "samplescan",
+    **dict.fromkeys(("id_offset", "sample_offsets", "scan_samples", "why_not_scanned"),
+                    "samplescan"),
     **dict.fromkeys(("EventFormat", "FieldFormat", "TracingData", "parse_tracing_data",
                      "tracing_data_schema"), "tracing"),
     **dict.fromkeys(("KNOWN_TYPES", "WalkState", "least_sizes"), "walker"),

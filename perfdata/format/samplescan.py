@@ -39,6 +39,24 @@ _LOST = int(RT.LOST)
 _LOST_SAMPLES = int(RT.LOST_SAMPLES)
 
 
+def sample_offsets(sample_type: int) -> dict[str, int]:
+    """Where a sample of this sample_type holds its pid (then tid), time and
+    cpu, and its raw data's size (the data follow it), as offsets from the
+    record's start, for a sample without READ and CALLCHAIN; a field the
+    sample lacks is missing from the answer."""
+    out = {}
+    at = 8
+    for bit, name in ((ST.IDENTIFIER, ""), (ST.IP, ""), (ST.TID, "pid"), (ST.TIME, "time"),
+                      (ST.ADDR, ""), (ST.ID, ""), (ST.STREAM_ID, ""), (ST.CPU, "cpu"),
+                      (ST.PERIOD, "")):
+        if sample_type & bit:
+            if name:
+                out[name] = at
+            at += 8
+    out["raw_size"] = at
+    return out
+
+
 class _Plan:
     """Where one event's sample holds what is read of it: `fixed` reads the
     pid, tid, time and cpu (in that order, as the sample holds them) from
@@ -71,7 +89,7 @@ class _Plan:
             "".join(fmt) + "".join(raw)[1:])
 
 
-def why_not(pf: PerfFile, attrs: Sequence[EventAttr]) -> str | None:
+def why_not_scanned(pf: PerfFile, attrs: Sequence[EventAttr]) -> str | None:
     """Why scan_samples does not apply, or None."""
     if pf.is_pipe or pf.is_directory or pf.data_files or pf.strict:
         return "a pipe, a directory or a strict walk"
@@ -97,7 +115,7 @@ def scan_samples(pf: PerfFile, wanted: Mapping[EventAttr, Sequence[RawField]]
     lost) for the samples of the `wanted` events (tag: the event's index in
     pf.attrs; the raw fields given in their order in the raw data), or
     None where the scan does not apply."""
-    if why_not(pf, list(wanted)) is not None:
+    if why_not_scanned(pf, list(wanted)) is not None:
         return None
     plans: dict[int | None, _Plan] = {}
     for ea, fields in wanted.items():
@@ -113,10 +131,7 @@ def scan_samples(pf: PerfFile, wanted: Mapping[EventAttr, Sequence[RawField]]
             return None
         for ident in ea.ids:
             plans[ident] = plan
-    id_at = None
-    if len(pf.attrs) > 1:
-        pos = id_position_in_sample(pf.attrs[0].sample_type)
-        id_at = 8 + 8 * pos  # type: ignore[operator]  # (why_not: an id position)
+    id_at = id_offset(pf)
     start, end = pf.data_range
     with open(pf.path, "rb") as f:
         if not os.fstat(f.fileno()).st_size:
@@ -131,6 +146,15 @@ def scan_samples(pf: PerfFile, wanted: Mapping[EventAttr, Sequence[RawField]]
     out, lost = got
     out.sort(key=operator.itemgetter(2))
     return out, lost
+
+
+def id_offset(pf: PerfFile) -> int | None:
+    """The offset of a sample's event id from the record's start where the
+    file has several events (None: one event, every sample is its)."""
+    if len(pf.attrs) < 2:
+        return None
+    pos = id_position_in_sample(pf.attrs[0].sample_type)
+    return 8 + 8 * pos  # type: ignore[operator]  # (why_not_scanned: an id position)
 
 
 def _scan(buf: mmap.mmap, off: int, end: int, plans: dict[int | None, _Plan], id_at: int | None

@@ -236,6 +236,21 @@ class SwitchTracker:
             return end - start
         return sum(max(0, min(end, hi) - max(start, lo)) for lo, hi in window)
 
+    def add_sums(self, tid: int, pid: int, comm: str, first: int, last: int, run: int,
+                 switches_out: int, waits: list[tuple[str, bool, str, int, int]]) -> None:
+        """A thread's sums made elsewhere (perfdata/core/switches.py, the
+        compiled sums of a whole file): its waits (state, short, waker, ns,
+        count) each."""
+        t = self.threads[tid] = ThreadTimes(tid, first)
+        t.pid, t.comm, t.last, t.run, t.switches_out = pid, comm, last, run, switches_out
+        for state, short, waker, ns, count in waits:
+            t.waits[state] = t.waits.get(state, 0) + ns
+            t.wait_count += count
+            key = (tid, SHORT_WAITS if short else None, state, waker)
+            got = self.waits.setdefault(key, [0, 0])
+            got[0] += ns
+            got[1] += count
+
     def kept_threads(self) -> list[ThreadTimes]:
         """The threads that switched out, those `keep` keeps, by tid."""
         return [t for tid, t in sorted(self.threads.items())

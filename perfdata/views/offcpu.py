@@ -228,17 +228,18 @@ class StackNames:
 
 
 def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
-           fast: bool = True, wakers: bool = True) -> None:
+           fast: bool = True, wakers: bool = True, compiled: bool = True) -> None:
     """Feed the tracker every switch, wakeup and offcpu-time sample of the
     file, in time order; the stacks of switches out symbolized (wakers:
     the wakeups too, which name the waker of each wait).  fast: where
     no stack is to be symbolized (no callchains), read the switches straight
-    from the file's bytes (format's scan_samples) when that applies."""
+    from the file's bytes (format's scan_samples, or with `compiled` the C
+    sums of perfdata/core/switches.py) when that applies."""
     from .options import make_sample_symbolizer, print_warnings
     roles = Roles(pf)
     if not wakers:
         roles.wakeup.clear()        # (who woke whom: only the report says)
-    if fast and gather_fast(pf, roles, tracker):
+    if fast and gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
     samples = make_sample_symbolizer(pf, args, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
@@ -253,14 +254,19 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
         print_warnings(pf)
 
 
-def gather_fast(pf: PerfFile, roles: Roles, tracker: SwitchTracker) -> bool:
+def gather_fast(pf: PerfFile, roles: Roles, tracker: SwitchTracker, compiled: bool = True
+                ) -> bool:
     """The switches and wakeups of a file without stacks or switch records,
-    read by scan_samples; False where that does not apply."""
+    read by scan_samples (or summed by the compiled core); False where that
+    does not apply."""
     from ..format import scan_samples
     attrs = [roles.attrs[key] for key in list(roles.switch) + list(roles.wakeup)]
     if roles.offcpu or _has_switch_records(pf) or not roles.switch or \
             any(ea.has_callchain or ea.sample_type & ST.REGS_USER for ea in attrs):
         return False
+    if compiled and tracker.window is None and tracker.keep is None and \
+            _compiled_sums(pf, roles, tracker):
+        return True
     wanted = {}
     for key, layout in list(roles.switch.items()) + list(roles.wakeup.items()):
         names = SWITCH_FIELDS if key in roles.switch else ("pid",)
@@ -286,6 +292,26 @@ def gather_fast(pf: PerfFile, roles: Roles, tracker: SwitchTracker) -> bool:
             switch(time, cpu, prev, pid if tid == prev else -1, comm, name(state), None, nxt, into)
         elif row[4]:
             woken(row[4], row[1], None)
+    if lost:
+        pf.warnings.append("%d events lost (perf record -m: a larger buffer)" % lost)
+    return True
+
+
+def _compiled_sums(pf: PerfFile, roles: Roles, tracker: SwitchTracker) -> bool:
+    """The tracker filled by perfdata/core/switches.py's sums; False where
+    they do not apply."""
+    from ..core.switches import sum_switches
+    got = sum_switches(pf, {roles.attrs[k]: v for k, v in roles.switch.items()},
+                       {roles.attrs[k]: v for k, v in roles.wakeup.items()}, tracker.min_wait)
+    if got is None:
+        return False
+    threads, tracker.switches, tracker.switch_ins, tracker.inferred_ins, lost = got
+    states = roles.states
+    assert states is not None
+    for tid, pid, comm, first, last, run, switches_out, waits in threads:
+        tracker.add_sums(tid, pid, _comm_text(comm), first, last, run, switches_out,
+                         [(states.name(state), bool(short), _comm_text(waker), ns, n)
+                          for state, short, waker, ns, n in waits])
     if lost:
         pf.warnings.append("%d events lost (perf record -m: a larger buffer)" % lost)
     return True
