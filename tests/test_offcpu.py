@@ -242,11 +242,13 @@ def test_time_and_thread_filters(per_process):
                            "--with-state"))
     assert {r[0].split("-")[0] for r in rows} == {"sleeper"}
     # --time: the first half of the sleeper's wait only
+    # (its first switch in: perf script --tid also prints the switch out of
+    # the thread that made way for it, under that thread's tid)
     res = subprocess.run([PERF, "script", "-i", str(data), "--tid", str(sleeper[1]),
-                          "-F", "time", "--show-switch-events"], capture_output=True,
+                          "-F", "tid,time", "--show-switch-events"], capture_output=True,
                          text=True)
-    times = [float(t.rstrip(":")) for t in re.findall(r"(\d+\.\d+):", res.stdout)]
-    start = min(times)
+    start = min(float(t) for tid, t in re.findall(r"^\s*(\d+)\s+(\d+\.\d+):", res.stdout,
+                                                  re.M) if int(tid) == sleeper[1])
     half = _thread_table(_offcpu(data, "--format", "threads", "--tid", sleeper[1],
                                  "--time", "%.6f,%.6f" % (start, start + sleeper[4] / 2e9)))
     assert abs(half[sleeper[1]][3] - sleeper[4] / 2) <= 0.05 * sleeper[4]

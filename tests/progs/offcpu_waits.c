@@ -15,7 +15,7 @@
  *     wait COMM TID FUNCTION STATE NS
  * and one per thread, from the thread function's start to its end,
  *     thread COMM TID WALL_NS CPU_NS
- * (CPU_NS: the thread's CPU clock), then exits.
+ * (CPU_NS: the thread's CPU clock), after every thread has ended.
  * argv[1]: scale of the waits (default 1: 200 to 300 ms each).
  */
 #define _GNU_SOURCE
@@ -33,9 +33,17 @@ static double scale = 1.0;
 static int pipefd[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int held;
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static char out[8192];
-static size_t out_len;
+
+/* What a thread measured of itself, printed by main after the joins (no
+ * lock taken while measuring: a lock would be a wait of its own). */
+struct job {
+    const char *comm;
+    void (*run)(struct job *);
+    int pin;
+    int tid;
+    const char *func, *state;
+    long long wait_ns, wall_ns, cpu_ns;
+};
 
 static long long now(clockid_t clock)
 {
@@ -44,21 +52,11 @@ static long long now(clockid_t clock)
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void say(const char *fmt, const char *comm, long long a, long long b, const char *f,
-                const char *state)
+static void report_wait(struct job *job, const char *func, const char *state, long long ns)
 {
-    pthread_mutex_lock(&out_lock);
-    int tid = (int)syscall(SYS_gettid);
-    if (f)
-        out_len += snprintf(out + out_len, sizeof out - out_len, fmt, comm, tid, f, state, a);
-    else
-        out_len += snprintf(out + out_len, sizeof out - out_len, fmt, comm, tid, a, b);
-    pthread_mutex_unlock(&out_lock);
-}
-
-static void report_wait(const char *comm, const char *func, const char *state, long long ns)
-{
-    say("wait %s %d %s %s %lld\n", comm, ns, 0, func, state);
+    job->func = func;
+    job->state = state;
+    job->wait_ns = ns;
 }
 
 static void sleep_ms(double ms)
@@ -68,23 +66,23 @@ static void sleep_ms(double ms)
         ;
 }
 
-__attribute__((noinline)) void wait_sleep(void)
+__attribute__((noinline)) void wait_sleep(struct job *job)
 {
     long long t0 = now(CLOCK_MONOTONIC);
     sleep_ms(300 * scale);
-    report_wait("sleeper", "wait_sleep", "S", now(CLOCK_MONOTONIC) - t0);
+    report_wait(job, "wait_sleep", "S", now(CLOCK_MONOTONIC) - t0);
 }
 
-__attribute__((noinline)) void wait_pipe(void)
+__attribute__((noinline)) void wait_pipe(struct job *job)
 {
     char c;
     long long t0 = now(CLOCK_MONOTONIC);
     if (read(pipefd[0], &c, 1) != 1)
         exit(3);
-    report_wait("piper", "wait_pipe", "S", now(CLOCK_MONOTONIC) - t0);
+    report_wait(job, "wait_pipe", "S", now(CLOCK_MONOTONIC) - t0);
 }
 
-__attribute__((noinline)) void wait_mutex(void)
+__attribute__((noinline)) void wait_mutex(struct job *job)
 {
     while (!held)
         sleep_ms(1);
@@ -92,20 +90,20 @@ __attribute__((noinline)) void wait_mutex(void)
     pthread_mutex_lock(&lock);
     long long ns = now(CLOCK_MONOTONIC) - t0;
     pthread_mutex_unlock(&lock);
-    report_wait("locker", "wait_mutex", "S", ns);
+    report_wait(job, "wait_mutex", "S", ns);
 }
 
-__attribute__((noinline)) void hold_mutex(void)
+__attribute__((noinline)) void hold_mutex(struct job *job)
 {
     pthread_mutex_lock(&lock);
     held = 1;
     long long t0 = now(CLOCK_MONOTONIC);
     sleep_ms(250 * scale);
-    report_wait("holder", "hold_mutex", "S", now(CLOCK_MONOTONIC) - t0);
+    report_wait(job, "hold_mutex", "S", now(CLOCK_MONOTONIC) - t0);
     pthread_mutex_unlock(&lock);
 }
 
-__attribute__((noinline)) void wait_vfork(void)
+__attribute__((noinline)) void wait_vfork(struct job *job)
 {
     long long t0 = now(CLOCK_MONOTONIC);
     pid_t child = vfork();
@@ -117,11 +115,12 @@ __attribute__((noinline)) void wait_vfork(void)
     }
     long long ns = now(CLOCK_MONOTONIC) - t0;
     waitpid(child, NULL, 0);
-    report_wait("vforker", "wait_vfork", "D", ns);
+    report_wait(job, "wait_vfork", "D", ns);
 }
 
-__attribute__((noinline)) void spin_pinned(void)
+__attribute__((noinline)) void spin_pinned(struct job *job)
 {
+    (void)job;
     long long end = now(CLOCK_THREAD_CPUTIME_ID) + (long long)(150e6 * scale);
     volatile unsigned long x = 0;
     while (now(CLOCK_THREAD_CPUTIME_ID) < end)
@@ -129,11 +128,11 @@ __attribute__((noinline)) void spin_pinned(void)
             x += i;
 }
 
-struct job { const char *comm; void (*run)(void); int pin; };
-
 static void *thread_main(void *arg)
 {
     struct job *job = arg;
+    long long t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_THREAD_CPUTIME_ID);
+    job->tid = (int)syscall(SYS_gettid);
     pthread_setname_np(pthread_self(), job->comm);
     if (job->pin) {
         cpu_set_t set;
@@ -141,10 +140,9 @@ static void *thread_main(void *arg)
         CPU_SET(0, &set);
         sched_setaffinity(0, sizeof set, &set);
     }
-    long long t0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_THREAD_CPUTIME_ID);
-    job->run();
-    say("thread %s %d %lld %lld\n", job->comm, now(CLOCK_MONOTONIC) - t0,
-        now(CLOCK_THREAD_CPUTIME_ID) - c0, NULL, NULL);
+    job->run(job);
+    job->cpu_ns = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+    job->wall_ns = now(CLOCK_MONOTONIC) - t0;
     return NULL;
 }
 
@@ -155,10 +153,10 @@ int main(int argc, char **argv)
     if (pipe(pipefd) != 0)
         return 2;
     struct job jobs[] = {
-        { "sleeper", wait_sleep, 0 }, { "piper", wait_pipe, 0 },
-        { "holder", hold_mutex, 0 }, { "locker", wait_mutex, 0 },
-        { "vforker", wait_vfork, 0 }, { "spin1", spin_pinned, 1 },
-        { "spin2", spin_pinned, 1 },
+        { .comm = "sleeper", .run = wait_sleep }, { .comm = "piper", .run = wait_pipe },
+        { .comm = "holder", .run = hold_mutex }, { .comm = "locker", .run = wait_mutex },
+        { .comm = "vforker", .run = wait_vfork }, { .comm = "spin1", .run = spin_pinned, .pin = 1 },
+        { .comm = "spin2", .run = spin_pinned, .pin = 1 },
     };
     enum { N = sizeof jobs / sizeof jobs[0] };
     pthread_t threads[N];
@@ -169,6 +167,12 @@ int main(int argc, char **argv)
         return 2;
     for (int i = 0; i < N; i++)
         pthread_join(threads[i], NULL);
-    fputs(out, stdout);
+    for (int i = 0; i < N; i++) {
+        if (jobs[i].func)
+            printf("wait %s %d %s %s %lld\n", jobs[i].comm, jobs[i].tid, jobs[i].func,
+                   jobs[i].state, jobs[i].wait_ns);
+        printf("thread %s %d %lld %lld\n", jobs[i].comm, jobs[i].tid, jobs[i].wall_ns,
+               jobs[i].cpu_ns);
+    }
     return 0;
 }
