@@ -314,11 +314,30 @@ def test_garbled_bytes_same_sums_compiled_or_not(system_wide, tmp_path):
     blob = data.read_bytes()
     rng = random.Random(37)
     args = build_parser("offcpu").parse_args(["offcpu", str(data)])
-    for round_ in range(12):
+    import struct
+
+    import perfdata
+    from perfdata.format import sample_offsets
+    with perfdata.open(str(data)) as pf:
+        pf.resolve_event_names()
+        start, end = pf.data_range
+        time_at = sample_offsets(pf.attrs[0].sample_type)["time"]
+        switch_ids = {i for ea in pf.attrs if ea.name == "sched:sched_switch" for i in ea.ids}
+    samples = []        # (the switches: perf sched record's samples say their id first)
+    while start < end:
+        rtype, _, size = struct.unpack_from("<IHH", blob, start)
+        if rtype == 9 and struct.unpack_from("<Q", blob, start + 8)[0] in switch_ids:
+            samples.append(start)
+        start += size
+    for round_ in range(14):
         mixed = bytearray(blob)
         for _ in range(20):
             at = rng.randrange(len(mixed) // 8, len(mixed))
             mixed[at] = rng.randrange(256)
+        if round_ < 2:
+            # times past 2**63 (a Python int's sums; no int64's)
+            for at in rng.sample(samples, 3):
+                mixed[at + time_at + 7] |= 0x80
         bad = tmp_path / ("mixed%d.data" % round_)
         bad.write_bytes(bytes(mixed))
         got = []

@@ -12,9 +12,10 @@
  *
  * Nothing here knows a layout: every offset comes from Python (the tracing
  * data's field offsets, the sample's fixed fields).  Every read is bounds
- * checked against the record; a record that does not fit, or a sample too
- * short for its fields, makes it return None (the caller walks the file the
- * careful way).
+ * checked against the record; a record that does not fit, a sample too
+ * short for its fields, a cpu past MAX_CPUS or a time of 2**62 ns or more
+ * (146 years: past it a thread's sums could pass an int64, where Python's
+ * ints do not) makes it return None (the caller's Python path reads it).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -279,6 +280,8 @@ static int read_event(const uint8_t *rec, Py_ssize_t size, const Py_ssize_t *l, 
     memset(ev, 0, sizeof *ev);
     ev->kind = kind;
     ev->time = rd64(rec + l[L_TIME]);
+    if (ev->time < 0 || ev->time >= (INT64_C(1) << 62))
+        return 1;   /* (the sums of such times would pass int64: the Python path's) */
     ev->pid = rd32(rec + l[L_TID]);
     ev->tid = rd32(rec + l[L_TID] + 4);
     ev->cpu = rd32(rec + l[L_CPU]);
