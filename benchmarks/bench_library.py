@@ -14,7 +14,7 @@ are medians over the rounds, the ratios the medians of each round's own
 ratio to the command's run of that round.  Then the same two in one
 process, as in a notebook where perfdata is imported already: rounds of
 `perfdata.cli.main(["report", ...])` and `profile(FILE).report()`, CPU time
-of each call (os.times(): the process's and its workers', a sharded run's); the difference between the two tables is
+of each call (getrusage: the process's and its workers', a sharded run's); the difference between the two tables is
 the start-up (the command defers the standard modules construct imports and
 never uses, perfdata/cli.py; a program importing perfdata keeps
 sys.modules as it is).  The symbol cache is warm (a
@@ -97,14 +97,16 @@ got = {command: [], library: []}
 for run in (command, library):
     run()
 def cpu():
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    import resource
+    own, workers = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                   resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
 for _ in range(repeat):
     for run in got:
         t = cpu()
         run()
         got[run].append(cpu() - t)
-ratio = statistics.median(b / a for a, b in zip(got[command], got[library]))
+ratio = statistics.median(b / max(a, 1e-6) for a, b in zip(got[command], got[library]))
 print("  in one process: command %.3f s, profile().report() %.3f s CPU: %.2fx" % (
     statistics.median(got[command]), statistics.median(got[library]), ratio))
 """

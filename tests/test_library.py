@@ -197,6 +197,8 @@ def test_bad_input_is_a_perfdata_error(tmp_path):
     with pytest.raises(ValueError):
         perfdata.profile(ROOT / SAMPLE, unwind="lbr")
     with pytest.raises(ValueError):
+        perfdata.profile("-")
+    with pytest.raises(ValueError):
         perfdata.profile(ROOT / SAMPLE, time="yesterday")
 
 

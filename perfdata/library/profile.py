@@ -164,15 +164,24 @@ class Profile:
     def __init__(self, args: argparse.Namespace) -> None:
         self._args = args
         self.path: str = args.file
+        if self.path == "-":
+            raise ValueError("a profile reads its file once per view: give its path, not "
+                             "standard input (perfdata.open('-') reads a pipe's records)")
         self.warnings: list[str] = []
-        # the header is read now: a file that is not one fails here
-        self._open().close()
+        # the header is read now: a file that is not one fails here (kept
+        # open for the first pass: opening costs ~10 ms, a tenth of a small
+        # file's report)
+        self._opened: PerfFile | None = None
+        self._opened = self._open()
 
     def __repr__(self) -> str:
         return "<perfdata.Profile %r>" % self.path
 
     # ------------------------------------------------------------ passes
     def _open(self) -> PerfFile:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            return opened
         from ..format import PerfFile
         return PerfFile(self.path, strict=self._args.strict)
 

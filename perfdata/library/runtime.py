@@ -6,8 +6,11 @@ so that `perfdata.profile(path).report()` costs what `perfdata report` does.
   again), and a young collection every 500,000 net new objects rather than
   700: the run keeps caches of small objects and makes no cycles on its hot
   paths, and CPython's default walked the caches' frames again and again (a
-  tenth of a run, measured for the commands).  Put back after the pass;
-  left alone where the program froze objects itself (gc.freeze()).
+  tenth of a run, measured for the commands).  Put back after the pass:
+  gc.unfreeze() (what the program froze itself is unfrozen too, which
+  changes only how often the collector looks at it; telling the two apart
+  needs gc.get_freeze_count(), a walk of every frozen object: 47 ms after a
+  command's run in the same process).
 * The standard modules construct imports and never uses (its debugger's
   pdb, inspect, traceback; pickle and hashlib of two of its classes): while
   perfdata's modules are imported, a stand-in in sys.modules takes each
@@ -54,21 +57,27 @@ def _stand_in(name: str) -> types.ModuleType:
 def as_the_commands() -> Iterator[None]:
     """The collector and the unused modules as the commands have them,
     for the body of the with statement only."""
+    global _depth
+    if _depth:                  # (within another: that one sets and puts back)
+        yield
+        return
     placed = {}
     for name in UNUSED_MODULES:
         if name not in sys.modules:
             sys.modules[name] = placed[name] = _stand_in(name)
     thresholds = gc.get_threshold()
-    frozen = gc.get_freeze_count() == 0
-    if frozen:
-        gc.freeze()
+    gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *GC_OLDER_THRESHOLDS)
+    _depth += 1
     try:
         yield
     finally:
+        _depth -= 1
         gc.set_threshold(*thresholds)
-        if frozen:
-            gc.unfreeze()
+        gc.unfreeze()
         for name, stand_in in placed.items():
             if sys.modules.get(name) is stand_in:
                 del sys.modules[name]
+
+
+_depth = 0      # the windows open now (a view's pass within profile(): one)
