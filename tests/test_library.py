@@ -182,6 +182,19 @@ def test_notebook_shows_the_graph_and_table():
     assert prof.flamegraph()._repr_svg_().startswith("<?xml")
 
 
+def test_ipython_shows_them_inline():
+    """IPython's display formatter (what Jupyter calls for a cell's value)
+    finds the HTML of a profile and a table, the SVG of a flame graph."""
+    formatters = pytest.importorskip("IPython.core.formatters")
+    prof = perfdata.profile(ROOT / SAMPLE, debug_dirs=[ROOT / "samples/buildids"])
+    shown, _ = formatters.DisplayFormatter().format(prof)
+    assert "<svg" in shown["text/html"] and "hot_beta" in shown["text/html"]
+    shown, _ = formatters.DisplayFormatter().format(prof.report())
+    assert shown["text/html"].startswith("<table>")
+    shown, _ = formatters.DisplayFormatter().format(prof.flamegraph())
+    assert "image/svg+xml" in shown
+
+
 def test_arrow_tables_hold_every_sample():
     pytest.importorskip("pyarrow")
     prof = perfdata.profile(ROOT / SAMPLE, debug_dirs=[ROOT / "samples/buildids"])
