@@ -136,28 +136,41 @@ class Sample:
 
 
 class SampleMaker:
-    """Makes the Samples of SymbolizedSamples, each distinct stack's frames
-    once (the resolver hands the same frame list to the samples of one
-    stack)."""
+    """Makes the Samples of SymbolizedSamples, each distinct frame once: the
+    resolver hands out the same StackFrame for an address every stack
+    through it holds (and the same frame list to the samples of one
+    stack), so Frames are kept by the StackFrame they were made of."""
 
     def __init__(self, lines: SourceLines | None) -> None:
         from ..views.flamegraph import frame_kind as kind
         self._kind = kind
         self._lines = lines
         self._stacks: dict[int, tuple[Sequence[StackFrame], tuple[Frame, ...]]] = {}
+        self._frames: dict[int, tuple[StackFrame, Frame]] = {}
 
     def frames(self, frames: Sequence[StackFrame]) -> tuple[Frame, ...]:
         hit = self._stacks.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]
-        kind, lines = self._kind, self._lines
-        made = tuple(Frame(f.symbol, f.offset, f.dso, f.address, f.avma, f.build_id, kind(f),
-                           f.inlined, f.stitched, f.dso_path, f.svma, f.is_return_address,
-                           lines) for f in frames)
+        known = self._frames
+        made = []
+        for f in frames:
+            got = known.get(id(f))
+            if got is None or got[0] is not f:
+                got = known[id(f)] = (f, self._frame(f))
+            made.append(got[1])
         if len(self._stacks) > 100000:
             self._stacks.clear()
-        self._stacks[id(frames)] = (frames, made)
-        return made
+        if len(known) > 100000:
+            known.clear()
+        stack = tuple(made)
+        self._stacks[id(frames)] = (frames, stack)
+        return stack
+
+    def _frame(self, f: StackFrame) -> Frame:
+        return Frame(f.symbol, f.offset, f.dso, f.address, f.avma, f.build_id, self._kind(f),
+                     f.inlined, f.stitched, f.dso_path, f.svma, f.is_return_address,
+                     self._lines)
 
     def sample(self, s: SymbolizedSample) -> Sample:
         return Sample(s.event.name, s.time or 0, s.cpu, s.pid, s.tid, s.comm, s.period or 0,
