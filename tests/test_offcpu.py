@@ -267,6 +267,45 @@ def test_report_and_flamegraph(per_process, tmp_path):
     assert "Off-CPU Time Flame Graph" in text
 
 
+@pytest.fixture(scope="module")
+def with_samples(tmp_path_factory):
+    """(perf.data, the program's output) of a per-process recording of the
+    switches beside cpu-clock samples (the wall-clock view)."""
+    tmp = tmp_path_factory.mktemp("offcpu_wall")
+    exe = _build(tmp)
+    data = tmp / "wall.data"
+    out = _record([PERF, "record", "-q", "-o", str(data), "-e", "cpu-clock"] + PER_PROCESS +
+                  ["--", str(exe)])
+    return data, out
+
+
+@requires_perf
+def test_wall_clock_view(with_samples, tmp_path):
+    """--wall: each thread's on-CPU samples (their periods) and its waits add
+    up to its wall time; the spinning threads' samples are in spin_pinned,
+    the waits end in their state."""
+    data, out = with_samples
+    _, threads = _measured(out)
+    rows = _offcpu(data, "--format", "collapse", "--wall", "--tid-root").splitlines()
+    per_thread: dict[int, int] = {}
+    for line in rows:
+        stack, _, ns = line.rpartition(" ")
+        tid = int(stack.split(";")[0].rsplit("/", 1)[1])
+        per_thread[tid] = per_thread.get(tid, 0) + int(ns)
+    for tid, (comm, wall, cpu) in threads.items():
+        assert abs(per_thread[tid] - wall) <= 0.03 * wall, (comm, per_thread[tid], wall)
+    spin = [line for line in rows if line.startswith("spin1-")]
+    running = sum(int(line.rpartition(" ")[2]) for line in spin
+                  if "spin_pinned" in line and not line.rpartition(" ")[0].endswith("]"))
+    cpu = next(c for _, (comm, _, c) in threads.items() if comm == "spin1")
+    assert abs(running - cpu) <= 0.1 * cpu, (running, cpu)
+    svg = tmp_path / "wall.svg"
+    _offcpu(data, "--format", "flamegraph", "--wall", "-o", svg)
+    text = svg.read_text()
+    assert "Wall-Clock Time Flame Graph" in text and "off-CPU (waiting)" in text
+    assert "user code" in text          # (the legend: on-CPU frames keep their colours)
+
+
 def test_bad_input_and_command_lines(tmp_path):
     junk = tmp_path / "junk.data"
     junk.write_bytes(b"PERFILE2" + b"\0" * 40)

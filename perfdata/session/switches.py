@@ -113,6 +113,9 @@ class SwitchTracker:
         self.threads: dict[int, ThreadTimes] = {}
         # (tid, stack, state, waker comm) -> [ns, count]
         self.waits: dict[tuple[int, Hashable, str, str], list[int]] = {}
+        # (tid, stack) -> [ns, samples]: on-CPU samples of a clock event, for
+        # the wall-clock view (where the thread ran, beside where it waited)
+        self.oncpu: dict[tuple[int, Hashable], list[int]] = {}
         self.switches = 0
         self.switch_ins = 0
         self.inferred_ins = 0
@@ -235,6 +238,22 @@ class SwitchTracker:
         if window is None:
             return end - start
         return sum(max(0, min(end, hi) - max(start, lo)) for lo, hi in window)
+
+    def ran(self, time: int, tid: int, pid: int, comm: str, ns: int, stack: Hashable) -> None:
+        """An on-CPU sample at `time` of a clock event: `ns` of running at `stack`."""
+        if self.window is not None and not any(lo <= time <= hi for lo, hi in self.window):
+            return
+        t = self.threads.get(tid)
+        if t is None:
+            t = self.threads[tid] = ThreadTimes(tid, time)
+            t.comm = comm
+        if pid >= 0:
+            t.pid = pid
+        if self.keep is not None and not self.keep(t):
+            return
+        got = self.oncpu.setdefault((tid, stack), [0, 0])
+        got[0] += ns
+        got[1] += 1
 
     def add_sums(self, tid: int, pid: int, comm: str, first: int, last: int, run: int,
                  switches_out: int, waits: list[tuple[str, bool, str, int, int]]) -> None:

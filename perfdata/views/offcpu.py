@@ -24,7 +24,8 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..format import MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT, RecordType as RT, SampleType as ST
+from ..format import (MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT, AttrType, RecordType as RT,
+                      SampleType as ST)
 from ..session.switches import SHORT_WAITS, SWITCH_FIELDS, WAKEUP_FIELDS, SwitchTracker, \
     TracepointLayout
 from .errors import CommandError
@@ -59,6 +60,9 @@ _FLAG = re.compile(r'\{\s*(0x[0-9a-fA-F]+|[0-9]+)\s*,\s*"([^"]*)"\s*\}')
 # the switches out of interruptible and uninterruptible sleep).
 OFFCPU_TIME_STATE = "S|D"
 NO_CALLCHAIN = "[no callchain]"
+# PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK: a sample's period is the
+# nanoseconds the thread ran since the last one.
+CLOCK_CONFIGS = (0, 1)
 
 
 def parse_duration(text: str) -> int:
@@ -130,6 +134,8 @@ class Roles:
         self.switch: dict[int, TracepointLayout] = {}
         self.wakeup: dict[int, TracepointLayout] = {}
         self.offcpu: set[int] = set()
+        # the software clocks, whose period is nanoseconds run (--wall)
+        self.clock: set[int] = set()
         self.states: StateNames | None = None
         self.attrs: dict[int, EventAttr] = {}
         for ea in pf.attrs:
@@ -144,6 +150,8 @@ class Roles:
                 self.wakeup[id(ea)] = self._layout(formats[config], WAKEUP_FIELDS, little, pf)
             elif ea.name == OFFCPU_EVENT:
                 self.offcpu.add(id(ea))
+            elif ea.attr["type"] == AttrType.SOFTWARE and config in CLOCK_CONFIGS:
+                self.clock.add(id(ea))
         if not self.switch and not self.offcpu and not _has_switch_records(pf):
             raise CommandError(
                 "%s: no scheduler switches (no %s samples, no offcpu-time samples, no "
@@ -228,10 +236,12 @@ class StackNames:
 
 
 def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
-           fast: bool = True, wakers: bool = True, compiled: bool = True) -> None:
+           fast: bool = True, wakers: bool = True, compiled: bool = True,
+           oncpu: bool = False) -> None:
     """Feed the tracker every switch, wakeup and offcpu-time sample of the
     file, in time order; the stacks of switches out symbolized (wakers:
-    the wakeups too, which name the waker of each wait).  fast: where
+    the wakeups too, which name the waker of each wait; oncpu: the samples of
+    cpu-clock or task-clock, the wall-clock view's run time).  fast: where
     no stack is to be symbolized (no callchains), read the switches straight
     from the file's bytes (format's scan_samples, or with `compiled` the C
     sums of perfdata/core/switches.py) when that applies."""
@@ -239,7 +249,12 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
     roles = Roles(pf)
     if not wakers:
         roles.wakeup.clear()        # (who woke whom: only the report says)
-    if fast and gather_fast(pf, roles, tracker, compiled):
+    if not oncpu:
+        roles.clock.clear()
+    elif not roles.clock:
+        pf.warnings.append("--wall: no cpu-clock or task-clock samples (record with "
+                           "-e cpu-clock beside the switches): waits only")
+    if fast and not roles.clock and gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
     samples = make_sample_symbolizer(pf, args, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
@@ -355,6 +370,9 @@ class _Feeder:
                     s: Any = ev
                     tracker.add_wait(s.tid, s.pid, s.comm, s.time - s.period, s.time,
                                      OFFCPU_TIME_STATE, self.stack(s))
+                elif key in roles.clock:
+                    s = ev
+                    tracker.ran(s.time, s.tid, s.pid, s.comm, s.period, self.stack(s))
             elif kind is SideEvent:
                 self.switch_record(ev)  # type: ignore[arg-type]
             elif kind is BuildId:
@@ -402,7 +420,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         check_width(args)
     pf = open_profile(args.file, getattr(args, "strict", False))
     tracker = SwitchTracker(args.min_wait, time_window(args, pf), thread_filter(args))
-    gather(args, pf, tracker, wakers=args.format == "report")
+    gather(args, pf, tracker, wakers=args.format == "report", oncpu=args.wall)
     stream, close = open_output(args.output, out)
     try:
         offcpu_output.write(args, tracker, stream)
@@ -438,6 +456,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--with-state", action="store_true",
                    help="collapse, flamegraph: end each stack with its state as a frame "
                         "([S], [D], [R+] ...)")
+    p.add_argument("--wall", action="store_true",
+                   help="collapse, flamegraph: where the threads' wall time went: the "
+                        "on-CPU samples of a cpu-clock or task-clock event (weighted by "
+                        "their period, ns) beside the waits, which end in their state")
     p.add_argument("--tid-root", action="store_true",
                    help="collapse, flamegraph: root each stack at comm-pid/tid")
     p.add_argument("--percent-limit", type=float, default=0.0, metavar="PCT",

@@ -83,11 +83,17 @@ def report_lines(tracker: SwitchTracker, percent_limit: float = 0.0) -> list[str
 
 def folded(tracker: SwitchTracker, tid_root: bool = False, with_state: bool = False
            ) -> dict[str, int]:
-    """{folded stack: ns} (stackcollapse's form: the comm as root)."""
+    """{folded stack: ns} (stackcollapse's form: the comm as root); the
+    on-CPU samples too where the tracker holds some (--wall), the waits
+    then ending in their state."""
     counts: dict[str, int] = {}
+    with_state = with_state or bool(tracker.oncpu)
     for (tid, stack, state, _), (ns, _) in tracker.waits.items():
         names = _names(tracker.threads[tid], stack, state, tid_root, with_state)
         text = ";".join(names)
+        counts[text] = counts.get(text, 0) + ns
+    for (tid, stack), (ns, _) in tracker.oncpu.items():
+        text = ";".join(_names(tracker.threads[tid], stack, "", tid_root, False))
         counts[text] = counts.get(text, 0) + ns
     return counts
 
@@ -124,10 +130,15 @@ def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
         else:
             path += [(name, kind if kind == "unknown" else OFFCPU_KIND, dso)
                      for name, kind, dso in stack]
-        if args.with_state:
+        if args.with_state or tracker.oncpu:
             path.append(("[%s]" % state, OFFCPU_KIND, None))
         builder.add_stack(_root(t, args.tid_root), path, ns, count, "off-CPU time (ns)")
-    title = args.title if args.title is not None else "Off-CPU Time Flame Graph"
+    for (tid, stack), (ns, count) in sorted(tracker.oncpu.items(), key=str):
+        path = [(NO_STACK, "unknown", None)] if stack is None else list(stack)
+        builder.add_stack(_root(tracker.threads[tid], args.tid_root), path, ns, count,
+                          "off-CPU time (ns)")
+    title = args.title if args.title is not None else \
+        "Wall-Clock Time Flame Graph" if tracker.oncpu else "Off-CPU Time Flame Graph"
     return render_svg(builder, title=title,
                       subtitle="%s - off-CPU time (ns)" % os.path.basename(str(args.file)),
                       width=args.width, flame=args.flame, colors=args.colors,
