@@ -5,7 +5,7 @@ recording, the same text then the same error on a damaged file."""
 import pytest
 
 import perfdata.views.collapse as collapse_view
-import perfdata.views.flamegraph as flamegraph_view
+import perfdata.views.flamegraph.command as flamegraph_view
 import perfdata.views.report.command as report_view
 import perfdata.run.sharded as sharded
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, requires_perf, run_cli

@@ -33,8 +33,6 @@ LEFT = {
     "perfdata/tracefmt/printer.py: N lines",
     "perfdata/tracefmt/printer.py: str_arg() is N lines",
     "perfdata/views/diagnose.py: N lines",
-    "perfdata/views/flamegraph.py: N lines",
-    "perfdata/views/flamegraph.py: render_svg() is N lines",
     "perfdata/views/header.py: N lines",
     "perfdata/views/header.py: _feature_lines() is N lines",
     "perfdata/views/options.py: N lines",

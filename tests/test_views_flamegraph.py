@@ -657,7 +657,7 @@ def synthetic_garbage(seed=7):
 
 
 def synthetic_builder(stacks, kinds=None):
-    from perfdata.views.flamegraph import FlameGraphBuilder
+    from perfdata.views.flamegraph.tree import FlameGraphBuilder
     builder = FlameGraphBuilder()
     for path, weight in stacks:
         builder.add_path([(name, "root" if i == 0 else (kinds or {}).get(name, "user"),
@@ -674,7 +674,7 @@ def write_svg(tmp_path, name, text):
 
 @pytest.mark.parametrize("max_depth", [1, 5, 40, 100, 126, 127])
 def test_max_depth_cuts_and_says_so(tmp_path, max_depth):
-    from perfdata.views.flamegraph import render_svg
+    from perfdata.views.flamegraph.svg import render_svg
     stacks = synthetic_garbage()
     svg = write_svg(tmp_path, "d", render_svg(synthetic_builder(stacks), max_depth=max_depth))
     root, by_path = check_drawing_against(svg, stacks, max_depth=max_depth)
@@ -687,7 +687,8 @@ def test_max_depth_cuts_and_says_so(tmp_path, max_depth):
 
 
 def test_min_width_leaves_out_narrow_frames_totals_whole(tmp_path):
-    from perfdata.views.flamegraph import MinWidth, render_svg
+    from perfdata.views.flamegraph.layout import MinWidth
+    from perfdata.views.flamegraph.svg import render_svg
     stacks = synthetic_garbage()
     total = sum(w for _, w in stacks)
     truth = prefix_weights(stacks)
@@ -713,7 +714,7 @@ def test_min_width_leaves_out_narrow_frames_totals_whole(tmp_path):
 def test_legend_names_the_families_drawn(tmp_path):
     """Each frame's colour lies in its family's range as the legend draws it;
     the legend lists the families drawn, no other."""
-    from perfdata.views.flamegraph import KIND_COLORS
+    from perfdata.views.flamegraph.colors import KIND_COLORS
     svg, _ = make_svg(tmp_path, "two_events")
     root, frames = frames_of(svg)
     entries, notes = legend_of(svg)
@@ -735,7 +736,8 @@ def test_legend_stitched_unknown_cut(tmp_path):
     """Frames known only from other samples' stacks (--stitch) are tan; one
     seen by a sample itself is not; unknown grey, cut dark grey."""
     from perfdata.resolve.frames import StackFrame
-    from perfdata.views.flamegraph import FlameGraphBuilder, frame_kind, render_svg
+    from perfdata.views.flamegraph.svg import render_svg
+    from perfdata.views.flamegraph.tree import FlameGraphBuilder, frame_kind
     assert frame_kind(StackFrame(0x1000, 0x1000, "f", 0, "/bin/prog", stitched=True)) == "stitched"
     assert frame_kind(StackFrame(0x1000, 0x1000, "f", 0, "/bin/prog")) == "user"
     assert frame_kind(StackFrame(0x1000, 0x1000, None, None, "/bin/prog")) == "unknown"
@@ -795,7 +797,8 @@ def test_bad_bounds_refused(args, words):
 def test_max_depth_with_min_width_counts_the_cuts_drawn(tmp_path):
     """Cut frames narrower than --min-width are not drawn, nor counted as
     places cut."""
-    from perfdata.views.flamegraph import MinWidth, render_svg
+    from perfdata.views.flamegraph.layout import MinWidth
+    from perfdata.views.flamegraph.svg import render_svg
     # idle is wide, the one stack cut below it is not
     stacks = synthetic_garbage() + [(("prog", "_start", "main", "idle"), 100),
                                     (("prog", "_start", "main", "idle", "a", "b"), 1)]

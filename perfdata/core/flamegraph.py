@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..resolve.frames import StackFrame
 from ..views.collapse import CollapseOptions, frame_names, root_name, sample_weight
-from ..views.flamegraph import frame_kind
+from ..views.flamegraph.tree import frame_kind
 from .collapse import CollapseCore
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from ..format import EventAttr
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
-    from ..views.flamegraph import FlameGraphBuilder
+    from ..views.flamegraph.tree import FlameGraphBuilder
     from ..views.options import SampleRun
     from .script import Plan
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import argparse
 
     from .partials import Partial
-    from ..views.flamegraph import FlameGraphBuilder
+    from ..views.flamegraph.tree import FlameGraphBuilder
 
 # Arguments of the run itself, not of each file's reading.
 _RUN_ONLY = ("func", "paths", "scheduler", "workers", "connect_timeout", "command",
@@ -143,7 +143,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> None:
 def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphBuilder:
     """A FlameGraphBuilder holding a merged flamegraph Partial's stacks."""
     from .partials import flame_options
-    from ..views.flamegraph import FlameGraphBuilder
+    from ..views.flamegraph.tree import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args))
     for path, weight in sorted(data["paths"].items()):
         builder.add_path(path, weight)
@@ -152,7 +152,8 @@ def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphB
 
 
 def run_flamegraph(args: argparse.Namespace, out: TextIO) -> None:
-    from ..views.flamegraph import check_width, render_svg
+    from ..views.flamegraph.command import check_width
+    from ..views.flamegraph.svg import render_svg
     check_width(args)
     result = compute(args, "flamegraph")
     builder = flame_builder(result.data, args)  # type: ignore[arg-type]  # (as in run_report)
@@ -196,7 +197,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_symbolize_options(r)
     r.set_defaults(func=run_report)
 
-    from ..views.flamegraph import add_flamegraph_options
+    from ..views.flamegraph.command import add_flamegraph_options
     f = sub.add_parser("flamegraph", help="one SVG flame graph of all the files")
     _add_run_options(f)
     add_flamegraph_options(f)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..format import PerfFile
     from ..resolve.symbolized import SampleSymbolizer
     from ..views.collapse import CollapseOptions
-    from ..views.flamegraph import Node
+    from ..views.flamegraph.tree import Node
     # a flame graph stack: (name, kind, dso) of each frame, outermost first
     FramePath = tuple[tuple[str, str, str | None], ...]
 
@@ -68,7 +68,7 @@ def flame_options(args: argparse.Namespace) -> CollapseOptions:
 
 def _flamegraph(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
                 notes: TextIO) -> dict[str, Any]:
-    from ..views.flamegraph import FlameGraphBuilder
+    from ..views.flamegraph.tree import FlameGraphBuilder
     builder = FlameGraphBuilder(args.weight, flame_options(args), note_stream=notes)
     for sample in samples:
         builder.add(sample)  # type: ignore[arg-type]  # (made without side events)
