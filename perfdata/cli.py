@@ -357,7 +357,7 @@ COMMAND_MODULES = {
     "collapse": "perfdata.views.collapse",
     "annotate": "perfdata.views.annotate",
     "export": "perfdata.views.export",
-    "diagnose": "perfdata.views.diagnose",
+    "diagnose": "perfdata.views.diagnose.command",
     "buildids": "perfdata.views.buildids",
     "archive": "perfdata.views.archive",
     "offcpu": "perfdata.views.offcpu",
