@@ -19,7 +19,10 @@ import pytest
 
 import perfdata
 from perfdata.format.constants import Feature
-from perfdata.views.header import describe_header, describe_attr, format_ranges, unit_number
+from perfdata.views.header import describe_header
+from perfdata.views.header.event_desc import describe_attr
+from perfdata.views.header.features import format_ranges
+from perfdata.views.units import unit_number
 from conftest import corpus_dir
 
 PERF = shutil.which("perf")

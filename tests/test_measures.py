@@ -32,8 +32,6 @@ LEFT = {
     "perfdata/tracefmt/parser.py: N lines",
     "perfdata/tracefmt/printer.py: N lines",
     "perfdata/tracefmt/printer.py: str_arg() is N lines",
-    "perfdata/views/header.py: N lines",
-    "perfdata/views/header.py: _feature_lines() is N lines",
     "perfdata/views/options.py: N lines",
 }
 
