@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import linecache
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .annotate_samples import FunctionSamples, gather
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterable
-
-    from ..resolve.frames import StackFrame
-    from ..resolve.symbolized import SymbolizedSample
     from symbolize import Symbolizer, SymbolTable
 
 # capstone's instruction groups (capstone.CS_GRP_JUMP, CS_GRP_CALL)
@@ -54,28 +51,6 @@ class AnnotateOptions:
     source: bool = True
     intel: bool = False
     event: str | None = None
-
-
-@dataclass(slots=True)
-class FunctionSamples:
-    """The samples whose ip fell in one function of one binary, for one
-    event: hits and period by address (the binary's own, objdump's)."""
-    event: str
-    name: str
-    dso: str
-    path: str | None
-    build_id: str | None
-    start: int
-    hits: dict[int, int] = field(default_factory=dict)
-    period: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def total_hits(self) -> int:
-        return sum(self.hits.values())
-
-    @property
-    def total_period(self) -> int:
-        return sum(self.period.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,43 +87,6 @@ class Annotation:
 
 
 # ------------------------------------------------------------ the samples
-def function_frame(frames: Iterable[StackFrame]) -> StackFrame | None:
-    """The leaf's function as its binary's symbol table names it: the first
-    frame not inlined into another (an inlined leaf's address is in its
-    caller's code)."""
-    for f in frames:
-        if not f.inlined:
-            return f
-    return None
-
-
-def gather(samples: Iterable[SymbolizedSample], opts: AnnotateOptions
-           ) -> tuple[dict[tuple[Any, ...], FunctionSamples], dict[str, tuple[int, int]]]:
-    """The functions the samples' ips fell in, and per event its (samples,
-    period) in all: what global percents divide by."""
-    functions: dict[tuple[Any, ...], FunctionSamples] = {}
-    totals: dict[str, tuple[int, int]] = {}
-    for sample in samples:
-        event = sample.event.name
-        if opts.event is not None and event != opts.event:
-            continue
-        period = sample.period or 1
-        n, p = totals.get(event, (0, 0))
-        totals[event] = (n + 1, p + period)
-        f = function_frame(sample.frames)
-        if f is None or f.symbol is None or f.svma is None or f.offset is None:
-            continue
-        start = f.svma - f.offset
-        key = (event, f.dso_path or f.dso, f.build_id, start)
-        fs = functions.get(key)
-        if fs is None:
-            fs = functions[key] = FunctionSamples(event, f.symbol, f.dso, f.dso_path,
-                                                  f.build_id, start)
-        fs.hits[f.svma] = fs.hits.get(f.svma, 0) + 1
-        fs.period[f.svma] = fs.period.get(f.svma, 0) + period
-    return functions, totals
-
-
 def chosen(functions: dict[tuple[Any, ...], FunctionSamples], totals: dict[str, tuple[int, int]],
            opts: AnnotateOptions) -> list[FunctionSamples]:
     """The functions to annotate, hottest first (period, then name): those
@@ -315,8 +253,11 @@ def options_from_args(args: argparse.Namespace) -> AnnotateOptions:
 def run(args: argparse.Namespace, out: TextIO) -> None:
     import json
     opts = options_from_args(args)
+    # (the leaf alone counts: no call chain walked, no inlined frame)
+    args.hide_call_graph, args.no_inline = True, True
     run_ = SampleRun(args, "annotate")
-    functions, totals = gather(run_, opts)
+    gathered = gather(run_.samples, run_, opts.event)
+    functions, totals = gathered.functions, gathered.totals
     symbolizer = run_.samples.symbolizer
     todo = chosen(functions, totals, opts)
     if not todo:
