@@ -19,7 +19,7 @@ import perfdata
 from conftest import run_cli
 from perfdata.core import layout
 from perfdata.core import records as core_records
-from perfdata.format import walker
+from perfdata.format import plausibility
 from perfdata.format.constants import RecordType as RT
 from perfdata.format.records import body_schemas, event_header_schema
 
@@ -60,7 +60,7 @@ def test_header_layout_is_the_schemas(little: bool) -> None:
 
 def test_name_and_lost_offsets_are_the_schemas() -> None:
     # the walker's own name offsets (derived there too) and a built body
-    assert layout.name_offsets() == walker._STRING_AT
+    assert layout.name_offsets() == plausibility.NAME_OFFSETS
     comm = body_schemas(True)[RT.COMM].build({"pid": 1, "tid": 2, "comm": "xyz"})
     assert comm[layout.name_offsets()[int(RT.COMM)]:].startswith(b"xyz\0")
     lost = body_schemas(True)[RT.LOST_SAMPLES].build({"lost": 0x0102030405060708})
@@ -68,15 +68,15 @@ def test_name_and_lost_offsets_are_the_schemas() -> None:
 
 
 def test_rules_are_the_walkers() -> None:
-    assert core_records.CAREFUL_ONLY == walker._CAREFUL_ONLY
+    assert core_records.CAREFUL_ONLY == plausibility.CAREFUL_ONLY
     # every type the C takes is one the walk knows, and none it applies or
     # expands but ID_INDEX, which the glue applies as the walk does
     tables = core_records.walk_tables(16, _records.NTYPES)
     take = tables[:_records.NTYPES]
     taken = {t for t in range(_records.NTYPES) if take[t]}
-    assert taken <= walker.KNOWN_TYPES
+    assert taken <= plausibility.KNOWN_TYPES
     assert taken & core_records.APPLIED == core_records.APPLIED_HERE == {int(RT.ID_INDEX)}
-    least = walker.least_sizes(16)
+    least = plausibility.least_sizes(16)
     assert all(take[t] == least[t] for t in taken)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from perfdata.format.constants import ReadFormat as RF, SampleType as ST
 from perfdata.format.fastpath import DecodeError, derive_decoder
-from perfdata.format.plain import plain
+from perfdata.format.constructs import to_builtins
 from perfdata.format.records import body_schemas
 from perfdata.format.sample import sample_id_schema, sample_schema
 
@@ -20,12 +20,12 @@ SAMPLE_BITS = [b for b in ST if b not in (ST.WEIGHT_STRUCT,) and b.bit_count() =
 def _both(schema, data):
     """(construct's result or None, the derived decoder's result or None)."""
     try:
-        theirs = plain(schema.parse(data))
+        theirs = to_builtins(schema.parse(data))
     except (cs.ConstructError, struct.error, UnicodeDecodeError):
         theirs = None
     try:
         ours, _ = derive_decoder(schema)(data, 0, len(data))
-        ours = plain(ours)
+        ours = to_builtins(ours)
     except DecodeError:
         ours = None
     return theirs, ours
@@ -161,7 +161,7 @@ def test_side_records_of_the_samples_decode_as_construct_parses_them():
                 body = body[:len(body) - rec.attr.trailer_size]
             if rec.type == RT.MMAP2:
                 schema = schemas[decoder.mmap2_form(body, rec.misc)]
-            theirs = plain(schema.parse(body))
+            theirs = to_builtins(schema.parse(body))
             if rec.type == RT.MMAP2 and "build_id_size" in theirs:
                 decoder._build_id_as_hex(theirs)
             ours = {k: v for k, v in ours.items() if k != "sample_id"}

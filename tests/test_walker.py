@@ -9,8 +9,9 @@ import perfdata
 from perfdata.format.constants import RecordType as RT
 from perfdata.format.decoder import decode_record
 from perfdata.format.source import ByteSource
-from perfdata.format.walker import _CAREFUL_ONLY, KNOWN_TYPES, MIN_BODY, RecordWalker, \
-    least_sizes
+from perfdata.format.errors import WalkLog
+from perfdata.format.plausibility import CAREFUL_ONLY, KNOWN_TYPES, MIN_BODY, least_sizes
+from perfdata.format.walker import RecordWalker
 
 from test_recovery import corrupt
 
@@ -108,7 +109,8 @@ def test_one_rule_and_its_table(plt):
     assert least[RT.SWITCH] == 8 + 24
     assert least[RT.FINISHED_ROUND] == 8
     with perfdata.open(str(plt)) as pf:
-        walker = RecordWalker(pf, pf.ctx, ByteSource(open(str(plt), "rb"), *pf.data_range, True))
+        walker = RecordWalker(pf.header_records,
+                              ByteSource(open(str(plt), "rb"), *pf.data_range, True), WalkLog())
         ok = walker.plausible
         assert ok(RT.SAMPLE, 64, 0, 64) and not ok(RT.SAMPLE, 64, 8, 64)
         assert not ok(RT.SAMPLE, 60, 0, 1 << 20)             # not 8-byte aligned
@@ -117,6 +119,6 @@ def test_one_rule_and_its_table(plt):
         assert not ok(99, 64, 0, 1 << 20)                    # unknown type
         # the fast lane's inlined checks read the rule's own table
         assert walker.fast_least == {t: s for t, s in walker.least.items()
-                                     if t not in _CAREFUL_ONLY}
+                                     if t not in CAREFUL_ONLY}
         assert walker.sample_min == walker.least[RT.SAMPLE]
         walker.src.f.close()

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from .samplescan import id_offset, sample_offsets, scan_samples, why_not_scanned
     from .tracing import (EventFormat, FieldFormat, TracingData, parse_tracing_data,
                           tracing_data_schema)
-    from .walker import KNOWN_TYPES, WalkState, least_sizes
+    from .plausibility import KNOWN_TYPES, least_sizes
+    from .walker import WalkState
 
 _MODULE_OF = {
     "attr_schema": "attr",
@@ -67,7 +68,8 @@ _MODULE_OF = {
                     "samplescan"),
     **dict.fromkeys(("EventFormat", "FieldFormat", "TracingData", "parse_tracing_data",
                      "tracing_data_schema"), "tracing"),
-    **dict.fromkeys(("KNOWN_TYPES", "WalkState", "least_sizes"), "walker"),
+    **dict.fromkeys(("KNOWN_TYPES", "least_sizes"), "plausibility"),
+    "WalkState": "walker",
 }
 __all__ = sorted(_MODULE_OF)
 

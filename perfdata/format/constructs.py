@@ -6,6 +6,16 @@ from typing import Any, BinaryIO, Sequence
 import construct as cs
 
 
+def to_builtins(obj: Any) -> Any:
+    """construct's Containers and ListContainers as dicts and lists (as
+    msgspec.to_builtins names it), without construct's '_' keys."""
+    if isinstance(obj, dict):
+        return {k: to_builtins(v) for k, v in obj.items() if not k.startswith("_")}
+    if isinstance(obj, list):
+        return [to_builtins(v) for v in obj]
+    return obj
+
+
 def stream_left(stream: BinaryIO) -> int:
     here = stream.tell()
     end = stream.seek(0, 2)

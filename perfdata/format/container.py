@@ -6,8 +6,9 @@ data.N files of a `perf record --threads` directory, or a stream).  The
 records are walked by `walker.RecordWalker` (one per byte source) and decoded
 by `decoder` (which needs no file); this module puts them together:
 `records()` in file order or in perf's time order (ordering.py).  In pipe
-mode attrs and features arrive as records: the walk hands those back here
-(`apply_user_record`).
+mode attrs and features arrive as records: each walk is handed the
+recording's `HeaderRecords` (headerrecords.py), which keeps what they define,
+and its `WalkLog`, which keeps what it skipped.
 """
 from __future__ import annotations
 
@@ -20,19 +21,17 @@ import construct as cs
 from . import ordering
 from .attr import attr_schema, attr_size_at
 from .constants import (MAGIC_V1, MAGIC_V2, Feature, RecordType as RT, USER_TYPE_START)
-from .decoder import DecodeContext, Record, decode_record, short_error
-from .errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
+from .decoder import DecodeContext, Record, decode_record
+from .errors import CorruptError, NotPerfDataError, PerfDataError, TruncatedError, WalkLog
 from .eventattr import EventAttr
 from .header import (FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, PIPE_HEADER_SIZE,
                      feature_bits, feature_table_schema, file_header_schema,
                      pipe_header_schema)
-from .records import body_schemas, event_header_struct, header_attr_schema
+from .headerrecords import HeaderRecords, decompress_limit
 from .source import ByteSource, file_size, open_input
-from .walker import MAX_TRACING_DATA, RecordWalker, WalkState
+from .walker import MAX_TRACING_DATA, RecordWalker, WalkOptions, WalkState
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from .errors import InputName
     from .tracing import EventFormat, TracingData
 
@@ -46,7 +45,7 @@ MAX_IDS = 1 << 24
 
 class PerfFile:
     """An open perf.data.  Use `perfdata.open(path)`."""
-    truncated_at: int       # set by a walk where the input ends inside a record
+    header_records: HeaderRecords   # the events and what perf's own records defined
     _data_start: int
     _data_end: int | None   # None: a stream's
 
@@ -58,19 +57,14 @@ class PerfFile:
         and `warnings`, and goes on."""
         self.path_arg = path
         self.strict = strict
-        # (path, offset, bytes, why) of skipped corrupt data
-        self.skipped: list[tuple[InputName | None, int, int, str]] = []
-        self.warnings: list[str] = []
+        # What the walks skipped: (path, offset, bytes, why) of corrupt
+        # data, and the warnings
+        self.log = WalkLog()
+        self.skipped = self.log.skipped
+        self.warnings = self.log.warnings
         self.attrs: list[EventAttr] = []
         self.id_to_attr: dict[int, EventAttr] = {}
         self.features: dict[int, tuple[int, int]] = {}  # fid -> (offset, size) in file mode
-        self._feature_data: dict[int, bytes] = {}  # fid -> bytes (pipe mode, HEADER_FEATURE)
-        self._feature_cache: dict[int, Any] = {}
-        # HEADER_BUILD_ID records of pipe mode, whole: together they have the
-        # layout of the BUILD_ID feature section.
-        self._build_id_records: list[bytes] = []
-        self.tracing_data: bytes | None = None  # bytes of HEADER_TRACING_DATA (pipe mode)
-        self.event_types: list[Any] = []
         # (never None once made: _read_header, below, sets it or raises)
         self.header: dict[str, Any] = None  # type: ignore[assignment]
         self.is_pipe = False
@@ -139,6 +133,7 @@ class PerfFile:
         # What decoding a record needs: shares `attrs` and `id_to_attr`, which
         # grow as pipe-mode attrs arrive.
         self.ctx = DecodeContext(self.little, self.path, self.attrs, self.id_to_attr)
+        self.header_records = HeaderRecords(self.ctx, self.warnings, self.max_decompressed)
         size = le_size if self.little else be_size
         if size == PIPE_HEADER_SIZE:
             self.is_pipe = True
@@ -218,15 +213,7 @@ class PerfFile:
                 raw = self._read_at(ids_sec.offset, ids_sec.size)
                 ids = list(struct.unpack(("<" if self.little else ">") + "%dQ"
                                          % (ids_sec.size // 8), raw))
-            self._add_attr(attr, ids)
-
-    def _add_attr(self, attr: Mapping[str, Any], ids: list[int], name: str | None = None
-                  ) -> EventAttr:
-        ea = EventAttr(len(self.attrs), attr, ids, self.little, name)
-        self.attrs.append(ea)
-        for i in ids:
-            self.id_to_attr.setdefault(i, ea)
-        return ea
+            self.header_records.add_attr(attr, ids)
 
     def _read_feature_table(self, feature_ids: list[int]) -> None:
         if not feature_ids:
@@ -278,10 +265,10 @@ class PerfFile:
 
     @property
     def feature_ids(self) -> list[int]:
-        return sorted(set(self.features) | set(self._feature_data))
+        return sorted(set(self.features) | set(self.header_records.feature_data))
 
     def has_feature(self, fid: int) -> bool:
-        return fid in self.features or fid in self._feature_data
+        return fid in self.features or fid in self.header_records.feature_data
 
     def feature_offset(self, fid: int) -> int | None:
         sec = self.features.get(fid)
@@ -289,14 +276,14 @@ class PerfFile:
 
     def feature_size(self, fid: int) -> int | None:
         """The size of a feature section, as its table entry says (no read)."""
-        if fid in self._feature_data:
-            return len(self._feature_data[fid])
+        if fid in self.header_records.feature_data:
+            return len(self.header_records.feature_data[fid])
         sec = self.features.get(fid)
         return sec[1] if sec else None
 
     def feature_bytes(self, fid: int) -> bytes | None:
-        if fid in self._feature_data:
-            return self._feature_data[fid]
+        if fid in self.header_records.feature_data:
+            return self.header_records.feature_data[fid]
         sec = self.features.get(fid)
         if sec is None:
             return None
@@ -306,8 +293,8 @@ class PerfFile:
 
     def feature(self, fid: int) -> Any:
         """The parsed feature section, or None when absent."""
-        if fid in self._feature_cache:
-            return self._feature_cache[fid]
+        if fid in self.header_records.feature_cache:
+            return self.header_records.feature_cache[fid]
         if self.is_pipe and not self._pipe_setup_done:
             self._pipe_setup()
         data = self.feature_bytes(fid)
@@ -325,7 +312,7 @@ class PerfFile:
             nr_cpus = nrcpus["nr_cpus_available"] if nrcpus else None
         result = features.parse_feature(fid, data, self.little, path=self.path,
                                          offset=self.feature_offset(fid), nr_cpus_avail=nr_cpus)
-        self._feature_cache[fid] = result
+        self.header_records.feature_cache[fid] = result
         return result
 
     def recorded_build_ids(self) -> dict[str, str]:
@@ -339,8 +326,8 @@ class PerfFile:
         perf lists one entry per binary it knew, by name alone, so one name
         has several where several files had it (a container's and the
         host's, each read through its process's mount namespace)."""
-        if self._build_id_records:
-            data: bytes | None = b"".join(self._build_id_records)
+        if self.header_records.build_id_records:
+            data: bytes | None = b"".join(self.header_records.build_id_records)
         else:
             data = self.feature_bytes(Feature.BUILD_ID)
         if not data:
@@ -376,29 +363,9 @@ class PerfFile:
         except PerfDataError as exc:
             self.warnings.append("EVENT_DESC: %s" % exc)
             descs = []
-        for index, desc in enumerate(descs):
-            name = desc.get("name") if isinstance(desc, dict) else None
-            if not name:
-                continue
-            target = None
-            for ident in desc.get("ids") or ():
-                target = self.id_to_attr.get(ident)
-                if target is not None:
-                    break
-            if target is None and not desc.get("ids") and index < len(self.attrs):
-                target = self.attrs[index]
-            if target is not None:
-                target.name = name
-                target.named_by = "event_desc"
-        tracepoints = [ea for ea in self.attrs
-                       if ea.attr["type"] == 2 and getattr(ea, "named_by", None) is None]
-        if tracepoints:
-            events = self.tracepoint_formats()
-            for ea in tracepoints:
-                fmt = events.get(ea.attr["config"])
-                if fmt is not None:
-                    ea.name = "%s:%s" % (fmt.system, fmt.name)
-                    ea.named_by = "tracing_data"
+        needs_format = self.header_records.name_events(descs)
+        if needs_format:
+            self.header_records.name_tracepoints(needs_format, self.tracepoint_formats())
 
     _tracing: TracingData | Literal[False] | None = None
 
@@ -473,7 +440,17 @@ class PerfFile:
 
     def _walk(self, src: ByteSource, file_index: int, path: InputName | None = None
               ) -> Iterator[Record]:
-        return RecordWalker(self, self.ctx, src, file_index, path).records()
+        return self._walker(src, file_index, path).records()
+
+    def _walker(self, src: ByteSource, file_index: int, path: InputName | None = None
+                ) -> RecordWalker:
+        """A walk of `src`, handed what it needs of the recording."""
+        if not self.is_pipe:
+            # (a stream's HEADER_FEATURE sets it as it arrives)
+            self.header_records.decompress_limit = self.decompress_limit()
+        return RecordWalker(self.header_records, src, self.log, WalkOptions(
+            strict=self.strict, unaligned=Feature.COMPRESSED in self.features,
+            file_index=file_index, path=path))
 
     def walk_range(self, start: int, end: int,
                    resume: WalkState | None = None) -> Iterator[Record]:
@@ -499,7 +476,7 @@ class PerfFile:
         except OSError as exc:
             raise PerfDataError("cannot open: %s" % exc.strerror, path=self.path)
         with f:
-            walker = RecordWalker(self, self.ctx, ByteSource(f, start, end, True), 0)
+            walker = self._walker(ByteSource(f, start, end, True), 0)
             if resume is not None:
                 walker.resume_from(resume)
             yield from walker.records()
@@ -556,67 +533,29 @@ class PerfFile:
             if rec.type == RT.SAMPLE:
                 yield rec
 
-    def note_skipped(self, path: InputName | None, offset: int, count: int, why: str) -> None:
-        """The walk skipped `count` corrupt bytes at `offset` of `path`."""
-        self.skipped.append((path, offset, count, why))
-        self.warnings.append("%s: offset %#x: skipped %d bytes (corrupt record)"
-                             % (path, offset, count))
-
     def decompress_limit(self) -> int:
         """Most bytes one COMPRESSED record may expand to."""
         if self.max_decompressed:
             return self.max_decompressed
-        limit = 64 << 20
         try:
-            comp = self.feature(Feature.COMPRESSED)
-            mmap_len = comp and comp.get("mmap_len")
-            if mmap_len:
-                limit = max(limit, 4 * mmap_len)
+            return decompress_limit(self.feature(Feature.COMPRESSED))
         except Exception:       # a broken feature section must not stop the data
-            pass
-        return limit
-
-    def tracing_data_read(self, data: bytes, in_record: bool) -> None:
-        """Pipe mode: the tracing data of a HEADER_TRACING_DATA record
-        (`in_record`: simpleperf's, inside the record, which does not replace
-        one read before; perf's follows the record)."""
-        self.tracing_data = data
-        if in_record:
-            self._feature_data.setdefault(Feature.TRACING_DATA, data)
-        else:
-            self._feature_data[Feature.TRACING_DATA] = data
+            return decompress_limit(None)
 
     def apply_user_record(self, rec: Record, path: InputName | None) -> None:
-        """perf's own records that define the file's events and features
-        (the walk hands each one over as it reads it)."""
-        rtype = rec.type
-        try:
-            if rtype == RT.HEADER_ATTR:
-                attr_size = min(attr_size_at(rec.body, 0, self.little), len(rec.body))
-                parsed = header_attr_schema(attr_size, self.little).parse(rec.body)
-                self._add_attr(parsed.attr, list(parsed.ids))
-                self.ctx.refresh_id_positions()
-            elif rtype == RT.HEADER_FEATURE:
-                parsed = body_schemas(self.little)[rtype].parse(rec.body)
-                self._feature_data[parsed.feat_id] = bytes(parsed.data)
-                self._feature_cache.pop(parsed.feat_id, None)
-            elif rtype == RT.HEADER_BUILD_ID:
-                self._build_id_records.append(
-                    event_header_struct(self.little).pack(rec.type, rec.misc, rec.size)
-                    + bytes(rec.body))
-            elif rtype == RT.HEADER_EVENT_TYPE:
-                self.event_types.append(body_schemas(self.little)[rtype].parse(rec.body))
-            # EVENT_UPDATE names are not applied: perf 6.1 keeps the name it
-            # computed from the attr (checked on the quipper pipe files).
-            elif rtype == RT.ID_INDEX:
-                parsed = body_schemas(self.little)[rtype].parse(rec.body)
-                for entry in parsed.entries:
-                    if entry.idx < len(self.attrs):
-                        self.id_to_attr.setdefault(entry.id, self.attrs[entry.idx])
-        except (cs.ConstructError, struct.error, UnicodeDecodeError) as exc:
-            # perf counts the record and goes on; so do we, with a warning.
-            self.warnings.append("%s: offset %#x: %s record: %s"
-                                 % (path, rec.offset, rec.name, short_error(exc)))
+        """perf's own records that define the file's events and features, as
+        a walk hands them over (the compiled walk hands them here)."""
+        self.header_records.apply(rec, path)
+
+    @property
+    def tracing_data(self) -> bytes | None:
+        """The bytes of a stream's HEADER_TRACING_DATA."""
+        return self.header_records.tracing_data
+
+    @property
+    def truncated_at(self) -> int | None:
+        """Where the input ends inside a record, as a walk found (or None)."""
+        return self.log.truncated_at
 
     def parse_record(self, rec: Record) -> dict:
         """rec.parse(): the record's fields (decoder.decode_record)."""

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import construct as cs
 
 from .attr import attr_size_at
+from .constructs import to_builtins
 from .constants import (MISC_MMAP_BUILD_ID, RecordType as RT, USER_TYPE_START,
                         record_type_name)
 from .errors import CorruptError
 from .eventattr import EventAttr
 from .fastpath import DecodeError, NotDerivable, derive_decoder
-from .plain import plain
 from .records import body_schemas, header_attr_schema, read_format_schema
 from .sample import id_position_in_sample, id_position_in_trailer
 
@@ -123,8 +123,8 @@ class Record:
                  "compressed", "payload_offset", "payload_size", "ctx")
 
     def __init__(self, ctx: DecodeContext, rtype: int, misc: int, size: int, offset: int,
-                 body: bytes | memoryview, attr: EventAttr | None = None, time: int | None = None,
-                 compressed: bool = False, file: int = 0) -> None:
+                 body: bytes | memoryview, attr: EventAttr | None = None, time: int | None = None
+                 ) -> None:
         self.ctx = ctx
         self.type = rtype
         self.misc = misc
@@ -133,8 +133,10 @@ class Record:
         self.body = body
         self.attr = attr
         self.time = time
-        self.file = file
-        self.compressed = compressed
+        # set by the walk: which file of a directory it is in, and whether
+        # it came out of a COMPRESSED record
+        self.file = 0
+        self.compressed = False
         self.payload_offset: int | None = None
         self.payload_size = 0
 
@@ -171,7 +173,7 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
         if rtype == _HEADER_ATTR:
             parsed = header_attr_schema(min(attr_size_at(body, 0, little), len(body)),
                                         little).parse(body)
-            return plain(parsed)
+            return to_builtins(parsed)
         trailer = None
         if rtype < USER_TYPE_START and attr is not None and attr.sample_id_all:
             if with_trailer:
@@ -182,7 +184,7 @@ def decode_record(rtype: int, misc: int, body: bytes | memoryview, attr: EventAt
                                "tid" / (cs.Int32ul if little else cs.Int32ub),
                                "values" / read_format_schema(
                                    attr.read_format if attr else 0, little))
-            out = plain(schema.parse(body))
+            out = to_builtins(schema.parse(body))
         else:
             schemas = body_schemas(little)
             if rtype == _MMAP2:
@@ -224,7 +226,7 @@ def _parse_body(schema: cs.Construct, body: bytes | memoryview) -> dict[str, Any
             return decode(data, 0, len(data))[0]
         except DecodeError:
             pass
-    return plain(schema.parse(body))
+    return to_builtins(schema.parse(body))
 
 
 # id(schema) -> (schema, its derived decoder or None)

@@ -2,7 +2,8 @@
 
 Truncated and invalid input are different things: a cut tail is what a killed
 `perf record` leaves and ends the stream with a warning; a corrupt record is an
-error at its offset.  Both carry the file name and the byte offset.
+error at its offset.  Both carry the file name and the byte offset.  A
+`WalkLog` keeps what walks skipped with recovery on.
 """
 from __future__ import annotations
 
@@ -47,3 +48,22 @@ class TruncatedError(PerfDataError):
 
 class CorruptError(PerfDataError):
     """A structure is present but its contents are impossible."""
+
+
+class WalkLog:
+    """What walks of a recording found wrong and went past: the warnings,
+    the skipped stretches and where the input ends inside a record (the
+    container shares its lists; each walk is handed this log)."""
+    __slots__ = ("warnings", "skipped", "truncated_at")
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        # (path, offset, bytes, why) of skipped corrupt data
+        self.skipped: list[tuple[InputName | None, int, int, str]] = []
+        self.truncated_at: int | None = None
+
+    def note_skipped(self, path: InputName | None, offset: int, count: int, why: str) -> None:
+        """A walk skipped `count` corrupt bytes at `offset` of `path`."""
+        self.skipped.append((path, offset, count, why))
+        self.warnings.append("%s: offset %#x: skipped %d bytes (corrupt record)"
+                             % (path, offset, count))

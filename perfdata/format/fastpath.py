@@ -184,32 +184,7 @@ class _Generator:
             return
 
         if isinstance(sub, cs.Array):
-            count = self.expression(sub.count, fields, name)
-            n = self.var()
-            lines.append("%s%s = %s" % (ind, n, count))
-            item_fmt = _format_field(sub.subcon)
-            if item_fmt is not None:
-                size = struct.calcsize(item_fmt)
-                lines.append("%sif %s < 0 or %s * %d > end - off:" % (ind, n, n, size))
-                lines.append("%s    raise DecodeError('count %%d of %d-byte items exceeds the "
-                             "%%d bytes left' %% (%s, end - off), %r, off)"
-                             % (ind, size, n, name))
-                lines.append("%s%s = list(unpack_from('%s%%d%s' %% %s, buf, off))"
-                             % (ind, local, item_fmt[0], item_fmt[1:], n))
-                lines.append("%soff += %s * %d" % (ind, n, size))
-                return
-            item = self.const(derive_decoder(sub.subcon), "_d")
-            try:
-                least = sub.subcon.sizeof()
-            except cs.SizeofError:
-                least = 1
-            lines.append("%sif %s < 0 or %s * %d > end - off:" % (ind, n, n, least))
-            lines.append("%s    raise DecodeError('count %%d exceeds the %%d bytes left' %% "
-                         "(%s, end - off), %r, off)" % (ind, n, name))
-            lines.append("%s%s = []" % (ind, local))
-            lines.append("%sfor _ in range(%s):" % (ind, n))
-            lines.append("%s    _item, off = %s(buf, off, end)" % (ind, item))
-            lines.append("%s    %s.append(_item)" % (ind, local))
+            self.array(name, sub, fields, local, lines, ind)
             return
 
         if isinstance(sub, cs.Bytes):
@@ -244,19 +219,7 @@ class _Generator:
             return
 
         if _is_cstring(sub):
-            lines.append("%s_chunk = bytes(buf[off:end])" % ind)
-            lines.append("%s_nul = _chunk.find(b'\\0')" % ind)
-            lines.append("%sif _nul < 0:" % ind)
-            lines.append("%s    raise DecodeError('string without terminator', %r, off)"
-                         % (ind, name))
-            # (strict, as construct decodes: a caller that wants construct's
-            # own error for bytes that are not text parses again with it)
-            lines.append("%stry:" % ind)
-            lines.append("%s    %s = _chunk[:_nul].decode(%r)" % (ind, local, sub.encoding))
-            lines.append("%sexcept UnicodeDecodeError:" % ind)
-            lines.append("%s    raise DecodeError('not %s text', %r, off)"
-                         % (ind, sub.encoding, name))
-            lines.append("%soff += _nul + 1" % ind)
+            self.cstring(name, sub, local, lines, ind)
             return
 
         fmt = _format_field(sub)
@@ -270,3 +233,50 @@ class _Generator:
             return
 
         raise NotDerivable("%s: %s" % (name, type(sub).__name__))
+
+    def array(self, name: str | None, sub: cs.Array, fields: dict[str, str], local: str,
+              lines: list[str], ind: str) -> None:
+        """An Array: of numbers, one unpack; else the item's decoder a time."""
+        count = self.expression(sub.count, fields, name)
+        n = self.var()
+        lines.append("%s%s = %s" % (ind, n, count))
+        item_fmt = _format_field(sub.subcon)
+        if item_fmt is not None:
+            size = struct.calcsize(item_fmt)
+            lines.append("%sif %s < 0 or %s * %d > end - off:" % (ind, n, n, size))
+            lines.append("%s    raise DecodeError('count %%d of %d-byte items exceeds the "
+                         "%%d bytes left' %% (%s, end - off), %r, off)"
+                         % (ind, size, n, name))
+            lines.append("%s%s = list(unpack_from('%s%%d%s' %% %s, buf, off))"
+                         % (ind, local, item_fmt[0], item_fmt[1:], n))
+            lines.append("%soff += %s * %d" % (ind, n, size))
+            return
+        item = self.const(derive_decoder(sub.subcon), "_d")
+        try:
+            least = sub.subcon.sizeof()
+        except cs.SizeofError:
+            least = 1
+        lines.append("%sif %s < 0 or %s * %d > end - off:" % (ind, n, n, least))
+        lines.append("%s    raise DecodeError('count %%d exceeds the %%d bytes left' %% "
+                     "(%s, end - off), %r, off)" % (ind, n, name))
+        lines.append("%s%s = []" % (ind, local))
+        lines.append("%sfor _ in range(%s):" % (ind, n))
+        lines.append("%s    _item, off = %s(buf, off, end)" % (ind, item))
+        lines.append("%s    %s.append(_item)" % (ind, local))
+
+    def cstring(self, name: str | None, sub: cs.StringEncoded, local: str, lines: list[str],
+                ind: str) -> None:
+        """A NUL-terminated string."""
+        lines.append("%s_chunk = bytes(buf[off:end])" % ind)
+        lines.append("%s_nul = _chunk.find(b'\\0')" % ind)
+        lines.append("%sif _nul < 0:" % ind)
+        lines.append("%s    raise DecodeError('string without terminator', %r, off)"
+                     % (ind, name))
+        # (strict, as construct decodes: a caller that wants construct's
+        # own error for bytes that are not text parses again with it)
+        lines.append("%stry:" % ind)
+        lines.append("%s    %s = _chunk[:_nul].decode(%r)" % (ind, local, sub.encoding))
+        lines.append("%sexcept UnicodeDecodeError:" % ind)
+        lines.append("%s    raise DecodeError('not %s text', %r, off)"
+                     % (ind, sub.encoding, name))
+        lines.append("%soff += _nul + 1" % ind)

@@ -26,8 +26,7 @@ from .attr import attr_schema, complete_attr
 from .constants import Feature, feature_name
 from .endian import ints
 from .errors import CorruptError
-from .constructs import Counted, describe_construct_error, stream_left
-from .plain import plain
+from .constructs import Counted, describe_construct_error, stream_left, to_builtins
 
 if TYPE_CHECKING:
     from .errors import InputName
@@ -184,50 +183,40 @@ def _string_list(little: bool = True) -> Counted:
 @functools.lru_cache(maxsize=None)
 def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
     """{Feature: construct schema} for one byte order (TRACING_DATA excepted:
-    see tracing.py)."""
+    see tracing.py): the machine's, then the session's."""
+    return {**_machine_schemas(little), **_session_schemas(little),
+            "_build_id_no_pid": _build_id_table(little, with_pid=False)}
+
+
+def _build_id_table(little: bool, with_pid: bool = True) -> cs.Struct:
+    """The BUILD_ID section: build_id_event records to its end.  perf before
+    2.6.34 (a1645ce1) wrote no pid; perf reads such a table when the first
+    filename reads as "nel.kallsyms]" (perf_header__read_build_ids)."""
     i = ints(little)
-    u8, u16, u32, u64, s32 = i.u8, i.u16, i.u32, i.u64, i.s32
+    least = BUILD_ID_RECORD_SIZE if with_pid else BUILD_ID_RECORD_SIZE_NO_PID
+    record = cs.Struct(
+        "header" / cs.Struct("type" / i.u32, "misc" / i.u16, "size" / i.u16),
+        cs.Check(cs.this.header.size >= least),
+        *(("pid" / i.s32,) if with_pid else ()),
+        "build_id" / cs.Bytes(BUILD_ID_SIZE),
+        "size" / i.u8,
+        "reserved" / cs.Bytes(3),
+        "filename" / cs.ExprAdapter(cs.Bytes(cs.this.header.size - least),
+                                    lambda obj, ctx: _c_string(obj),
+                                    lambda obj, ctx: _pad_name(obj, ctx.header.size - least)),
+    )
+    return cs.Struct("records" / cs.GreedyRange(record), cs.Terminated)
+
+
+def _machine_schemas(little: bool) -> dict[Feature | str, cs.Construct]:
+    """The features that describe the machine: its names, CPUs, memory,
+    caches, PMUs."""
+    i = ints(little)
+    u32, u64 = i.u32, i.u64
     string = _header_string(little)
     strings = _string_list(little)
-
-    build_id_record = cs.Struct(
-        "header" / cs.Struct("type" / u32, "misc" / u16, "size" / u16),
-        cs.Check(cs.this.header.size >= BUILD_ID_RECORD_SIZE),
-        "pid" / s32,
-        "build_id" / cs.Bytes(BUILD_ID_SIZE),
-        "size" / u8,
-        "reserved" / cs.Bytes(3),
-        "filename" / cs.ExprAdapter(cs.Bytes(cs.this.header.size - BUILD_ID_RECORD_SIZE),
-                                    lambda obj, ctx: _c_string(obj),
-                                    lambda obj, ctx: _pad_name(obj, ctx.header.size
-                                                               - BUILD_ID_RECORD_SIZE)),
-    )
-    # perf before 2.6.34 (a1645ce1) wrote no pid; perf reads such a table when
-    # the first filename reads as "nel.kallsyms]" (perf_header__read_build_ids).
-    build_id_record_no_pid = cs.Struct(
-        "header" / cs.Struct("type" / u32, "misc" / u16, "size" / u16),
-        cs.Check(cs.this.header.size >= BUILD_ID_RECORD_SIZE_NO_PID),
-        "build_id" / cs.Bytes(BUILD_ID_SIZE),
-        "size" / u8,
-        "reserved" / cs.Bytes(3),
-        "filename" / cs.ExprAdapter(cs.Bytes(cs.this.header.size - BUILD_ID_RECORD_SIZE_NO_PID),
-                                    lambda obj, ctx: _c_string(obj),
-                                    lambda obj, ctx: _pad_name(
-                                        obj, ctx.header.size - BUILD_ID_RECORD_SIZE_NO_PID)),
-    )
-
-    event = cs.Struct(
-        "attr" / AttrOfSize(little),
-        "nr_ids" / u32,
-        "name" / string,
-        cs.Check(cs.this.nr_ids * 8 <= cs.this._.section_size),
-        "ids" / cs.Array(cs.this.nr_ids, u64),
-    )
-
     pmu_caps_entry = cs.Struct("name" / string, "value" / string)
-
-    schemas: dict[Feature | str, cs.Construct] = {
-        Feature.BUILD_ID: cs.Struct("records" / cs.GreedyRange(build_id_record), cs.Terminated),
+    return {
         Feature.HOSTNAME: string,
         Feature.OSRELEASE: string,
         Feature.VERSION: string,
@@ -237,14 +226,6 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
         Feature.CPUID: string,
         Feature.TOTAL_MEM: u64,
         Feature.CMDLINE: strings,
-        Feature.EVENT_DESC: cs.Struct(
-            "nr_events" / u32,
-            "attr_size" / u32,
-            cs.Check(cs.this.attr_size >= 8),
-            "section_size" / cs.Computed(lambda ctx: _stream_size_of(ctx)),
-            cs.Check(cs.this.nr_events * (cs.this.attr_size + 8) <= cs.this.section_size),
-            "events" / cs.Array(cs.this.nr_events, event),
-        ),
         Feature.CPU_TOPOLOGY: cs.Struct(
             "sibling_cores" / strings,
             "sibling_threads" / strings,
@@ -252,13 +233,7 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
         ),
         Feature.NUMA_TOPOLOGY: Counted(u32, cs.Struct(
             "node" / u32, "mem_total" / u64, "mem_free" / u64, "cpus" / string), 24),
-        Feature.BRANCH_STACK: cs.Struct(),
         Feature.PMU_MAPPINGS: Counted(u32, cs.Struct("type" / u32, "name" / string), 8),
-        Feature.GROUP_DESC: Counted(u32, cs.Struct(
-            "name" / string, "leader_idx" / u32, "nr_members" / u32), 12),
-        # auxtrace_index__write: u64 total, then {file_offset, sz} per entry.
-        Feature.AUXTRACE: Counted(u64, cs.Struct("file_offset" / u64, "sz" / u64), 16),
-        Feature.STAT: cs.Struct(),
         Feature.CACHE: cs.Struct(
             "version" / u32,
             cs.Check(cs.this.version == 1),
@@ -266,7 +241,6 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
                 "level" / u32, "line_size" / u32, "sets" / u32, "ways" / u32,
                 "type" / string, "size" / string, "map" / string), 28),
         ),
-        Feature.SAMPLE_TIME: cs.Struct("first_sample_time" / u64, "last_sample_time" / u64),
         Feature.MEM_TOPOLOGY: cs.Struct(
             "version" / u64,
             cs.Check(cs.this.version == 1),
@@ -279,6 +253,44 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
                 "bitmap" / cs.Array((cs.this.bitmap_size + 63) // 64, u64),
             ), 24),
         ),
+        Feature.CPU_PMU_CAPS: Counted(u32, pmu_caps_entry, 8),
+        Feature.HYBRID_TOPOLOGY: Counted(u32, cs.Struct("pmu_name" / string, "cpus" / string), 8),
+        Feature.PMU_CAPS: Counted(u32, cs.Struct(
+            "caps" / Counted(u32, pmu_caps_entry, 8),
+            "pmu_name" / string,
+        ), 8),
+    }
+
+
+def _session_schemas(little: bool) -> dict[Feature | str, cs.Construct]:
+    """The features that describe the session: its events, binaries,
+    clocks, times, BPF programs, compression."""
+    i = ints(little)
+    u32, u64 = i.u32, i.u64
+    event = cs.Struct(
+        "attr" / AttrOfSize(little),
+        "nr_ids" / u32,
+        "name" / _header_string(little),
+        cs.Check(cs.this.nr_ids * 8 <= cs.this._.section_size),
+        "ids" / cs.Array(cs.this.nr_ids, u64),
+    )
+    return {
+        Feature.BUILD_ID: _build_id_table(little),
+        Feature.EVENT_DESC: cs.Struct(
+            "nr_events" / u32,
+            "attr_size" / u32,
+            cs.Check(cs.this.attr_size >= 8),
+            "section_size" / cs.Computed(lambda ctx: _stream_size_of(ctx)),
+            cs.Check(cs.this.nr_events * (cs.this.attr_size + 8) <= cs.this.section_size),
+            "events" / cs.Array(cs.this.nr_events, event),
+        ),
+        Feature.BRANCH_STACK: cs.Struct(),
+        Feature.GROUP_DESC: Counted(u32, cs.Struct(
+            "name" / _header_string(little), "leader_idx" / u32, "nr_members" / u32), 12),
+        # auxtrace_index__write: u64 total, then {file_offset, sz} per entry.
+        Feature.AUXTRACE: Counted(u64, cs.Struct("file_offset" / u64, "sz" / u64), 16),
+        Feature.STAT: cs.Struct(),
+        Feature.SAMPLE_TIME: cs.Struct("first_sample_time" / u64, "last_sample_time" / u64),
         Feature.CLOCKID: u64,
         Feature.DIR_FORMAT: u64,
         Feature.BPF_PROG_INFO: Counted(u32, cs.Struct(
@@ -292,7 +304,6 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
             "id" / u32, "data_size" / u32, "data" / cs.Bytes(cs.this.data_size)), 8),
         Feature.COMPRESSED: cs.Struct(
             "version" / u32, "type" / u32, "level" / u32, "ratio" / u32, "mmap_len" / u32),
-        Feature.CPU_PMU_CAPS: Counted(u32, pmu_caps_entry, 8),
         Feature.CLOCK_DATA: cs.Struct(
             "version" / u32,
             cs.Check(cs.this.version == 1),
@@ -300,15 +311,7 @@ def feature_schemas(little: bool = True) -> dict[Feature | str, cs.Construct]:
             "tod_ns" / u64,
             "clockid_ns" / u64,
         ),
-        Feature.HYBRID_TOPOLOGY: Counted(u32, cs.Struct("pmu_name" / string, "cpus" / string), 8),
-        Feature.PMU_CAPS: Counted(u32, cs.Struct(
-            "caps" / Counted(u32, pmu_caps_entry, 8),
-            "pmu_name" / string,
-        ), 8),
     }
-    schemas["_build_id_no_pid"] = cs.Struct(
-        "records" / cs.GreedyRange(build_id_record_no_pid), cs.Terminated)
-    return schemas
 
 
 def _stream_size_of(ctx: cs.Container) -> int:
@@ -361,7 +364,7 @@ def parse_bpf_prog_info(entry: Mapping[str, Any], little: bool = True) -> dict[s
     need = schema.sizeof()
     if len(raw) < need:
         raw = raw + bytes(need - len(raw))
-    info = plain(schema.parse(raw))
+    info = to_builtins(schema.parse(raw))
     data = bytes(entry["data"])
     fmt = "<" if little else ">"
 
@@ -421,7 +424,7 @@ def parse_feature(fid: int, data: bytes | memoryview, little: bool = True,
             tail = parsed.tail
             return {"sibling_cores": list(parsed.sibling_cores),
                     "sibling_threads": list(parsed.sibling_threads),
-                    "cpus": plain(tail.cpus),
+                    "cpus": to_builtins(tail.cpus),
                     "sibling_dies": None if tail.sibling_dies is None
                     else list(tail.sibling_dies)}
         parsed = schema.parse(data)
@@ -430,7 +433,7 @@ def parse_feature(fid: int, data: bytes | memoryview, little: bool = True,
                      "ids": list(ev.ids)} for ev in parsed.events]
         if fid == Feature.CMDLINE:
             return list(parsed)
-        return plain(parsed)
+        return to_builtins(parsed)
     except CorruptError:
         raise
     except (cs.ConstructError, struct.error, ValueError, OverflowError, MemoryError) as exc:

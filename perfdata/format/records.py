@@ -75,11 +75,16 @@ def read_format_schema(read_format: int, little: bool = True) -> cs.Struct:
 
 @functools.lru_cache(maxsize=None)
 def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
-    """Schemas of every record body whose layout does not depend on an attr."""
-    i = ints(little)
-    u8, u16, u32, u64, s32 = i.u8, i.u16, i.u32, i.u64, i.s32
+    """Schemas of every record body whose layout does not depend on an attr:
+    the kernel's records, then perf's own (USER_TYPE_START and up)."""
+    return {**_kernel_body_schemas(little), **_perf_body_schemas(little)}
 
-    cpu_map_data = cs.Struct(
+
+def _cpu_map_data(little: bool) -> cs.Struct:
+    """perf_record_cpu_map_data: a CPU list, a mask or a range."""
+    i = ints(little)
+    u8, u16, u32, u64 = i.u8, i.u16, i.u32, i.u64
+    return cs.Struct(
         "type" / u16,
         "map" / cs.Switch(cs.this.type, {
             0: cs.Struct("nr" / u16, "cpu" / cs.Array(cs.this.nr, u16)),
@@ -93,6 +98,11 @@ def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
         }, default=cs.GreedyBytes),
     )
 
+
+def _kernel_body_schemas(little: bool) -> dict[int | str, cs.Struct]:
+    """The kernel's records (without their sample_id trailer)."""
+    i = ints(little)
+    u8, u16, u32, u64 = i.u8, i.u16, i.u32, i.u64
     mmap2_head = ("pid" / u32, "tid" / u32, "start" / u64, "len" / u64, "pgoff" / u64)
     # The 24 bytes after pgoff have two forms: the device and inode numbers
     # of the mapped file, or (misc & MISC_MMAP_BUILD_ID, Linux 5.12 and
@@ -137,7 +147,16 @@ def body_schemas(little: bool = True) -> dict[int | str, cs.Struct]:
             "addr" / u64, "old_len" / u16, "new_len" / u16,
             "old_bytes" / cs.Bytes(cs.this.old_len), "new_bytes" / cs.Bytes(cs.this.new_len)),
         RecordType.AUX_OUTPUT_HW_ID: cs.Struct("hw_id" / u64),
+    }
 
+
+def _perf_body_schemas(little: bool) -> dict[int | str, cs.Struct]:
+    """perf's own records: the header of a stream, rounds, AUX tracing,
+    perf stat's, compressed data."""
+    i = ints(little)
+    u8, u16, u32, u64, s32 = i.u8, i.u16, i.u32, i.u64, i.s32
+    cpu_map_data = _cpu_map_data(little)
+    return {
         # name is char[64] but old perf wrote records shorter than that.
         RecordType.HEADER_EVENT_TYPE: cs.Struct(
             "event_id" / u64, "name" / cs.NullStripped(cs.GreedyString("utf8"))),

@@ -27,6 +27,7 @@ import functools
 import io
 import re
 import struct
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import construct as cs
@@ -97,41 +98,40 @@ _FIELD_RE = re.compile(
 _ARRAY_RE = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*\[(?P<len>[^\]]*)\]\s*$")
 
 
+@dataclass(slots=True, repr=False, eq=False)
 class FieldFormat:
     """One field of an event format: name, type, offset and size in the raw
     data, signedness, and how it is stored (`is_array` with `array_len`,
     `is_dynamic` for __data_loc / __rel_loc, `is_dynamic_array` for those
     declared with brackets, `is_string` as libtraceevent flags it: char, u8
     or s8 arrays)."""
+    name: str
+    type: str
+    offset: int
+    size: int
+    signed: bool
+    is_array: bool = False
+    array_len: int = 0
+    is_dynamic: bool = False
+    is_rel: bool = False
+    is_common: bool = False
+    # `__data_loc char[] name` is an array to libtraceevent (it saw a `[`),
+    # `__data_loc cpumask_t mask` (ipi_send_cpumask) is not: its [FAILED TO
+    # PARSE] listing prints the location word as a number.  (None: as
+    # is_dynamic says.)
+    is_dynamic_array: bool | None = None
+    # libtraceevent's field_is_string(): an array whose type mentions char,
+    # u8 or s8 (dynamic arrays alike).
+    is_string: bool = field(init=False)
+    is_pointer: bool = field(init=False)
 
-    __slots__ = ("name", "type", "offset", "size", "signed", "is_array", "array_len",
-                 "is_dynamic", "is_dynamic_array", "is_rel", "is_string", "is_pointer",
-                 "is_common")
-
-    def __init__(self, name: str, type: str, offset: int, size: int, signed: bool,
-                 is_array: bool = False, array_len: int = 0, is_dynamic: bool = False,
-                 is_rel: bool = False, is_common: bool = False,
-                 is_dynamic_array: bool | None = None) -> None:
-        self.name = name
-        self.type = type
-        self.offset = offset
-        self.size = size
-        self.signed = signed
-        self.is_array = is_array
-        self.array_len = array_len
-        self.is_dynamic = is_dynamic
-        self.is_rel = is_rel
-        # `__data_loc char[] name` is an array to libtraceevent (it saw a
-        # `[`), `__data_loc cpumask_t mask` (ipi_send_cpumask) is not: its
-        # [FAILED TO PARSE] listing prints the location word as a number.
-        self.is_dynamic_array = is_dynamic if is_dynamic_array is None else \
-            is_dynamic and is_dynamic_array
-        # libtraceevent's field_is_string(): an array whose type mentions char,
-        # u8 or s8 (dynamic arrays alike).
-        self.is_string = (is_array or is_dynamic) and "*" not in type and \
-            any(t in type for t in ("char", "u8", "s8"))
-        self.is_pointer = "*" in type
-        self.is_common = is_common
+    def __post_init__(self) -> None:
+        is_dynamic, ctype = self.is_dynamic, self.type
+        self.is_dynamic_array = is_dynamic if self.is_dynamic_array is None else \
+            is_dynamic and self.is_dynamic_array
+        self.is_string = (self.is_array or is_dynamic) and "*" not in ctype and \
+            any(t in ctype for t in ("char", "u8", "s8"))
+        self.is_pointer = "*" in ctype
 
     @classmethod
     def from_decl(cls, decl: str, offset: int, size: int, signed: bool | None,
@@ -296,27 +296,25 @@ class EventFormat:
                                                         len(self.fields))
 
 
+@dataclass(repr=False, eq=False)
 class TracingData:
     """Parsed tracing data.  `events` maps event id to EventFormat."""
+    version: str
+    little: bool
+    long_size: int
+    page_size: int
+    header_page: str
+    header_event: str
+    ftrace_formats: list[EventFormat]
+    events: dict[int, EventFormat]
+    kallsyms: bytes
+    printk_formats: dict[int, str]
+    saved_cmdlines: dict[int, str]
+    size: int       # bytes the tracing data takes (perf pads the record to 8 after it)
+    header_page_fields: list[FieldFormat] = field(init=False)
 
-    def __init__(self, version: str, little: bool, long_size: int, page_size: int,
-                 header_page: str, header_event: str, ftrace_formats: list[EventFormat],
-                 events: dict[int, EventFormat], kallsyms: bytes, printk_formats: dict[int, str],
-                 saved_cmdlines: dict[int, str], size: int) -> None:
-        self.version = version
-        self.little = little
-        self.long_size = long_size
-        self.page_size = page_size
-        self.header_page = header_page
-        self.header_page_fields = parse_fields(header_page)
-        self.header_event = header_event
-        self.ftrace_formats = ftrace_formats
-        self.events = events
-        self.kallsyms = kallsyms
-        self.printk_formats = printk_formats
-        self.saved_cmdlines = saved_cmdlines
-        #: bytes the tracing data takes (perf pads the record to 8 after it)
-        self.size = size
+    def __post_init__(self) -> None:
+        self.header_page_fields = parse_fields(self.header_page)
 
     def find_event(self, system: str, name: str) -> EventFormat | None:
         for ev in self.events.values():
