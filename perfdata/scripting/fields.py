@@ -116,7 +116,7 @@ _FLAG_NAMES = {"HI_SOFTIRQ": 0, "TIMER_SOFTIRQ": 1, "NET_TX_SOFTIRQ": 2, "NET_RX
 def _eval_flag(text: str) -> int:
     """perf's eval_flag(): a number (strtoull, base from its prefix) or a
     known name, as the C long PyLong_FromLong makes of it."""
-    from ..tracefmt.parser import strtoull
+    from ..tracefmt.evaluate import strtoull
     if text[:1].isdigit() and text[:1].isascii():
         value = strtoull(text)
     else:

@@ -2,33 +2,36 @@
 from __future__ import annotations
 
 import bisect
+from dataclasses import InitVar, dataclass, field
 from typing import Iterator
 
 PROT_EXEC = 4
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Map:
     """One mapping: [start, end) of the address space backed by `path` at
-    `pgoff`.  Not changed once inserted in a MapGroup (groups share them)."""
-    __slots__ = ("start", "end", "pgoff", "path", "build_id", "prot", "flags",
-                 "maj", "min", "ino", "time", "is_data", "pid")
+    `pgoff`, made with its length as an MMAP record gives it.  Not changed
+    once inserted in a MapGroup (groups share them)."""
+    start: int
+    length: InitVar[int]
+    pgoff: int
+    path: str
+    build_id: str | None = None
+    prot: int = PROT_EXEC
+    flags: int = 0
+    maj: int = 0
+    min: int = 0
+    ino: int = 0
+    time: int = 0
+    is_data: bool = False
+    # the process whose MMAP record made it (a fork's copies keep it): its
+    # mount namespace held the path (/proc/PID/root, while it lives)
+    pid: int | None = None
+    end: int = field(init=False)
 
-    def __init__(self, start: int, length: int, pgoff: int, path: str, build_id: str | None = None,
-                 prot: int = PROT_EXEC, flags: int = 0, maj: int = 0, min: int = 0, ino: int = 0,
-                 time: int = 0, is_data: bool = False, pid: int | None = None) -> None:
-        self.start = start
-        self.end = start + length
-        self.pgoff = pgoff
-        self.path = path
-        self.build_id = build_id
-        self.prot = prot
-        self.flags = flags
-        self.maj, self.min, self.ino = maj, min, ino
-        self.time = time
-        self.is_data = is_data
-        # the process whose MMAP record made it (a fork's copies keep it): its
-        # mount namespace held the path (/proc/PID/root, while it lives)
-        self.pid = pid
+    def __post_init__(self, length: int) -> None:
+        self.end = self.start + length
 
     def file_offset(self, avma: int) -> int:
         """Offset in the mapped file of a process address (perf's map__map_ip)."""

@@ -239,23 +239,22 @@ class SessionStream:
         machine = self.machine
         thread_of = machine.thread
         make_sample = self.sample_class
-        side_events = self.side_events
-        after_apply = self.after_apply
         sample_text = self.sample_text
-        warn = pf.warnings.append
         share = self.share
+        mine: Callable[[], bool] | None = None
         if share is not None:
             block = share[0]
             takes = (share if isinstance(share, Share) else Share(*share)).takes
             current, taken = -1, False      # the block last asked about, the answer
 
-            def mine() -> bool:  # does the current block belong to this worker?
+            def block_taken() -> bool:  # does the current block belong to this worker?
                 nonlocal current, taken
                 k = self.ordinal // block
                 if k != current:
                     current = k
                     taken = takes(k)
                 return taken
+            mine = block_taken
         for rec in pf.records(self.order) if self.records is None else self.records:
             if isinstance(rec, list):
                 # (the texts the compiled core made, handed out as sample_text's)
@@ -265,7 +264,7 @@ class SessionStream:
             if rtype == _SAMPLE:
                 self.ordinal += 1
                 if share is not None:
-                    # (mine() inlined: it is asked once a sample)
+                    # (block_taken() inlined: it is asked once a sample)
                     k = (self.ordinal - 1) // block
                     if k != current:
                         current = k
@@ -302,57 +301,70 @@ class SessionStream:
                 if ea.sample_type & _READ and not self._read_growth(sample):  # type: ignore[union-attr]
                     continue
                 yield sample
-                continue
-            if rtype in SESSION_TYPES:
-                # (the trailer only for a record shown: the machine reads none)
-                fields = self._parsed(rec, rtype in side_events)
-                if fields is None:
-                    continue
-                if rtype == _MMAP2 and fields.get("build_id"):
-                    yield BuildId(fields["filename"], fields["build_id"])
-                shown = rtype in side_events and self._side_cpu_ok(rec, fields)
-                if shown and share is not None:
-                    shown = mine()
-                if shown and rtype == _EXIT:
-                    # perf prints an EXIT before processing it.
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
-                machine.apply(rtype, fields, rec.misc, rec.time or 0)
-                if after_apply is not None:
-                    after_apply(rtype, rec, fields)
-                if shown and rtype != _EXIT:
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
-                continue
-            if rtype == _LOST or rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
-                try:
-                    lost = rec.parse().get("lost", 0) or 0
-                except PerfDataError as exc:
-                    warn(str(exc))
-                    continue
-                if rtype == _LOST:
-                    self.lost_chunks += 1
-                    self.lost_events += lost
-                else:
-                    self.lost_samples += lost
-                    yield LostSamples(rec, lost)
-            elif rtype == RT.HEADER_BUILD_ID:
-                # Pipe mode: the reader gathers these records; the table they
-                # make so far, read as the BUILD_ID feature is.
-                for path, bid in recorded_build_ids(pf).items():
-                    if path not in self._announced:
-                        self._announced.add(path)
-                        yield BuildId(path, bid)
-            if rtype in side_events:
-                fields = self._parsed(rec)
-                if fields is None:
-                    continue
-                if share is not None and not mine():
-                    continue
-                if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
-                    yield SideEvent(rec, fields, None)
-                elif self._side_cpu_ok(rec, fields):
-                    yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+            elif rtype in SESSION_TYPES:
+                yield from self._session_record(rec, rtype, mine)
+            else:
+                yield from self._other_record(rec, rtype, mine)
         pf.warnings.extend(self.lost_warnings())
         pf.warnings.extend(self.replaced_file_warnings())
+
+    def _session_record(self, rec: Record, rtype: int, mine: Callable[[], bool] | None
+                        ) -> Iterator[StreamEvent]:
+        """A record the machine follows (COMM, FORK, EXIT, MMAP, ...),
+        applied, and handed out where it is shown."""
+        side_events, after_apply = self.side_events, self.after_apply
+        # (the trailer only for a record shown: the machine reads none)
+        fields = self._parsed(rec, rtype in side_events)
+        if fields is None:
+            return
+        if rtype == _MMAP2 and fields.get("build_id"):
+            yield BuildId(fields["filename"], fields["build_id"])
+        shown = rtype in side_events and self._side_cpu_ok(rec, fields)
+        if shown and mine is not None:
+            shown = mine()
+        if shown and rtype == _EXIT:
+            # perf prints an EXIT before processing it.
+            yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+        self.machine.apply(rtype, fields, rec.misc, rec.time or 0)
+        if after_apply is not None:
+            after_apply(rtype, rec, fields)
+        if shown and rtype != _EXIT:
+            yield SideEvent(rec, fields, self._side_thread(rtype, fields))
+
+    def _other_record(self, rec: Record, rtype: int, mine: Callable[[], bool] | None
+                      ) -> Iterator[StreamEvent]:
+        """The records the machine does not follow: what was lost, a
+        stream's build-ids, and the side events shown."""
+        side_events, warn = self.side_events, self.pf.warnings.append
+        if rtype == _LOST or rtype == _LOST_SAMPLES and not rec.misc & MISC_LOST_SAMPLES_BPF:
+            try:
+                lost = rec.parse().get("lost", 0) or 0
+            except PerfDataError as exc:
+                warn(str(exc))
+                return
+            if rtype == _LOST:
+                self.lost_chunks += 1
+                self.lost_events += lost
+            else:
+                self.lost_samples += lost
+                yield LostSamples(rec, lost)
+        elif rtype == RT.HEADER_BUILD_ID:
+            # Pipe mode: the reader gathers these records; the table they
+            # make so far, read as the BUILD_ID feature is.
+            for path, bid in recorded_build_ids(self.pf).items():
+                if path not in self._announced:
+                    self._announced.add(path)
+                    yield BuildId(path, bid)
+        if rtype in side_events:
+            fields = self._parsed(rec)
+            if fields is None:
+                return
+            if mine is not None and not mine():
+                return
+            if rtype >= RT.HEADER_ATTR:     # perf's own: FINISHED_ROUND, ...
+                yield SideEvent(rec, fields, None)
+            elif self._side_cpu_ok(rec, fields):
+                yield SideEvent(rec, fields, self._side_thread(rtype, fields))
 
     def replaced_file_warnings(self) -> list[str]:
         """A path mapped as more files (device and inode) than the recording

@@ -3,16 +3,18 @@ event as libtraceevent does (its operator priorities and tree rotation, its
 helpers), with its parse-time evaluation."""
 from __future__ import annotations
 
-import functools
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .lexer import (T_DELIM, T_DQUOTE, T_ERROR, T_ITEM, T_NEWLINE, T_NONE, T_OP, T_SQUOTE, U64,
-                    Lexer, ParseError)
+from .evaluate import arg_eval
+from .lexer import (T_DELIM, T_DQUOTE, T_ERROR, T_ITEM, T_NEWLINE, T_NONE, T_OP, T_SQUOTE, Lexer,
+                    ParseError)
+from .segments import parse_segments
 
 if TYPE_CHECKING:
     from ..format.tracing import EventFormat, FieldFormat
     from .lexer import Token, TokenText
+    from .segments import Segment
 
 
 # ---------------------------------------------------------------- print args
@@ -370,11 +372,11 @@ class _Parser:
             if kind == T_ERROR:
                 raise ParseError("bad flag value")
             self.expect(kind, tok, T_DELIM, ",")
-            value = _arg_eval(arg)
+            value = arg_eval(arg)
             arg = _Arg()
             kind, tok = self.process_arg(arg)
             self.expect(kind, tok, T_OP, "}")
-            text = _arg_eval(arg)
+            text = arg_eval(arg)
             entries.append((value, text))
             kind, tok = self.lex.token_item()
             if not (kind == T_DELIM and tok == ","):
@@ -497,332 +499,8 @@ class _Parser:
         raise ParseError("function %s not defined" % name)
 
 
-# ---------------------------------------------------------------- parse-time evaluation
-@functools.lru_cache(maxsize=4096)
-def strtoull(text: str) -> int:
-    """C strtoull(text, NULL, 0), wrapped to 64 bits."""
-    s = text.lstrip(" \t\n\v\f\r")
-    neg = False
-    if s[:1] in ("+", "-"):
-        neg = s[0] == "-"
-        s = s[1:]
-    base = 10
-    if s[:2].lower() == "0x" and len(s) > 2 and s[2] in "0123456789abcdefABCDEF":
-        base, s = 16, s[2:]
-    elif s[:1] == "0":
-        base = 8
-    digits = "0123456789abcdef"[:base]
-    n = 0
-    for ch in s:
-        d = digits.find(ch.lower())
-        if d < 0:
-            break
-        n = n * base + d
-    if n > U64:
-        return U64
-    return (-n) & U64 if neg else n
-
-
-def _strtoll(text: str) -> int:
-    """C strtoll(text, NULL, 0) as a Python int (saturating)."""
-    s = text.lstrip(" \t\n\v\f\r")
-    neg = s[:1] == "-"
-    mag = strtoull(s[1:] if s[:1] in "+-" and s[:1] else s)
-    if neg:
-        return -min(mag, 1 << 63)
-    return min(mag, (1 << 63) - 1)
-
-
-def s64(v: int) -> int:
-    v &= U64
-    return v - (1 << 64) if v >> 63 else v
-
-
-def _arg_num_eval(arg: _Arg) -> int | None:
-    """arg_num_eval(): the value of a constant expression as a long long, or
-    None when it is not one."""
-    if arg.kind == "atom":
-        return _strtoll(arg.atom)
-    if arg.kind == "type":
-        v = _arg_num_eval(arg.item)
-        if v is None:
-            return None
-        return s64(eval_type_str(v & U64, arg.type, False))
-    if arg.kind != "op":
-        return None
-    op = arg.op
-    left: int | None
-    if op in ("-", "+") and arg.left.kind == "null":
-        left = 0
-    elif op == "~":
-        left = 0
-    else:
-        left = _arg_num_eval(arg.left)
-        if left is None:
-            return None
-    right = _arg_num_eval(arg.right) if arg.right is not None else None
-    if right is None:
-        return None
-    if op == "|":
-        v = left | right
-    elif op == "||":
-        v = int(bool(left or right))
-    elif op == "&":
-        v = left & right
-    elif op == "&&":
-        v = int(bool(left and right))
-    elif op == "<":
-        v = int(left < right)
-    elif op == "<<":
-        v = left << (right & 63)
-    elif op == "<=":
-        v = int(left <= right)
-    elif op == ">":
-        v = int(left > right)
-    elif op == ">>":
-        v = left >> (right & 63)
-    elif op == ">=":
-        v = int(left >= right)
-    elif op == "==":
-        v = int(left == right)
-    elif op == "!=":
-        v = int(left != right)
-    elif op == "-":
-        v = left - right
-    elif op == "+":
-        v = left + right
-    elif op == "~":
-        v = ~right
-    else:
-        return None
-    return s64(v)
-
-
-def _arg_eval(arg: _Arg) -> str:
-    """arg_eval(): the text of a flag/symbol value or string."""
-    if arg.kind == "atom":
-        return arg.atom
-    if arg.kind == "type":
-        return _arg_eval(arg.item)
-    if arg.kind == "op":
-        v = _arg_num_eval(arg)
-        if v is None:
-            raise ParseError("cannot evaluate")
-        return "%d" % v
-    raise ParseError("invalid eval type")
-
-
-def eval_type_str(val: int, ctype: str, pointer: bool) -> int:
-    if not ctype:
-        return val
-    if pointer:
-        if ctype[-1] != "*":
-            return val
-        return eval_type_str(val, ctype[:-2], False)
-    if ctype[-1] == "*" or ctype.startswith("struct"):
-        return val
-    if ctype == "u8":
-        return val & 0xff
-    if ctype == "u16":
-        return val & 0xffff
-    if ctype == "u32":
-        return val & 0xffffffff
-    if ctype in ("u64", "s64"):
-        return val
-    if ctype == "s8":
-        return val & 0xff
-    if ctype == "s16":
-        return val & 0xffff
-    if ctype == "s32":
-        return val & 0xffffffff
-    if ctype.startswith("unsigned "):
-        ctype = ctype[9:]
-    if ctype == "char":
-        return val & 0xff
-    if ctype == "short":
-        return val & 0xffff
-    if ctype == "int":
-        return val & 0xffffffff
-    return val
-
-
-# ---------------------------------------------------------------- print fmt segments
-_SIMPLE_INT = {"d": True, "i": True, "u": False}
-
-
-class _Segment:
-    __slots__ = ("kind", "format", "arg", "len_arg", "ls", "text", "simple")
-    arg: _Arg       # (None in a text segment)
-
-    def __init__(self, kind: str, fmt: str, arg: _Arg | None = None, len_arg: _Arg | None = None,
-                 ls: int = 0) -> None:
-        self.kind = kind            # "text", "digit", "pointer", "string"
-        self.format = fmt
-        self.arg = arg  # type: ignore[assignment]
-        self.len_arg = len_arg
-        self.ls = ls
-        self.text = fmt.encode("latin-1", "replace") if kind == "text" else None
-        # %d %u %ld %llx ... without flags, width or precision: (bits, signed, hex)
-        self.simple = None
-        if kind == "digit" and len_arg is None and 0 <= ls <= 2:
-            mods, conv = fmt[1:-1], fmt[-1:]
-            if mods in ("", "l", "ll") and (conv in _SIMPLE_INT or conv == "x"):
-                self.simple = (64 if mods else 32, _SIMPLE_INT.get(conv, False),
-                               conv == "x")
-
-
-def _pointer_ext(fmt: str, i: int) -> int:
-    """parse_arg_format_pointer(): how many letters after %p belong to it."""
-    def at(k: int) -> str:
-        return fmt[i + k] if i + k < len(fmt) else ""
-    c = at(0)
-    ret = 0
-    if c in ("F", "S", "f", "s"):
-        ret = 1
-    elif c in ("M", "m"):
-        if at(1) in ("R", "F"):
-            ret += 1
-        ret += 1
-    elif c in ("I", "i"):
-        index = 2
-        c1 = at(1)
-        if c1 in ("S", "4", "6"):
-            if c1 == "S":
-                while at(index) in ("p", "f", "s") and at(index):
-                    ret += 1
-                    index += 1
-            if c1 in ("S", "4"):
-                if at(index) in ("h", "n", "l", "b") and at(index):
-                    ret += 1
-                    index += 1
-                if c1 == "4":
-                    ret += 1
-            if c1 in ("S", "6"):
-                if at(index) == "c":
-                    ret += 1
-                ret += 1
-        ret += 1
-    elif c == "U":
-        if at(1) in ("L", "l", "B", "b") and at(1):
-            ret += 1
-        ret += 1
-    elif c == "h":
-        if at(1) in ("C", "D", "N") and at(1):
-            ret += 1
-        ret += 1
-    return ret
-
-
-class _ArgList:
-    def __init__(self, head: _Arg | None) -> None:
-        self.cur = head
-
-    def take(self) -> _Arg:
-        arg = self.cur
-        if arg is None:
-            raise ParseError("no argument match")
-        self.cur = arg.next
-        return arg
-
-
-def _parse_conversion(fmt: str, start: int, args: _ArgList, out: list[_Segment]) -> int:
-    """parse_arg_format(): one conversion starting at fmt[start] == '%'.
-    Returns how many characters it used."""
-    i = start + 1
-    ret = 1
-    ls = 0
-    len_arg = None
-    while i < len(fmt):
-        c = fmt[i]
-        if c == "#" or c in ".zZ-" or c.isdigit() and c.isascii():
-            pass
-        elif c == "h":
-            ls -= 1
-        elif c == "l":
-            ls += 1
-        elif c == "L":
-            ls = 2
-        elif c == "*":
-            if args.cur is None:
-                raise ParseError("no argument match")
-            if len_arg is not None:
-                raise ParseError("argument already matched")
-            len_arg = args.take()
-        elif c == "p":
-            arg = args.take()
-            res = _pointer_ext(fmt, i + 1)
-            if res > 0:
-                i += res
-                ret += res
-            spec = fmt[start:i + 1]
-            if len(spec) > 31:
-                raise ParseError("bad format")
-            out.append(_Segment("pointer", spec, arg, len_arg, ls))
-            return ret + 1
-        elif c in "duixXo":
-            arg = args.take()
-            spec = fmt[start:i + 1]
-            if len(spec) > 30 or ls < -2 or ls > 2:
-                raise ParseError("bad format")
-            out.append(_Segment("digit", spec, arg, len_arg, ls))
-            return ret + 1
-        elif c == "s":
-            arg = args.take()
-            spec = fmt[start:i + 1]
-            if len(spec) > 31:
-                raise ParseError("bad format")
-            out.append(_Segment("string", spec, arg, len_arg, 0))
-            return ret + 1
-        else:
-            out.append(_Segment("text", ">%s<" % c))
-            return ret + 1
-        ret += 1
-        i += 1
-    return ret
-
-
-def _parse_literal(fmt: str, start: int, out: list[_Segment]) -> int:
-    """parse_arg_string(): literal text up to the next conversion, with the
-    backslash escapes of the format resolved."""
-    buf = []
-    i = start
-    n = len(fmt)
-    while i < n:
-        c = fmt[i]
-        if c == "\\":
-            i += 1
-            if i >= n:
-                break
-            c = fmt[i]
-            buf.append({"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}.get(c, c))
-        elif c == "%":
-            if i + 1 < n and fmt[i + 1] == "%":
-                buf.append("%")
-                i += 1
-            else:
-                break
-        else:
-            buf.append(c)
-        i += 1
-    out.append(_Segment("text", "".join(buf)))
-    return max(i - start, 1)
-
-
-def _parse_segments(fmt: str, head: _Arg | None) -> list[_Segment]:
-    segments: list[_Segment] = []
-    args = _ArgList(head)
-    i = 0
-    n = len(fmt)
-    while i < n:
-        if fmt[i] == "%" and fmt[i + 1:i + 2] != "%":
-            i += _parse_conversion(fmt, i, args, segments)
-        else:
-            i += _parse_literal(fmt, i, segments)
-    return segments
-
-
 class _Parsed:
-    def __init__(self, event: _Event, segments: list[_Segment], failed: bool,
+    def __init__(self, event: _Event, segments: list[Segment], failed: bool,
                  why: str | None = None) -> None:
         self.event = event
         self.segments = segments
@@ -852,7 +530,7 @@ def parse_print_fmt(event_format: EventFormat, long_size: int = 8) -> _Parsed:
             raise ParseError("no print fmt")
         data = text.encode("utf-8", "replace") + b"\n"
         fmt, head = _Parser(event, data).parse()
-        parsed = _Parsed(event, _parse_segments(fmt, head), False)
+        parsed = _Parsed(event, parse_segments(fmt, head), False)
     except (ParseError, RecursionError) as exc:
         parsed = _Parsed(event, [], True, str(exc) or type(exc).__name__)
     try:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Callable, Literal
 
+from .evaluate import eval_type_str, s64, strtoull
 from .lexer import SPACE, U64
-from .parser import eval_type_str, s64, strtoull
+from .printf import ip4, ip4_reverse, ip6, ip6c, printf_int, printf_str, sext
 
 if TYPE_CHECKING:
     from symbolize.symbols.kallsyms import KernelSymbols
 
     from ..format.tracing import FieldFormat
-    from .parser import _Arg, _FieldInfo, _Parsed, _Segment
+    from .parser import _Arg, _FieldInfo, _Parsed
+    from .segments import Segment
     # Kernel symbols for %pS: a KernelSymbols, or a callable addr -> (name, start) | None.
     Kallsyms = KernelSymbols | Callable[[int], tuple[str, int] | None]
 
@@ -163,46 +165,16 @@ class Printer:
             return b""
         kind = arg.kind
         if kind == "atom":
-            return _printf_str(fmt, len_arg, arg.atom.encode("latin-1", "replace"))
+            return printf_str(fmt, len_arg, arg.atom.encode("latin-1", "replace"))
         if kind == "field":
-            field = arg.field or self.ev.find_any(arg.name)
-            if field is None:
-                return b""
-            info = self.info(field)
-            size = field.size if field.size else len(self.data) - field.offset
-            if not info.array and field.size == self.long_size:
-                addr = self.read_native(field.offset, 8 if self.long_size == 8 else 4)
-                text = self.printk.get(addr)
-                if text is not None:
-                    return str(text).encode("utf-8", "replace")
-                return b"%x" % addr
-            return _printf_str(fmt, len_arg, self.cstring(field.offset, max(size, 0)))
+            return self.field_str(fmt, len_arg, arg)
         if kind == "flags":
-            val = s64(self.num(arg.field, depth + 1))
-            out = []
-            printed = False
-            delim = (arg.delim or "").encode("latin-1", "replace") if arg.delim else None
-            for value, text in arg.flags:
-                fval = _eval_flag(value)
-                if not val and fval < 0:
-                    out.append(_printf_str(fmt, len_arg, text.encode("latin-1", "replace")))
-                    break
-                if fval > 0 and (val & fval) == fval:
-                    if printed and delim is not None:
-                        out.append(delim)
-                    out.append(_printf_str(fmt, len_arg, text.encode("latin-1", "replace")))
-                    printed = True
-                    val &= ~fval
-            if val:
-                if printed and delim is not None:
-                    out.append(delim)
-                out.append(b"0x%x" % (val & U64))
-            return b"".join(out)
+            return self.flags_str(fmt, len_arg, arg, depth)
         if kind == "symbol":
             val = s64(self.num(arg.field, depth + 1))
             for value, text in arg.symbols:
                 if val == _eval_flag(value):
-                    return _printf_str(fmt, len_arg, text.encode("latin-1", "replace"))
+                    return printf_str(fmt, len_arg, text.encode("latin-1", "replace"))
             return b"0x%x" % (val & U64)
         if kind in ("hex", "hexstr"):
             start = self.array_start(arg.field)
@@ -213,24 +185,7 @@ class Printer:
             sep = b" " if kind == "hex" else b""
             return sep.join(b"%02x" % b for b in self.data[start:start + count])
         if kind == "intarray":
-            start = self.array_start(arg.field)
-            if start is None:
-                return b""
-            count = _s32(self.num(arg.count, depth + 1))
-            el_size = _s32(self.num(arg.el_size, depth + 1))
-            out = []
-            pos = start
-            for i in range(max(0, count)):
-                if pos >= len(self.data):
-                    break
-                if el_size not in (1, 2, 4, 8):
-                    out.append(b"BAD SIZE:%d 0x%x" % (el_size, self.data[pos]))
-                    pos += 1
-                    el_size = 1
-                else:
-                    out.append(b"%d" % self.read_native(pos, el_size))
-                    pos += el_size
-            return b" ".join(out)
+            return self.int_array_str(arg, depth)
         if kind == "string":
             field = arg.field
             if field is None:
@@ -240,7 +195,7 @@ class Printer:
             offset = self.read_number(field.offset, 4) & 0xffff
             if self.info(field).relative:
                 offset += field.offset + field.size
-            return _printf_str(fmt, len_arg, self.cstring(offset))
+            return printf_str(fmt, len_arg, self.cstring(offset))
         if kind == "bitmask":
             field = self.ev.find_any(arg.name)
             if field is None:
@@ -249,7 +204,7 @@ class Printer:
             size, offset = loc >> 16, loc & 0xffff
             if self.info(field).relative:
                 offset += field.offset + field.size
-            return _printf_str(fmt, len_arg, self.bitmask(offset, size))
+            return printf_str(fmt, len_arg, self.bitmask(offset, size))
         if kind == "op":
             if arg.op != "?" or arg.right is None or arg.right.kind != "op":
                 return b""
@@ -258,6 +213,66 @@ class Printer:
             # (the ':' op of a '?' has both sides)
             return self.str_arg(fmt, len_arg, branch, depth + 1)  # type: ignore[arg-type]
         return b""
+
+    def field_str(self, fmt: str, len_arg: int | None, arg: _Arg) -> bytes:
+        """A field printed with %s: its string, or a pointer named by the
+        printk formats."""
+        field = arg.field or self.ev.find_any(arg.name)
+        if field is None:
+            return b""
+        info = self.info(field)
+        size = field.size if field.size else len(self.data) - field.offset
+        if not info.array and field.size == self.long_size:
+            addr = self.read_native(field.offset, 8 if self.long_size == 8 else 4)
+            text = self.printk.get(addr)
+            if text is not None:
+                return str(text).encode("utf-8", "replace")
+            return b"%x" % addr
+        return printf_str(fmt, len_arg, self.cstring(field.offset, max(size, 0)))
+
+    def flags_str(self, fmt: str, len_arg: int | None, arg: _Arg, depth: int) -> bytes:
+        """__print_flags(): the names of the bits set, joined by its delimiter."""
+        val = s64(self.num(arg.field, depth + 1))
+        out = []
+        printed = False
+        delim = (arg.delim or "").encode("latin-1", "replace") if arg.delim else None
+        for value, text in arg.flags:
+            fval = _eval_flag(value)
+            if not val and fval < 0:
+                out.append(printf_str(fmt, len_arg, text.encode("latin-1", "replace")))
+                break
+            if fval > 0 and (val & fval) == fval:
+                if printed and delim is not None:
+                    out.append(delim)
+                out.append(printf_str(fmt, len_arg, text.encode("latin-1", "replace")))
+                printed = True
+                val &= ~fval
+        if val:
+            if printed and delim is not None:
+                out.append(delim)
+            out.append(b"0x%x" % (val & U64))
+        return b"".join(out)
+
+    def int_array_str(self, arg: _Arg, depth: int) -> bytes:
+        """__print_array(): the numbers of an array, by element size."""
+        start = self.array_start(arg.field)
+        if start is None:
+            return b""
+        count = _s32(self.num(arg.count, depth + 1))
+        el_size = _s32(self.num(arg.el_size, depth + 1))
+        out = []
+        pos = start
+        for i in range(max(0, count)):
+            if pos >= len(self.data):
+                break
+            if el_size not in (1, 2, 4, 8):
+                out.append(b"BAD SIZE:%d 0x%x" % (el_size, self.data[pos]))
+                pos += 1
+                el_size = 1
+            else:
+                out.append(b"%d" % self.read_native(pos, el_size))
+                pos += el_size
+        return b" ".join(out)
 
     def array_start(self, arg: _Arg) -> int | None:
         """Where the array of __print_hex/__print_array starts in the data."""
@@ -351,7 +366,7 @@ class Printer:
                 return buf
             if field.size != 4:
                 return b"INVALIDIPv4"
-            return _ip4(style, _ip4_reverse(tail, self.little), buf)
+            return ip4(style, ip4_reverse(tail, self.little), buf)
         if version == "6":
             field, buf = self.field_bytes(arg, 16)
             if field is None:
@@ -359,8 +374,8 @@ class Printer:
             if field.size != 16:
                 return b"INVALIDIPv6"
             if style == "I" and tail[:1] == "c":
-                return _ip6c(buf)
-            return _ip6(style, buf)
+                return ip6c(buf)
+            return ip6(style, buf)
         if version == "S":
             have_p = have_c = False
             if style == "I":
@@ -368,7 +383,7 @@ class Printer:
                     have_p, tail = True, tail[1:]
                 if tail[:1] == "c":
                     have_c, tail = True, tail[1:]
-            reverse = _ip4_reverse(tail, self.little)
+            reverse = ip4_reverse(tail, self.little)
             if arg.kind != "field":
                 return b"ARG TYPE NOT FIELD BUT %d" % _ARG_TYPE_NUMBER.get(arg.kind, 0)
             field = arg.field or self.ev.find_any(arg.name)
@@ -379,7 +394,7 @@ class Printer:
             if family == 2:                                   # AF_INET
                 if field.size < 16:
                     return b"INVALIDIPv4"
-                out = _ip4(style, reverse, sa[4:8])
+                out = ip4(style, reverse, sa[4:8])
                 if have_p:
                     out += b":%d" % int.from_bytes(sa[2:4], "big")
                 return out
@@ -388,7 +403,7 @@ class Printer:
                     return b"INVALIDIPv6"
                 out = b"[" if have_p else b""
                 addr = sa[8:24]
-                out += _ip6c(addr) if have_c else _ip6(style, addr)
+                out += ip6c(addr) if have_c else ip6(style, addr)
                 if have_p:
                     out += b"]:%d" % int.from_bytes(sa[2:4], "big")
                 return out
@@ -426,7 +441,7 @@ class Printer:
         return delim.join(b"%02x" % b for b in buf)
 
     # -- print_event_cache
-    def render(self, segments: list[_Segment]) -> bytes:
+    def render(self, segments: list[Segment]) -> bytes:
         out: list[bytes] = []
         for seg in segments:
             if seg.kind == "text":
@@ -447,7 +462,7 @@ class Printer:
                 continue
             len_arg = _s32(self.num(seg.len_arg)) if seg.len_arg is not None else None
             if seg.kind == "digit":
-                out.append(_printf_int(seg.format, len_arg, self.num(seg.arg), seg.ls))
+                out.append(printf_int(seg.format, len_arg, self.num(seg.arg), seg.ls))
             elif seg.kind == "pointer":
                 out.append(self.pointer(seg.format, 1 if len_arg is None else len_arg,
                                         seg.arg))
@@ -485,11 +500,11 @@ class Printer:
             if field.size == 4:
                 if info.long:
                     return b"0x%x" % (val & 0xffffffff)
-                return b"%d" % _sext(val, 32)
+                return b"%d" % sext(val, 32)
             if field.size == 2:
-                return b"%2d" % _sext(val, 16)
+                return b"%2d" % sext(val, 16)
             if field.size == 1:
-                return b"%1d" % _sext(val, 8)
+                return b"%1d" % sext(val, 8)
             return b"%d" % s64(val)
         if info.long:
             return b"0x%x" % val
@@ -518,11 +533,6 @@ def _s32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
-def _sext(v: int, bits: int) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
-
-
 def _printable(chunk: bytes) -> bool:
     for b in chunk:
         if b == 0:
@@ -530,71 +540,6 @@ def _printable(chunk: bytes) -> bool:
         if not (0x20 <= b <= 0x7e or b in SPACE):
             return False
     return True
-
-
-def _ip4_reverse(tail: str, little: bool) -> bool:
-    c = tail[:1]
-    if c == "h":
-        return little
-    if c == "l":
-        return True
-    return False
-
-
-def _ip4(style: str, reverse: bool, buf: bytes) -> bytes:
-    buf = bytes(buf).ljust(4, b"\0")[:4]
-    if reverse:
-        buf = buf[::-1]
-    fmt = b"%03d.%03d.%03d.%03d" if style == "i" else b"%d.%d.%d.%d"
-    return fmt % tuple(buf)
-
-
-def _ip6(style: str, buf: bytes) -> bytes:
-    parts = [b"%02x%02x" % (buf[j], buf[j + 1]) for j in range(0, 16, 2)]
-    return (b":" if style == "I" else b"").join(parts)
-
-
-def _ip6c(buf: bytes) -> bytes:
-    words = [int.from_bytes(buf[j:j + 2], "big") for j in range(0, 16, 2)]
-    v4mapped = words[:5] == [0] * 5 and words[5] == 0xffff
-    isatap = (words[4] | 0x0200) == 0x0200 and words[5] == 0x5efe
-    use4 = v4mapped or isatap
-    rng = 6 if use4 else 8
-    zerolen = [0] * 8
-    for i in range(rng):
-        for j in range(i, rng):
-            if words[j] != 0:
-                break
-            zerolen[i] += 1
-    longest, colonpos = 1, -1
-    for i in range(rng):
-        if zerolen[i] > longest:
-            longest, colonpos = zerolen[i], i
-    if longest == 1:
-        colonpos = -1
-    out = []
-    needcolon = False
-    i = 0
-    while i < rng:
-        if i == colonpos:
-            if needcolon or i == 0:
-                out.append(b":")
-            out.append(b":")
-            needcolon = False
-            i += longest
-            continue
-        if needcolon:
-            out.append(b":")
-            needcolon = False
-        hi, lo = words[i] >> 8, words[i] & 0xff
-        out.append(b"%x%02x" % (hi, lo) if hi else b"%x" % lo)
-        needcolon = True
-        i += 1
-    if use4:
-        if needcolon:
-            out.append(b":")
-        out.append(_ip4("I", False, buf[12:16]))
-    return b"".join(out)
 
 
 def _lookup_symbol(kallsyms: Kallsyms | None, addr: int) -> tuple[str, int] | None:
@@ -617,140 +562,3 @@ def _lookup_symbol(kallsyms: Kallsyms | None, addr: int) -> tuple[str, int] | No
         return str(name), int(start)
     except Exception:
         return None
-
-
-# ---------------------------------------------------------------- C printf, one conversion
-@functools.lru_cache(maxsize=1024)
-def _spec(fmt: str) -> tuple[str, str, str | None, str, str, str]:
-    """Split one printf conversion ('%-08.3lx') into flags, width, precision,
-    length letters and the conversion letter (any of them may hold '*')."""
-    i = 1
-    flags = ""
-    n = len(fmt)
-    while i < n and fmt[i] in "-0# +'":
-        flags += fmt[i]
-        i += 1
-    width = ""
-    while i < n and (fmt[i].isdigit() or fmt[i] == "*") and fmt[i].isascii():
-        width += fmt[i]
-        i += 1
-    prec = None
-    if i < n and fmt[i] == ".":
-        i += 1
-        prec = ""
-        while i < n and (fmt[i].isdigit() or fmt[i] == "*") and fmt[i].isascii():
-            prec += fmt[i]
-            i += 1
-    mods = ""
-    while i < n and fmt[i] in "hlLzZqjt":
-        mods += fmt[i]
-        i += 1
-    conv = fmt[i:i + 1]
-    return flags, width, prec, mods, conv, fmt[i + 1:]
-
-
-def _resolve_star(width: str, prec: str | None, flags: str,
-                  len_arg: int | None) -> tuple[int | None, int | None, str]:
-    """Apply the one '*' argument perf passes (to the width or the precision)."""
-    w = None
-    p = None
-    if width == "*":
-        w = len_arg if len_arg is not None else 0
-        if w < 0:
-            flags += "-"
-            w = -w
-    elif width:
-        w = int(width)
-    if prec is not None:
-        if prec == "*":
-            p = len_arg if (len_arg is not None and width != "*") else 0
-            if p < 0:
-                p = None
-        else:
-            p = int(prec or "0")
-    return w, p, flags
-
-
-def _pad(body: bytes, width: int | None, flags: str, zero_ok: bool = False,
-         sign: bytes = b"") -> bytes:
-    width = min(width or 0, 1 << 16)
-    total = len(sign) + len(body)
-    if width <= total:
-        return sign + body
-    if "-" in flags:
-        return sign + body + b" " * (width - total)
-    if zero_ok and "0" in flags:
-        return sign + b"0" * (width - total) + body
-    return b" " * (width - total) + sign + body
-
-
-def _printf_str(fmt: str, len_arg: int | None, value: bytes) -> bytes:
-    """trace_seq_printf(s, fmt, [len_arg,] str) for a %s conversion."""
-    try:
-        flags, width, prec, mods, conv, tail = _spec(fmt)
-        w, p, flags = _resolve_star(width, prec, flags, len_arg)
-        body = value if p is None else value[:p]
-        return _pad(body, w, flags) + tail.encode("latin-1", "replace")
-    except (ValueError, OverflowError):
-        return value
-
-
-def _printf_int(fmt: str, len_arg: int | None, val: int, ls: int) -> bytes:
-    """trace_seq_printf(s, fmt, [len_arg,] (cast)val) with the cast
-    print_arg_number() makes for `ls` (-2 char .. 2 long long)."""
-    try:
-        flags, width, prec, mods, conv, tail = _spec(fmt)
-        w, p, flags = _resolve_star(width, prec, flags, len_arg)
-    except (ValueError, OverflowError):
-        return b""
-    # The argument as passed: char/short/int are promoted to a 32-bit int
-    # (in a register whose upper half reads as zero), long/long long are 64-bit.
-    if ls <= 0:
-        bits = {-2: 8, -1: 16}.get(ls, 32)
-        passed = _sext(val, bits) & 0xffffffff
-    else:
-        passed = val & U64
-    # How printf reads it back: its own length letters.
-    if "l" in mods or "L" in mods or "z" in mods or "Z" in mods or "q" in mods \
-            or "j" in mods or "t" in mods:
-        rbits = 64
-    elif mods.count("h") >= 2:
-        rbits = 8
-    elif "h" in mods:
-        rbits = 16
-    else:
-        rbits = 32
-    raw = passed & ((1 << rbits) - 1)
-    sign = b""
-    if conv in ("d", "i"):
-        v = _sext(raw, rbits)
-        if v < 0:
-            sign, v = b"-", -v
-        elif "+" in flags:
-            sign = b"+"
-        elif " " in flags:
-            sign = b" "
-        digits = b"%d" % v
-    elif conv == "u":
-        digits = b"%d" % raw
-    elif conv == "x":
-        digits = b"%x" % raw
-    elif conv == "X":
-        digits = b"%X" % raw
-    elif conv == "o":
-        digits = b"%o" % raw
-    else:
-        return b""
-    if p is not None:
-        p = min(p, 1 << 16)
-        if p == 0 and raw == 0:
-            digits = b""
-        elif len(digits) < p:
-            digits = b"0" * (p - len(digits)) + digits
-    if "#" in flags:
-        if conv == "o" and not digits.startswith(b"0"):
-            digits = b"0" + digits
-        elif conv in ("x", "X") and raw != 0:
-            sign = b"0x" if conv == "x" else b"0X"
-    return _pad(digits, w, flags, zero_ok=p is None, sign=sign) + \
-        tail.encode("latin-1", "replace")
