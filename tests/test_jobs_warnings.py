@@ -64,7 +64,7 @@ def test_tagged_warnings_by_the_block_reached(monkeypatch):
         warnings = []
     monkeypatch.setattr(sharded, "_claimed", None)
     sharded.watch_warnings(File, Samples)
-    share = sharded.ClaimedShare(4, 2, 0)
+    share = sharded.ClaimedShard(4, 2, 0)
     File.warnings.append("before")
     share.takes(0)
     Samples.symbolizer.warnings.append("in 0")

@@ -1,4 +1,4 @@
-"""-j's blocks go to the first worker to reach them (sharded.ClaimedShare):
+"""-j's blocks go to the first worker to reach them (sharded.ClaimedShard):
 each block is taken by exactly one worker, whatever the order the workers
 ask in; the parent prints them in order, and a fault ends the output with
 the block it fell in, then is raised."""
@@ -9,14 +9,14 @@ import pytest
 import perfdata
 import perfdata.run.sharded as sharded
 from perfdata.format.errors import CorruptError
-from perfdata.session.stream import Sample, SessionStream, Share, SideEvent
+from perfdata.session.stream import Sample, SessionStream, Shard, SideEvent
 
 from conftest import SAMPLES
 
 
 def test_first_to_ask_takes_the_block(monkeypatch):
     monkeypatch.setattr(sharded, "_claimed", multiprocessing.get_context("fork").Value("q", 0))
-    a, b = sharded.ClaimedShare(10, 2, 0), sharded.ClaimedShare(10, 2, 1)
+    a, b = sharded.ClaimedShard(10, 2, 0), sharded.ClaimedShard(10, 2, 1)
     asks = [(a, 0), (b, 0), (b, 1), (b, 2), (a, 1), (a, 2), (a, 3), (b, 3), (b, 4), (a, 4)]
     assert [share.takes(k) for share, k in asks] == \
         [True, False, True, True, False, False, True, False, True, False]
@@ -24,11 +24,11 @@ def test_first_to_ask_takes_the_block(monkeypatch):
 
 def test_without_a_run_dealt_in_turn(monkeypatch):
     monkeypatch.setattr(sharded, "_claimed", None)
-    assert [sharded.ClaimedShare(10, 3, 1).takes(k) for k in range(7)] == \
+    assert [sharded.ClaimedShard(10, 3, 1).takes(k) for k in range(7)] == \
         [k % 3 == 1 for k in range(7)]
 
 
-class _Taken(Share):
+class _Taken(Shard):
     """A share that takes the blocks of a given set, noting each ask."""
     __slots__ = ()
     chosen: set = set()

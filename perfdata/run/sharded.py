@@ -5,7 +5,7 @@ perf script works on one core.  Here the samples are dealt out in blocks of
 follows every one for the session (threads, maps), which costs little, and
 decodes, symbolizes and formats the blocks it takes; this process prints the
 blocks in order, so the bytes are those of one process.  A block goes to the
-first worker to reach it (ClaimedShare: one counter the workers share), so
+first worker to reach it (ClaimedShard: one counter the workers share), so
 a worker busy with a costly block, or given less of the machine, takes
 fewer: dealt in turn, the slowest worker's share set the run's time (make
 -j2 of gcc: its workers' shares took 0.67 and 0.74 s).  Each worker reads
@@ -20,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 from ..format import SampleType, PerfDataError
-from ..session.stream import Share
+from ..session.stream import Shard
 
 if TYPE_CHECKING:
     import argparse
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     Tagged = tuple[int, int, str]
     # run_sharded's produce(share): yields (block index, text), returns
     # (SAMPLE records seen, warnings, error or None)
-    Produce = Callable[[Share], Generator[tuple[int, str], None,
+    Produce = Callable[[Shard], Generator[tuple[int, str], None,
                                          tuple[int | None, list[Tagged], Described | None]]]
     # gather_sharded's compute(share): (result, warnings, error or None)
-    Compute = Callable[[Share], tuple[Any, list[Tagged], Described | None]]
+    Compute = Callable[[Shard], tuple[Any, list[Tagged], Described | None]]
 
 # Below this much input one process is done before workers would start.
 SHARD_MIN_BYTES = 512 << 10
@@ -51,7 +51,7 @@ _prepared: Barrier | None = None
 # How long a worker waits there for the others (then it goes on: each
 # builds what it lacks, as without the split).
 PREPARE_WAIT = 300
-# The blocks the workers of a run have taken so far (ClaimedShare): a
+# The blocks the workers of a run have taken so far (ClaimedShard): a
 # shared counter made before they are forked.
 _claimed: Any = None
 # The first-run builds the workers of a run have taken so far
@@ -63,7 +63,7 @@ _watched: list[list[str]] = []
 _marks: list[tuple[int, int, int]] = []
 
 
-class ClaimedShare(Share):
+class ClaimedShard(Shard):
     """A worker's share whose blocks go to the first worker to reach them:
     the workers walk the same records, each asks once a block, in order, so
     the counter of blocks taken is at k when the first of them reaches
@@ -84,7 +84,7 @@ class ClaimedShare(Share):
             return True
 
 
-def _worker(conn: Connection, produce: Produce, share: Share) -> None:
+def _worker(conn: Connection, produce: Produce, share: Shard) -> None:
     """Runs in a forked process: produce(share) yields (block index, text)
     for the blocks of share and returns (SAMPLE records seen, warnings,
     error or None); each goes to this process as it comes."""
@@ -115,7 +115,7 @@ def _worker(conn: Connection, produce: Produce, share: Share) -> None:
 def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
             ) -> Iterator[list[Connection]]:
     """`jobs` forked processes running target(connection, work, share) for
-    share = ClaimedShare(block, jobs, index), with the barrier of
+    share = ClaimedShard(block, jobs, index), with the barrier of
     prepare_share and the block counter made for them: the ends of their
     pipes, in worker order; closed, and the workers gone, on the way out."""
     import multiprocessing
@@ -133,7 +133,7 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     try:
         for index in range(jobs):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=target, args=(send, work, ClaimedShare(block, jobs, index)),
+            proc = ctx.Process(target=target, args=(send, work, ClaimedShard(block, jobs, index)),
                                daemon=True)
             proc.start()
             send.close()
@@ -156,7 +156,7 @@ def describe_error(exc: PerfDataError) -> Described:
 
 def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], object]
                 ) -> list[str]:
-    """Run produce(share) for share = ClaimedShare(block, jobs, index) in
+    """Run produce(share) for share = ClaimedShard(block, jobs, index) in
     `jobs` forked processes; write(text) the blocks in order here.  Returns
     the workers' warnings, each once, in a one-process run's order
     (merged_warnings);
@@ -278,7 +278,7 @@ def default_jobs(jobs: int | None, pf: PerfFile) -> int:
     return jobs
 
 
-def _gather_worker(conn: Connection, compute: Compute, share: Share) -> None:
+def _gather_worker(conn: Connection, compute: Compute, share: Shard) -> None:
     try:
         conn.send(("done",) + tuple(compute(share)))
     except PerfDataError as exc:       # (as in _worker)
@@ -316,7 +316,7 @@ def gather_sharded(jobs: int, block: int, compute: Compute
         return results, merged_warnings(tagged), error
 
 
-def compute_part(args: argparse.Namespace, share: Share,
+def compute_part(args: argparse.Namespace, share: Shard,
                  make: Callable[[SampleSymbolizer], Any],
                  fill: Callable[[PerfFile, SampleSymbolizer, Any], None]
                  ) -> tuple[Any, list[Tagged], Described | None]:
@@ -350,7 +350,7 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
         raise worker_error(error)
 
 
-def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, SampleSymbolizer]:
+def open_share(args: argparse.Namespace, share: Shard) -> tuple[PerfFile, SampleSymbolizer]:
     """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
     with its part of the run's first builds done (prepare_share)."""
     from ..views.options import make_sample_symbolizer, open_profile
@@ -360,7 +360,7 @@ def open_share(args: argparse.Namespace, share: Share) -> tuple[PerfFile, Sample
     return pf, samples
 
 
-def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Share) -> None:
+def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Shard) -> None:
     """What a worker does before its walk, whatever it makes of its
     samples: follow its warnings block by block (watch_warnings), and build
     its part of the run's first builds (prepare_share)."""
@@ -368,7 +368,7 @@ def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Share) -> None:
     prepare_share(samples, share)
 
 
-def prepare_share(samples: SampleSymbolizer, share: Share) -> None:
+def prepare_share(samples: SampleSymbolizer, share: Shard) -> None:
     """A first run's builds (symbol tables, native inline indexes, the
     parsed kallsyms) split between the workers through the cache directory:
     every worker would otherwise build all of them, at the same time.  The
@@ -410,7 +410,7 @@ def prepare_share(samples: SampleSymbolizer, share: Share) -> None:
         pass
 
 
-def _taken_builds(work: list[tuple[int, str, str]], share: Share
+def _taken_builds(work: list[tuple[int, str, str]], share: Shard
                   ) -> Iterator[tuple[int, str, str]]:
     """The items of `work` this worker builds: each the next not yet taken
     when the worker is free (the shared counter); without one (a worker
@@ -449,7 +449,7 @@ KERNEL_COST = 32 << 20
 
 def watch_warnings(pf: PerfFile, samples: SampleSymbolizer) -> None:
     """In a worker: note where its warning lists stand at each block it
-    reaches (ClaimedShare.takes), for tagged_warnings."""
+    reaches (ClaimedShard.takes), for tagged_warnings."""
     _watched[:] = [pf.warnings, samples.symbolizer.warnings]
     _marks.clear()
 

@@ -158,14 +158,14 @@ class CounterReads:
         return grew
 
 
-class Share(NamedTuple):
+class Shard(NamedTuple):
     """One of `jobs` workers' part of a sharded run: the samples in blocks
     of `block` SAMPLE records (in delivery order), of which this worker
     takes those takes(k) says.  The stream asks once a block, in order, at
     the first record of the block it has to place (a sample, or a side
     event it may hand out).  Here the blocks are dealt in turn (worker,
     worker + jobs, ...); a run whose workers share a counter gives each to
-    the first worker to ask (sharded.ClaimedShare)."""
+    the first worker to ask (sharded.ClaimedShard)."""
     block: int
     jobs: int
     worker: int         # (0 to jobs - 1)
@@ -186,7 +186,7 @@ class SessionStream:
     after_apply(rtype, record, fields): told of every record applied to the
     machine, before its SideEvent (if any) is handed out.
 
-    share: (block, jobs, index) or a Share, for one of `jobs` workers of a
+    share: (block, jobs, index) or a Shard, for one of `jobs` workers of a
     sharded run: only the samples of the blocks it takes (blocks of `block`
     SAMPLE records in delivery order; a plain tuple takes index, index +
     jobs, ...) are decoded and handed out, and the side events that fall in
@@ -244,7 +244,7 @@ class SessionStream:
         mine: Callable[[], bool] | None = None
         if share is not None:
             block = share[0]
-            takes = (share if isinstance(share, Share) else Share(*share)).takes
+            takes = (share if isinstance(share, Shard) else Shard(*share)).takes
             current, taken = -1, False      # the block last asked about, the answer
 
             def block_taken() -> bool:  # does the current block belong to this worker?

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..session.stream import SideEvent
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from .header import PipeFeaturePrinter
-    from ..run.sharded import Described, Share, Tagged
+    from ..run.sharded import Described, Shard, Tagged
 
 
 def add_script_options(p: argparse.ArgumentParser) -> None:
@@ -134,7 +134,7 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
-                features: PipeFeaturePrinter | None, share: Share | None = None
+                features: PipeFeaturePrinter | None, share: Shard | None = None
                 ) -> tuple[SampleSymbolizer, ScriptFormatter]:
     """The symbolized samples and their formatter for one process's run."""
     from .options import make_sample_symbolizer, shown_kernel_path
@@ -170,7 +170,7 @@ def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argpars
 
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
-                   features: PipeFeaturePrinter | None, share: Share
+                   features: PipeFeaturePrinter | None, share: Shard
                    ) -> Generator[tuple[int, str], None, tuple[int, list[Tagged], Described | None]]:
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
