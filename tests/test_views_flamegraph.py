@@ -118,16 +118,22 @@ def test_empty_profile(tmp_path):
 
 
 # ------------------------------------------------------------------ chromium
-def chromium(*args, timeout=60, want=None):
+def chromium(*args, timeout=120, want=None):
     """Run headless Chromium; retried (up to 3 runs) while `want(result)` is
-    false: on a loaded machine a run now and then ends before the page."""
+    false or the run times out: on a loaded machine a run now and then ends
+    before the page, or takes minutes to start."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="perfdata-chromium-") as profile:
         cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                "--no-first-run", "--disable-extensions", "--mute-audio",
                "--disable-dev-shm-usage", "--user-data-dir=" + profile] + list(args)
-        for _ in range(3):
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        for attempt in range(3):
+            try:
+                res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                if attempt == 2:
+                    raise
+                continue
             if want is None or want(res):
                 break
     return res
