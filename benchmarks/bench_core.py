@@ -3,7 +3,8 @@
 
     python3 benchmarks/bench_core.py DIR [--repeat 5]
                                          [--command script|collapse|report|flamegraph]
-                                         [--only NAME,...] [--no-first]
+                                         [--only NAME,...] [--no-first] [--no-pure]
+                                         [--before CHECKOUT]
 
 DIR holds recordings (NAME.data), e.g. those `bench_real.py --record-only
 --keep DIR` makes (make, cc1plus, forks, ...).  For each, rounds of: perf
@@ -16,7 +17,9 @@ ratio to perf's run of that round (the machine's speed drifts).  Default
 options, output to /dev/null; `collapse` and `flamegraph` are compared
 with `perf script` too (what stackcollapse-perf.pl and flamegraph.pl
 read); `report` with `perf report --stdio --no-children -g none` (the
-table perfdata report prints).
+table perfdata report prints).  --before CHECKOUT adds the compiled core of
+another checkout (its extensions built in place), measured in the same
+rounds: a change's before and after under the same load.
 """
 import argparse
 import glob
@@ -61,36 +64,47 @@ def main(argv=None):
     ap.add_argument("--command", default="script", choices=("script", "collapse", "report", "flamegraph"))
     ap.add_argument("--only", help="comma-separated recording names")
     ap.add_argument("--no-first", action="store_true", help="warm runs only")
+    ap.add_argument("--no-pure", action="store_true", help="the compiled core only")
+    ap.add_argument("--before", metavar="CHECKOUT",
+                    help="another checkout's compiled core, measured alongside")
     args = ap.parse_args(argv)
     perf = shutil.which("perf")
     if perf is None:
         raise SystemExit("perf is not installed")
     compile_bytecode()
-    names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(args.dir, "*.data")))
+    data_dir = os.path.abspath(args.dir)
+    os.chdir(tempfile.gettempdir())
+    names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(data_dir, "*.data")))
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
-    kinds = [("compiled", None), ("pure", "pure")]
+    # (each kind's perfdata by PYTHONPATH, run from a directory holding none)
+    repo = os.path.dirname(HERE)
+    kinds = [("compiled", {"PERFDATA_CORE": None, "PYTHONPATH": repo})]
+    if not args.no_pure:
+        kinds.append(("pure", {"PERFDATA_CORE": "pure", "PYTHONPATH": repo}))
+    if args.before:
+        kinds.append(("before", {"PERFDATA_CORE": None,
+                                 "PYTHONPATH": os.path.abspath(args.before)}))
+
     print("| recording | perf wall / CPU / RSS | path | warm wall / CPU / RSS | warm vs perf "
           "(wall, CPU) | first wall / CPU | first vs perf (wall, CPU) |")
     print("|---|---|---|---|---|---|---|")
     for name in names:
-        data = os.path.join(args.dir, name + ".data")
+        data = os.path.join(data_dir, name + ".data")
         perf_cmd = [perf, "report", "--stdio", "--no-children", "-g", "none", "-i", data] \
             if args.command == "report" else [perf, "script", "-i", data]
         ours = PERFDATA + [args.command, data]
         with tempfile.TemporaryDirectory(prefix="bench-core.") as warm:
-            for _, core in kinds:       # (fill the warm cache)
-                one(ours, {"PERFDATA_CACHE_DIR": warm, "PERFDATA_CORE": core})
+            for _, env in kinds:       # (fill the warm cache)
+                one(ours, dict(env, PERFDATA_CACHE_DIR=warm))
             rounds = []
             for _ in range(args.repeat):
                 r = {"perf": one(perf_cmd, {})}
-                for kind, core in kinds:
-                    r[kind, "warm"] = one(ours, {"PERFDATA_CACHE_DIR": warm,
-                                                 "PERFDATA_CORE": core})
+                for kind, env in kinds:
+                    r[kind, "warm"] = one(ours, dict(env, PERFDATA_CACHE_DIR=warm))
                     if not args.no_first:
                         with tempfile.TemporaryDirectory(prefix="bench-core-first.") as fresh:
-                            r[kind, "first"] = one(ours, {"PERFDATA_CACHE_DIR": fresh,
-                                                          "PERFDATA_CORE": core})
+                            r[kind, "first"] = one(ours, dict(env, PERFDATA_CACHE_DIR=fresh))
                 rounds.append(r)
         med = {k: tuple(statistics.median(r[k][i] for r in rounds) for i in range(2)) +
                (max(r[k][2] for r in rounds),) for k in rounds[0]}
