@@ -281,9 +281,9 @@ def with_samples(tmp_path_factory):
 
 @requires_perf
 def test_wall_clock_view(with_samples, tmp_path):
-    """--wall: each thread's on-CPU samples (their periods) and its waits add
-    up to its wall time; the spinning threads' samples are in spin_pinned,
-    the waits end in their state."""
+    """--wall: each thread's run time (split over its on-CPU samples' stacks)
+    and its waits add up to its wall time; the spinning threads' run time is
+    in spin_pinned, the waits end in their state."""
     data, out = with_samples
     _, threads = _measured(out)
     rows = _offcpu(data, "--format", "collapse", "--wall", "--tid-root").splitlines()
@@ -293,17 +293,20 @@ def test_wall_clock_view(with_samples, tmp_path):
         tid = int(stack.split(";")[0].rsplit("/", 1)[1])
         per_thread[tid] = per_thread.get(tid, 0) + int(ns)
     for tid, (comm, wall, cpu) in threads.items():
-        assert abs(per_thread[tid] - wall) <= 0.03 * wall, (comm, per_thread[tid], wall)
-    spin = [line for line in rows if line.startswith("spin1-")]
-    running = sum(int(line.rpartition(" ")[2]) for line in spin
-                  if "spin_pinned" in line and not line.rpartition(" ")[0].endswith("]"))
-    cpu = next(c for _, (comm, _, c) in threads.items() if comm == "spin1")
-    assert abs(running - cpu) <= 0.1 * cpu, (running, cpu)
+        assert abs(per_thread[tid] - wall) <= 0.02 * wall, (comm, per_thread[tid], wall)
+    # (its time on the cpu is the switches' run time: on a virtual machine
+    # more than its CPU clock, which leaves out the time the host took)
+    on_cpu = [line.rpartition(" ") for line in rows if line.startswith("spin1-")
+              and not line.rpartition(" ")[0].endswith("]")]
+    spinning = sum(int(ns) for stack, _, ns in on_cpu if ";spin_pinned" in stack)
+    assert spinning >= 0.9 * sum(int(ns) for _, _, ns in on_cpu), on_cpu
     svg = tmp_path / "wall.svg"
     _offcpu(data, "--format", "flamegraph", "--wall", "-o", svg)
     text = svg.read_text()
     assert "Wall-Clock Time Flame Graph" in text and "off-CPU (waiting)" in text
-    assert "user code" in text          # (the legend: on-CPU frames keep their colours)
+    # (the legend: on-CPU frames keep their own colours)
+    assert any(family in text for family in ("user code", "kernel", "inlined"))
+    assert "spin_pinned" in text
 
 
 def test_bad_input_and_command_lines(tmp_path):

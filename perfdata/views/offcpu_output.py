@@ -92,10 +92,26 @@ def folded(tracker: SwitchTracker, tid_root: bool = False, with_state: bool = Fa
         names = _names(tracker.threads[tid], stack, state, tid_root, with_state)
         text = ";".join(names)
         counts[text] = counts.get(text, 0) + ns
-    for (tid, stack), (ns, _) in tracker.oncpu.items():
+    for (tid, stack), ns in oncpu_times(tracker).items():
         text = ";".join(_names(tracker.threads[tid], stack, "", tid_root, False))
         counts[text] = counts.get(text, 0) + ns
     return counts
+
+
+def oncpu_times(tracker: SwitchTracker) -> dict[tuple[int, Any], int]:
+    """{(tid, stack): ns run there}: each thread's run time as its switches
+    measure it, split over its stacks as its clock samples' periods are (a
+    sample's period stops at the last tick before the thread leaves the
+    cpu; the switches see the whole slice); the periods as they are for a
+    thread without run time from switches."""
+    sampled: dict[int, int] = {}
+    for (tid, _), (ns, _) in tracker.oncpu.items():
+        sampled[tid] = sampled.get(tid, 0) + ns
+    out = {}
+    for (tid, stack), (ns, _) in tracker.oncpu.items():
+        run = tracker.threads[tid].run
+        out[(tid, stack)] = round(ns * run / sampled[tid]) if run and sampled[tid] else ns
+    return out
 
 
 def _root(t: ThreadTimes, tid_root: bool) -> str:
@@ -133,10 +149,10 @@ def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
         if args.with_state or tracker.oncpu:
             path.append(("[%s]" % state, OFFCPU_KIND, None))
         builder.add_stack(_root(t, args.tid_root), path, ns, count, "off-CPU time (ns)")
-    for (tid, stack), (ns, count) in sorted(tracker.oncpu.items(), key=str):
+    for (tid, stack), ns in sorted(oncpu_times(tracker).items(), key=str):
         path = [(NO_STACK, "unknown", None)] if stack is None else list(stack)
-        builder.add_stack(_root(tracker.threads[tid], args.tid_root), path, ns, count,
-                          "off-CPU time (ns)")
+        builder.add_stack(_root(tracker.threads[tid], args.tid_root), path, ns,
+                          tracker.oncpu[(tid, stack)][1], "off-CPU time (ns)")
     title = args.title if args.title is not None else \
         "Wall-Clock Time Flame Graph" if tracker.oncpu else "Off-CPU Time Flame Graph"
     return render_svg(builder, title=title,
