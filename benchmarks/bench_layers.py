@@ -24,7 +24,8 @@ sys.path.insert(0, REPO)
 from perfdata import cli  # noqa: E402
 import perfdata  # noqa: E402
 from perfdata.session.stream import Sample, SessionStream  # noqa: E402
-from perfdata.views.options import make_sample_symbolizer  # noqa: E402
+from perfdata.resolve import build_sample_symbolizer  # noqa: E402
+from perfdata.views.options import resolve_options  # noqa: E402
 
 
 def best_cpu(work, repeat):
@@ -67,7 +68,7 @@ def main():
 
     def symbolized():
         with perfdata.open(path) as pf:
-            return sum(len(s.frames) for s in make_sample_symbolizer(pf, script_args))
+            return sum(len(s.frames) for s in build_sample_symbolizer(pf, resolve_options(script_args)))
 
     def whole():
         with open(os.devnull, "w") as null:

@@ -178,22 +178,15 @@ def record_batches(samples: Iterable[SymbolizedSample],
 def open_samples(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),
                  symfs: str | None = None,
                  archive: str | None = None) -> tuple[PerfFile, SampleSymbolizer]:
-    """(PerfFile, SampleSymbolizer) of a file, with the library's defaults
-    (the symbol cache of `perfdata` commands included)."""
-    from symbolize import DebugInfoLocator, Symbolizer, CacheDir
+    """(PerfFile, SampleSymbolizer) of a file, with the library's defaults:
+    the commands' (the symbol cache of `perfdata` commands included), but
+    inlined frames shown and source files named by their whole paths."""
     from .format import PerfFile
-    from .resolve.symbolized import SampleSymbolizer
-    dirs = list(debug_dirs)
-    buildid = {}
-    if archive:
-        from .buildid_archive import open_archive
-        unpacked = open_archive(archive)
-        dirs.insert(0, unpacked)
-        buildid = {"buildid_dir": unpacked}
+    from .resolve import ResolveOptions, build_sample_symbolizer
     pf = PerfFile(path)
-    symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=dirs, symfs=symfs, **buildid),
-                            cache_dir=CacheDir.default())
-    return pf, SampleSymbolizer(pf, symbolizer)
+    return pf, build_sample_symbolizer(pf, ResolveOptions(
+        debug_dirs=tuple(debug_dirs), symfs=symfs, archive=archive, inline=True,
+        full_source_path=True))
 
 
 def to_arrow(path: str | os.PathLike[str], debug_dirs: Iterable[str] = (),

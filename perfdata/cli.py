@@ -82,11 +82,12 @@ def _stand_in(name: str) -> types.ModuleType:
 # PerfFile is used; a test checks, tests/test_startup.py)
 defer_modules(*UNUSED_MODULES)
 
-from perfdata.views.options import add_input_argument, print_warnings  # noqa: E402
+from perfdata.run.profile import print_warnings  # noqa: E402
+from perfdata.views.options import add_input_argument  # noqa: E402
 
 
 def _open(path: str, strict: bool = False) -> PerfFile:
-    from perfdata.views.options import open_profile
+    from perfdata.run.profile import open_profile
     return open_profile(path, strict)
 
 

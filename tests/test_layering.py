@@ -42,8 +42,6 @@ RESOLVE = FLOOR["resolve"]
 LEFT: dict[tuple[str, str], str] = {
     ("core", "views"): "the compiled core's drivers import the views' formatters and "
                        "frame names; the views should hand them in (the run layer's seam)",
-    ("run", "views"): "sharded.py builds the pipeline with views/options.py's factory, "
-                      "which belongs in perfdata/resolve",
 }
 
 

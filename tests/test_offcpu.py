@@ -219,7 +219,7 @@ def test_fast_scan_is_the_careful_walk(system_wide):
     from perfdata.cli import build_parser
     from perfdata.session.switches import SwitchTracker
     from perfdata.views import offcpu
-    from perfdata.views.options import open_profile
+    from perfdata.run.profile import open_profile
     data, _ = system_wide
     args = build_parser("offcpu").parse_args(["offcpu", str(data)])
     got = []
@@ -351,7 +351,7 @@ def test_garbled_bytes_same_sums_compiled_or_not(system_wide, tmp_path):
     from perfdata.cli import build_parser
     from perfdata.session.switches import SwitchTracker
     from perfdata.views import offcpu
-    from perfdata.views.options import open_profile
+    from perfdata.run.profile import open_profile
     data, _ = system_wide
     blob = data.read_bytes()
     rng = random.Random(37)

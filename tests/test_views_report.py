@@ -21,7 +21,8 @@ import pytest
 
 import perfdata
 from conftest import SAMPLE_SYMBOL_ARGS, run_cli, sample_vdso
-from perfdata.views.options import add_symbolize_options, make_sample_symbolizer
+from perfdata.resolve import build_sample_symbolizer
+from perfdata.views.options import add_symbolize_options, resolve_options
 from perfdata.views.report.histogram import Report
 from perfdata.views.report.sort_keys import parse_sort
 
@@ -83,7 +84,7 @@ def our_reports(name):
             argv += ["--vdso", own[0]]
     args = p.parse_args(argv)
     with perfdata.open(str(_data(name))) as pf:
-        sampler = make_sample_symbolizer(pf, args)
+        sampler = build_sample_symbolizer(pf, resolve_options(args))
         samples = list(sampler)
         texts = {}
         for sort, children in VARIANTS:

@@ -47,7 +47,7 @@ def fill_tree(run_: SampleRun, builder: FlameGraphBuilder) -> bool:
     module = compiled()
     if module is None or not TreeCore.applies_to(run_.samples, builder.opts):
         return False
-    from ..views.options import print_warnings
+    from ..run.profile import print_warnings
     from ..run.progress import sample_progress
     core = TreeCore(module, run_.samples, builder)
     try:

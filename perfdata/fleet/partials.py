@@ -129,7 +129,8 @@ def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
     beside the file, is unpacked for this file and removed after."""
     from ..buildid_archive import extract_archive
     from ..format import PerfFile
-    from ..views.options import make_sample_symbolizer
+    from ..resolve import build_sample_symbolizer
+    from ..views.options import resolve_options
     from .paths import archive_beside
     args = argparse.Namespace(**options)
     args.file = path
@@ -144,7 +145,7 @@ def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
             args.buildid_dir = args.buildid_dir or top
         notes = io.StringIO()
         with PerfFile(path, strict=args.strict) as pf:
-            samples = make_sample_symbolizer(pf, args)
+            samples = build_sample_symbolizer(pf, resolve_options(args))
             data = COMPUTE[kind](pf, samples, args, notes)
             messages = list(pf.warnings) + list(samples.symbolizer.warnings)
             count = samples.counts.get("samples", 0)

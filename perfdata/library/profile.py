@@ -189,11 +189,12 @@ class Profile:
               args: argparse.Namespace | None = None) -> T:
         """fill(file, its symbolized samples) over a fresh pass, with the
         interpreter set as the commands set it (runtime.py)."""
-        from ..views.options import make_sample_symbolizer
+        from ..resolve import build_sample_symbolizer
+        from ..views.options import resolve_options
         pf = self._open()
         samples = None
         try:
-            samples = make_sample_symbolizer(pf, args or self._args)
+            samples = build_sample_symbolizer(pf, resolve_options(args or self._args))
             return fill(pf, samples)
         finally:
             self._done(pf, samples)
@@ -219,13 +220,14 @@ class Profile:
         # (the interpreter as the commands set it while the modules are
         # imported, not between the samples: the program runs there)
         with as_the_commands():
-            from ..views.options import make_sample_symbolizer
+            from ..resolve import build_sample_symbolizer
+            from ..views.options import resolve_options
             from .samples import SampleMaker, SourceLines
             pf = self._open()
         samples = None
         try:
             with as_the_commands():
-                samples = make_sample_symbolizer(pf, self._args)
+                samples = build_sample_symbolizer(pf, resolve_options(self._args))
             if frozen:
                 maker = SampleMaker(SourceLines(_line_symbolizer(samples.symbolizer)))
                 yield from maker.samples(samples)  # type: ignore[arg-type]  # (no side events)

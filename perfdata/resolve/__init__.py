@@ -1,7 +1,14 @@
 """Samples to named stacks: the layer over the session stream.
 
+    pipeline     ResolveOptions (the options of every symbolizing command:
+                 where binaries are found, how frames are named, how stacks
+                 are walked, which samples are kept) and
+                 build_sample_symbolizer(pf, options), the one factory of
+                 the pipeline below
     symbolized   SampleSymbolizer: the session's samples, each with its
                  frames named (filters, stop reasons, side events)
+    filters      the sample filters (--pid, --tid, --comm, -C, --time,
+                 -S, --dsos) made from parsed values
     frames       FrameResolver: an address in a thread's maps to a frame
                  (map and dso resolution, JIT sources, the stack caches)
     unwinding    DWARF stacks from REGS_USER and STACK_USER
@@ -9,5 +16,26 @@
     hitrate      when a cache keeps paying for itself
 
 It stands on perfdata.format and perfdata.session, and on symbolize beside
-them; nothing here knows of the commands or their views.
+them; nothing here knows of the commands or their views.  The names below
+are imported at their first use (the command line's start-up pays nothing
+for them).
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .pipeline import ResolveOptions, build_sample_symbolizer
+
+_MODULE_OF = {"ResolveOptions": "pipeline", "build_sample_symbolizer": "pipeline"}
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError("module 'perfdata.resolve' has no attribute %r" % name)
+    import importlib
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value

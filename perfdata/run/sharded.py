@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
 
     from ..format import PerfFile, InputName
+    from ..resolve import ResolveOptions
     from ..resolve.symbolized import SampleSymbolizer
 
     # A PerfDataError as plain data: (class name, message, path, offset)
@@ -316,16 +317,16 @@ def gather_sharded(jobs: int, block: int, compute: Compute
         return results, merged_warnings(tagged), error
 
 
-def compute_part(args: argparse.Namespace, share: Shard,
+def compute_part(path: str, options: ResolveOptions, share: Shard,
                  make: Callable[[SampleSymbolizer], Any],
                  fill: Callable[[PerfFile, SampleSymbolizer, Any], None]
                  ) -> tuple[Any, list[Tagged], Described | None]:
     """gather_sharded's compute(share) for a view that adds up parts: the
-    share's samples (open_share), the worker's part make(samples), filled
+    share's samples of the file at path (open_share), the worker's part make(samples), filled
     with them by fill(pf, samples, part); (part, warnings, the fault
     described or None): a fault mid-file leaves the part holding the
     samples before it."""
-    pf, samples = open_share(args, share)
+    pf, samples = open_share(path, options, share)
     part = make(samples)
     error = None
     try:
@@ -340,7 +341,7 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
     """gather_sharded(jobs, block, compute), then merge(part) each worker's
     part (in worker order; none from a worker that died), then the run's
     warnings printed and the fault a worker met raised."""
-    from ..views.options import print_warnings
+    from .profile import print_warnings
     results, warnings, error = gather_sharded(jobs, block, compute)
     for part in results:
         if part is not None:
@@ -350,12 +351,15 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
         raise worker_error(error)
 
 
-def open_share(args: argparse.Namespace, share: Shard) -> tuple[PerfFile, SampleSymbolizer]:
-    """(PerfFile, SampleSymbolizer of the share's samples) in a worker,
-    with its part of the run's first builds done (prepare_share)."""
-    from ..views.options import make_sample_symbolizer, open_profile
-    pf = open_profile(args.file, getattr(args, "strict", False))
-    samples = make_sample_symbolizer(pf, args, share=share)
+def open_share(path: str, options: ResolveOptions, share: Shard
+               ) -> tuple[PerfFile, SampleSymbolizer]:
+    """(PerfFile, SampleSymbolizer of the share's samples of the file at
+    path) in a worker, with its part of the run's first builds done
+    (prepare_share)."""
+    from ..resolve import build_sample_symbolizer
+    from .profile import open_profile
+    pf = open_profile(path, options.strict)
+    samples = build_sample_symbolizer(pf, options, share=share)
     start_share(pf, samples, share)
     return pf, samples
 

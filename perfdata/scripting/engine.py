@@ -178,7 +178,9 @@ class ScriptRun:
     def _events(self) -> None:
         from ..session.stream import SideEvent
         from ..resolve.symbolized import SymbolizedSample
-        from ..views.options import make_sample_symbolizer, print_warnings
+        from ..resolve import build_sample_symbolizer
+        from ..run.profile import print_warnings
+        from ..views.options import resolve_options
         from ..views.regs import perf_arch
         pf = self.pf
         self.formats = pf.tracepoint_formats()
@@ -195,7 +197,8 @@ class ScriptRun:
         # gives, as script's --full-source-path prints it)
         args = argparse.Namespace(**vars(self.args))
         args.full_source_path = True
-        samples = make_sample_symbolizer(pf, args, side_events=self._side_events())
+        samples = build_sample_symbolizer(pf, resolve_options(args),
+                                          side_events=self._side_events())
         self.params = ParamBuilder(samples, perf_arch(arch))
         try:
             for item in samples:

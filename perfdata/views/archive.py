@@ -142,9 +142,11 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
             " (kernel symbols included)" if kernel else ""))
         return
     from .errors import CommandError
-    from .options import make_sample_symbolizer, open_profile, print_warnings
+    from ..resolve import build_sample_symbolizer
+    from ..run.profile import open_profile, print_warnings
+    from .options import resolve_options
     pf = open_profile(args.file, getattr(args, "strict", False))
-    ss = make_sample_symbolizer(pf, args)
+    ss = build_sample_symbolizer(pf, resolve_options(args))
     try:
         items, absent = plan(ss)
     finally:

@@ -164,9 +164,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
-    from .options import make_sample_symbolizer, open_profile
+    from ..resolve import build_sample_symbolizer
+    from ..run.profile import open_profile
+    from .options import resolve_options
     pf = open_profile(args.file, getattr(args, "strict", False))
-    ss = make_sample_symbolizer(pf, args)
+    ss = build_sample_symbolizer(pf, resolve_options(args))
     try:
         rows = buildid_rows(ss)
     finally:

@@ -253,7 +253,7 @@ def _collapse_items(run_: SampleRun, opts: CollapseOptions, events: EventFilter,
     core = CollapseCore(module, run_.samples, opts, events, counts)
 
     def items() -> Iterator[SymbolizedSample]:
-        from .options import print_warnings
+        from ..run.profile import print_warnings
         from ..run.progress import sample_progress
         try:
             yield from sample_progress(core, run_.pf, run_.label)
@@ -289,6 +289,7 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
     from functools import partial
 
     from ..run.sharded import add_up_parts, compute_part
+    from .options import resolve_options
 
     def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: dict[str, int]) -> None:
         # (made without side events: its items are samples)
@@ -298,7 +299,8 @@ def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int
         for key, n in part.items():
             counts[key] = counts.get(key, 0) + n
 
-    add_up_parts(pf, jobs, SHARD_BLOCK, partial(compute_part, args, make=lambda _: {}, fill=fill),
+    add_up_parts(pf, jobs, SHARD_BLOCK, partial(compute_part, args.file, resolve_options(args),
+                                              make=lambda _: {}, fill=fill),
                  merge)
 
 

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from .difftable import DiffOptions, DiffTable, event_tables, matching_event
 from .errors import CommandError
-from .options import (add_force_argument, add_symbolize_options, make_sample_symbolizer,
-                      name_list, open_profile, print_warnings)
+from ..resolve import build_sample_symbolizer
+from ..run.profile import open_profile, print_warnings
+from .options import add_force_argument, add_symbolize_options, name_list, resolve_options
 
 if TYPE_CHECKING:
     from ..format import PerfFile
@@ -98,7 +99,7 @@ def read_tables(path: str, args: argparse.Namespace, keys: list[str]
     file_args.file = path
     stream_args, hist_filter, _ = split_hist_filters(file_args)
     pf = open_profile(path, getattr(args, "strict", False))
-    samples = make_sample_symbolizer(pf, stream_args)
+    samples = build_sample_symbolizer(pf, resolve_options(stream_args))
     try:
         report = build_report(pf, samples, keys, report=Report(
             keys, False, sampler=samples, hist_filter=hist_filter(samples)))

@@ -178,7 +178,8 @@ def time_window(args: argparse.Namespace, pf: PerfFile) -> list[tuple[int, int]]
     """--time as [(start, end)] ns, or None for the whole file."""
     if not args.time:
         return None
-    from .options import PercentRanges, option_value, sample_span, time_ranges
+    from ..resolve.filters import PercentRanges, sample_span
+    from .options import option_value, time_ranges
     parsed = option_value(args.time, time_ranges)
     if isinstance(parsed, PercentRanges):
         span = sample_span(pf)
@@ -245,7 +246,9 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
     no stack is to be symbolized (no callchains), read the switches straight
     from the file's bytes (format's scan_samples, or with `compiled` the C
     sums of perfdata/core/switches.py) when that applies."""
-    from .options import make_sample_symbolizer, print_warnings
+    from ..resolve import build_sample_symbolizer
+    from ..run.profile import print_warnings
+    from .options import resolve_options
     roles = Roles(pf)
     if not wakers:
         roles.wakeup.clear()        # (who woke whom: only the report says)
@@ -257,7 +260,8 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
     if fast and not roles.clock and gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
-    samples = make_sample_symbolizer(pf, args, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
+    samples = build_sample_symbolizer(pf, resolve_options(args),
+                                      side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
     feed = _Feeder(roles, samples, tracker)
     try:
         feed.run()
@@ -412,7 +416,7 @@ class _Feeder:
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     from .collapse import open_output
-    from .options import open_profile
+    from ..run.profile import open_profile
     from . import offcpu_output
     refuse_options(args)
     if args.format == "flamegraph":

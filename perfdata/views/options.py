@@ -1,37 +1,25 @@
 """Options shared by every command that symbolizes samples (script, collapse,
 flamegraph, report, export, diagnose): one definition, so a command line
-written for one works for the others, with perf's spellings."""
+written for one works for the others, with perf's spellings; their values
+parsed (and refused with argparse's one-line error) once, and turned into
+the resolver's ResolveOptions by resolve_options."""
 from __future__ import annotations
 
-import math
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..resolve.filters import PercentRanges
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
     from typing import TypeVar
 
-    from symbolize import CacheDir, KernelSymbols
-
-    from ..format import PerfFile
-    from ..resolve.frames import StackFrame
-    from ..session.stream import Sample
+    from ..resolve.pipeline import ResolveOptions
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
 
     T = TypeVar("T")
     # --time: [(start_ns or None, stop_ns or None)], or PercentRanges
     TimeRanges = list[tuple[int | None, int | None]]
-
-
-def print_warnings(pf: PerfFile, extra: Iterable[str] = ()) -> None:
-    """Each warning of a run once on stderr (the file's, then the symbolizer's)."""
-    import sys
-    seen = set()
-    for message in list(pf.warnings) + list(extra):
-        if message not in seen:
-            seen.add(message)
-            sys.stderr.write("perfdata: warning: %s\n" % message)
 
 
 def add_input_argument(p: argparse.ArgumentParser) -> None:
@@ -257,24 +245,6 @@ def symbol_list(text: str) -> tuple[frozenset[str], frozenset[int]]:
     return frozenset(names), frozenset(addrs)
 
 
-class PercentRanges(tuple):
-    """perf's --time in percent of the profile's span ('10%/2', '0%-10%,30%-40%',
-    '50%'): (start, end) fractions, made times once the file's first and last
-    sample times are known (resolve)."""
-
-    def resolve(self, first: int, last: int) -> list[tuple[int, int]]:
-        """[(start_ns, end_ns)] as perf's set_percent_time() computes them."""
-        total = last - first
-        out = []
-        for lo, hi in self:
-            start = first + math.floor(lo * total + 0.5)     # C's round()
-            end = first + math.floor(hi * total + 0.5)
-            if end > start and end != last:
-                end -= 1
-            out.append((start, end))
-        return out
-
-
 def _percent(text: str) -> float:
     """perf's parse_percent(): a number, then '%' (what follows it is ignored)."""
     number, sign, _ = text.partition("%")
@@ -395,236 +365,51 @@ def option_value(value: T | str, parse: Callable[[str], T]) -> T:
     return parse(value) if isinstance(value, str) else value
 
 
-def make_sample_filter(args: argparse.Namespace, first_sample_time: int = 0,
-                       sample_span: tuple[int, int] | None = None
-                       ) -> Callable[[Sample], bool] | None:
-    """The filters a sample passes before it is symbolized (pid, tid, comm,
-    cpu, time): None when none is given, so that they cost nothing.
-    first_sample_time: with --reltime perf reads --time relative to it;
-    sample_span: (first, last) sample time, for --time in percent."""
-    # (An empty list selects nothing, as perf's empty strlist.)
-    pids = option_value(args.pid, int_list) if args.pid is not None else None
-    tids = option_value(args.tid, int_list) if args.tid is not None else None
-    comms = option_value(args.comm, name_list) if args.comm is not None else None
-    cpus = option_value(getattr(args, "cpu", None), cpu_list)
-    ranges = None
-    if args.time:
-        parsed = option_value(args.time, time_ranges)
-        if isinstance(parsed, PercentRanges):
-            # (with --reltime perf shifts these by the first sample time too)
-            parsed = parsed.resolve(*(sample_span or (0, 0)))
-        ranges = [(first_sample_time + lo if lo is not None else 0,
-                   first_sample_time + hi if hi is not None else 1 << 64)
-                  for lo, hi in parsed]
-    if pids is None and tids is None and comms is None and ranges is None and cpus is None:
-        return None
+def resolve_options(args: argparse.Namespace) -> ResolveOptions:
+    """The ResolveOptions a command's arguments give (those of
+    add_symbolize_options, and the command's own that change how frames are
+    named: script's -F srcline, --full-source-path, -G, --reltime); an
+    option the command does not take has ResolveOptions' default."""
+    from symbolize import parse_path_map
 
-    def keep(sample: Sample) -> bool:
-        if pids is not None and sample.pid not in pids:
-            return False
-        if tids is not None and sample.tid not in tids:
-            return False
-        if comms is not None and sample.comm not in comms:
-            return False
-        # perf's filter_cpu(): a sample without a cpu passes.
-        if cpus is not None and sample.cpu is not None and sample.cpu not in cpus:
-            return False
-        if ranges is not None and not any(lo <= sample.time <= hi for lo, hi in ranges):
-            return False
-        return True
-    return keep
+    from ..resolve.pipeline import DEFAULT_MAX_STACK, ResolveOptions
 
-
-def make_leaf_filter(args: argparse.Namespace
-                     ) -> Callable[[Sample, Sequence[StackFrame]], bool] | None:
-    """perf's -S and --dsos (machine__resolve): they look at the sample's own
-    ip only: the dso of its map (by full path or base name) and the function
-    there (not an inlined one), or for -S a hexadecimal entry equal to the
-    ip.  keep(sample, leaf_frames), or None when neither is given."""
-    syms = option_value(getattr(args, "symbols", None), symbol_list)
-    dsos = option_value(getattr(args, "dsos", None), name_list)
-    if syms is None and dsos is None:
-        return None
-    names, addrs = syms if syms is not None else (None, None)
-    import os
-
-    def keep(sample: Sample, leaf: Sequence[StackFrame]) -> bool:
-        frame = next((f for f in leaf if not f.inlined), None)
-        mapped = frame is not None and frame.note != "no-map"
-        if dsos is not None:
-            if not mapped:
-                return False
-            dso = frame.dso  # type: ignore[union-attr]  # (mapped: a frame)
-            if dso not in dsos and os.path.basename(dso) not in dsos and \
-                    _module_name(dso) not in dsos:
-                return False
-        if names is not None:
-            if frame is not None and frame.symbol is not None and \
-                    frame.symbol in names:
-                return True
-            return mapped and sample.ip in addrs  # type: ignore[operator]  # (-S: addrs too)
-        return True
-    return keep
-
-
-def _module_name(path: str) -> str | None:
-    """A kernel module's perf short name: /lib/modules/.../nf_nat.ko -> [nf_nat]."""
-    if not path.endswith((".ko", ".ko.xz", ".ko.gz", ".ko.zst")):
-        return None
-    import os
-    base = os.path.basename(path).split(".ko")[0]
-    return "[%s]" % base.replace("-", "_")
-
-
-def kernel_symbols_from_args(pf: PerfFile, args: argparse.Namespace
-                             ) -> KernelSymbols | str | None:
-    """--vmlinux (checked against the file's kernel build-id) or --kallsyms."""
-    if getattr(args, "vmlinux", None):
-        from symbolize import KernelSymbols
-
-        from ..session.machine import KERNEL_DSO
-        from ..session.stream import recorded_build_ids
-        table = KernelSymbols.from_vmlinux(args.vmlinux,
-                                           recorded_build_ids(pf).get(KERNEL_DSO))
-        pf.warnings.extend(table.warnings)
-        return table
-    return args.kallsyms
-
-
-def cache_from_args(args: argparse.Namespace) -> CacheDir:
-    """The one CacheDir every cache of the run uses: --symbol-cache DIR,
-    else $PERFDATA_CACHE_DIR or ~/.cache/perfdata; disabled by
-    --no-symbol-cache (nothing is read from it or written to it)."""
-    from symbolize import CacheDir
-    if getattr(args, "no_symbol_cache", False):
-        return CacheDir(None)
-    chosen = getattr(args, "symbol_cache", None)
-    return CacheDir(chosen) if chosen else CacheDir.default()
-
-
-def sample_span(pf: PerfFile) -> tuple[int, int]:
-    """The file's (first, last) sample time (HEADER_SAMPLE_TIME), or (0, 0)."""
-    from ..format import Feature, PerfDataError
-    try:
-        got = pf.feature(Feature.SAMPLE_TIME) or {}
-    except PerfDataError:
-        return 0, 0
-    return got.get("first_sample_time", 0) or 0, got.get("last_sample_time", 0) or 0
-
-
-def first_sample_time(pf: PerfFile) -> int:
-    """The file's first sample time (HEADER_SAMPLE_TIME), or 0."""
-    return sample_span(pf)[0]
-
-
-def check_cpu_filter(pf: PerfFile, args: argparse.Namespace) -> None:
-    """perf_session__cpu_bitmap(): -C needs samples that carry their cpu."""
-    if getattr(args, "cpu", None) is None:
-        return
-    from ..format import SampleType as ST, PerfDataError
-    first: dict[int, Any] = {}
-    for ea in pf.attrs:
-        if ea.attr["type"] < 6:         # PERF_TYPE_MAX: not the dynamic PMUs
-            first.setdefault(ea.attr["type"], ea)
-    if any(not ea.sample_type & ST.CPU for ea in first.values()):
-        raise PerfDataError("the file does not contain CPU events (record with "
-                            "--sample-cpu or -a): remove -C to proceed")
-    from ..format import Feature
-    try:
-        nr = (pf.feature(Feature.NRCPUS) or {}).get("nr_cpus_available")
-    except PerfDataError:
-        nr = None
-    cpus = option_value(args.cpu, cpu_list)
-    if nr and cpus and max(cpus) >= nr:
-        # perf_session__cpu_bitmap(): "Requested CPU %d too large".
-        raise PerfDataError("-C: cpu %d is not one of the recording machine's %d cpus"
-                            % (max(cpus), nr))
-
-
-def open_profile(path: str, strict: bool = False) -> PerfFile:
-    """The PerfFile every command reads: `perfdata --strict` (stop at the
-    first fault) reaches every command through here."""
-    from ..format import PerfFile
-    return PerfFile(path, strict=strict)
-
-
-def _written_at(path: str | None) -> float | None:
-    """When the profile at path was last written (perf record writes its
-    header last), or None for standard input."""
-    if not path or path == "-":
-        return None
-    try:
-        return os.stat(path).st_mtime
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def make_sample_symbolizer(pf: PerfFile, args: argparse.Namespace, side_events: Iterable[int] = (),
-                           order: str = "time", stitch: bool | None = None,
-                           share: tuple[int, int, int] | None = None) -> SampleSymbolizer:
-    """The SampleSymbolizer the options describe (order='file' for perf
-    script's --show-round-events, which turns perf's time ordering off;
-    stitch: True or False whatever --stitch says)."""
-    from symbolize import Symbolizer
-    from ..resolve.symbolized import SampleSymbolizer
-    from symbolize import make_locator
-    debug_dirs = list(args.debug_dir)
-    buildid_dir = args.buildid_dir
-    vdso = getattr(args, "vdso", None)
-    if getattr(args, "archive", None):
-        # An archive made by `perfdata archive`: unpacked once, then searched
-        # like a --debug-dir (and as perf's build-id cache, for kallsyms);
-        # its vdso image is the recording machine's.
-        from ..buildid_archive import archived_vdso, open_archive
-        unpacked = open_archive(args.archive)
-        debug_dirs.insert(0, unpacked)
-        buildid_dir = buildid_dir or unpacked
-        vdso = vdso or archived_vdso(unpacked)
-    # A DebuginfodLocator when --debuginfod or $DEBUGINFOD_URLS names a server.
-    locator = make_locator(getattr(args, "debuginfod", None),
-                           debug_dirs=debug_dirs, symfs=args.symfs,
-                           path_map=getattr(args, "path_map", ()),
-                           **({"buildid_dir": buildid_dir} if buildid_dir else {}))
-    wants_srcline = "srcline" in (getattr(args, "fields", None) or "")
-    symbolizer = Symbolizer(locator, demangle=not args.no_demangle, cache_dir=cache_from_args(args),
-                            signatures=getattr(args, "signatures", False),
-                            inline=args.inline and not args.no_inline, srcline=wants_srcline,
-                            # whole source paths as addr2line gives them only
-                            # where they are printed
-                            source_paths=getattr(args, "full_source_path", False),
-                            vdso=vdso, demangle_kernel=getattr(args, "demangle_kernel", False),
-                            recorded_at=_written_at(getattr(args, "file", None)),
-                            **({"kallsyms": kernel_symbols_from_args(pf, args)}
-                               if args.kallsyms or getattr(args, "vmlinux", None) else {}))
-    check_cpu_filter(pf, args)
-    # perf script --reltime reads --time relative to the first sample
-    # (perf_time__parse_for_ranges_reltime(), which refuses a file that does
-    # not say when that was).
-    base = 0
-    span = None
-    if args.time and getattr(args, "reltime", False):
-        base = first_sample_time(pf)
-        if not base:
-            from ..format import PerfDataError
-            raise PerfDataError("--reltime --time: the file has no first sample time "
-                                "(HEADER_SAMPLE_TIME); give absolute times without --reltime")
-    if args.time and isinstance(option_value(args.time, time_ranges), PercentRanges):
-        span = sample_span(pf)
-        if span == (0, 0):
-            from .errors import CommandError
-            raise CommandError("--time in percent: the file has no first/last sample time "
-                               "(HEADER_SAMPLE_TIME)")
-    cpus = getattr(args, "cpu", None)
-    # -G (perf script's --hide-call-graph): only the sample's own ip.
-    unwind = "none" if getattr(args, "hide_call_graph", False) else args.unwind
-    return SampleSymbolizer(pf, symbolizer, max_stack=args.max_stack, unwind=unwind,
-                            filters=make_sample_filter(args, base, span),
-                            leaf_filter=make_leaf_filter(args),
-                            dwarf_inline=not args.no_inline,
-                            side_events=side_events, side_cpus=cpus, order=order,
-                            strict=getattr(args, "strict", False),
-                            stitch=getattr(args, "stitch", False) if stitch is None else stitch,
-                            share=share)
+    def parsed(name: str, parse: Callable[[str], T]) -> T | None:
+        value = getattr(args, name, None)
+        return None if value is None else option_value(value, parse)
+    time = parsed("time", time_ranges) if getattr(args, "time", None) else None
+    return ResolveOptions(
+        debug_dirs=tuple(getattr(args, "debug_dir", None) or ()),
+        symfs=getattr(args, "symfs", None),
+        path_maps=tuple(parse_path_map(m) if isinstance(m, str) else (m[0], m[1])
+                        for m in getattr(args, "path_map", None) or ()),
+        archive=getattr(args, "archive", None),
+        buildid_dir=getattr(args, "buildid_dir", None),
+        kallsyms=getattr(args, "kallsyms", None),
+        vmlinux=getattr(args, "vmlinux", None),
+        vdso=getattr(args, "vdso", None),
+        debuginfod=getattr(args, "debuginfod", None),
+        symbol_cache=getattr(args, "symbol_cache", None),
+        no_symbol_cache=getattr(args, "no_symbol_cache", False),
+        demangle=not getattr(args, "no_demangle", False),
+        demangle_kernel=getattr(args, "demangle_kernel", False),
+        signatures=getattr(args, "signatures", False),
+        inline=getattr(args, "inline", False),
+        no_inline=getattr(args, "no_inline", False),
+        srcline="srcline" in (getattr(args, "fields", None) or ""),
+        full_source_path=getattr(args, "full_source_path", False),
+        max_stack=getattr(args, "max_stack", DEFAULT_MAX_STACK),
+        # -G (perf script's --hide-call-graph): only the sample's own ip.
+        unwind="none" if getattr(args, "hide_call_graph", False)
+        else getattr(args, "unwind", "auto"),
+        stitch=getattr(args, "stitch", False),
+        pids=parsed("pid", int_list), tids=parsed("tid", int_list),
+        comms=parsed("comm", name_list), cpus=parsed("cpu", cpu_list),
+        symbols=parsed("symbols", symbol_list), dsos=parsed("dsos", name_list),
+        time=tuple(time) if time is not None and not isinstance(time, PercentRanges)
+        else time,
+        reltime=getattr(args, "reltime", False),
+        strict=getattr(args, "strict", False))
 
 
 def shown_kernel_path(samples: SampleSymbolizer, args: argparse.Namespace) -> str | None:
@@ -646,11 +431,14 @@ class SampleRun:
 
     def __init__(self, args: argparse.Namespace, label: str,
                  side_events: Iterable[int] = ()) -> None:
+        from ..resolve.pipeline import build_sample_symbolizer
+        from ..run.profile import open_profile
         self.pf = open_profile(args.file, getattr(args, "strict", False))
-        self.samples = make_sample_symbolizer(self.pf, args, side_events)
+        self.samples = build_sample_symbolizer(self.pf, resolve_options(args), side_events)
         self.label = label
 
     def __iter__(self) -> Iterator[SymbolizedSample]:
+        from ..run.profile import print_warnings
         from ..run.progress import sample_progress
         try:
             # (samples only: no caller of SampleRun asks for side events)

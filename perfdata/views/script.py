@@ -137,11 +137,12 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
                 features: PipeFeaturePrinter | None, share: Shard | None = None
                 ) -> tuple[SampleSymbolizer, ScriptFormatter]:
     """The symbolized samples and their formatter for one process's run."""
-    from .options import make_sample_symbolizer, shown_kernel_path
+    from ..resolve import build_sample_symbolizer
+    from .options import resolve_options, shown_kernel_path
     # perf script --show-round-events turns its time ordering off.
-    samples = make_sample_symbolizer(pf, args, side_events=side,
-                                     order="file" if args.show_round_events else "time",
-                                     share=share)
+    samples = build_sample_symbolizer(pf, resolve_options(args), side_events=side,
+                                      order="file" if args.show_round_events else "time",
+                                      share=share)
     options = ScriptOptions(args.fields, nanosecs=args.ns,
                             hide_call_graph=args.hide_call_graph, reltime=args.reltime,
                             deltatime=args.deltatime, full_source_path=args.full_source_path,
@@ -175,7 +176,7 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
     the blocks of share; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
-    from .options import open_profile
+    from ..run.profile import open_profile
     from ..run.sharded import describe_error, start_share, tagged_warnings
     block = share[0]
     pf = open_profile(args.file, args.strict)
@@ -215,7 +216,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     """`perfdata script`: every sample as perf script prints it."""
     import sys
     from ..session.stream import SideEvent
-    from .options import open_profile, print_warnings
+    from ..run.profile import open_profile, print_warnings
     from ..run.progress import sample_progress
     pf = open_profile(args.file, args.strict)
     side = side_event_types(args)

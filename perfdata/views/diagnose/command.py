@@ -23,10 +23,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     import sys
-    from ..options import make_sample_symbolizer, open_profile
+    from dataclasses import replace
+
+    from ...resolve import build_sample_symbolizer
+    from ...run.profile import open_profile
+    from ..options import resolve_options
     pf = open_profile(args.file, getattr(args, "strict", False))
     # Stitching always: the report says how many cut stacks --stitch completes.
-    samples = make_sample_symbolizer(pf, args, stitch=True)
+    samples = build_sample_symbolizer(pf, replace(resolve_options(args), stitch=True))
     diag = Diagnosis(samples)
     try:
         diag.run()

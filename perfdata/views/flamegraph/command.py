@@ -93,6 +93,7 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
     from functools import partial
 
     from ...run.sharded import add_up_parts, compute_part
+    from ..options import resolve_options
 
     def fill(wpf: PerfFile, samples: SampleSymbolizer, mine: FlameGraphBuilder) -> None:
         for sample in samples:
@@ -100,7 +101,8 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
             mine.add(sample, samples.ordinal)  # type: ignore[arg-type]
 
     add_up_parts(pf, jobs, SHARD_BLOCK,
-                 partial(compute_part, args, make=lambda _: FlameGraphBuilder(args.weight, opts),
+                 partial(compute_part, args.file, resolve_options(args),
+                         make=lambda _: FlameGraphBuilder(args.weight, opts),
                          fill=fill),
                  builder.merge)
 

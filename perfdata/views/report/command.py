@@ -8,12 +8,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ...format import RecordType as RT, SampleType
+from ...resolve import build_sample_symbolizer
+from ...run.profile import open_profile, print_warnings
 from ...run.progress import sample_progress
 from ...run.sharded import add_jobs_argument
 from ..collapse import open_output
 from ..options import (add_force_argument, add_input_argument, add_symbolize_options,
-                       make_sample_symbolizer,
-                       open_profile, print_warnings)
+                       resolve_options)
 from .histogram import Report
 from .sort_keys import DEFAULT_SORT, VALID_SORT_KEYS, parse_sort
 
@@ -92,7 +93,7 @@ def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: Pe
 
     # a worker's part: [its Report, the lost samples]
     add_up_parts(pf, jobs, SHARD_BLOCK,
-                 partial(compute_part, args,
+                 partial(compute_part, args.file, resolve_options(args),
                          make=lambda samples: [Report(keys, args.children, sampler=samples,
                                                       hist_filter=hist_filter(samples)), 0],
                          fill=fill),
@@ -116,14 +117,14 @@ def split_hist_filters(args: argparse.Namespace
     or None; {sort key: the one name its filter list gave} for the elided
     columns)."""
     import argparse as _argparse
-    from ..options import (make_leaf_filter, make_sample_filter, name_list, option_value,
-                          symbol_list)
+    from ...resolve.filters import leaf_filter, sample_filter
+    from ..options import name_list, option_value, symbol_list
     stream_args = _argparse.Namespace(**vars(args))
     for name in _HIST_FILTER_ARGS:
         setattr(stream_args, name, None)
-    thread_keep = make_sample_filter(_argparse.Namespace(
-        pid=args.pid, tid=args.tid, comm=args.comm, cpu=None, time=None))
-    leaf_keep = make_leaf_filter(args)
+    given = resolve_options(args)
+    thread_keep = sample_filter(given.pids, given.tids, given.comms)
+    leaf_keep = leaf_filter(given.symbols, given.dsos)
 
     def hist_filter(sampler: SampleSymbolizer) -> HistFilter | None:
         if thread_keep is None and leaf_keep is None:
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         # perf's report__setup_sample_type(): --children is silently dropped
         # when no event has callchains (one Overhead column, not two)
         args.children = False
-    samples = make_sample_symbolizer(pf, args)
+    samples = build_sample_symbolizer(pf, resolve_options(args))
     jobs = report_jobs(args, pf, hist_filter(samples) is not None)
     if jobs > 1:
         pf.resolve_event_names()
