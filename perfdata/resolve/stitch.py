@@ -16,13 +16,22 @@ between the two either does not reach that far up the stack (it is deeper
 and cut below it), or shows the same frame there.  A sample whose stack
 pointer lies above the frame (the thread was shallower), or whose stack
 spans that address without that frame (another call chain, another stack),
-breaks the link.  Returns and re-entries that no sample saw cannot be seen;
-the link then holds only if the re-entered chain is the same.  Never
-stitched: across an exec or a thread's exit (its state is dropped), or at a
-frame whose return address or CFA differs.
+breaks the link.  Returns and re-entries that no sample saw cannot be seen
+from the neighbours in time; what shows them is the thread's other
+samples: a frame (CFA, return address) seen with two different callers.
 
-Streaming, with bounded memory: per thread, the latest stack as far as it is
-known (`UserStack`, at most a few hundred words; and up to three older ones
+So a second rule, across calls (outward_links.py): every frame the thread's
+samples showed, earlier or later (up to the look-ahead's end), with the
+frame just outward of it.  A cut stack no neighbour completed is completed
+along those links from its outermost frame, sample to sample (deep ->
+middle -> shallow); and no stack, however completed, is stitched through a
+frame seen with two callers (refused: "ambiguous").  A cut sample is
+therefore held back until the look-ahead ends.  Never stitched: across an
+exec or a thread's exit (its state is dropped), or at a frame whose return
+address or CFA differs.
+
+Streaming, with bounded memory: per thread, its links (a bounded table),
+the latest stack as far as it is known (`UserStack`, at most a few hundred words; and up to three older ones
 that the samples since lay entirely below: the thread's own stack while it
 ran a coroutine on a lower one), and a bounded look-ahead,
 a queue of at most `lookahead` items (samples and side events, in their
@@ -36,6 +45,8 @@ from __future__ import annotations
 
 from collections import deque
 from typing import TYPE_CHECKING, Any
+
+from .outward_links import COMPLETED, REFUSED, OutwardLinks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -53,6 +64,7 @@ NOT_COMPLETED_REASONS = (
     "unmatched",        # no other sample of the thread showed the frame before it ended
     "lookahead",        # the matching sample, if any, came after the look-ahead window
     "thread-end",       # the thread exited or exec'd with the stack still open
+    "ambiguous",        # the thread's samples showed a frame on the way with two callers
 )
 
 # What a comparison of a cut stack with another sample's stack concludes.
@@ -174,7 +186,7 @@ def _above_its_stack(cut: UserStack, other: UserStack, known: Iterable[UserStack
 class _Held:
     """An item in the look-ahead queue: a sample (with its working stack
     while it is cut and open) or a side event."""
-    __slots__ = ("item", "thread", "stack", "open")
+    __slots__ = ("item", "thread", "stack", "open", "waiting")
 
     # item: a sample or anything else of the run, handed back as it is
     def __init__(self, item: Any, thread: Hashable | None = None,
@@ -185,6 +197,13 @@ class _Held:
         # comparisons see open ones only)
         self.stack: UserStack = stack  # type: ignore[assignment]
         self.open = open_
+        # Open, but no neighbour in time completes it (why): it waits for
+        # its thread's links (outward_links.py).
+        self.waiting: str | None = None
+
+    def grouped(self) -> bool:
+        """Still compared with the samples that follow."""
+        return self.open and self.waiting is None
 
 
 #: stacks of one thread remembered at once (its own, a coroutine's ...)
@@ -192,7 +211,7 @@ RECENT_STACKS = 4
 
 
 class _ThreadState:
-    __slots__ = ("recent", "open")
+    __slots__ = ("recent", "open", "links", "pending")
 
     def __init__(self) -> None:
         # The latest sample's UserStack (as far as known) first, then older
@@ -203,6 +222,11 @@ class _ThreadState:
         # those with the same link fare alike, compared once per sample (a
         # thread that stays deep has thousands).  Closed ones leave lazily.
         self.open: dict[tuple[int, int, int | None], deque[_Held]] = {}
+        # Every frame its samples showed, with what lies outward of it.
+        self.links = OutwardLinks()
+        # Cut samples no neighbour in time completed, waiting (in the
+        # queue) for the links of the samples up to the look-ahead's end.
+        self.pending: list[_Held] = []
 
 
 def _link_key(stack: UserStack) -> tuple[int, int, int | None]:
@@ -238,7 +262,10 @@ class StackStitcher:
         self._queue: deque[_Held] = deque()
         self._threads: dict[Hashable, _ThreadState] = {}
         # completed-from-later: of the completed, those a later sample completed
-        self.counts = {"cut": 0, "completed": 0, "completed-from-later": 0}
+        # completed-from-links: of the completed, those the links of the
+        # thread's samples completed (no neighbour in time did)
+        self.counts = {"cut": 0, "completed": 0, "completed-from-later": 0,
+                       "completed-from-links": 0}
         for reason in NOT_COMPLETED_REASONS:
             self.counts["not-completed:" + reason] = 0
 
@@ -265,6 +292,7 @@ class StackStitcher:
         state = self._threads.get(thread)
         if state is None:
             state = self._threads[thread] = _ThreadState()
+        state.links.add(stack)      # (before `stack` names a working copy)
         if stop_reason == CUT_REASON and not shown:
             if stack.linkable():
                 stack = stack.copy()
@@ -278,14 +306,13 @@ class StackStitcher:
                 stack = stack.copy()
                 _extend_from_recent(stack, state.recent)
                 held.stack = stack
+                held.open = True
                 if stack.bottom:
-                    self._complete(held)
-                else:
-                    held.open = True
+                    self._wait(held, "completed", state)
         # This sample is the "just after" of the thread's open cut samples.
         groups, state.open = state.open, {}
         for key, members in groups.items():
-            while members and not members[0].open:
+            while members and not members[0].grouped():
                 members.popleft()
             if not members:
                 continue
@@ -297,16 +324,15 @@ class StackStitcher:
                 self._add_open(state, members)      # unchanged
                 continue
             for other in members:
-                if not other.open:
+                if not other.grouped():
                     continue
                 if verdict == _CONTRADICTS:
-                    self._close(other, "contradicted")
+                    self._wait(other, "contradicted", state)
                     continue
                 if other.stack is not first:
                     _extend_like(other.stack, first, before)
                 if first.bottom:
-                    self.counts["completed-from-later"] += 1
-                    self._complete(other)
+                    self._wait(other, "completed-from-later", state)
             if verdict == _EXTENDED and not first.bottom:
                 self._add_open(state, members)
         if held.open:
@@ -321,19 +347,12 @@ class StackStitcher:
         goes (a new thread or image with the same tid starts afresh)."""
         state = self._threads.pop(thread, None)
         if state is not None:
-            for members in state.open.values():
-                for held in members:
-                    if held.open:
-                        self._close(held, "thread-end")
+            self._settle_all(state, "thread-end")
 
     def close(self) -> None:
         """The end of the input: what is still open stays cut."""
         for state in self._threads.values():
-            for members in state.open.values():
-                for held in members:
-                    if held.open:
-                        self._close(held, "unmatched")
-            state.open = {}
+            self._settle_all(state, "unmatched")
 
     # ----------------------------------------------------------- output
     def ready(self) -> list[Any]:
@@ -351,7 +370,8 @@ class StackStitcher:
             head = self._queue[0]
             if not head.open:
                 return      # ready() takes it
-            self._close(head, "lookahead")      # (its group drops it lazily)
+            # (its group drops it lazily)
+            self._settle(head, head.waiting or "lookahead", self._threads.get(head.thread))
 
     @staticmethod
     def _add_open(state: _ThreadState, members: deque[_Held]) -> None:
@@ -361,7 +381,45 @@ class StackStitcher:
         if group is None:
             state.open[key] = members
         else:
-            group.extend(m for m in members if m.open)
+            group.extend(m for m in members if m.grouped())
+
+    def _wait(self, held: _Held, reason: str, state: _ThreadState) -> None:
+        held.waiting = reason
+        state.pending.append(held)
+        if len(state.pending) > 2 * self.lookahead:
+            # (those settled leave; at most `lookahead` are open)
+            state.pending = [h for h in state.pending if h.open]
+
+    def _settle(self, held: _Held, reason: str, state: _ThreadState | None) -> None:
+        """No more samples for `held` to wait for: complete it from its
+        thread's links, or it stays cut (for `reason`, or as ambiguous).
+        One a neighbour in time completed stands unless a frame on the
+        way had two callers in the thread's samples (a return and a call
+        from elsewhere between two samples looks like no return)."""
+        if held.stack.bottom:
+            if state is not None and state.links.ambiguous(held.stack):
+                self._close(held, "ambiguous")
+                return
+            if reason == "completed-from-later":
+                self.counts[reason] += 1
+            self._complete(held)
+            return
+        verdict = state.links.complete(held.stack) if state is not None else None
+        if verdict == COMPLETED:
+            self.counts["completed-from-links"] += 1
+            self._complete(held)
+        else:
+            self._close(held, "ambiguous" if verdict == REFUSED else reason)
+
+    def _settle_all(self, state: _ThreadState, reason: str) -> None:
+        for members in state.open.values():
+            for held in members:
+                if held.grouped():
+                    self._settle(held, reason, state)
+        for held in state.pending:
+            if held.open:
+                self._settle(held, held.waiting or reason, state)
+        state.open, state.pending = {}, []
 
     def _complete(self, held: _Held) -> None:
         held.open = False

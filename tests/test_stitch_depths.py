@@ -1,0 +1,135 @@
+"""--stitch on a recursion of random depth (tests/progs/stitch_depths.c,
+recorded with perf here): each iteration of the same loop descends 1 to 120
+levels of 200-600 byte frames, so a deep sample's outer frames are seen
+only in samples of other depths taken in other iterations, through chains
+(deep -> middle -> shallow).  Every leaf sample's true stack is known by
+construction:
+    leaf_<P>_<D> <- step_<D % 3> <- step_<(D - 1) % 3> ... <- step_0 <- descend
+    <- entry_<P> <- (the root of P, read from the samples the snapshot did not cut)
+Measured per mode: the cut samples, how many were completed, how many of
+those equal the truth (>= 95% of the cut), and how many are wrong (none).
+"""
+import collections
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PERF, REPO, requires_perf
+
+PROG = REPO / "tests" / "progs" / "stitch_depths.c"
+MODES = ("recursive", "callers", "coroutine", "threads")
+LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    tmp = tmp_path_factory.mktemp("stitch_depths")
+    exe = tmp / "stitch_depths"
+    subprocess.run(["gcc", "-O2", "-g", "-fno-optimize-sibling-calls", "-o", str(exe),
+                    str(PROG), "-lpthread"], check=True, capture_output=True, timeout=120)
+    procs = {}
+    for mode in MODES:
+        out = tmp / ("%s.data" % mode)
+        # cpu-clock:u every 1 ms of the program's own CPU time (1 kHz), the
+        # default 8 KiB stack copy; ~1,500 samples per mode.
+        procs[mode] = (out, subprocess.Popen(
+            [PERF, "record", "-q", "-e", "cpu-clock:u", "-c", "1000000",
+             "--call-graph=dwarf", "-o", str(out), "--", str(exe), mode],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    paths = {}
+    for mode, (out, proc) in procs.items():
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        paths[mode] = out
+    return paths
+
+
+def _user_names(sample):
+    return [f.symbol for f in sample.frames if not f.kernel]
+
+
+def truth(leaf, path, depth, root):
+    return [leaf] + ["step_%d" % (level % 3) for level in range(depth, -1, -1)] + \
+        ["descend", "entry_" + path] + list(root)
+
+
+def measure(path):
+    """Counter(cut, completed, equal, wrong) over the leaf samples of one
+    recording, stitched; the wrong stacks; the stitcher's counts."""
+    import perfdata
+    from perfdata.resolve.symbolized import SampleSymbolizer
+    from symbolize import DebugInfoLocator, Symbolizer
+    with perfdata.open(str(path)) as pf:
+        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False), stitch=True)
+        samples = list(ss)
+        counts = dict(ss.stitcher.counts)
+        max_stack = ss.max_stack        # (frames past it are left out, as perf does)
+    roots = collections.defaultdict(set)
+    for s in samples:
+        names = _user_names(s)
+        m = LEAF.match(names[0] or "") if names else None
+        if m and s.stop_reason == "outermost":
+            entry = "entry_" + m.group(1)
+            roots[m.group(1)].add(tuple(names[names.index(entry) + 1:]))
+    assert all(len(r) == 1 for r in roots.values()), roots
+    stats = collections.Counter()
+    wrong = []
+    for s in samples:
+        names = _user_names(s)
+        m = LEAF.match(names[0] or "") if names else None
+        stitched = [f.stitched for f in s.frames if not f.kernel]
+        if s.stop_reason != "stack-exhausted":
+            assert not any(stitched)
+            continue
+        completed = any(stitched)
+        if m is None:
+            # (in step_k's own code: the depth is not known, the shape is)
+            stats["cut-elsewhere"] += 1
+            if completed:
+                ok = len(names) == max_stack or any(names[-len(root) - 3:] == ["step_0", "descend", "entry_" + p] + list(root)
+                         for p, r in roots.items() for root in r)
+                stats["completed-elsewhere"] += 1
+                if not ok:
+                    wrong.append(names)
+            continue
+        stats["cut"] += 1
+        if not completed:
+            continue
+        assert stitched.index(True) == stitched.count(False), "stitched frames are outermost"
+        p, depth = m.group(1), int(m.group(2))
+        stats["completed"] += 1
+        if names == truth(names[0], p, depth, next(iter(roots[p])))[:max_stack]:
+            stats["equal"] += 1
+        else:
+            wrong.append(names)
+    return stats, counts, wrong
+
+
+@requires_perf
+@pytest.mark.parametrize("mode", ("recursive", "coroutine", "threads"))
+def test_random_depth_recursion_completed_through_chains(recordings, mode):
+    stats, counts, wrong = measure(recordings[mode])
+    print("%s: %s; %s" % (mode, dict(stats), counts))
+    assert stats["cut"] > 500, "the recording should cut many stacks"
+    assert wrong == []
+    assert stats["equal"] == stats["completed"] >= 0.95 * stats["cut"]
+    # (chains through other iterations: no neighbour in time knows them)
+    assert counts["completed-from-links"] > stats["cut"] / 4
+
+
+@requires_perf
+def test_recursion_reached_from_two_callers_is_refused(recordings):
+    """entry_a and entry_b call the same descent at the same depth: its
+    frames have two outward stacks in the thread's samples, so a cut stack
+    is completed only where a neighbour in time shows which; the others are
+    refused as ambiguous, none completed wrongly."""
+    stats, counts, wrong = measure(recordings["callers"])
+    print("callers: %s; %s" % (dict(stats), counts))
+    assert stats["cut"] > 500
+    assert wrong == []
+    assert stats["equal"] == stats["completed"]
+    assert counts["not-completed:ambiguous"] > stats["cut"] / 4
