@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from .library.profile import Profile, profile
     from .library.samples import Frame, Sample
     from .library.tables import FlameGraph, FlameNode, ReportRow, ReportTable
+    from .resolve.pipeline import ResolveOptions
 
-__all__ = ["profile", "Profile", "Sample", "Frame", "ReportTable", "ReportRow", "FlameGraph",
-           "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile",
+__all__ = ["profile", "Profile", "ResolveOptions", "Sample", "Frame", "ReportTable", "ReportRow",
+           "FlameGraph", "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile",
            "Record", "PerfDataError", "CorruptError", "NotPerfDataError", "TruncatedError",
            "__version__"]
 
@@ -63,7 +64,8 @@ _LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder",
          "profile": ".library.profile", "Profile": ".library.profile",
          "Sample": ".library.samples", "Frame": ".library.samples",
          "ReportTable": ".library.tables", "ReportRow": ".library.tables",
-         "FlameGraph": ".library.tables", "FlameNode": ".library.tables"}
+         "FlameGraph": ".library.tables", "FlameNode": ".library.tables",
+         "ResolveOptions": ".resolve.pipeline"}
 
 
 def __getattr__(name: str) -> Any:

@@ -173,6 +173,22 @@ def test_filters_are_the_commands():
     assert [s.time for s in timed] and len(list(timed)) == len(out.split())
 
 
+def test_profile_of_options_made_by_hand():
+    """perfdata.Profile(path, ResolveOptions(...)): the options the face
+    leaves out, here -S (a report filter: the others stay in the total)."""
+    from perfdata.resolve import ResolveOptions
+    path = str(ROOT / SAMPLE)
+    options = ResolveOptions(debug_dirs=(str(ROOT / "samples/buildids"),),
+                             symbols=(frozenset({"hot_beta"}), frozenset()))
+    prof = perfdata.Profile(path, options)
+    assert prof.options is options
+    rc, out, _ = run_cli(["report", "-q", path, "-S", "hot_beta"] + DEBUG)
+    # (the command elides the symbol column: one symbol was asked for)
+    assert [l.split()[:3] for l in out.splitlines() if l.strip()] == [["49.48%", "threads",
+                                                                        "threads"]]
+    assert [("%.2f%%" % r.overhead, r.symbol) for r in prof.report()] == [("49.48%", "hot_beta")]
+
+
 def test_notebook_shows_the_graph_and_table():
     prof = perfdata.profile(ROOT / SAMPLE, debug_dirs=[ROOT / "samples/buildids"])
     html = prof._repr_html_()

@@ -15,6 +15,15 @@ CLIENT = textwrap.dedent('''
     from __future__ import annotations
 
     import perfdata
+    from perfdata import ResolveOptions
+
+
+    def by_hand(path: str) -> perfdata.Profile:
+        options = ResolveOptions(debug_dirs=("debug",), dsos=frozenset({"libc.so.6"}))
+        prof = perfdata.Profile(path, options)
+        kept: ResolveOptions = prof.options
+        del kept
+        return prof
 
 
     def top(path: str) -> list[tuple[float, str]]:

@@ -9,13 +9,13 @@ the command uses it; iterating the profile reads it again and yields frozen
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .runtime import as_the_commands
 
 if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Callable, Iterable, Iterator
 
     from symbolize import Symbolizer
 
@@ -27,8 +27,13 @@ if TYPE_CHECKING:
 
     from typing import TypeVar
 
+    from ..resolve import ResolveOptions
+
     PathMaps = Mapping[str, str] | Iterable[tuple[str, str]]
     T = TypeVar("T")
+    V = TypeVar("V")
+    # (a sample) -> whether it makes a report entry
+    HistFilter = Callable[[SymbolizedSample], bool]
 
 
 def profile(path: str | os.PathLike[str], *,
@@ -83,47 +88,29 @@ def profile(path: str | os.PathLike[str], *,
     Opening checks the file's header (perfdata.PerfDataError when it is not
     one); the samples are read when a view is asked for."""
     with as_the_commands():
-        return _profile(path, debug_dirs, symfs, path_maps, archive, buildid_dir, kallsyms,
-                        vmlinux, vdso, debuginfod, symbol_cache, demangle, signatures, inline,
-                        max_stack, unwind, stitch, time, pids, tids, comms, cpus, strict)
+        from ..resolve import ResolveOptions
+        from ..views.options import time_ranges
+        if unwind not in ("auto", "dwarf", "fp", "none"):
+            raise ValueError("unwind: one of auto, dwarf, fp, none, not %r" % unwind)
+        given = path_maps.items() if isinstance(path_maps, Mapping) else path_maps
+        ranges = _parsed(time_ranges, time) if time is not None else None
+        options = ResolveOptions(
+            debug_dirs=tuple(os.fspath(d) for d in debug_dirs), symfs=_text(symfs),
+            path_maps=tuple((os.fspath(old), os.fspath(new)) for old, new in given),
+            archive=_text(archive), buildid_dir=_text(buildid_dir), kallsyms=_text(kallsyms),
+            vmlinux=_text(vmlinux), vdso=_text(vdso), debuginfod=debuginfod,
+            symbol_cache=None if isinstance(symbol_cache, bool) else os.fspath(symbol_cache),
+            no_symbol_cache=symbol_cache is False, demangle=demangle, signatures=signatures,
+            inline=inline is True, no_inline=inline is False, max_stack=max_stack,
+            unwind=unwind, stitch=stitch, pids=_set(pids), tids=_set(tids),
+            comms=_set(comms), cpus=_set(cpus),
+            time=ranges if ranges is None or isinstance(ranges, tuple) else tuple(ranges),
+            strict=strict)
+        return Profile(path, options)
 
 
-def _profile(path: str | os.PathLike[str], debug_dirs: Iterable[str | os.PathLike[str]],
-             symfs: str | os.PathLike[str] | None, path_maps: PathMaps,
-             archive: str | os.PathLike[str] | None, buildid_dir: str | os.PathLike[str] | None,
-             kallsyms: str | os.PathLike[str] | None, vmlinux: str | os.PathLike[str] | None,
-             vdso: str | os.PathLike[str] | None, debuginfod: str | None,
-             symbol_cache: str | os.PathLike[str] | bool, demangle: bool, signatures: bool,
-             inline: bool | None, max_stack: int, unwind: str, stitch: bool, time: str | None,
-             pids: Iterable[int] | None, tids: Iterable[int] | None,
-             comms: Iterable[str] | None, cpus: Iterable[int] | None, strict: bool) -> Profile:
-    from ..views.options import path_map_entry, time_ranges
-    args = _symbolize_defaults()
-    args.file = os.fspath(path)
-    args.debug_dir = [os.fspath(d) for d in debug_dirs]
-    args.symfs = _text(symfs)
-    given = path_maps.items() if hasattr(path_maps, "items") else path_maps
-    args.path_map = [_parsed(path_map_entry, "%s=%s" % (os.fspath(old), os.fspath(new)))
-                     for old, new in given]
-    args.archive, args.buildid_dir = _text(archive), _text(buildid_dir)
-    args.kallsyms, args.vmlinux, args.vdso = _text(kallsyms), _text(vmlinux), _text(vdso)
-    args.debuginfod = debuginfod
-    if symbol_cache is False:
-        args.no_symbol_cache = True
-    elif symbol_cache is not True:
-        args.symbol_cache = os.fspath(symbol_cache)
-    args.no_demangle, args.signatures = not demangle, signatures
-    args.inline, args.no_inline = inline is True, inline is False
-    if unwind not in ("auto", "dwarf", "fp", "none"):
-        raise ValueError("unwind: one of auto, dwarf, fp, none, not %r" % unwind)
-    args.max_stack, args.unwind, args.stitch = max_stack, unwind, stitch
-    args.time = _parsed(time_ranges, time) if time is not None else None
-    args.pid = frozenset(pids) if pids is not None else None
-    args.tid = frozenset(tids) if tids is not None else None
-    args.comm = frozenset(comms) if comms is not None else None
-    args.cpu = frozenset(cpus) if cpus is not None else None
-    args.strict = strict
-    return Profile(args)
+def _set(values: Iterable[V] | None) -> frozenset[V] | None:
+    return None if values is None else frozenset(values)
 
 
 def _parsed(parse: Callable[[str], T], text: str) -> T:
@@ -140,17 +127,6 @@ def _text(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
-def _symbolize_defaults() -> argparse.Namespace:
-    """The symbolizing commands' options with their defaults, from the
-    definitions those commands use (views/options.py)."""
-    import argparse
-
-    from ..views.options import add_symbolize_options
-    parser = argparse.ArgumentParser(add_help=False)
-    add_symbolize_options(parser)
-    return parser.parse_args([])
-
-
 class Profile:
     """A perf.data file with the options it is read with (`perfdata.profile`).
 
@@ -161,16 +137,20 @@ class Profile:
     tables).  In a notebook it shows its flame graph and the report's first
     rows.  warnings: what the passes so far warned of (each once)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self._args = args
-        self.path: str = args.file
+    def __init__(self, path: str | os.PathLike[str],
+                 options: ResolveOptions | None = None) -> None:
+        """path: the file; options: how it is read (perfdata.resolve.
+        ResolveOptions, the commands' defaults when None).  The header is
+        read now: a file that is not one raises perfdata.PerfDataError."""
+        from ..resolve import ResolveOptions
+        self.path: str = os.fspath(path)
         if self.path == "-":
             raise ValueError("a profile reads its file once per view: give its path, not "
                              "standard input (perfdata.open('-') reads a pipe's records)")
+        self.options: ResolveOptions = options if options is not None else ResolveOptions()
         self.warnings: list[str] = []
-        # the header is read now: a file that is not one fails here (kept
-        # open for the first pass: opening costs ~10 ms, a tenth of a small
-        # file's report)
+        # (kept open for the first pass: opening costs ~10 ms, a tenth of a
+        # small file's report)
         self._opened: PerfFile | None = None
         self._opened = self._open()
 
@@ -183,18 +163,17 @@ class Profile:
         if opened is not None:
             return opened
         from ..format import PerfFile
-        return PerfFile(self.path, strict=self._args.strict)
+        return PerfFile(self.path, strict=self.options.strict)
 
     def _pass(self, fill: Callable[[PerfFile, SampleSymbolizer], T],
-              args: argparse.Namespace | None = None) -> T:
+              options: ResolveOptions | None = None) -> T:
         """fill(file, its symbolized samples) over a fresh pass, with the
         interpreter set as the commands set it (runtime.py)."""
         from ..resolve import build_sample_symbolizer
-        from ..views.options import resolve_options
         pf = self._open()
         samples = None
         try:
-            samples = build_sample_symbolizer(pf, resolve_options(args or self._args))
+            samples = build_sample_symbolizer(pf, options or self.options)
             return fill(pf, samples)
         finally:
             self._done(pf, samples)
@@ -221,13 +200,12 @@ class Profile:
         # imported, not between the samples: the program runs there)
         with as_the_commands():
             from ..resolve import build_sample_symbolizer
-            from ..views.options import resolve_options
             from .samples import SampleMaker, SourceLines
             pf = self._open()
         samples = None
         try:
             with as_the_commands():
-                samples = build_sample_symbolizer(pf, resolve_options(self._args))
+                samples = build_sample_symbolizer(pf, self.options)
             if frozen:
                 maker = SampleMaker(SourceLines(_line_symbolizer(samples.symbolizer)))
                 yield from maker.samples(samples)  # type: ignore[arg-type]  # (no side events)
@@ -246,11 +224,11 @@ class Profile:
         tids and comms filters act as perf report's: the samples they leave
         out still count in the event's total."""
         from ..format import SampleType
-        from ..views.report.command import build_report, split_hist_filters
+        from ..views.report.command import build_report
         from ..views.report.histogram import Report
         from ..views.report.sort_keys import parse_sort
         keys = parse_sort(sort)
-        args, hist_filter, _ = split_hist_filters(self._args)
+        stream, hist_filter = _hist_filters(self.options)
 
         def fill(pf: PerfFile, samples: SampleSymbolizer) -> list[ReportTable]:
             inclusive = children and any(ea.sample_type & SampleType.CALLCHAIN
@@ -261,7 +239,7 @@ class Profile:
             return report_tables(report, [ea.index for ea in pf.attrs])
         with as_the_commands():
             from .tables import report_tables
-            return self._pass(fill, args)
+            return self._pass(fill, stream)
 
     def report(self, *, sort: str = "comm,dso,sym", children: bool = False,
                event: str | None = None) -> ReportTable:
@@ -352,6 +330,33 @@ class Profile:
     def _repr_html_(self) -> str:
         from .notebook import profile_html
         return profile_html(self)
+
+
+def _hist_filters(options: ResolveOptions
+                  ) -> tuple[ResolveOptions, Callable[[SampleSymbolizer], HistFilter | None]]:
+    """perf report's filters by pid, tid, comm, symbol and dso leave a sample
+    in its event's total (HIST_FILTER_*), where -C and --time drop it: (the
+    options of the sample stream, without the first kind; the Report's
+    hist_filter of a pass's SampleSymbolizer), as views/report/command.py's
+    split_hist_filters makes them of the command line."""
+    import dataclasses
+
+    from ..resolve.filters import leaf_filter, sample_filter
+    thread_keep = sample_filter(options.pids, options.tids, options.comms)
+    leaf_keep = leaf_filter(options.symbols, options.dsos)
+    stream = dataclasses.replace(options, pids=None, tids=None, comms=None, symbols=None,
+                                 dsos=None)
+
+    def hist_filter(sampler: SampleSymbolizer) -> HistFilter | None:
+        if thread_keep is None and leaf_keep is None:
+            return None
+
+        def keep(sample: SymbolizedSample) -> bool:
+            if thread_keep is not None and not thread_keep(sample):
+                return False
+            return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
+        return keep
+    return stream, hist_filter
 
 
 def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:
