@@ -42,9 +42,9 @@ if TYPE_CHECKING:
     from .resolve.pipeline import ResolveOptions
 
 __all__ = ["profile", "Profile", "ResolveOptions", "Sample", "Frame", "ReportTable", "ReportRow",
-           "FlameGraph", "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType", "PerfFile",
-           "Record", "PerfDataError", "CorruptError", "NotPerfDataError", "TruncatedError",
-           "__version__"]
+           "FlameGraph", "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType",
+           "PerfFile", "Record", "PerfDataError", "CorruptError", "NotPerfDataError",
+           "TruncatedError", "__version__"]
 
 
 def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
