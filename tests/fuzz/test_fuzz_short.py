@@ -18,7 +18,8 @@ from limits import time_limit                                  # noqa: E402
 SHORT_EXAMPLES = 2000
 # The three CLI commands (stats, dump --json, header -I) run on every
 # CLI_EVERY-th input; the library pipeline (records, parse, script) on all.
-# A hang: 2 s for a 1 MiB input, the inputs here are < 100 KiB.
+# A hang: 2 s of CPU for a stage on a 1 MiB input (the inputs here are < 100
+# KiB); the wall-clock alarm (_budget) is the outer bound.
 HANG_SECONDS = 2.0
 CLI_EVERY = 2
 
