@@ -24,7 +24,8 @@ field set to a hostile value, a cut.  Each input goes through
   sanitizer's red zone is the byte after it), with the events' ids and the
   per-event tables varied;
 * every --script-every'th input, `perfdata script` on the compiled core
-  (perfdata.core._core, where built): exit 0 or 2, no traceback.
+  (perfdata.core._core, where built) and `perfdata offcpu` (the sums of
+  perfdata.core._switches): exit 0 or 2, no traceback.
 
 Then every corpus file and fuzz crasher (tests/regressions) unmutated the
 same way.  A sanitizer report stops the process (the shell script says so);
@@ -175,6 +176,10 @@ class Run:
             if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
                 self.finding("script (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
             self.walk(data)
+            # offcpu's sums of a file without stacks (perfdata/core/_switches.c)
+            got = self.cli(["offcpu", str(self.path)], pure=False)
+            if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
+                self.finding("offcpu (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
 
     def walk(self, data: bytes) -> None:
         """The compiled record walk of script (perfdata/core/walk.py) against
