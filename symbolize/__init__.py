@@ -15,12 +15,12 @@ Three packages side by side, none importing another, on a common floor:
 with the Symbolizer (symbolizer.py) the facade over the three.  The symbol
 side (this file's exports) is:
 
-    Symbolizer(locator, demangle=True, inline=True).lookup(path, build_id, svma)
+    Symbolizer(locator, SymbolizerOptions(inline=False)).lookup(path, build_id, svma)
     Binary(path)              a safely opened ELF file
     DebugInfoLocator(...)     where binaries and debug files may be
     SymbolTable, build_symbol_table, LineInfo, KernelSymbols, PerfMap, demangle
     CacheDir(path)            where what is built once per binary is kept
-                              (Symbolizer(cache_dir=...) takes one or a path)
+                              (SymbolizerOptions(cache_dir=...) takes one or a path)
     make_locator, parse_path_map, package_of, prefetch, is_jitdump_path,
     injected_jit_group, NO_FILE_MAPPINGS: what a caller needs of the rooms
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .debuginfo.packages import package_of, prefetch
     from .elffile import SHF_ALLOC, Binary, LoadSegment, SectionHeader, open_binary
     from .errors import BinaryError, InvalidBuildIdError, NotELFError, SymbolizeError
-    from .symbolizer import BinaryChoice, Frame, Symbolizer, address_for_lookup
+    from .symbolizer import BinaryChoice, Frame, Symbolizer, SymbolizerOptions, address_for_lookup
     from .symbols.demangle import demangle, demangle_rust_legacy, demangle_rust_v0
     from .symbols.jitdump import injected_jit_group, is_jitdump_path
     from .symbols.kallsyms import KernelSymbol, KernelSymbols
@@ -71,7 +71,8 @@ _MODULE_OF = {
     **dict.fromkeys(("KernelSymbols", "KernelSymbol"), "symbols.kallsyms"),
     **dict.fromkeys(("PerfMap", "MapSymbol", "is_perfmap_path"), "symbols.perfmap"),
     **dict.fromkeys(("is_jitdump_path", "injected_jit_group"), "symbols.jitdump"),
-    **dict.fromkeys(("Symbolizer", "Frame", "BinaryChoice", "address_for_lookup"), "symbolizer"),
+    **dict.fromkeys(("Symbolizer", "SymbolizerOptions", "Frame", "BinaryChoice",
+                     "address_for_lookup"), "symbolizer"),
     "CacheDir": "cachedir",
 }
 __all__ = list(_MODULE_OF)

@@ -11,6 +11,7 @@ address, and never raises for bad input: problems become entries in
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .buildid import normalize_build_id
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from .symbols.symtab import SymbolTable
     from .unwind.jit import JitUnwindTable
 
-__all__ = ["Symbolizer", "Frame", "BinaryChoice", "NO_FILE_MAPPINGS", "STATUSES",
-           "running_kernel_is", "address_for_lookup"]
+__all__ = ["Symbolizer", "SymbolizerOptions", "Frame", "BinaryChoice", "NO_FILE_MAPPINGS",
+           "STATUSES", "running_kernel_is", "address_for_lookup"]
 
 # Lookups kept by (binary, address), cleared when full (an entry with its
 # key and frames is a few hundred bytes).  A frame-pointer profile of a
@@ -69,34 +70,53 @@ class _Dso:
         self.answers = answers
 
 
+@dataclass(frozen=True, slots=True)
+class SymbolizerOptions:
+    """How a Symbolizer names what it finds, and what it keeps across runs."""
+    demangle: bool = True
+    # the chain of functions inlined at an address, from DWARF
+    inline: bool = True
+    # also fill Frame.srcline when inline is off (it costs a DWARF
+    # line-table read per compilation unit hit)
+    srcline: bool = False
+    # C++ names with their parameter lists, return types and clone suffixes
+    # (perf -v's form); by default perf's (`ns::f<int>`)
+    signatures: bool = False
+    # a table or a file path for '[kernel.kallsyms]' lookups; by default it
+    # is found through the locator (perf's build-id cache, then /proc/kallsyms)
+    kallsyms: KernelSymbols | str | None = None
+    # keep what is built once per binary there (symbol tables, inline names,
+    # the native inline index, parsed kallsyms, the vdso image) across runs:
+    # a CacheDir or a directory's path; None keeps nothing,
+    # CacheDir.default() is perfdata's directory
+    cache_dir: CacheWhere = None
+    # the path of a vdso image to stand in for a profile's vdso that has no
+    # build-id (see Symbolizer.given_vdso)
+    vdso: str | None = None
+    # demangle kernel symbols too (Rust's, in a kernel built with it): perf
+    # does only with --demangle-kernel
+    demangle_kernel: bool = False
+    # source lines name their files by the whole path addr2line gives; False
+    # where only base names are printed, which lets the native index answer
+    # (see symbols/native.py)
+    source_paths: bool = True
+    # when the profile was written (seconds since the epoch): a binary taken
+    # at its recorded path with no build-id to check it by (perf record 6.1
+    # writes build-ids only for the binaries its samples' own ips hit) that
+    # was modified after then is warned about, its names maybe another
+    # build's (BinaryChoice.modified_after_recording)
+    recorded_at: float | None = None
+
+
 class Symbolizer:
-    def __init__(self, locator: DebugInfoLocator | None = None, demangle: bool = True,
-                 inline: bool = True, *, srcline: bool = False, signatures: bool = False,
-                 kallsyms: KernelSymbols | str | None = None,
-                 cache_dir: CacheWhere = None, vdso: str | None = None,
-                 demangle_kernel: bool = False, source_paths: bool = True,
-                 recorded_at: float | None = None) -> None:
-        """srcline: also fill Frame.srcline when inline is off (it costs a
-        DWARF line-table read per compilation unit hit). kallsyms: a table or
-        a file path for '[kernel.kallsyms]' lookups; by default it is found
-        through the locator (perf's build-id cache, then /proc/kallsyms).
-        cache_dir: keep what is built once per binary there (symbol
-        tables, inline names, the native inline index, parsed kallsyms, the
-        vdso image) across runs: a CacheDir or a directory's path; None (the
-        default) keeps nothing, CacheDir.default() is perfdata's directory.
-        signatures: C++ names with their parameter lists, return types and
-        clone suffixes (perf -v's form); by default perf's (`ns::f<int>`).
-        vdso: the path of a vdso image to stand in for a profile's vdso that
-        has no build-id (see given_vdso).  demangle_kernel: demangle kernel
-        symbols too (Rust's, in a kernel built with it): perf does only with
-        --demangle-kernel.  source_paths: source lines name their files by
-        the whole path addr2line gives; False where only base names are
-        printed, which lets the native index answer (see symbols/native.py).
-        recorded_at: when the profile was written (seconds since the epoch):
-        a binary taken at its recorded path with no build-id to check it by
-        (perf record 6.1 writes build-ids only for the binaries its samples'
-        own ips hit) that was modified after then is warned about, its names
-        maybe another build's (BinaryChoice.modified_after_recording)."""
+    def __init__(self, locator: DebugInfoLocator | None = None,
+                 options: SymbolizerOptions = SymbolizerOptions()) -> None:
+        """locator: where binaries and debug files are found (by default
+        DebugInfoLocator()'s places); options: SymbolizerOptions."""
+        cache_dir, kallsyms = options.cache_dir, options.kallsyms
+        demangle, inline, srcline = options.demangle, options.inline, options.srcline
+        signatures, vdso, source_paths = options.signatures, options.vdso, options.source_paths
+        demangle_kernel, recorded_at = options.demangle_kernel, options.recorded_at
         self.cache = CacheDir.of(cache_dir)
         self.locator = locator if locator is not None else DebugInfoLocator()
         self.demangle = demangle

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SAMPLE_BUILDIDS, SAMPLES
-from symbolize import CacheDir, DebugInfoLocator, Symbolizer
+from symbolize import CacheDir, DebugInfoLocator, Symbolizer, SymbolizerOptions
 from symbolize.cachedir import DEFAULT
 
 SYMBOL_ARGS = ["--buildid-dir", str(SAMPLE_BUILDIDS), "--debug-dir", str(SAMPLE_BUILDIDS)]
@@ -163,8 +163,8 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
                         (CacheDir(tmp_path / "c"), tmp_path / "c"),
                         (DEFAULT, tmp_path / "env")):
         # (no build-id cache: perf's ~/.debug may hold a copy)
-        sym = Symbolizer(DebugInfoLocator(buildid_dir=str(tmp_path / "none")), inline=False,
-                         cache_dir=where)
+        sym = Symbolizer(DebugInfoLocator(buildid_dir=str(tmp_path / "none")),
+                         SymbolizerOptions(inline=False, cache_dir=where))
         assert sym.cache.root == str(root)
         assert sym.symbol_table(prog) is not None
         bid = sym.binary_for(prog).binary.build_id
@@ -172,7 +172,8 @@ def test_path_string_and_cache_dir_are_the_same(tmp_path, monkeypatch):
         assert len(facts) == 1
         assert files(root) == sorted(facts + [root / "symtab" / bid[:2] / (bid[2:] + "-sc.table")])
     monkeypatch.setenv("PERFDATA_CACHE_DIR", "")
-    assert not CacheDir.of(DEFAULT).enabled and not Symbolizer(cache_dir=None).cache.enabled
+    assert not CacheDir.of(DEFAULT).enabled and \
+        not Symbolizer(options=SymbolizerOptions(cache_dir=None)).cache.enabled
 
 
 # ------------------------------------------------------------ symbol table files

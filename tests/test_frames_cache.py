@@ -3,6 +3,7 @@ address lies in a code map is kept while data maps come and go; one with
 an address outside any code map is made again after any map change (a map
 arriving there changes its frames)."""
 
+from perfdata.resolve.dsos import RecordedBinaries
 from perfdata.resolve.frames import FrameResolver
 from perfdata.session.machine import Machine
 from perfdata.session.maps import Map
@@ -28,7 +29,7 @@ class _Sample:
 def _resolver():
     machine = Machine()
     thread = machine.thread(7, 7)
-    return FrameResolver(machine, _NoSymbols(), {}, [], dwarf_inline=False), thread
+    return FrameResolver(machine, _NoSymbols(), RecordedBinaries(), [], dwarf_inline=False), thread
 
 
 def _dsos(frames):
@@ -80,8 +81,8 @@ def test_callchain_cache_kept_while_stacks_repeat_dropped_when_they_do_not(monke
     where they do not repeat (every process its own space, garbage return
     addresses) the resolver stops keying them, and goes back to keeping
     them when they repeat again; the frames are the same either way."""
-    import perfdata.resolve.frames as frames_mod
-    monkeypatch.setattr(frames_mod, "STACK_WINDOW", 64)
+    import perfdata.resolve.stack_caches as stack_caches
+    monkeypatch.setattr(stack_caches, "STACK_WINDOW", 64)
     resolver, thread = _resolver()
     thread.maps.insert(Map(0x400000, 0x10000, 0, "/bin/prog"))
     sample = _callchain_sample(thread)

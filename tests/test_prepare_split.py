@@ -5,7 +5,7 @@ Symbolizer.prepare() holds its warnings until the binary is first used."""
 import pytest
 
 from conftest import SAMPLE_SYMBOL_ARGS, SAMPLES, run_cli
-from symbolize import DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
 
 RECORDINGS = ["plt_loop_ibt.fp.data", "vdso_clock.dwarf.data", "two_events.data",
               "zstd_dwarf.data"]
@@ -57,7 +57,7 @@ def test_split_first_run_same_output(name, tmp_path, monkeypatch):
 
 
 def test_prepare_holds_its_warnings_until_the_binary_is_used(tmp_path):
-    sym = Symbolizer(DebugInfoLocator(), cache_dir=str(tmp_path))
+    sym = Symbolizer(DebugInfoLocator(), SymbolizerOptions(cache_dir=str(tmp_path)))
     sym.prepare("/nonexistent/libgone.so", "ab" * 20)
     assert sym.warnings == []
     sym.lookup("/nonexistent/libgone.so", "ab" * 20, file_offset=0x1000)
@@ -65,7 +65,7 @@ def test_prepare_holds_its_warnings_until_the_binary_is_used(tmp_path):
     sym.lookup("/nonexistent/libgone.so", "ab" * 20, file_offset=0x2000)
     assert len(sym.warnings) == 1
     # never used: never said
-    other = Symbolizer(DebugInfoLocator(), cache_dir=str(tmp_path))
+    other = Symbolizer(DebugInfoLocator(), SymbolizerOptions(cache_dir=str(tmp_path)))
     other.prepare("/nonexistent/libgone.so", "ab" * 20)
     other.lookup("/bin/true", None, file_offset=0x10)
     assert not any("libgone" in w for w in other.warnings)

@@ -267,11 +267,11 @@ def _libs():
 def test_plt_names_carry_no_version():
     """Every PLT stub perf names is named alike (`memcpy@plt`), the IFUNC
     slots perf leaves as a bare `@plt` included, with no symbol version."""
-    from symbolize import DebugInfoLocator, Symbolizer
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     libs = _libs() + ([_cc1plus()] if _cc1plus() else [])
     if not libs:
         pytest.skip("no libc/libm/libstdc++ found")
-    sz = Symbolizer(DebugInfoLocator(), cache_dir=None)
+    sz = Symbolizer(DebugInfoLocator(), SymbolizerOptions(cache_dir=None))
     checked = 0
     for path in libs:
         out = _perf(["probe", "-x", path, "-F", "--filter", "*"])
@@ -382,9 +382,10 @@ def _kernel_frames(ours_text, perf_text):
 def _sampler(data):
     import perfdata
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from symbolize import DebugInfoLocator, Symbolizer
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     pf = perfdata.open(str(data))
-    sampler = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), cache_dir=None))
+    sampler = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(),
+                                              SymbolizerOptions(cache_dir=None)))
     sample = next((s for s in sampler if s.cpumode == 1), None)     # a kernel sample
     if sample is None:
         pf.close()

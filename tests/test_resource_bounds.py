@@ -343,6 +343,7 @@ def test_stack_cache_bound_keeps_output(monkeypatch):
     own, is turned off.)"""
     from conftest import run_cli
     import perfdata.resolve.frames as frames
+    import perfdata.resolve.stack_caches as stack_caches
     monkeypatch.setenv("PERFDATA_CORE", "pure")
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "samples", "threads.fp.data")
@@ -353,9 +354,9 @@ def test_stack_cache_bound_keeps_output(monkeypatch):
 
     def spy(self, sample, ips):
         out = orig(self, sample, ips)
-        sizes.append(len(self._stack_cache))
+        sizes.append(len(self.caches.stacks))
         return out
-    monkeypatch.setattr(frames, "STACK_CACHE_SIZE", 2)
+    monkeypatch.setattr(stack_caches, "STACK_CACHE_SIZE", 2)
     monkeypatch.setattr(frames.FrameResolver, "frames_for_callchain", spy)
     rc, got, _ = run_cli(["script", path])
     assert rc == 0 and got == want
@@ -367,12 +368,12 @@ def test_dwarf_stacks_share_frame_objects():
     objects for it, not a copy per stack (the copies were most of the memory
     of a large DWARF recording)."""
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from symbolize import DebugInfoLocator, Symbolizer
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     from conftest import SAMPLE_BUILDIDS, SAMPLE_PATH_MAP
     pf = perfdata.open(os.path.join(repo, "samples", "threads.dwarf.data"))
     locator = DebugInfoLocator(debug_dirs=[str(SAMPLE_BUILDIDS)], path_map=SAMPLE_PATH_MAP)
-    samples = SampleSymbolizer(pf, Symbolizer(locator, inline=False))
+    samples = SampleSymbolizer(pf, Symbolizer(locator, SymbolizerOptions(inline=False)))
     objects, in_stacks, keep = {}, {}, []
     for s in samples:
         keep.append(s.frames)             # (ids stay unique while kept)

@@ -288,6 +288,7 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
     (its device and inode a map's of the path) and as many files were mapped
     there as build-ids listed: elsewhere the file here may be a copy of
     either, and the first listed stands."""
+    from perfdata.resolve.dsos import RecordedBinaries
     from perfdata.resolve.frames import FrameResolver
     from perfdata.session.machine import Machine
     from perfdata.session.maps import Map
@@ -306,8 +307,8 @@ def test_which_build_id_of_a_path_listed_twice(tmp_path):
                                 ({mine, theirs, third}, listed[0])):
             machine = Machine()
             machine.file_ids[path] = mapped
-            resolver = FrameResolver(machine, Symbolizer(DebugInfoLocator()), {path: listed[0]},
-                                     [], build_id_choices={path: listed})
+            resolver = FrameResolver(machine, Symbolizer(DebugInfoLocator()),
+                                     RecordedBinaries({path: listed[0]}, {path: listed}), [])
             own = Map(0x1000, 0x1000, 0, path, maj=mine[0], min=mine[1], ino=mine[2])
             assert resolver.dso_of(own) == (path, here)
             their = Map(0x1000, 0x1000, 0, path, maj=theirs[0], min=theirs[1], ino=theirs[2])
@@ -397,7 +398,7 @@ def test_perf_map_of_a_running_container(tmp_path):
 def test_perf_map_in_namespace_is_the_recorded_program():
     """The map is looked for under /proc/PID only while that pid is still
     the recorded program (a pid used again by another names nothing)."""
-    from perfdata.resolve.frames import perfmap_in_namespace
+    from perfdata.resolve.jit_sources import perfmap_in_namespace
     with open("/proc/self/comm") as f:
         comm = f.read().strip()
     pid = os.getpid()

@@ -92,7 +92,7 @@ def test_data_objects_come_from_their_own_table(tmp_path, program):
     kept in the cache directory and read back by the next run."""
     from elftools.elf.elffile import ELFFile
 
-    from symbolize import Symbolizer
+    from symbolize import Symbolizer, SymbolizerOptions
     from symbolize.cachedir import CacheDir
     with open(program, "rb") as f:
         elf = ELFFile(f)
@@ -103,7 +103,7 @@ def test_data_objects_come_from_their_own_table(tmp_path, program):
         offset = value - data["p_vaddr"] + data["p_offset"] + 0x1234
     cache = tmp_path / "cache"
     for run in range(2):
-        symbolizer = Symbolizer(cache_dir=CacheDir(str(cache)))
+        symbolizer = Symbolizer(options=SymbolizerOptions(cache_dir=CacheDir(str(cache))))
         found = symbolizer.lookup_data(str(program), None, offset)
         assert (found.name, found.offset) == ("fault_data_table", 0x1234), run
         plain = symbolizer.lookup(str(program), None, value + 0x1234)

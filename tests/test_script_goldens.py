@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import perfdata
-from perfdata.resolve.symbolized import SampleSymbolizer
+from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
 from perfdata.views.script_formatter import ScriptFormatter, ScriptOptions
-from symbolize import DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
 
 from conftest import SAMPLE_PATH_MAP, requires_sample_libc_debug, sample_vdso
 from script_compare import agreement, compare
@@ -28,8 +28,8 @@ def run_script(data, debug_dirs=(BUILDIDS,), no_inline=False, fields=None):
     symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=[str(d) for d in debug_dirs],
                                              buildid_dir=str(BUILDIDS),
                                              path_map=SAMPLE_PATH_MAP),
-                            inline=False, vdso=sample_vdso(data))
-    samples = SampleSymbolizer(pf, symbolizer, dwarf_inline=not no_inline)
+          SymbolizerOptions(inline=False, vdso=sample_vdso(data)))
+    samples = SampleSymbolizer(pf, symbolizer, StackOptions(dwarf_inline=not no_inline))
     fmt = ScriptFormatter(pf, ScriptOptions(fields))
     out = io.StringIO()
     for s in samples:
@@ -171,7 +171,7 @@ def test_dwarf_unwind_against_true_stacks(truth, recording):
     pf = perfdata.open(str(SAMPLES / recording))
     symbolizer = Symbolizer(DebugInfoLocator(debug_dirs=[str(d) for d in debug_dirs],
                                              path_map=SAMPLE_PATH_MAP),
-                            inline=False)
+                            SymbolizerOptions(inline=False))
     fits = ok = cut = cut_ok = 0
     for s in SampleSymbolizer(pf, symbolizer):
         names = [match.normalize_name(f.symbol or "[unknown]") for f in s.frames

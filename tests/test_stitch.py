@@ -284,10 +284,11 @@ def measure(path):
     """{path letter: Counter(cut, completed, equal, wrong, no-truth)} for the
     samples of one recording, stitched; and the stitcher's counts."""
     import perfdata
-    from perfdata.resolve.symbolized import SampleSymbolizer
-    from symbolize import DebugInfoLocator, Symbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     with perfdata.open(str(path)) as pf:
-        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False), stitch=True)
+        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), SymbolizerOptions(inline=False)),
+                              StackOptions(stitch=True))
         samples = list(ss)
         counts = dict(ss.stitcher.counts)
     # The root of each path: what lies beyond entry_<path> in the samples

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES, SAMPLE_SYMBOL_ARGS, run_cli
-from symbolize import DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
 from symbolize.symbols import answers as answers_mod
 from symbolize.symbols.naming import AddressNamer
 
@@ -119,7 +119,8 @@ def test_answers_of_other_code_are_not_used(tmp_path, monkeypatch):
 
 
 def test_no_symbol_cache_keeps_no_answers(tmp_path):
-    sym = Symbolizer(DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")]), inline=False)
+    sym = Symbolizer(DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")]),
+                     SymbolizerOptions(inline=False))
     sym.lookup(str(SAMPLES / "bin" / "threads"), None, file_offset=0x1200)
     sym.flush()
     assert all(d.answers is None for d in sym._dsos.values())
@@ -131,13 +132,15 @@ def test_answers_of_a_file_that_showed_a_fault_are_not_kept(tmp_path):
     would not be."""
     from symbolize.cachedir import CacheDir
     prog = str(SAMPLES / "bin" / "threads")
-    sym = Symbolizer(DebugInfoLocator(), inline=False, cache_dir=CacheDir(str(tmp_path)))
+    sym = Symbolizer(DebugInfoLocator(),
+                     SymbolizerOptions(inline=False, cache_dir=CacheDir(str(tmp_path))))
     sym.lookup(prog, None, file_offset=0x1200)
     dso = next(d for d in sym._dsos.values() if d.answers is not None)
     dso.choice.binary.warn("a read past the end of the file")
     sym.flush()
     assert answer_files(tmp_path) == []
-    sym2 = Symbolizer(DebugInfoLocator(), inline=False, cache_dir=CacheDir(str(tmp_path)))
+    sym2 = Symbolizer(DebugInfoLocator(),
+                      SymbolizerOptions(inline=False, cache_dir=CacheDir(str(tmp_path))))
     sym2.lookup(prog, None, file_offset=0x1200)
     sym2.flush()
     assert answer_files(tmp_path)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from symbolize import DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -78,15 +78,15 @@ def test_damaged_binary_leaves_no_table(tmp_path):
     cache = tmp_path / "cache"
     # (no build-id cache: perf's ~/.debug may hold an intact copy)
     locator = lambda: DebugInfoLocator(buildid_dir=str(tmp_path / "none"))  # noqa: E731
-    sym = Symbolizer(locator(), inline=False, cache_dir=str(cache))
+    sym = Symbolizer(locator(), SymbolizerOptions(inline=False, cache_dir=str(cache)))
     table = sym.symbol_table(str(bad), good.build_id)
     assert table is not None and len(table) > 0, "the damaged copy should give .dynsym"
-    assert len(table) < len(Symbolizer(locator(), inline=False)
+    assert len(table) < len(Symbolizer(locator(), SymbolizerOptions(inline=False))
                              .symbol_table(str(src), good.build_id))
     assert not cached_tables(cache)
     # the intact file is cached
     shutil.copy(src, bad)
-    sym = Symbolizer(locator(), inline=False, cache_dir=str(cache))
+    sym = Symbolizer(locator(), SymbolizerOptions(inline=False, cache_dir=str(cache)))
     assert len(sym.symbol_table(str(bad), good.build_id)) > len(table)
     assert cached_tables(cache)
 
@@ -116,8 +116,8 @@ def _dwarf_script(cache_dir):
     locator = DebugInfoLocator(debug_dirs=[str(SAMPLES / "buildids")],
                                buildid_dir=str(SAMPLES / "buildids"))
     pf = perfdata.open(str(data))
-    samples = SampleSymbolizer(pf, Symbolizer(locator, inline=False,
-                                              cache_dir=str(cache_dir) if cache_dir else None))
+    samples = SampleSymbolizer(pf, Symbolizer(locator, SymbolizerOptions(
+        inline=False, cache_dir=str(cache_dir) if cache_dir else None)))
     fmt = ScriptFormatter(pf)
     out = io.StringIO()
     for s in samples:

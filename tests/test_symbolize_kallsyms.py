@@ -251,11 +251,11 @@ def test_kernel_names_demangled_only_when_asked():
     """perf 6.1 demangles kernel symbols (Rust's, in a kernel built with it)
     only with --demangle-kernel (symbol_conf.demangle_kernel); user names
     by default."""
-    from symbolize import Symbolizer
+    from symbolize import Symbolizer, SymbolizerOptions
     mangled = "_ZN6kernel4sync4lock17h0123456789abcdefE"
     table = KernelSymbols.parse("ffffffff81000000 T %s\nffffffff81001000 T next_fn\n" % mangled)
-    plain = Symbolizer(kallsyms=table)
-    asked = Symbolizer(kallsyms=table, demangle_kernel=True)
+    plain = Symbolizer(options=SymbolizerOptions(kallsyms=table))
+    asked = Symbolizer(options=SymbolizerOptions(kallsyms=table, demangle_kernel=True))
     got = plain.lookup("[kernel.kallsyms]", None, 0xffffffff81000010)[0]
     assert (got.name, got.offset) == (mangled, 0x10)
     named = asked.lookup("[kernel.kallsyms]", None, 0xffffffff81000010)[0].name

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from symbolize import Binary, LineInfo, Symbolizer, DebugInfoLocator
+from symbolize import Binary, LineInfo, Symbolizer, SymbolizerOptions, DebugInfoLocator
 from test_symbolize_util import compile_c, libc_and_debug, need, run
 
 CPP = r"""#include <vector>
@@ -131,7 +131,7 @@ def test_symbolizer_inline_frames_demangled(prog):
     nm = {n: int(a, 16) for a, t, n in (l.split(None, 2) for l in run("nm", "-C", "--defined-only", prog).splitlines()
                                        if len(l.split(None, 2)) == 3)}
     # (full signatures, as addr2line -C and nm -C print them)
-    s = Symbolizer(DebugInfoLocator(buildid_dir=None), signatures=True)
+    s = Symbolizer(DebugInfoLocator(buildid_dir=None), SymbolizerOptions(signatures=True))
     seen_inline = 0
     for a in addrs:
         t = truth[a]

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from symbolize import Binary, DebugInfoLocator, KernelSymbols, Symbolizer
+from symbolize import Binary, DebugInfoLocator, KernelSymbols, Symbolizer, SymbolizerOptions
 from test_symbolize_util import compile_c, need, nm_defined, readelf_build_id, readelf_symbols, run
 
 SRC = r"""
@@ -58,7 +58,7 @@ def test_debug_dir_build_id_layout(built, tmp_path):
     stripped = strip_to(built["full"], str(tmp_path / "prog"))
     dd = tmp_path / "dd"
     keep_debug(built["full"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
-    s = Symbolizer(only(debug_dirs=[str(dd)]), inline=False)
+    s = Symbolizer(only(debug_dirs=[str(dd)]), SymbolizerOptions(inline=False))
     choice = s.binary_for(stripped, bid)
     assert choice.status == "found" and choice.binary.path == stripped
     assert choice.debug is not None and choice.debug.path.endswith(bid[2:] + ".debug")
@@ -85,7 +85,7 @@ def test_buildid_mismatch_is_never_used_and_warned_once(built, tmp_path):
     stripped = strip_to(built["full"], str(tmp_path / "prog"))
     dd = tmp_path / "dd"
     wrong = keep_debug(built["other"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
-    s = Symbolizer(only(debug_dirs=[str(dd)]), inline=False)
+    s = Symbolizer(only(debug_dirs=[str(dd)]), SymbolizerOptions(inline=False))
     addr = truth(built["full"])["hidden_helper"]
     for _ in range(3):
         f = s.lookup(stripped, bid, addr)
@@ -95,7 +95,7 @@ def test_buildid_mismatch_is_never_used_and_warned_once(built, tmp_path):
     assert sum(wrong in w for w in s.warnings) == 1
     # The wanted build-id is not the one of the file at the path at all.
     other_bid = readelf_build_id(built["other"])
-    s2 = Symbolizer(only(), inline=False)
+    s2 = Symbolizer(only(), SymbolizerOptions(inline=False))
     c = s2.binary_for(built["full"], other_bid)
     assert c.status == "buildid-mismatch" and c.binary is None
     assert s2.lookup(built["full"], other_bid, addr)[0].name is None
@@ -113,7 +113,7 @@ def test_debuglink_crc_checked(built, tmp_path):
     tmpdbg = str(tmp_path / "nobid.debug")
     shutil.copy(dbg, tmpdbg)
     run("objcopy", "--strip-all", f"--add-gnu-debuglink={tmpdbg}", src, stripped)
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     c = s.binary_for(stripped)
     assert c.debug is not None and c.debug.path == dbg
     addr = truth(src)["hidden_helper"]
@@ -124,7 +124,7 @@ def test_debuglink_crc_checked(built, tmp_path):
         last = f.read(1)
         f.seek(-1, 2)
         f.write(bytes([last[0] ^ 0xFF]))
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     assert s.binary_for(stripped).debug is None
     assert any("CRC" in w for w in s.warnings)
 
@@ -143,7 +143,7 @@ def test_pseudo_mappings_that_are_no_file_say_nothing(tmp_path):
     """A return address in the heap or the stack (a DWARF unwind or a
     frame-pointer walk that read a pointer there) names nothing, as in perf,
     and its lookup is no missing binary to warn of; a missing file still is."""
-    s = Symbolizer(DebugInfoLocator(), cache_dir=None)
+    s = Symbolizer(DebugInfoLocator(), SymbolizerOptions(cache_dir=None))
     for path in ("[heap]", "[stack]", "[vvar]", "[anon]", "[uprobes]", "[vsyscall]"):
         assert [f.name for f in s.lookup(path, None, None, file_offset=0x95f)] == [None]
     assert s.warnings == []
@@ -173,7 +173,7 @@ def test_perf_buildid_cache_layout(built, tmp_path):
     link = cache / ".build-id" / bid[:2] / bid[2:]
     link.parent.mkdir(parents=True)
     os.symlink(os.path.relpath(entry, link.parent), link)
-    s = Symbolizer(only(buildid_dir=str(cache)), inline=False)
+    s = Symbolizer(only(buildid_dir=str(cache)), SymbolizerOptions(inline=False))
     c = s.binary_for(orig, bid)
     assert c.status == "found" and os.path.realpath(c.binary.path) == os.path.realpath(entry / "elf")
     addr = truth(built["full"])["after_die"]
@@ -191,7 +191,7 @@ def test_perf_buildid_cache_with_real_perf(built, tmp_path):
     if p.returncode != 0 or not (home / ".debug").exists():
         pytest.skip(f"perf buildid-cache failed: {p.stderr[:200]}")
     bid = readelf_build_id(built["full"])
-    s = Symbolizer(only(buildid_dir=str(home / ".debug")), inline=False)
+    s = Symbolizer(only(buildid_dir=str(home / ".debug")), SymbolizerOptions(inline=False))
     cands = [c.path for c in s.locator.candidates_for_binary("/elsewhere/prog", bid) if os.path.isfile(c.path)]
     assert cands
     c = s.binary_for("/elsewhere/prog", bid)
@@ -202,7 +202,7 @@ def test_symfs(built, tmp_path):
     root = tmp_path / "root"
     (root / "usr" / "bin").mkdir(parents=True)
     shutil.copy(built["full"], root / "usr" / "bin" / "prog")
-    s = Symbolizer(only(symfs=str(root)), inline=False)
+    s = Symbolizer(only(symfs=str(root)), SymbolizerOptions(inline=False))
     addr = truth(built["full"])["main"]
     assert s.lookup("/usr/bin/prog", None, addr)[-1].name == "main"
     assert s.lookup("/usr/bin/../bin/prog", None, addr)[-1].name == "main"
@@ -220,7 +220,8 @@ def test_path_map(built, tmp_path):
     addr = truth(built["full"])["main"]
     recorded = "/srv/app/bin/prog"
     s = Symbolizer(DebugInfoLocator(buildid_dir=None, system_debug=None,
-                                    path_map=["/srv/app=%s" % (tmp_path / "new")]), inline=False)
+                                    path_map=["/srv/app=%s" % (tmp_path / "new")]),
+                   SymbolizerOptions(inline=False))
     assert s.lookup(recorded, None, addr)[-1].name == "main"
     assert s.binary_for(recorded).binary.path == str(new / "prog")
     # A path under OLD that NEW lacks is missing, though the recorded path
@@ -228,7 +229,7 @@ def test_path_map(built, tmp_path):
     here = built["full"]
     s2 = Symbolizer(DebugInfoLocator(buildid_dir=None, system_debug=None,
                                      path_map=[(os.path.dirname(here), str(tmp_path / "none"))]),
-                    inline=False)
+                    SymbolizerOptions(inline=False))
     assert s2.binary_for(here).status == "missing"
     # Longest prefix wins; a file can be mapped alone; components, not characters.
     pm = [parse_path_map("/srv=/a"), parse_path_map("/srv/app/=/b"),
@@ -250,7 +251,7 @@ def test_cli_refuses_a_malformed_path_map(tmp_path):
 
 
 def test_statuses(built, tmp_path):
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     assert s.binary_for(str(tmp_path / "absent")).status == "missing"
     txt = tmp_path / "notelf"
     txt.write_text("not an ELF\n")
@@ -285,7 +286,7 @@ def test_return_address_after_noreturn_call(built):
     t = truth(path)
     size = [sz for v, sz, *_ in readelf_symbols(path) if v == t["die_now"]][0]
     assert ret == t["die_now"] + size          # the call is the last instruction
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     plain = s.lookup(path, None, ret)[-1]
     as_ret = s.lookup(path, None, ret, is_return_address=True)[-1]
     assert as_ret.name == "die_now" and as_ret.offset == ret - t["die_now"] and as_ret.svma == ret
@@ -294,7 +295,7 @@ def test_return_address_after_noreturn_call(built):
 
 def test_file_offset_lookup_and_caching(built, tmp_path):
     path = built["full"]
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     b = Binary(path)
     addr = truth(path)["after_die"]
     off = b.svma_to_file_offset(addr)
@@ -310,7 +311,7 @@ def test_file_offset_lookup_and_caching(built, tmp_path):
 def test_kernel_and_perfmap(tmp_path):
     ks = KernelSymbols.parse("ffffffff81000000 T _stext\nffffffff81000100 t helper\n"
                              "ffffffffc0000000 t modfn\t[mymod]\n")
-    s = Symbolizer(only(), kallsyms=ks)
+    s = Symbolizer(only(), SymbolizerOptions(kallsyms=ks))
     f = s.lookup("[kernel.kallsyms]", None, 0xffffffff81000104)
     assert (f[0].name, f[0].offset, f[0].source) == ("helper", 4, "kallsyms")
     f = s.lookup("[kernel.kallsyms]", None, 0xffffffff81000100, is_return_address=True)
@@ -326,7 +327,8 @@ def test_kernel_and_perfmap(tmp_path):
         f = s.lookup(real, None, 0x7f0000001044)
         # perf's form by default; the full signature with signatures=True
         assert (f[0].name, f[0].offset, f[0].source) == ("foo::bar", 4, "perfmap")
-        f = Symbolizer(only(), kallsyms=ks, signatures=True).lookup(real, None, 0x7f0000001044)
+        f = Symbolizer(only(), SymbolizerOptions(kallsyms=ks, signatures=True)).lookup(
+            real, None, 0x7f0000001044)
         assert f[0].name == "foo::bar()"
     finally:
         os.unlink(real)
@@ -370,7 +372,7 @@ def test_stripped_copy_at_build_id_path_is_no_debug_file(built, tmp_path):
     fake.parent.mkdir(parents=True)
     shutil.copy(stripped, fake)
     real = keep_debug(built["full"], str(d2 / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
-    s = Symbolizer(only(debug_dirs=[str(d1), str(d2)]), inline=False)
+    s = Symbolizer(only(debug_dirs=[str(d1), str(d2)]), SymbolizerOptions(inline=False))
     c = s.binary_for(stripped, bid)
     assert c.debug is not None and c.debug.path == real
 
@@ -389,7 +391,7 @@ def test_minidebuginfo_through_symbolizer(built, tmp_path):
     xz.write_bytes(lzma.compress(open(mini, "rb").read(), format=lzma.FORMAT_XZ))
     prog = strip_to(src, str(tmp_path / "prog"))
     run("objcopy", f"--add-section=.gnu_debugdata={xz}", prog)
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     addr = truth(src)["hidden_helper"]
     f = s.lookup(prog, None, addr + 1)[-1]
     assert (f.name, f.offset, f.source) == ("hidden_helper", 1, "minidebuginfo")
@@ -400,22 +402,24 @@ def test_disk_cache_round_trip_and_damage(built, tmp_path):
     bid = readelf_build_id(built["full"])
     stripped = strip_to(built["full"], str(tmp_path / "prog"))
     cache = tmp_path / "cache"
-    s1 = Symbolizer(only(), inline=False, cache_dir=str(cache))
+    s1 = Symbolizer(only(), SymbolizerOptions(inline=False, cache_dir=str(cache)))
     t1 = s1.symbol_table(stripped, bid)
     files = sorted((cache / "symtab").rglob("*.table"))
     assert len(files) == 1
-    s2 = Symbolizer(only(), inline=False, cache_dir=str(cache))
+    s2 = Symbolizer(only(), SymbolizerOptions(inline=False, cache_dir=str(cache)))
     assert list(s2.symbol_table(stripped, bid)) == list(t1)
     # Once the debug file is there, the dynsym-only table is not reused.
     dd = tmp_path / "dd"
     keep_debug(built["full"], str(dd / ".build-id" / bid[:2] / (bid[2:] + ".debug")))
-    s3 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
+    s3 = Symbolizer(only(debug_dirs=[str(dd)]),
+                    SymbolizerOptions(inline=False, cache_dir=str(cache)))
     addr = truth(built["full"])["hidden_helper"]
     assert s3.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
     # A damaged cache file is ignored (and rewritten).
     for f in cache.rglob("*.table"):
         f.write_text('{"format": "perfdata-symtab-1", "symbols": [["x", -1, "y", "z"]]}')
-    s4 = Symbolizer(only(debug_dirs=[str(dd)]), inline=False, cache_dir=str(cache))
+    s4 = Symbolizer(only(debug_dirs=[str(dd)]),
+                    SymbolizerOptions(inline=False, cache_dir=str(cache)))
     assert s4.lookup(stripped, bid, addr)[-1].name == "hidden_helper"
 
 
@@ -446,7 +450,7 @@ def test_perf_buildid_cache_directory_without_elf_is_no_candidate(built, tmp_pat
     link = cache / ".build-id" / bid[:2] / bid[2:]
     link.parent.mkdir(parents=True)
     os.symlink(os.path.relpath(entry, link.parent), link)
-    s = Symbolizer(only(buildid_dir=str(cache)), inline=False)
+    s = Symbolizer(only(buildid_dir=str(cache)), SymbolizerOptions(inline=False))
     c = s.binary_for(built["full"], bid)
     assert c.status == "found" and c.binary.path == built["full"]
     assert s.warnings == []
@@ -462,14 +466,15 @@ def test_first_found_takes_the_first_place_with_the_build_id(built, tmp_path):
     wrong = shutil.copy(built["other"], tmp_path / "wrong")
     right = shutil.copy(built["full"], tmp_path / "right")
     addr = truth(built["full"])["main"]
-    s = Symbolizer(only(), inline=False)
+    s = Symbolizer(only(), SymbolizerOptions(inline=False))
     assert s.first_found([gone, str(wrong), str(right)], bid) == str(right)
     assert s.lookup(str(right), bid, addr)[-1].name == "main"
     assert s.warnings == []
-    s2 = Symbolizer(only(), inline=False)
+    s2 = Symbolizer(only(), SymbolizerOptions(inline=False))
     assert s2.first_found([gone, str(wrong)], bid) == gone
     assert s2.warnings == []
     s2.lookup(gone, bid, addr)
     assert len(s2.warnings) == 1 and gone in s2.warnings[0]
     # the first place that has it is taken whatever follows
-    assert Symbolizer(only(), inline=False).first_found([built["full"], gone], bid) == built["full"]
+    assert Symbolizer(only(), SymbolizerOptions(inline=False)).first_found(
+        [built["full"], gone], bid) == built["full"]

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from symbolize import DebugInfoLocator, Symbolizer
+from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
 from conftest import requires_libc_debug_here
 from test_symbolize_util import compile_c, need
 
@@ -94,7 +94,7 @@ def parse_sym(text):
 
 def test_program_symbols_match_perf(recording):
     prog, samples, maps = recording
-    sym = Symbolizer(DebugInfoLocator(buildid_dir=None), inline=False)
+    sym = Symbolizer(DebugInfoLocator(buildid_dir=None), SymbolizerOptions(inline=False))
     seen = set()
     compared = 0
     for ip, text, dso in samples:
@@ -121,7 +121,7 @@ def test_program_symbols_match_perf(recording):
 @requires_libc_debug_here     # libc's hot functions (__memset_evex, ...) are local symbols
 def test_libc_symbols_match_perf(recording):
     prog, samples, maps = recording
-    sym = Symbolizer(inline=False)
+    sym = Symbolizer(options=SymbolizerOptions(inline=False))
     compared = 0
     for ip, text, dso in samples:
         if not dso.endswith("/libc.so.6") or dso not in maps:
@@ -148,7 +148,8 @@ def test_kernel_symbols_match_perf(recording):
     kernel = [(ip, text) for ip, text, dso in samples if dso == "[kernel.kallsyms]"]
     if not kernel:
         pytest.skip("no kernel samples")
-    sym = Symbolizer(DebugInfoLocator(buildid_dir=None), kallsyms="/proc/kallsyms")
+    sym = Symbolizer(DebugInfoLocator(buildid_dir=None),
+                     SymbolizerOptions(kallsyms="/proc/kallsyms"))
     compared = 0
     for ip, text in kernel:
         name, off = parse_sym(text)

@@ -372,7 +372,7 @@ def test_empty_stack_copy_is_not_unwound(tmp_path):
     import perfdata
     from perfdata.format.constants import CallchainContext as CC, SampleType as ST
     from perfdata.resolve.symbolized import SampleSymbolizer
-    from symbolize import Symbolizer
+    from symbolize import Symbolizer, SymbolizerOptions
     from synth import Attr, Builder, attr_value
     st = ST.IP | ST.TID | ST.TIME | ST.CALLCHAIN | ST.REGS_USER | ST.STACK_USER
     attr = Attr(attr_value(sample_type=st, sample_regs_user=0xff0fff, sample_stack_user=16,
@@ -387,7 +387,8 @@ def test_empty_stack_copy_is_not_unwound(tmp_path):
                         misc=1) for t in (1, 2)]
     path = tmp_path / "empty_stack.data"
     path.write_bytes(b.file([attr], records))
-    samples = SampleSymbolizer(perfdata.open(str(path)), Symbolizer(inline=False))
+    samples = SampleSymbolizer(perfdata.open(str(path)),
+                               Symbolizer(options=SymbolizerOptions(inline=False)))
     got = [[f.avma for f in s.frames] for s in samples]
     assert got == [kernel[1:], kernel[1:]]
     assert samples.unwinder.counts["empty_stack"] == 2

@@ -363,7 +363,8 @@ def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:
     """A maker of the symbolizer that looks source lines up: the pass's
     locator and cache, line tables read, whole paths."""
     def make() -> Symbolizer:
-        from symbolize import Symbolizer
-        return Symbolizer(symbolizer.locator, demangle=symbolizer.demangle, inline=False,
-                          srcline=True, source_paths=True, cache_dir=symbolizer.cache)
+        from symbolize import Symbolizer, SymbolizerOptions
+        return Symbolizer(symbolizer.locator, SymbolizerOptions(
+            demangle=symbolizer.demangle, inline=False, srcline=True, source_paths=True,
+            cache_dir=symbolizer.cache))
     return make

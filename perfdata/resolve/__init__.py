@@ -9,8 +9,12 @@
                  frames named (filters, stop reasons, side events)
     filters      the sample filters (--pid, --tid, --comm, -C, --time,
                  -S, --dsos) made from parsed values
-    frames       FrameResolver: an address in a thread's maps to a frame
-                 (map and dso resolution, JIT sources, the stack caches)
+    frames       StackFrame (one line of a stack) and the FrameResolver:
+                 an address in a thread's maps to its frames
+    dsos         the binary behind a map (DsoResolver), what the recording
+                 says of its binaries (RecordedBinaries)
+    jit_sources  a JIT's perf map and jitdump, per process (JitSources)
+    stack_caches the resolver's caches of frames and stacks, and their bounds
     unwinding    DWARF stacks from REGS_USER and STACK_USER
     stitch       --stitch: cut stacks completed from the thread's samples
     hitrate      when a cache keeps paying for itself

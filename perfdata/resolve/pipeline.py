@@ -132,9 +132,9 @@ def build_sample_symbolizer(pf: PerfFile, options: ResolveOptions = ResolveOptio
     SideEvent); order='file' for perf script's --show-round-events, which
     turns perf's time ordering off; share: (block, jobs, index) of a sharded
     run's worker."""
-    from symbolize import Symbolizer, make_locator
+    from symbolize import Symbolizer, SymbolizerOptions, make_locator
 
-    from .symbolized import SampleSymbolizer
+    from .symbolized import SampleSymbolizer, StackOptions, StreamOptions
     debug_dirs = list(options.debug_dirs)
     buildid_dir = options.buildid_dir
     vdso = options.vdso
@@ -151,23 +151,21 @@ def build_sample_symbolizer(pf: PerfFile, options: ResolveOptions = ResolveOptio
     locator = make_locator(options.debuginfod, debug_dirs=debug_dirs, symfs=options.symfs,
                            path_map=options.path_maps,
                            **({"buildid_dir": buildid_dir} if buildid_dir else {}))
-    symbolizer = Symbolizer(locator, demangle=options.demangle,
-                            cache_dir=symbol_cache_of(options),
-                            signatures=options.signatures,
-                            inline=options.inline and not options.no_inline,
-                            srcline=options.srcline,
-                            # whole source paths as addr2line gives them only
-                            # where they are printed
-                            source_paths=options.full_source_path,
-                            vdso=vdso, demangle_kernel=options.demangle_kernel,
-                            recorded_at=_written_at(pf.path_arg),
-                            **({"kallsyms": kernel_symbols_of(pf, options)}
-                               if options.kallsyms or options.vmlinux else {}))
+    symbolizer = Symbolizer(locator, SymbolizerOptions(
+        demangle=options.demangle, cache_dir=symbol_cache_of(options),
+        signatures=options.signatures, inline=options.inline and not options.no_inline,
+        srcline=options.srcline,
+        # whole source paths as addr2line gives them only where they are printed
+        source_paths=options.full_source_path,
+        vdso=vdso, demangle_kernel=options.demangle_kernel,
+        recorded_at=_written_at(pf.path_arg), kallsyms=kernel_symbols_of(pf, options)))
     check_cpu_filter(pf, options.cpus)
-    return SampleSymbolizer(pf, symbolizer, max_stack=options.max_stack, unwind=options.unwind,
-                            filters=sample_filter(options.pids, options.tids, options.comms,
-                                                  options.cpus, _kept_time(pf, options)),
-                            leaf_filter=leaf_filter(options.symbols, options.dsos),
-                            dwarf_inline=not options.no_inline,
-                            side_events=side_events, side_cpus=options.cpus, order=order,
-                            strict=options.strict, stitch=options.stitch, share=share)
+    return SampleSymbolizer(
+        pf, symbolizer,
+        StackOptions(max_stack=options.max_stack, unwind=options.unwind,
+                     dwarf_inline=not options.no_inline, stitch=options.stitch),
+        StreamOptions(side_events=frozenset(side_events), side_cpus=options.cpus, order=order,
+                      strict=options.strict),
+        filters=sample_filter(options.pids, options.tids, options.comms, options.cpus,
+                              _kept_time(pf, options)),
+        leaf_filter=leaf_filter(options.symbols, options.dsos), share=share)

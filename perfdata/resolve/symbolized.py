@@ -9,6 +9,7 @@ offset, the dso, the build-id, inlined frames and source lines.  Views
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from symbolize import DebugInfoLocator, Symbolizer
@@ -16,6 +17,7 @@ from symbolize import DebugInfoLocator, Symbolizer
 from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
                                RecordType as RT, SampleType as ST)
 from ..format.errors import PerfDataError
+from .dsos import RecordedBinaries
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
 from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
@@ -54,46 +56,64 @@ class SymbolizedSample(Sample):
         self.unwind: UnwindResult | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StackOptions:
+    """How a sample's stack is walked and named."""
+    max_stack: int = DEFAULT_MAX_STACK  # frames per stack (perf's --max-stack)
+    # user stacks: auto (dwarf where the samples carry REGS_USER and
+    # STACK_USER, else the recorded callchain), dwarf, fp, none (the ip only)
+    unwind: str = "auto"
+    dwarf_inline: bool = True           # inline chains from DWARF (--no-inline: False)
+    stitch: bool = False                # --stitch (see stitch.py)
+    stitch_lookahead: int | None = None  # None: stitch.DEFAULT_LOOKAHEAD
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    """What the session stream hands out, and in which order (see
+    SessionStream): the side events asked for beside the samples (record
+    types) and the cpus they are kept for (-C; None: all); perf's time
+    order or the file's ("file"); strict: stop at the first fault."""
+    side_events: frozenset[int] = frozenset()
+    side_cpus: Collection[int] | None = None
+    order: str = "time"
+    strict: bool = False
+
+
 class SampleSymbolizer:
     """Iterate over the symbolized samples of an open PerfFile (and the side
     events asked for, as SideEvent): the consumer of its SessionStream that
     filters, symbolizes and stitches; what the stream says of lost samples
-    and build-ids is kept in lost_samples and build_ids."""
+    and build-ids is kept in lost_samples and build_ids.  filters(sample)
+    is asked before symbolizing, leaf_filter(sample, frames of its ip)
+    after resolving the ip only (perf's -S, --dsos); share: (block, jobs,
+    index) of a sharded run's worker."""
 
     def __init__(self, pf: PerfFile, symbolizer: Symbolizer | None = None,
-                 max_stack: int = DEFAULT_MAX_STACK, inline: bool = True, demangle: bool = True,
-                 unwind: str = "auto",
+                 stacks: StackOptions = StackOptions(), stream: StreamOptions = StreamOptions(),
                  filters: Callable[[SymbolizedSample], bool] | None = None,
-                 dwarf_inline: bool = True, side_events: Iterable[int] = (),
-                 strict: bool = False,
                  leaf_filter: Callable[[SymbolizedSample, Sequence[StackFrame]], bool]
                  | None = None,
-                 side_cpus: Collection[int] | None = None, order: str = "time",
-                 stitch: bool = False, stitch_lookahead: int | None = None,
                  share: tuple[int, int, int] | None = None) -> None:
         self.pf = pf
-        # side_events, side_cpus, order, strict, share: the stream's (see
-        # SessionStream); the session (threads, maps) follows every record.
-        self.stream = SessionStream(pf, side_events, side_cpus, order, strict, share,
-                                    sample_class=SymbolizedSample)
+        # the session (threads, maps) follows every record
+        self.stream = SessionStream(pf, stream.side_events, stream.side_cpus, stream.order,
+                                    stream.strict, share, sample_class=SymbolizedSample)
         self.machine = self.stream.machine
-        self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator(), demangle=demangle,
-                                                   inline=inline)
-        self.max_stack = max_stack
-        self.unwind = unwind
-        # filters(sample) before symbolizing; leaf_filter(sample, frames of
-        # its ip) after resolving the ip only (perf's -S, --dsos).
+        self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator())
+        max_stack = self.max_stack = stacks.max_stack
+        unwind = self.unwind = stacks.unwind
         self.filters = filters
         self.leaf_filter = leaf_filter
         # {path: build-id}: the recording's table, then those the records
         # name as they stream by (the resolver looks binaries up by it).
         self.build_ids = recorded_build_ids(pf)
         self.counts = {"samples": 0, "frames": 0}
-        self.dwarf_inline = dwarf_inline
-        self.resolver = FrameResolver(self.machine, self.symbolizer, self.build_ids,
-                                      pf.warnings, lambda: _recorded_release(pf), max_stack,
-                                      dwarf_inline, self.counts,
-                                      build_id_choices=recorded_build_id_choices(pf))
+        self.dwarf_inline = stacks.dwarf_inline
+        recorded = RecordedBinaries(self.build_ids, recorded_build_id_choices(pf),
+                                    lambda: _recorded_release(pf))
+        self.resolver = FrameResolver(self.machine, self.symbolizer, recorded, pf.warnings,
+                                      max_stack, stacks.dwarf_inline, self.counts)
         self.unwinder: unwinding.SampleUnwinder | None = None
         if unwind in ("auto", "dwarf") and any(
                 ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
@@ -111,10 +131,10 @@ class SampleSymbolizer:
         # --stitch: DWARF stacks cut by the snapshot completed from the
         # thread's other samples (a no-op without DWARF samples).
         self.stitcher: StackStitcher | None = None
-        if stitch and self.unwinder is not None:
+        if stacks.stitch and self.unwinder is not None:
             from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
             self.stitcher = StackStitcher(self._finish_stitched,
-                                          stitch_lookahead or DEFAULT_LOOKAHEAD)
+                                          stacks.stitch_lookahead or DEFAULT_LOOKAHEAD)
             self.stream.after_apply = self._thread_restarts
 
     @property
@@ -240,8 +260,8 @@ class SampleSymbolizer:
         resolver = self.resolver
         # (called only with an unwinder)
         result = self.unwinder.unwind(  # type: ignore[union-attr]
-            sample, resolver.dso_of, resolver.jit_unwind_table(sample),
-            resolver.memfd_is_jit(sample))
+            sample, resolver.dso_of, resolver.jit.jit_unwind_table(sample),
+            resolver.jit.memfd_is_jit(sample))
         if result is None or not result.frames:
             return False
         kernel_frames: Sequence[StackFrame] = ()
@@ -302,8 +322,8 @@ class SampleSymbolizer:
             return
         # (a stitcher is made only with an unwinder)
         result = self.unwinder.unwind(  # type: ignore[union-attr]
-            sample, self.resolver.dso_of, self.resolver.jit_unwind_table(sample),
-            self.resolver.memfd_is_jit(sample))
+            sample, self.resolver.dso_of, self.resolver.jit.jit_unwind_table(sample),
+            self.resolver.jit.memfd_is_jit(sample))
         if result is not None and result.frames:
             self.stitcher.add_sample(sample, (sample.pid, sample.tid),
                                      self._user_stack(sample, result), result.stop_reason,

@@ -106,7 +106,7 @@ def plan(ss: SampleSymbolizer) -> tuple[list[Member], list[Absent]]:
     # The perf maps that named JIT code (/tmp/perf-PID.map) likewise.
     dumps = {path for path, _ in refs if is_jitdump_path(path)}
     maps = {path for path, _ in refs if is_perfmap_path(path)}
-    for kind, paths in (("jitdump", dumps | set(ss.resolver.jitdump_paths())),
+    for kind, paths in (("jitdump", dumps | set(ss.resolver.jit.jitdump_paths())),
                         ("perfmap", maps)):
         for path in sorted(paths):
             found = sym.jit_file(path)

@@ -433,11 +433,11 @@ def fuzz_input(draw, seeds=None):
 # ----------------------------------------------------------------- oracle
 def make_symbolizer():
     """A Symbolizer that can read nothing but samples/buildids."""
-    from symbolize import DebugInfoLocator, Symbolizer
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     from symbolize.symbols.kallsyms import KernelSymbols
     locator = DebugInfoLocator(debug_dirs=[str(BUILDIDS)], symfs=str(BUILDIDS),
                                buildid_dir=None, system_debug=None)
-    return Symbolizer(locator, inline=True, kallsyms=KernelSymbols())
+    return Symbolizer(locator, SymbolizerOptions(inline=True, kallsyms=KernelSymbols()))
 
 
 CLI_COMMANDS = (("stats",), ("dump", "--json"), ("header", "-I"))
