@@ -279,6 +279,19 @@ class Profile:
             self._pass(fill)
         return {k: counts[k] for k in sorted(counts)}
 
+    def diff_folded(self, new: Profile, *, weight: str = "period", normalize: bool = False
+                    ) -> dict[str, tuple[int, int]]:
+        """This profile (the base) against `new`, stack by stack, as
+        `perfdata diff --folded BASE NEW` prints it (difffolded.pl's
+        columns): {stack: (base's count, new's count)}, a stack of one side
+        only 0 on the other, sorted by stack; normalize scales the base's
+        counts to new's total (difffolded.pl -n, as the differential flame
+        graph draws them)."""
+        from ..views.flamegraph_diff import diff_stacks
+        stacks = diff_stacks(self.folded(weight=weight), new.folded(weight=weight),
+                             normalize=normalize)
+        return {k: stacks[k] for k in sorted(stacks)}
+
     def flamegraph(self, *, weight: str = "samples") -> FlameGraph:
         """`perfdata flamegraph`'s tree of the first event seen (weight
         "samples", its default, or "period"); `.svg()` draws it."""
