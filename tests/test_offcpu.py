@@ -219,13 +219,15 @@ def test_fast_scan_is_the_careful_walk(system_wide):
     from perfdata.cli import build_parser
     from perfdata.session.switches import SwitchTracker
     from perfdata.views import offcpu
+    from perfdata.views.options import resolve_options
     from perfdata.run.profile import open_profile
     data, _ = system_wide
     args = build_parser("offcpu").parse_args(["offcpu", str(data)])
     got = []
     for fast, compiled in ((True, True), (True, False), (False, False)):
         tracker = SwitchTracker(args.min_wait)
-        offcpu.gather(args, open_profile(str(data)), tracker, fast=fast, compiled=compiled)
+        offcpu.gather(resolve_options(args), open_profile(str(data)), tracker, fast=fast,
+                      compiled=compiled)
         got.append(({t.tid: (t.comm, t.pid, t.first, t.last, t.run, t.waits, t.wait_count)
                      for t in tracker.kept_threads()}, tracker.waits))
     assert got[0] == got[1] == got[2]
@@ -351,6 +353,7 @@ def test_garbled_bytes_same_sums_compiled_or_not(system_wide, tmp_path):
     from perfdata.cli import build_parser
     from perfdata.session.switches import SwitchTracker
     from perfdata.views import offcpu
+    from perfdata.views.options import resolve_options
     from perfdata.run.profile import open_profile
     data, _ = system_wide
     blob = data.read_bytes()
@@ -386,10 +389,28 @@ def test_garbled_bytes_same_sums_compiled_or_not(system_wide, tmp_path):
         for compiled in (True, False):
             tracker = SwitchTracker(args.min_wait)
             try:
-                offcpu.gather(args, open_profile(str(bad)), tracker, compiled=compiled)
+                offcpu.gather(resolve_options(args), open_profile(str(bad)), tracker,
+                              compiled=compiled)
             except Exception as exc:        # (a file the careful walk refuses)
                 got.append(type(exc).__name__)
                 continue
             got.append(({t.tid: (t.comm, t.run, t.waits) for t in tracker.kept_threads()},
                         tracker.waits))
         assert got[0] == got[1]
+
+
+@requires_perf
+def test_library_face_gives_the_folded_waits(per_process):
+    """perfdata.profile(...).offcpu_folded() is `perfdata offcpu --format
+    collapse`'s text as data, with the command's options under their names."""
+    import perfdata
+    data, _ = per_process
+    for opts, kwargs in (([], {}), (["--tid-root", "--with-state"],
+                                    {"tid_root": True, "with_state": True})):
+        text = _offcpu(data, "--format", "collapse", *opts)
+        want = {}
+        for line in text.splitlines():
+            stack, ns = line.rsplit(" ", 1)
+            want[stack] = int(ns)
+        got = perfdata.profile(data).offcpu_folded(**kwargs)
+        assert got == want and len(got) > 3

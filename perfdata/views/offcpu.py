@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable, Sequence
 
     from ..format import EventAttr, EventFormat, PerfFile
+    from ..resolve import ResolveOptions
     from ..resolve.frames import StackFrame
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from ..session.switches import ThreadTimes
@@ -236,7 +237,7 @@ class StackNames:
         return path
 
 
-def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
+def gather(options: ResolveOptions, pf: PerfFile, tracker: SwitchTracker,
            fast: bool = True, wakers: bool = True, compiled: bool = True,
            oncpu: bool = False) -> None:
     """Feed the tracker every switch, wakeup and offcpu-time sample of the
@@ -248,7 +249,6 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
     sums of perfdata/core/switches.py) when that applies."""
     from ..resolve import build_sample_symbolizer
     from ..run.profile import print_warnings
-    from .options import resolve_options
     roles = Roles(pf)
     if not wakers:
         roles.wakeup.clear()        # (who woke whom: only the report says)
@@ -260,8 +260,7 @@ def gather(args: argparse.Namespace, pf: PerfFile, tracker: SwitchTracker,
     if fast and not roles.clock and gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
-    samples = build_sample_symbolizer(pf, resolve_options(args),
-                                      side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
+    samples = build_sample_symbolizer(pf, options, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
     feed = _Feeder(roles, samples, tracker)
     try:
         feed.run()
@@ -424,7 +423,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         check_width(args)
     pf = open_profile(args.file, getattr(args, "strict", False))
     tracker = SwitchTracker(args.min_wait, time_window(args, pf), thread_filter(args))
-    gather(args, pf, tracker, wakers=args.format == "report", oncpu=args.wall)
+    from .options import resolve_options
+    gather(resolve_options(args), pf, tracker, wakers=args.format == "report", oncpu=args.wall)
     stream, close = open_output(args.output, out)
     try:
         offcpu_output.write(args, tracker, stream)
