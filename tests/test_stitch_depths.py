@@ -61,10 +61,11 @@ def measure(path):
     """Counter(cut, completed, equal, wrong) over the leaf samples of one
     recording, stitched; the wrong stacks; the stitcher's counts."""
     import perfdata
-    from perfdata.resolve.symbolized import SampleSymbolizer
-    from symbolize import DebugInfoLocator, Symbolizer
+    from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
     with perfdata.open(str(path)) as pf:
-        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), inline=False), stitch=True)
+        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), SymbolizerOptions(inline=False)),
+                              StackOptions(stitch=True))
         samples = list(ss)
         counts = dict(ss.stitcher.counts)
         max_stack = ss.max_stack        # (frames past it are left out, as perf does)
