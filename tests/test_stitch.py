@@ -13,12 +13,11 @@ those equal the truth, and how many are wrong (must be none).
 import collections
 import json
 import re
-import shutil
-import subprocess
 
 import pytest
 
-from conftest import PERF, REPO, requires_libc_debug_here, requires_perf, run_cli
+from conftest import REPO, requires_libc_debug_here, requires_perf, run_cli
+from stitch_programs import record_modes, user_names
 from perfdata.resolve.stitch import StackStitcher, UserStack, extend_from
 
 # --------------------------------------------------------------- the rules
@@ -253,31 +252,10 @@ LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    tmp = tmp_path_factory.mktemp("stitch")
-    exe = tmp / "stitch_stacks"
-    subprocess.run(["gcc", "-O2", "-g", "-fno-optimize-sibling-calls", "-o", str(exe),
-                    str(PROG), "-lpthread"], check=True, capture_output=True, timeout=120)
-    procs = {}
-    for mode in MODES:
-        out = tmp / ("%s.data" % mode)
-        # cpu-clock:u every 250 us of the program's own CPU time: the same
-        # samples whatever the load (each leaf call is several periods long).
-        procs[mode] = (out, subprocess.Popen(
-            [PERF, "record", "-q", "-e", "cpu-clock:u", "-c", "250000",
-             "--call-graph=dwarf", "-o", str(out), "--", str(exe), mode, "2"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    paths = {}
-    for mode, (out, proc) in procs.items():
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-        paths[mode] = out
-    return paths
+    # cpu-clock:u every 250 us of the program's own CPU time: the same
+    # samples whatever the load (each leaf call is several periods long).
+    return record_modes(tmp_path_factory.mktemp("stitch"), PROG, MODES, 250000, ("2",))
 
-
-def _user_names(sample):
-    return [f.symbol for f in sample.frames if not f.kernel]
 
 
 def measure(path):
@@ -295,7 +273,7 @@ def measure(path):
     # the snapshot did not cut (one root per path).
     roots = collections.defaultdict(set)
     for s in samples:
-        names = _user_names(s)
+        names = user_names(s)
         m = LEAF.match(names[0] or "") if names else None
         if m and s.stop_reason == "outermost":
             entry = "entry_" + m.group(1)
@@ -307,7 +285,7 @@ def measure(path):
         if s.stop_reason != "stack-exhausted":
             assert not any(f.stitched for f in s.frames)
             continue
-        names = _user_names(s)
+        names = user_names(s)
         m = LEAF.match(names[0] or "")
         stitched = [f.stitched for f in s.frames if not f.kernel]
         if m is None:

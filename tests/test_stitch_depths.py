@@ -11,12 +11,11 @@ those equal the truth (>= 95% of the cut), and how many are wrong (none).
 """
 import collections
 import re
-import shutil
-import subprocess
 
 import pytest
 
-from conftest import PERF, REPO, requires_perf
+from conftest import REPO, requires_perf
+from stitch_programs import record_modes, user_names
 
 PROG = REPO / "tests" / "progs" / "stitch_depths.c"
 MODES = ("recursive", "callers", "coroutine", "threads")
@@ -25,31 +24,10 @@ LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    tmp = tmp_path_factory.mktemp("stitch_depths")
-    exe = tmp / "stitch_depths"
-    subprocess.run(["gcc", "-O2", "-g", "-fno-optimize-sibling-calls", "-o", str(exe),
-                    str(PROG), "-lpthread"], check=True, capture_output=True, timeout=120)
-    procs = {}
-    for mode in MODES:
-        out = tmp / ("%s.data" % mode)
-        # cpu-clock:u every 1 ms of the program's own CPU time (1 kHz), the
-        # default 8 KiB stack copy; ~1,500 samples per mode.
-        procs[mode] = (out, subprocess.Popen(
-            [PERF, "record", "-q", "-e", "cpu-clock:u", "-c", "1000000",
-             "--call-graph=dwarf", "-o", str(out), "--", str(exe), mode],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-    paths = {}
-    for mode, (out, proc) in procs.items():
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err
-        paths[mode] = out
-    return paths
+    # cpu-clock:u every 1 ms of the program's own CPU time (1 kHz), the
+    # default 8 KiB stack copy; ~1,500 samples per mode.
+    return record_modes(tmp_path_factory.mktemp("stitch_depths"), PROG, MODES, 1000000, ())
 
-
-def _user_names(sample):
-    return [f.symbol for f in sample.frames if not f.kernel]
 
 
 def truth(leaf, path, depth, root):
@@ -71,7 +49,7 @@ def measure(path):
         max_stack = ss.max_stack        # (frames past it are left out, as perf does)
     roots = collections.defaultdict(set)
     for s in samples:
-        names = _user_names(s)
+        names = user_names(s)
         m = LEAF.match(names[0] or "") if names else None
         if m and s.stop_reason == "outermost":
             entry = "entry_" + m.group(1)
@@ -80,7 +58,7 @@ def measure(path):
     stats = collections.Counter()
     wrong = []
     for s in samples:
-        names = _user_names(s)
+        names = user_names(s)
         m = LEAF.match(names[0] or "") if names else None
         stitched = [f.stitched for f in s.frames if not f.kernel]
         if s.stop_reason != "stack-exhausted":
