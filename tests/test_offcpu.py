@@ -208,7 +208,12 @@ def test_wait_per_thread_is_perf_sched_timehist(system_wide):
         assert total_ms - 0.0005 <= wait_ms <= total_ms + 0.001 * lines + 0.0005, \
             (tid, ours[tid], total_ms, lines)
         compared += 1
-    assert compared >= 10
+    # (the program's own threads end in do_exit with tid -1, so timehist
+    # counts their last wait otherwise: the threads compared exactly are the
+    # machine's others, as many as were busy while it recorded: 9 on a quiet
+    # CI machine, dozens on a loaded one; 3 keeps the test from passing on
+    # none)
+    assert compared >= 3
 
 
 @requires_perf
