@@ -173,8 +173,15 @@ def test_print_line_summary_equals_perf(recording):
     for name in _hottest(theirs):
         if not summaries.get(name):
             continue        # (perf resolves no line there: libc without its debug file)
-        got = [("%.2f" % line["percent"], line["srcline"]) for line in mine[name]["lines"]]
-        assert got == summaries[name], name
+        got = [(line["percent"], line["srcline"]) for line in mine[name]["lines"]]
+        want = summaries[name]
+        # The same lines in the same order; each share within the last
+        # printed digit: a line's share is a sum of its instructions' shares
+        # in doubles, and a sum at a .xx5 boundary prints either way (CI met
+        # 68.92 against perf's 68.91 once).
+        assert [s for _, s in got] == [s for _, s in want], name
+        assert all(abs(p - float(w)) <= 0.0051 for (p, _), (w, _) in zip(got, want)), \
+            (name, got, want)
         checked += 1
     assert checked >= 2
 
