@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
     from .header import feature_bits
     from .records import body_schemas, event_header_schema, event_header_struct
-    from .sample import weight_and_ins_lat
+    from .sample import sample_schema, weight_and_ins_lat
     from .samplescan import id_offset, sample_offsets, scan_samples, why_not_scanned
     from .tracing import (EventFormat, FieldFormat, TracingData, parse_tracing_data,
                           tracing_data_schema)
@@ -63,7 +63,7 @@ _MODULE_OF = {
                     "features"),
     "feature_bits": "header",
     **dict.fromkeys(("body_schemas", "event_header_schema", "event_header_struct"), "records"),
-    "weight_and_ins_lat": "sample",
+    **dict.fromkeys(("sample_schema", "weight_and_ins_lat"), "sample"),
     **dict.fromkeys(("id_offset", "sample_offsets", "scan_samples", "why_not_scanned"),
                     "samplescan"),
     **dict.fromkeys(("EventFormat", "FieldFormat", "TracingData", "parse_tracing_data",

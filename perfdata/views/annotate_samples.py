@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 
 # The sample body's fields before PERIOD, in perf's order, with their sizes
 # (perf_event.h: IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD).
-_BODY_ORDER = ((ST.IDENTIFIER, 8), (ST.IP, 8), (ST.TID, 8), (ST.TIME, 8), (ST.ADDR, 8),
-               (ST.ID, 8), (ST.STREAM_ID, 8), (ST.CPU, 8))
 _JIT_SOURCES = ("perfmap", "jitdump")
 
 
@@ -120,21 +118,21 @@ class _Layout:
     __slots__ = ("name", "wanted", "index", "ip", "read", "fixed_period", "samples", "total")
 
     def __init__(self, ea: EventAttr, wanted: bool, index: int) -> None:
-        offsets, at = {}, 0
-        for bit, size in _BODY_ORDER:
-            if ea.sample_type & bit:
-                offsets[bit] = at
-                at += size
+        # (the offsets from the sample's schema, as the compiled core takes
+        # them: every field before the period is of fixed size)
+        from ..core.layout import field
+        from ..format import sample_schema
+        schema = sample_schema(ea.sample_type)
         self.name = ea.name
         self.wanted = wanted
         self.index = index
-        self.ip = offsets[ST.IP]
+        self.ip = field(schema, "ip").offset
         self.fixed_period = ea.attr["sample_period"]
         # ip, pid, tid (just after the ip) and the period (where the sample
         # has none: the attr's sample_period, as Sample.period) in one unpack
         self.read: Callable[[Any, int], tuple[int, ...]]
         if ea.sample_type & ST.PERIOD:
-            gap = at - offsets[ST.TID] - 8
+            gap = field(schema, "period").offset - field(schema, "tid").offset - 4
             self.read = struct.Struct("<QII%dxQ" % gap).unpack_from
         else:
             self.read = _no_period(struct.Struct("<QII").unpack_from, self.fixed_period)
