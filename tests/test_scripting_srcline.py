@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from script_compare import _is_plt_misname
 from conftest import PERF, requires_perf
 
 pytestmark = [requires_perf,
@@ -75,4 +76,12 @@ def test_srcline_and_srccode_as_perf(debug, tmp_path):
             any("spin.c', 10, " in line for line in spin_lines), spin_lines
     else:
         assert all(line.endswith("('??', 0) ('??', 0, None)") for line in spin_lines), spin_lines
-    assert ours.stdout == perf.stdout
+    theirs, mine = perf.stdout.splitlines(), ours.stdout.splitlines()
+    assert len(mine) == len(theirs)
+    for a, b in zip(theirs, mine):
+        if a != b:
+            # (a sample that fell in a PLT stub: perf's PLT misname, `_init`,
+            # where perfdata names the stub; docs/differences.md)
+            sym_a, _, rest_a = a.partition(" ")
+            sym_b, _, rest_b = b.partition(" ")
+            assert _is_plt_misname(sym_a) and sym_b.endswith("@plt") and rest_a == rest_b, (a, b)
