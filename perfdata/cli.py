@@ -79,7 +79,7 @@ def _stand_in(name: str) -> types.ModuleType:
 
 # (before perfdata's modules import construct: the package perfdata, which
 # Python imports before this module, imports no construct until its
-# PerfFile is used; a test checks, tests/test_startup.py)
+# PerfFile is used; a test checks, tests/cli/test_startup.py)
 defer_modules(*UNUSED_MODULES)
 
 from perfdata.run.profile import print_warnings  # noqa: E402
@@ -198,7 +198,7 @@ def _add_global_options(p: argparse.ArgumentParser, command: bool) -> None:
 
 
 # Examples for the end of each command's --help: command lines that run as
-# written on a recording named perf.data (tests/test_cli_help.py parses
+# written on a recording named perf.data (tests/cli/test_cli_help.py parses
 # each, and asks every command for 2 to 4).  "fleet collapse" and the like: fleet's own commands.
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "perfdata": ("perfdata script perf.data --debug-dir ./buildids",
@@ -262,7 +262,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 def _examples(name: str) -> str | None:
     """The epilog of a command's help (None for a command without examples:
-    tests/test_cli_help.py asks every command for some)."""
+    tests/cli/test_cli_help.py asks every command for some)."""
     if name not in EXAMPLES:
         return None
     return "examples:\n" + "".join("  %s\n" % line for line in EXAMPLES[name])

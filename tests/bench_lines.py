@@ -19,8 +19,10 @@ import sys
 import time
 
 # A script run by hand (tests/, its own directory, is on sys.path already):
-# this checkout's symbolize, not an installed one.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+# this checkout's symbolize, not an installed one, and tests/symbolize/ (its
+# test_symbolize_util).
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), part)
+                for part in ("..", "symbolize")]
 
 from symbolize import Binary  # noqa: E402
 

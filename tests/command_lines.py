@@ -1,4 +1,4 @@
-"""The command lines of tests/test_command_lines.py: (command, arguments)."""
+"""The command lines of tests/cli/test_command_lines.py: (command, arguments)."""
 SCRIPT = [
     # --max-stack: perf script's OPT_UINTEGER
     ["--max-stack", "-1"], ["--max-stack=-5"], ["--max-stack", "abc"], ["--max-stack", "0x10"],

@@ -1,4 +1,4 @@
-"""Pairs of recordings made at test time for tests/test_diff*.py, where the
+"""Pairs of recordings made at test time for tests/views/test_diff*.py, where the
 truth is known: tests/progs/diff_work.c run with grows()' work doubled.
 
 * "base": the -O1 build, FACTOR 1; "new": the same binary, FACTOR 2 (one

@@ -9,7 +9,7 @@
 #   tools/fuzz-compiled.sh [INPUTS [JOBS [SEED]]]     (default 100000 2 1)
 #
 # FUZZ_COMPILED_WHOLE=0 leaves out the whole files (corpus, fuzz crashers,
-# samples) for a quick run (tests/test_core_records.py runs one).
+# samples) for a quick run (tests/core/test_core_records.py runs one).
 # A canary first proves the set-up reports a read past a buffer.
 set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)

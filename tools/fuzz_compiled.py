@@ -184,7 +184,7 @@ class Run:
     def walk(self, data: bytes) -> None:
         """The compiled record walk of script (perfdata/core/walk.py) against
         PerfFile.records: the same records in the same order, the same
-        warnings (tests/test_core_walk.py's comparison)."""
+        warnings (tests/core/test_core_walk.py's comparison)."""
         import perfdata
         from perfdata.core import walk
         from perfdata.session.stream import SessionStream

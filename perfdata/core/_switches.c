@@ -5,7 +5,7 @@
  * the sched_switch and sched_wakeup events (by event id), sorts them by time
  * (ties in file order, as perf's ordered events) and adds up each thread's
  * waits and runs exactly as perfdata/session/switches.py's SwitchTracker
- * does (the reference; tests/test_offcpu.py compares the two): a wait from
+ * does (the reference; tests/views/test_offcpu.py compares the two): a wait from
  * a thread's switch out to its next switch in, a switch in that was not
  * recorded taken at the cpu's previous switch, the waits shorter than
  * min_wait apart, each wait named by its state's value and its waker's comm.

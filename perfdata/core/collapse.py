@@ -10,7 +10,7 @@ counts["root;...;leaf"].  The event filter is the Python path's own object,
 asked once an event at its first sample (its answer does not change after
 the first event seen): the events it leaves out, stacks rooted at a java
 comm (named otherwise) and --addrs go to the Python path.  The table is the
-same as the Python path's (tests/test_core_equality.py).
+same as the Python path's (tests/core/test_core_equality.py).
 """
 from __future__ import annotations
 

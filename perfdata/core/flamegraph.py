@@ -14,7 +14,7 @@ the run every stack goes into the builder (FlameGraphBuilder.add_stack) in
 the order of its first sample: a node is made by the first sample through
 it, and takes that sample's kind and dso, as when the samples are added one
 by one.  The graph is the same bytes as the Python path's
-(tests/test_core_equality.py).
+(tests/core/test_core_equality.py).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Python walker goes on from there with the walk state it would have had
 next record boundary, where the C goes on.  Records the walker expands
 (zstd) keep the Python walk to the end.  The records are counted the same
 either way, and `perfdata stats` prints the same bytes
-(tests/test_core_records.py).
+(tests/core/test_core_records.py).
 
 It does not apply (the caller walks in Python) to pipes, directories (`perf
 record --threads`), strict walks, events that read counters

@@ -26,7 +26,7 @@ entry Report makes from more than its frame (an inlined function without
 its symbol's frame, a kernel address without a symbol: perf's map-relative
 address of a module), a pid_t below 0, a comm UTF-8 cannot carry.  It is
 not used with --children, the histogram filters (--pid, --comm, --dsos,
-...), or a sharded run.  tests/test_core_equality.py requires the same bytes as the
+...), or a sharded run.  tests/core/test_core_equality.py requires the same bytes as the
 Python path, which stays the reference.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ frames_for_address, ScriptFormatter.frame_lines).  A sample the core does
 not handle exactly (a JIT's map, a DWARF or LBR stack, a field the core does
 not print, a body the decoder would refuse) it leaves to the stream, and
 the Python path decodes, symbolizes and formats it.  The text is the same
-bytes as the Python path's (tests/test_core_equality.py), which stays the
+bytes as the Python path's (tests/core/test_core_equality.py), which stays the
 reference.
 """
 from __future__ import annotations

@@ -89,7 +89,7 @@ def gather_stats(pf: PerfFile, stats: RecordStats | None = None) -> RecordStats:
     """Count every record (into `stats`, so that what was counted before a
     fault is still there when the walk raises).  The compiled walk counts
     the records it takes as they are, the Python walk the others; the same
-    counts either way (tests/test_core_records.py)."""
+    counts either way (tests/core/test_core_records.py)."""
     stats = RecordStats() if stats is None else stats
     if not walk_counting(pf, stats.add_counts, stats.add):
         # perf counts every record as it arrives, COMPRESSED ones and their content.

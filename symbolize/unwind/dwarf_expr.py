@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 # The opcodes, as pyelftools names them (elftools.dwarf.dwarf_expr's
-# DW_OP_name2opcode, which tests/test_unwind_cfi.py checks these against:
+# DW_OP_name2opcode, which tests/symbolize/test_unwind_cfi.py checks these against:
 # importing it here would load pyelftools' construct library at start-up).
 DW_OP_addr = 0x03
 DW_OP_deref = 0x06

@@ -1,5 +1,5 @@
 /* diff_work: three functions whose work is known, for `perfdata diff` and
- * the differential flame graph (tests/test_diff*.py).
+ * the differential flame graph (tests/views/test_diff*.py).
  *
  *   diff_work FACTOR [N]
  *

@@ -1,4 +1,4 @@
-/* Process life cycles with known stacks, for tests/test_script_lifecycles.py.
+/* Process life cycles with known stacks, for tests/views/test_script_lifecycles.py.
  * Built twice: -DPHASE=first and -DPHASE=second (function names
  * first_leaf/first_work or second_leaf/second_work).
  *   PROG                    first_work: PHASE_leaf <- PHASE_work <- main

@@ -1,5 +1,5 @@
 /* offcpu_waits: threads that wait for known durations in known functions
- * (the off-CPU tests, tests/test_offcpu.py).
+ * (the off-CPU tests, tests/views/test_offcpu.py).
  *
  * Each thread is named (its comm) and does one kind of wait, in a function
  * of its own, measuring that wait itself with CLOCK_MONOTONIC:

@@ -3,7 +3,7 @@
 Line for line as perf 6.1 prints it (perf_header__fprintf_info and the
 print_* functions of tools/perf/util/header.c, perf_event_attr__fprintf of
 tools/perf/util/perf_event_attr_fprintf.c), with these deliberate
-differences (tests/test_header_view.py lists them where they show):
+differences (tests/views/test_header_view.py lists them where they show):
 
 * A feature section that does not decode prints `# <FEATURE>: <error>`
   where perf prints what its half-filled state holds ("(null)", zeros).
