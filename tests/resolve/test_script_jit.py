@@ -54,6 +54,40 @@ def test_jit_frames_named_from_perf_map(tmp_path):
     assert _rows(report) == their_rows
 
 
+
+@pytest.mark.skipif(PERF is None or GCC is None, reason="needs perf and gcc")
+def test_flamegraph_draws_jit_frames_in_the_jit_family(tmp_path):
+    """The frames perf script names from /tmp/perf-PID.map are drawn in the
+    flame graph's JIT colours (green), as many samples as perf counts, and
+    the legend names the family."""
+    import re
+    import xml.etree.ElementTree as ET
+    from perfdata.views.flamegraph.colors import KIND_COLORS, KIND_LABELS
+    data, theirs = _record_jit(tmp_path)
+    svg = tmp_path / "jit.svg"
+    try:
+        rc, _, err = run_cli(["flamegraph", str(data), "-o", str(svg)])
+    finally:
+        _remove_perf_map(theirs)
+    assert rc == 0, err
+    perf_jit = sum(1 for line in theirs.splitlines()
+                   if re.search(r" jitted_hot_loop\+0x[0-9a-f]+ \(/tmp/perf-\d+\.map\)$", line))
+    assert perf_jit > 10
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.parse(svg).getroot()
+    drawn = [g for g in root.iter(ns + "g") if g.get("data-name") == "jitted_hot_loop"]
+    assert drawn and all(g.get("data-kind") == "jit" for g in drawn)
+    samples = sum(int(re.search(r"\(([\d,]+) samples", g.get("data-info")).group(1)
+                      .replace(",", "")) for g in drawn)
+    assert samples == perf_jit
+    lo, hi = KIND_COLORS["jit"]
+    for g in drawn:
+        fill = tuple(int(v) for v in re.findall(r"\d+", g.find(ns + "rect").get("fill")))
+        assert all(min(a, b) - 1 <= c <= max(a, b) + 1 for c, a, b in zip(fill, lo, hi)), fill
+    legend = [g for g in root.iter(ns + "g") if g.get("id") == "legend"][0]
+    labels = {g.get("data-family"): g.find(ns + "text").text for g in legend.findall(ns + "g")}
+    assert labels["jit"] == KIND_LABELS["jit"] == "JIT"
+
 def _rows(text):
     return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
 

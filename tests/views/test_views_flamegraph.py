@@ -738,6 +738,24 @@ def test_legend_names_the_families_drawn(tmp_path):
     assert notes == {"orientation": "callees below their callers"}
 
 
+def test_legend_inlined(tmp_path):
+    """cpp_inline.dwarf: the frames drawn as inlined are ones perf 6.1's
+    script prints `(inlined)` (samples/expected), Mixer::step among them;
+    each is drawn in the aqua family and the legend names it."""
+    from perfdata.views.flamegraph.colors import KIND_COLORS
+    svg, _ = make_svg(tmp_path, "cpp_inline.dwarf")
+    _, frames = frames_of(svg)
+    perf = (SAMPLES / "expected" / "cpp_inline.dwarf.script.txt").read_text()
+    perf_inlined = set(re.findall(r"^\s+[0-9a-f]+ (.+)\+0x[0-9a-f]+ \(inlined\)$", perf, re.M))
+    inlined = {f["name"] for f in frames if f["kind"] == "inlined"}
+    assert "perfdemo::Mixer<unsigned long>::step" in inlined <= perf_inlined
+    entries, _ = legend_of(svg)
+    assert entries["inlined"] == ("inlined",) + KIND_COLORS["inlined"]
+    for f in frames:
+        if f["kind"] == "inlined":
+            assert within(rgb(f["fill"]), *KIND_COLORS["inlined"]), f
+
+
 def test_legend_stitched_unknown_cut(tmp_path):
     """Frames known only from other samples' stacks (--stitch) are tan; one
     seen by a sample itself is not; unknown grey, cut dark grey."""
