@@ -293,25 +293,31 @@ class Profile:
         return {k: stacks[k] for k in sorted(stacks)}
 
     def offcpu_folded(self, *, min_wait_ns: int = 10_000, tid_root: bool = False,
-                      with_state: bool = False, wall: bool = False) -> dict[str, int]:
+                      with_state: bool = False, wall: bool = False, wakers: bool = False
+                      ) -> dict[str, int]:
         """`perfdata offcpu --format collapse`: where the threads waited, as
         {"comm;frame;...;frame": nanoseconds} sorted by stack, from the
         file's scheduler switches (docs/offcpu.md says how to record them);
         waits shorter than min_wait_ns (the command's --min-wait, 10 us)
         grouped; with_state: the state (S, D, R+...) as the last frame;
-        wall: the on-CPU time of the clock samples beside the waits."""
+        wall: the on-CPU time of the clock samples beside the waits;
+        wakers: the wakeup chains of --wakers instead (the woken stack, "--",
+        the waker's stack leaf first, the waker)."""
         from ..session.switches import SwitchTracker
+        from ..views import offcpu_output, offcpu_wakers
         from ..views.offcpu import gather
-        from ..views.offcpu_output import folded
-        tracker = SwitchTracker(min_wait_ns)
+        if wakers and wall:
+            raise ValueError("wakers and wall do not go together")
+        tracker = SwitchTracker(min_wait_ns, wakers=wakers)
         with as_the_commands():
             pf = self._open()
             try:
-                gather(self.options, pf, tracker, wakers=False, oncpu=wall)
+                gather(self.options, pf, tracker, wakers=wakers, oncpu=wall)
             finally:
                 self._done(pf, None)
                 pf.close()
-        counts = folded(tracker, tid_root, with_state)
+        counts = offcpu_wakers.folded(tracker, tid_root, with_state) if wakers else \
+            offcpu_output.folded(tracker, tid_root, with_state)
         return {k: counts[k] for k in sorted(counts)}
 
     def flamegraph(self, *, weight: str = "samples") -> FlameGraph:

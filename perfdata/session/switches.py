@@ -12,7 +12,10 @@ The tracker is fed switches in time order, whatever recorded them:
   thread's own switch in, which ends its wait where the recording follows
   only some threads (then the thread coming in is not in a sched_switch
   sample: the tracepoint fires in the context of the thread going out);
-* `sched:sched_wakeup`, `sched:sched_waking`: who woke a waiting thread.
+* `sched:sched_wakeup`, `sched:sched_waking`: who woke a waiting thread
+  (the sample is taken in the waker's context: its callchain is the
+  waker's stack where it woke the thread; the first wakeup after the
+  switch out and before the switch in counts).
 
 A wait is the time from a thread's switch out to its next switch in (perf
 sched timehist's "wait time", which holds its "sch delay"); the time from a
@@ -28,6 +31,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
     from ..format import EventFormat
+
+    # Who woke a wait: (comm, pid, tid, stack) of the waker, as its wakeup
+    # sample names it.
+    Waker = tuple[str, int, int, Hashable]
 
 SHORT_WAITS = "[short waits]"
 
@@ -71,7 +78,7 @@ class ThreadTimes:
     """One thread's times: what it ran, what it waited (by state), and the
     span the switches saw (from its first switch to its last)."""
     __slots__ = ("tid", "pid", "comm", "first", "last", "run", "waits", "wait_count", "switches_out",
-                 "out_at", "out_state", "out_stack", "in_at", "woken_by")
+                 "out_at", "out_state", "out_stack", "in_at", "woken_by", "waker")
 
     def __init__(self, tid: int, time: int) -> None:
         self.tid = tid
@@ -88,6 +95,7 @@ class ThreadTimes:
         self.out_stack: Hashable = None
         self.in_at: int | None = None               # its switch in, while it runs
         self.woken_by = ""                          # the comm of its waker, if known
+        self.waker: Waker | None = None             # its waker, where wakers are kept
 
     @property
     def wait(self) -> int:
@@ -103,16 +111,22 @@ class SwitchTracker:
 
     min_wait: waits shorter than this (ns) are added up under the stack
     SHORT_WAITS; window: (start, end) ns, waits and runs clipped to it
-    (None: the whole file); keep(tid): whether a thread's waits count."""
+    (None: the whole file); keep(tid): whether a thread's waits count;
+    wakers: keep the waits by waker too (`wakes`)."""
 
     def __init__(self, min_wait: int = 0, window: list[tuple[int, int]] | None = None,
-                 keep: Callable[[ThreadTimes], bool] | None = None) -> None:
+                 keep: Callable[[ThreadTimes], bool] | None = None,
+                 wakers: bool = False) -> None:
         self.min_wait = min_wait
         self.window = window
         self.keep = keep
         self.threads: dict[int, ThreadTimes] = {}
         # (tid, stack, state, waker comm) -> [ns, count]
         self.waits: dict[tuple[int, Hashable, str, str], list[int]] = {}
+        # (tid, stack, state, waker) -> [ns, count]: the waits a recorded
+        # wakeup ended, by who woke them and where (None: not kept)
+        self.wakes: dict[tuple[int, Hashable, str, Waker], list[int]] | None = \
+            {} if wakers else None
         # (tid, stack) -> [ns, samples]: on-CPU samples of a clock event, for
         # the wall-clock view (where the thread ran, beside where it waited)
         self.oncpu: dict[tuple[int, Hashable], list[int]] = {}
@@ -162,6 +176,7 @@ class SwitchTracker:
             t.out_state = state
             t.out_stack = stack
             t.woken_by = ""
+            t.waker = None
         if nxt:
             t = threads.get(nxt)
             if t is None:
@@ -199,22 +214,35 @@ class SwitchTracker:
         t.wait_count += 1
         if self.keep is not None and not self.keep(t):
             return
-        key = (t.tid, t.out_stack if time - start >= self.min_wait else SHORT_WAITS, state,
-               t.woken_by)
+        stack = t.out_stack if time - start >= self.min_wait else SHORT_WAITS
+        key = (t.tid, stack, state, t.woken_by)
         got = self.waits.get(key)
         if got is None:
             self.waits[key] = [ns, 1]
         else:
             got[0] += ns
             got[1] += 1
+        if self.wakes is not None and t.waker is not None:
+            woke = self.wakes.setdefault((t.tid, stack, state, t.waker), [0, 0])
+            woke[0] += ns
+            woke[1] += 1
 
-    def wakeup(self, tid: int, waker_tid: int, waker_stack: Hashable) -> None:
+    def waiting(self, tid: int) -> bool:
+        """Whether thread tid waits and no wakeup of this wait was seen yet."""
+        t = self.threads.get(tid)
+        return t is not None and t.out_at is not None and not t.woken_by
+
+    def wakeup(self, tid: int, waker_tid: int, waker_stack: Hashable,
+               waker: tuple[str, int] | None = None) -> None:
         """Thread tid is woken by waker_tid (its first wakeup of a wait counts;
-        the waker named as its last switch out named it)."""
+        the waker named as its last switch out named it); waker: its (comm,
+        pid) as the wakeup sample names them, for `wakes`."""
         t = self.threads.get(tid)
         if t is not None and t.out_at is not None and not t.woken_by:
-            waker = self.threads.get(waker_tid)
-            t.woken_by = waker.comm if waker is not None else ":%d" % waker_tid
+            known = self.threads.get(waker_tid)
+            t.woken_by = known.comm if known is not None else ":%d" % waker_tid
+            if self.wakes is not None and waker is not None:
+                t.waker = (waker[0], waker[1], waker_tid, waker_stack)
 
     def add_wait(self, tid: int, pid: int, comm: str, start: int, end: int, state: str,
                  stack: Hashable) -> None:
@@ -227,11 +255,34 @@ class SwitchTracker:
         t.switches_out += 1
         t.first = min(t.first, start)
         t.last = max(t.last, end)
-        t.out_state, t.out_stack, t.woken_by = state, stack, ""
+        t.out_state, t.out_stack, t.woken_by, t.waker = state, stack, "", None
         t.out_at = start
         self.switches += 1
         self._switched_in(t, end)
         t.in_at = None
+
+    def add_total(self, tid: int, pid: int, comm: str, ns: int, state: str,
+                  stack: Hashable) -> None:
+        """Waits of a thread summed elsewhere, without their times (perf's
+        offcpu-time samples of the waits it adds up in BPF: they say no
+        time): counted whole whatever the window, the thread's span unchanged,
+        under their stack whatever --min-wait (a sum of waits, not one)."""
+        t = self.threads.get(tid)
+        if t is None:
+            t = self.threads[tid] = ThreadTimes(tid, 0)
+        if pid >= 0:
+            t.pid = pid
+        t.comm = comm
+        t.switches_out += 1
+        self.switches += 1
+        self.switch_ins += 1
+        t.waits[state] = t.waits.get(state, 0) + ns
+        t.wait_count += 1
+        if self.keep is not None and not self.keep(t):
+            return
+        got = self.waits.setdefault((tid, stack, state, ""), [0, 0])
+        got[0] += ns
+        got[1] += 1
 
     def _clip(self, start: int, end: int) -> int:
         window = self.window

@@ -252,18 +252,25 @@ def gather(options: ResolveOptions, pf: PerfFile, tracker: SwitchTracker,
     roles = Roles(pf)
     if not wakers:
         roles.wakeup.clear()        # (who woke whom: only the report says)
+    if tracker.wakes is not None and not roles.wakeup:
+        pf.warnings.append("--wakers: no sched:sched_wakeup or sched:sched_waking samples "
+                           "(record them beside the switches)")
     if not oncpu:
         roles.clock.clear()
     elif not roles.clock:
         pf.warnings.append("--wall: no cpu-clock or task-clock samples (record with "
                            "-e cpu-clock beside the switches): waits only")
-    if fast and not roles.clock and gather_fast(pf, roles, tracker, compiled):
+    if fast and not roles.clock and tracker.wakes is None and \
+            gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
     samples = build_sample_symbolizer(pf, options, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
     feed = _Feeder(roles, samples, tracker)
     try:
         feed.run()
+        if feed.unreadable:
+            pf.warnings.append("%d offcpu-time samples left out: their raw data is shorter "
+                               "than its callchain" % feed.unreadable)
     finally:
         print_warnings(pf, samples.symbolizer.warnings)
     if tracker.switches and not tracker.switch_ins and roles.switch:
@@ -348,6 +355,7 @@ class _Feeder:
         self.tracker = tracker
         self.names = StackNames()
         self.switch_tp = bool(roles.switch)
+        self.unreadable = 0         # offcpu-time samples whose raw data is cut short
 
     def stack(self, sample: SymbolizedSample) -> Hashable:
         if not sample.fields.get("callchain") and "regs_user" not in sample.fields:
@@ -370,11 +378,9 @@ class _Feeder:
                 elif key in roles.wakeup:
                     self.wakeup(ev, roles.wakeup[key])  # type: ignore[arg-type]
                 elif key in roles.offcpu:
-                    s: Any = ev
-                    tracker.add_wait(s.tid, s.pid, s.comm, s.time - s.period, s.time,
-                                     OFFCPU_TIME_STATE, self.stack(s))
+                    self.offcpu_time(ev)  # type: ignore[arg-type]
                 elif key in roles.clock:
-                    s = ev
+                    s: Any = ev
                     tracker.ran(s.time, s.tid, s.pid, s.comm, s.period, self.stack(s))
             elif kind is SideEvent:
                 self.switch_record(ev)  # type: ignore[arg-type]
@@ -395,8 +401,29 @@ class _Feeder:
     def wakeup(self, s: SymbolizedSample, layout: TracepointLayout) -> None:
         raw = (s.fields.get("raw") or {}).get("data") or b""
         woken = layout.read(raw, "pid")
-        if woken:
-            self.tracker.wakeup(woken, s.tid, None)
+        if not woken:
+            return
+        tracker = self.tracker
+        if tracker.wakes is None or not tracker.waiting(woken):
+            tracker.wakeup(woken, s.tid, None)
+        else:
+            # (the sample is the waker's: its stack is where it woke the thread)
+            tracker.wakeup(woken, s.tid, self.stack(s), (s.comm, s.pid))
+
+    def offcpu_time(self, s: SymbolizedSample) -> None:
+        """One sample of perf's offcpu-time event (perfdata/views/offcpu_time.py)."""
+        from .offcpu_time import read_offcpu_sample
+        got = read_offcpu_sample(s, self.samples.machine, self.samples.pf.little)
+        if got is None:
+            self.unreadable += 1
+            return
+        start = s.time - s.period if got else None
+        if start is None or start < 0:
+            self.tracker.add_total(s.tid, s.pid, s.comm, s.period, OFFCPU_TIME_STATE,
+                                   self.stack(s))
+        else:
+            self.tracker.add_wait(s.tid, s.pid, s.comm, start, s.time, OFFCPU_TIME_STATE,
+                                  self.stack(s))
 
     def switch_record(self, ev: Any) -> None:
         rec = ev.record
@@ -421,13 +448,22 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     if args.format == "flamegraph":
         from .flamegraph import check_width
         check_width(args)
+    wakers = args.wakers and args.format != "threads"
+    if wakers and args.wall:
+        raise CommandError("offcpu: --wakers and --wall do not go together (a wakeup ends "
+                           "a wait, not a run)")
     pf = open_profile(args.file, getattr(args, "strict", False))
-    tracker = SwitchTracker(args.min_wait, time_window(args, pf), thread_filter(args))
+    tracker = SwitchTracker(args.min_wait, time_window(args, pf), thread_filter(args), wakers)
     from .options import resolve_options
-    gather(resolve_options(args), pf, tracker, wakers=args.format == "report", oncpu=args.wall)
+    gather(resolve_options(args), pf, tracker, wakers=args.format == "report" or wakers,
+           oncpu=args.wall)
     stream, close = open_output(args.output, out)
     try:
-        offcpu_output.write(args, tracker, stream)
+        if wakers:
+            from . import offcpu_wakers
+            offcpu_wakers.write(args, tracker, stream)
+        else:
+            offcpu_output.write(args, tracker, stream)
     finally:
         if close:
             stream.close()
@@ -464,6 +500,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="collapse, flamegraph: where the threads' wall time went: the "
                         "on-CPU samples of a cpu-clock or task-clock event (weighted by "
                         "their period, ns) beside the waits, which end in their state")
+    p.add_argument("--wakers", action="store_true",
+                   help="the waits by who woke them and where (the waker's stack, from "
+                        "the wakeups' callchains): report, collapse (wakeup chains as "
+                        "offwaketime folds them: woken stack;--;waker stack leaf first;"
+                        "waker) and flamegraph")
     p.add_argument("--tid-root", action="store_true",
                    help="collapse, flamegraph: root each stack at comm-pid/tid")
     p.add_argument("--percent-limit", type=float, default=0.0, metavar="PCT",

@@ -1,0 +1,115 @@
+"""`perfdata offcpu --wakers`: each wait attributed to the thread that woke
+it and the stack it woke it from, against ground truth.
+
+tests/progs/offcpu_wakeups.c is built and recorded now (per process, with
+the wakeups' callchains, as docs/offcpu.md says): its waker thread wakes
+`piper` from wake_pipe (a write to a pipe) and `condwaiter` from wake_cond
+(a condition variable's signal); each measures its own time in its wait
+function.  At least 95% of that time must be in wakeup chains whose woken
+half holds the wait function and whose waker half holds the waker's
+function, ending at the waker thread.
+"""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TESTS_DIR, requires_perf, run_cli, PERF
+
+PROG = TESTS_DIR / "progs" / "offcpu_wakeups.c"
+WAKER_OF = {"wait_pipe": "wake_pipe", "wait_cond": "wake_cond"}
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """(perf.data, {comm: (tid, function, ns)}, waker tid)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    tmp = tmp_path_factory.mktemp("offcpu_wakers")
+    exe = tmp / "offcpu_wakeups"
+    subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
+                    str(PROG)], check=True)
+    data = tmp / "wakeups.data"
+    res = subprocess.run([PERF, "record", "-q", "-o", str(data), "-e", "sched:sched_switch",
+                          "-e", "sched:sched_wakeup", "--switch-events", "--call-graph",
+                          "dwarf,16384", "--", str(exe)], capture_output=True, text=True,
+                         timeout=120)
+    if res.returncode != 0:
+        pytest.skip("perf could not record the scheduler tracepoints here: %s"
+                    % res.stderr.strip().splitlines()[-1:])
+    waits, waker = {}, None
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if parts[0] == "wait":
+            waits[parts[1]] = (int(parts[2]), parts[3], int(parts[4]))
+        elif parts[0] == "waker":
+            waker = int(parts[2])
+    assert len(waits) == 2 and waker, res.stdout
+    return data, waits, waker
+
+
+def _offcpu(*args):
+    rc, out, err = run_cli(["offcpu"] + [str(a) for a in args])
+    assert rc == 0, err
+    return out
+
+
+@requires_perf
+def test_waits_attributed_to_their_waker_and_its_stack(recording):
+    data, waits, waker = recording
+    chains = []
+    for line in _offcpu(data, "--wakers", "--format", "collapse", "--tid-root",
+                        "--min-wait", "0").splitlines():
+        stack, _, ns = line.rpartition(" ")
+        names = stack.split(";")
+        cut = names.index("--")
+        chains.append((names[0], names[1:cut], names[cut + 1:-1], names[-1], int(ns)))
+    assert chains
+    for comm, (tid, func, measured) in waits.items():
+        found = sum(ns for root, woken, by, end, ns in chains
+                    if root.endswith("/%d" % tid) and func in woken
+                    and WAKER_OF[func] in by and end.endswith("/%d" % waker)
+                    and end.startswith("waker-"))
+        assert found >= 0.95 * measured, (comm, func, found, measured)
+        # (the scheduling latency after the wakeup, at most, beside it)
+        assert found <= 1.05 * measured + 2000000, (comm, func, found, measured)
+    # the waker's half is leaf first: the wake function before its caller
+    for root, woken, by, end, ns in chains:
+        if "wake_pipe" in by:
+            assert by.index("wake_pipe") < by.index("waker")
+
+
+@requires_perf
+def test_wakers_report_and_flamegraph(recording, tmp_path):
+    data, waits, waker = recording
+    report = _offcpu(data, "--wakers")
+    tid = waits["piper"][0]
+    assert "piper" in report and "woken by waker" in report and "/%d" % waker in report
+    lines = report.splitlines()
+    at = next(n for n, line in enumerate(lines)
+              if re.search(r" piper \d+/%d  woken by" % tid, line))
+    block = "\n".join(lines[at:lines.index("", at)])
+    assert "wait_pipe" in block and "wake_pipe" in block
+    assert block.index("wait_pipe") < block.index("--") < block.index("wake_pipe")
+    svg = tmp_path / "chains.svg"
+    _offcpu(data, "--wakers", "--format", "flamegraph", "-o", svg)
+    text = svg.read_text()
+    assert "Wakeup Chain Flame Graph" in text and "wake_cond" in text and "wait_cond" in text
+
+
+@requires_perf
+def test_wakers_through_the_library(recording):
+    """Profile.offcpu_folded(wakers=True) is the command's chains as data."""
+    import perfdata
+    data, _, _ = recording
+    want = {}
+    for line in _offcpu(data, "--wakers", "--format", "collapse").splitlines():
+        stack, ns = line.rsplit(" ", 1)
+        want[stack] = int(ns)
+    assert perfdata.profile(data).offcpu_folded(wakers=True) == want and want
+
+
+def test_wakers_refuse_wall(tmp_path):
+    rc, _, err = run_cli(["offcpu", str(tmp_path / "x.data"), "--wakers", "--wall"])
+    assert rc == 2 and "--wakers and --wall" in err
