@@ -419,3 +419,52 @@ def test_library_face_gives_the_folded_waits(per_process):
             want[stack] = int(ns)
         got = perfdata.profile(data).offcpu_folded(**kwargs)
         assert got == want and len(got) > 3
+
+
+def _by_thread_and_state(rows):
+    got = {}
+    for root, _, state, ns in rows:
+        got[(root, state)] = got.get((root, state), 0) + ns
+    return got
+
+
+@requires_perf
+def test_min_wait_groups_short_waits(per_process):
+    """--min-wait: the waits shorter than it added up as one [short waits]
+    stack per thread and state, the totals unchanged: at 100 ms each known
+    wait (200 to 300 ms) keeps its stack and the spinning threads' slices
+    are grouped; at 1 s (longer than every wait) every wait is grouped."""
+    data, out = per_process
+    waits, _ = _measured(out)
+    runs = {}
+    for limit in ("0", "100ms", "1s"):
+        runs[limit] = _folded(_offcpu(data, "--format", "collapse", "--tid-root",
+                                      "--with-state", "--min-wait", limit))
+    assert _by_thread_and_state(runs["0"]) == _by_thread_and_state(runs["100ms"]) == \
+        _by_thread_and_state(runs["1s"])
+    assert all(frames == ["[short waits]"] for _, frames, _, _ in runs["1s"])
+    assert not any(frames == ["[short waits]"] for _, frames, _, _ in runs["0"])
+    for comm, tid, func, state, ns in waits:
+        kept = sum(n for root, frames, st, n in runs["100ms"]
+                   if root.endswith("/%d" % tid) and st == state and func in frames)
+        assert kept >= 0.95 * ns, (comm, func, kept, ns)
+    spinning = [(frames, ns) for root, frames, st, ns in runs["100ms"]
+                if root.startswith("spin") and st.startswith("R")]
+    assert spinning and all(frames == ["[short waits]"] for frames, _ in spinning)
+
+
+@requires_perf
+def test_process_selection(per_process):
+    """--pid: the program's threads, not its vfork child (a process of its own)."""
+    data, out = per_process
+    waits, threads = _measured(out)
+    everything = _thread_table(_offcpu(data, "--format", "threads"))
+    pid = next(int(line.split()[1].split("/")[0])
+               for line in _offcpu(data, "--format", "threads").splitlines()[1:]
+               if int(line.split()[1].split("/")[1]) in threads)
+    table = _offcpu(data, "--format", "threads", "--pid", pid).splitlines()[1:]
+    got = {int(line.split()[1].split("/")[1]) for line in table}
+    assert set(threads) <= got
+    assert all(line.split()[1].startswith("%d/" % pid) for line in table)
+    assert len(everything) > len(got)       # (the vfork child, at least)
+    assert _offcpu(data, "--format", "threads", "--pid", "1").splitlines()[1:] == []
