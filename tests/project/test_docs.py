@@ -257,3 +257,37 @@ def test_layout_page_names_every_package():
     assert "perfdata/" in packages and "symbolize/unwind/" in packages
     missing = [p for p in packages if p not in layout]
     assert not missing, "docs/layout.md does not name %s" % missing
+
+
+# The pages besides docs/commands.md that hold a command's option reference.
+OPTION_PAGES = {"diff": ["diff.md"], "flamegraph": ["diff.md"], "offcpu": ["offcpu.md"],
+                "fleet": ["fleet.md"]}
+
+
+def test_every_option_is_in_the_reference():
+    """The option reference moved from the README to docs/commands.md (the
+    README links it as "every command and option"): each option of each
+    command's parser is named there, or on the command's own page."""
+    import argparse
+
+    from perfdata import cli
+
+    def commands(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield prefix + name, sub
+                    yield from commands(sub, prefix + name + " ")
+
+    reference = (ROOT / "docs" / "commands.md").read_text()
+    missing = []
+    for name, parser in commands(cli.build_parser(), ""):
+        text = reference + "".join((ROOT / "docs" / page).read_text()
+                                   for page in OPTION_PAGES.get(name.split()[0], []))
+        for action in parser._actions:
+            spelled = [o for o in action.option_strings if o not in ("-h", "--help")]
+            if spelled and action.help != argparse.SUPPRESS and \
+                    not any(re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(o), text)
+                            for o in spelled):
+                missing.append("%s %s" % (name, "/".join(spelled)))
+    assert not missing, "options named on no docs page: %s" % missing
