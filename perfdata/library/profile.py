@@ -302,16 +302,21 @@ class Profile:
         grouped; with_state: the state (S, D, R+...) as the last frame;
         wall: the on-CPU time of the clock samples beside the waits;
         wakers: the wakeup chains of --wakers instead (the woken stack, "--",
-        the waker's stack leaf first, the waker)."""
+        the waker's stack leaf first, the waker); the profile's time, pids,
+        tids and comms select as the command's --time, --pid, --tid, --comm."""
         from ..session.switches import SwitchTracker
         from ..views import offcpu_output, offcpu_wakers
-        from ..views.offcpu import gather
+        from ..views.offcpu import gather, keep_of, window_of
         if wakers and wall:
             raise ValueError("wakers and wall do not go together")
-        tracker = SwitchTracker(min_wait_ns, wakers=wakers)
+        opts = self.options
         with as_the_commands():
             pf = self._open()
             try:
+                # (the waits clipped to time=, their threads chosen by pids=,
+                # tids=, comms=: every switch is read, as the command does)
+                tracker = SwitchTracker(min_wait_ns, window_of(opts.time, pf),
+                                        keep_of(opts.pids, opts.tids, opts.comms), wakers)
                 gather(self.options, pf, tracker, wakers=wakers, oncpu=wall)
             finally:
                 self._done(pf, None)

@@ -129,14 +129,14 @@ class SpeedscopeBuilder:
             "shared": {"frames": self.frames},
             "profiles": profiles,
             "activeProfileIndex": 0,
-            "exporter": _exporter(),
+            "exporter": exporter_name(),
         }
         if self.name:
             doc["name"] = self.name
         return doc
 
 
-def _exporter() -> str:
+def exporter_name() -> str:
     """speedscope's recommended "name@version"."""
     try:
         from importlib.metadata import version
@@ -147,6 +147,11 @@ def _exporter() -> str:
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
     import os
+    if args.offcpu:
+        from . import offcpu_export
+        return offcpu_export.run(args, out)
+    if args.wall:
+        raise CommandError("export: --wall goes with --offcpu")
     if args.format == "pprof":
         return run_pprof(args, out)
     if args.format == "parquet":
@@ -177,12 +182,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "or parquet (-o DIR: samples.parquet and stacks.parquet)")
     p.add_argument("--weight", choices=("period", "samples"), default="period",
                    help="sample weight: its period (default) or 1")
+    g = p.add_argument_group("off-CPU time (perfdata offcpu's waits; docs/offcpu.md)")
+    g.add_argument("--offcpu", action="store_true",
+                   help="export where the threads waited, from the scheduler switches, "
+                        "weighted by wait time (ns): speedscope or pprof")
+    g.add_argument("--min-wait", type=_duration, default=10000, metavar="TIME",
+                   help="--offcpu: waits shorter than this added up per thread and state "
+                        "(default 10us, as perfdata offcpu's)")
+    g.add_argument("--wall", action="store_true",
+                   help="--offcpu: the time on the cpu (cpu-clock or task-clock samples) "
+                        "beside the waits")
     add_symbolize_options(p)
     p.set_defaults(func=run)
 
 
-def run_pprof(args: argparse.Namespace, out: TextIO) -> None:
-    import gzip
+def _duration(text: str) -> int:
+    from .offcpu import parse_duration     # (the off-CPU view's module: when asked)
+    return parse_duration(text)
+
+
+def pprof_stream(args: argparse.Namespace, out: TextIO) -> tuple[Any, bool]:
+    """(the binary stream pprof output goes to, whether to close it); the
+    protobuf package checked for."""
+    stream: Any
     if args.output is None or args.output == "-":
         stream = getattr(out, "buffer", None)
         close = False
@@ -200,6 +222,12 @@ def run_pprof(args: argparse.Namespace, out: TextIO) -> None:
         from ..extras import install_hint
         raise CommandError("pprof output needs the protobuf package (%s)"
                            % install_hint("pprof"))
+    return stream, close
+
+
+def run_pprof(args: argparse.Namespace, out: TextIO) -> None:
+    import gzip
+    stream, close = pprof_stream(args, out)
     builder = PprofBuilder()
     skipped = 0
     for sample in SampleRun(args, "export"):

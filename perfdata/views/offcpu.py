@@ -179,9 +179,16 @@ def time_window(args: argparse.Namespace, pf: PerfFile) -> list[tuple[int, int]]
     """--time as [(start, end)] ns, or None for the whole file."""
     if not args.time:
         return None
-    from ..resolve.filters import PercentRanges, sample_span
     from .options import option_value, time_ranges
-    parsed = option_value(args.time, time_ranges)
+    return window_of(option_value(args.time, time_ranges), pf)
+
+
+def window_of(parsed: Any, pf: PerfFile) -> list[tuple[int, int]] | None:
+    """Time ranges (ResolveOptions.time: (start, end) each, None for open,
+    or PercentRanges) as [(start, end)] ns; None for the whole file."""
+    from ..resolve.filters import PercentRanges, sample_span
+    if not parsed:
+        return None
     if isinstance(parsed, PercentRanges):
         span = sample_span(pf)
         if span == (0, 0):
@@ -194,9 +201,13 @@ def time_window(args: argparse.Namespace, pf: PerfFile) -> list[tuple[int, int]]
 def thread_filter(args: argparse.Namespace) -> Any:
     """keep(ThreadTimes) for --pid, --tid, --comm, or None."""
     from .options import int_list, name_list, option_value
-    pids = option_value(args.pid, int_list) if args.pid is not None else None
-    tids = option_value(args.tid, int_list) if args.tid is not None else None
-    comms = option_value(args.comm, name_list) if args.comm is not None else None
+    return keep_of(option_value(args.pid, int_list) if args.pid is not None else None,
+                   option_value(args.tid, int_list) if args.tid is not None else None,
+                   option_value(args.comm, name_list) if args.comm is not None else None)
+
+
+def keep_of(pids: Any, tids: Any, comms: Any) -> Any:
+    """keep(ThreadTimes) for these pids, tids and comms (None: any), or None."""
     if pids is None and tids is None and comms is None:
         return None
 
