@@ -239,11 +239,15 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "perfdata offcpu perf.data --format flamegraph -o offcpu.svg"),
     "fleet": ("perfdata fleet collapse 'runs/*.data' -o all.folded",
               "perfdata fleet report runs/ --sort dso,sym",
-              "perfdata fleet flamegraph runs/ --scheduler tcp://10.0.0.5:8786 -o all.svg"),
+              "perfdata fleet flamegraph runs/ --scheduler tcp://10.0.0.5:8786 -o all.svg",
+              "perfdata fleet diff --base before/ --new after/"),
     "fleet collapse": ("perfdata fleet collapse 'runs/*.data' -o all.folded",
                        "perfdata fleet collapse runs/ --workers 4 --pid-root"),
     "fleet report": ("perfdata fleet report runs/",
                      "perfdata fleet report runs/ --sort dso,sym -n"),
+    "fleet diff": ("perfdata fleet diff --base 'before/*.data' --new 'after/*.data'",
+                   "perfdata fleet diff --base before/ --new after/ -c ratio -s sym",
+                   "perfdata fleet diff --base before/ --new after/ --folded --output d.folded"),
     "fleet flamegraph": ("perfdata fleet flamegraph runs/ -o all.svg",
                          "perfdata fleet flamegraph runs/ --scheduler tcp://10.0.0.5:8786 "
                          "-o all.svg"),
@@ -435,7 +439,9 @@ def _join_dash_values(argv: Iterable[str]) -> list[str]:
     it = iter(argv)
     joined: tuple[str, ...] = ("-F", "--fields")
     for arg in it:
-        if not out or all(a.startswith("-") for a in out):
+        # (the command's word: the first, or the one after `fleet`)
+        words = [a for a in out if not a.startswith("-")]
+        if not words or words == ["fleet"]:
             joined = _DASH_VALUE_OPTIONS.get(arg, joined)
         if arg in joined:
             value = next(it, None)

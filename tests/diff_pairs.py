@@ -11,8 +11,13 @@ truth is known: tests/progs/diff_work.c run with grows()' work doubled.
 
 All are recorded at once (the machine's load falls on both sides of a
 pair alike), with frame-pointer stacks, HOME a directory of the test's so
-that perf's build-id cache is the test's own."""
+that perf's build-id cache is the test's own.
+
+Beside them, what the tests read the outputs with: table() cuts perf diff's
+text into cells; difffolded() is FlameGraph's difffolded.pl, its rule as
+its source states it, run by perl."""
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,3 +91,58 @@ def make_pairs(root: Path) -> Pairs:
         if proc.wait(300) == 0 and path.exists():
             pairs.data[name] = path
     return pairs
+
+
+def table(text):
+    """[(column header, cell)...] per row of perf diff's text, cut at the
+    columns the dotted line marks; with the headers (several events: the
+    first one's table)."""
+    lines = text.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("# ..."))
+    heads, dots = lines[at - 1], lines[at]
+    spans = [m.span() for m in re.finditer(r"\.+", dots)]
+    # (the last column runs to the line's end: a symbol is not padded)
+    spans[-1] = (spans[-1][0], None)
+    names = [heads[a:b].strip() if b else heads[a:].strip() for a, b in spans]
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.strip() or line.startswith("#"):
+            break
+        rows.append([(n, (line[a:b] if b else line[a:]).strip()) for n, (a, b) in
+                     zip(names, spans)])
+    return names, rows
+
+
+DIFFFOLDED = r"""
+my ($normalize, $file1, $file2) = @ARGV;
+my ($total1, $total2) = (0, 0);
+my %Folded;
+for my $f ([$file1, 1], [$file2, 2]) {
+    open FILE, $f->[0] or die;
+    while (<FILE>) {
+        chomp;
+        my ($stack, $count) = (/^(.*)\s+?(\d+(?:\.\d*)?)$/);
+        $Folded{$stack}{$f->[1]} += $count;
+        if ($f->[1] == 1) { $total1 += $count } else { $total2 += $count }
+    }
+    close FILE;
+}
+foreach my $stack (keys %Folded) {
+    $Folded{$stack}{1} = 0 unless defined $Folded{$stack}{1};
+    $Folded{$stack}{2} = 0 unless defined $Folded{$stack}{2};
+    if ($normalize && $total1 != $total2) {
+        $Folded{$stack}{1} = int($Folded{$stack}{1} * $total2 / $total1);
+    }
+    print "$stack $Folded{$stack}{1} $Folded{$stack}{2}\n";
+}
+"""
+
+
+def difffolded(first, second, normalize):
+    out = subprocess.run(["perl", "-e", DIFFFOLDED, "1" if normalize else "0", str(first),
+                          str(second)], capture_output=True, text=True, check=True).stdout
+    stacks = {}
+    for line in out.splitlines():
+        stack, c1, c2 = line.rsplit(" ", 2)
+        stacks[stack] = (int(c1), int(c2))
+    return stacks

@@ -121,9 +121,18 @@ def tree_reduce(client: distributed.Client, paths: list[str], kind: str, options
                 fan_in: int = FAN_IN) -> Partial:
     """The merged Partial of `paths`: one file_partial task per file, then
     merge_partials tasks over groups of `fan_in`, level by level."""
+    return tree_result(submit_tree(client, paths, kind, options, fan_in))
+
+
+def submit_tree(client: distributed.Client, paths: list[str], kind: str,
+                options: dict[str, Any], fan_in: int = FAN_IN, name: str = ""
+                ) -> distributed.Future:
+    """The future of tree_reduce's result, its tasks submitted (several
+    trees run at once: `fleet diff`'s two sets); name: a part of the
+    tasks' keys."""
     import uuid
     from .partials import file_partial, merge_partials
-    run = uuid.uuid4().hex[:12]         # keys unique on a shared scheduler
+    run = uuid.uuid4().hex[:12] + name     # keys unique on a shared scheduler
     futures = client.map(file_partial, paths, kind=kind, options=options, pure=False,
                          key=["perfdata-%s-%s-file-%d" % (kind, run, i) for i in range(len(paths))])
     level = 0
@@ -138,8 +147,14 @@ def tree_reduce(client: distributed.Client, paths: list[str], kind: str, options
                 nxt.append(client.submit(merge_partials, *group, pure=False,
                                          key="perfdata-%s-%s-merge-%d-%d" % (kind, run, level, i)))
         futures = nxt
+    return futures[0]
+
+
+def tree_result(future: distributed.Future) -> Partial:
+    """The Partial a submit_tree future gives, or FleetError."""
     try:
-        return futures[0].result()
+        result: Partial = future.result()
+        return result
     except Exception as exc:    # a worker lost, or one that cannot import perfdata
         text = str(exc).strip()
         raise FleetError("the Dask cluster failed: %s: %s" % (

@@ -1,5 +1,6 @@
 """`perfdata fleet collapse|report|flamegraph PATHS...`: one view of many
-profiles, computed on a Dask cluster (perfdata/fleet/).
+profiles, computed on a Dask cluster (perfdata/fleet/); `fleet diff` is
+in diff.py.
 
 The output is the single-file command's, over all the files: `fleet
 collapse` prints the sum of each file's `collapse` (line by line), `fleet
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from ..views.flamegraph.tree import FlameGraphBuilder
 
 # Arguments of the run itself, not of each file's reading.
-_RUN_ONLY = ("func", "paths", "scheduler", "workers", "connect_timeout", "command",
-             "fleet_command", "output", "traceback")
+_RUN_ONLY = ("func", "paths", "base", "new", "scheduler", "workers", "connect_timeout",
+             "command", "fleet_command", "output", "traceback")
 
 
 def file_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -52,7 +53,9 @@ def compute(args: argparse.Namespace, kind: str) -> Partial:
     return result
 
 
-def report_problems(result: Partial, stream: TextIO | None = None) -> None:
+def report_problems(result: Partial, stream: TextIO | None = None, label: str = "") -> None:
+    """The skipped files, the warnings (each once, with the files it is of)
+    and a summary on stderr; label: the set they are of (fleet diff's)."""
     stream = stream or sys.stderr
 
     def _own(path: str, message: str) -> str:        # the reader's messages name the file already
@@ -67,12 +70,14 @@ def report_problems(result: Partial, stream: TextIO | None = None) -> None:
     for message, paths in by_message.items():
         where = paths[0] if len(paths) == 1 else "%d files" % len(paths)
         stream.write("perfdata: warning: %s: %s\n" % (where, message))
-    stream.write("perfdata: fleet: %d file%s read, %d samples%s\n"
-                 % (result.files, "" if result.files == 1 else "s", result.samples,
+    stream.write("perfdata: fleet: %s%d file%s read, %d samples%s\n"
+                 % (label + ": " if label else "", result.files,
+                    "" if result.files == 1 else "s", result.samples,
                     "; %d skipped" % len(result.errors) if result.errors else ""))
 
 
-def _write(args: argparse.Namespace, out: TextIO, text_or_lines: str | Iterable[str]) -> None:
+def write_output(args: argparse.Namespace, out: TextIO,
+                 text_or_lines: str | Iterable[str]) -> None:
     stream, close = open_output(args.output, out)
     try:
         if isinstance(text_or_lines, str):
@@ -86,7 +91,7 @@ def _write(args: argparse.Namespace, out: TextIO, text_or_lines: str | Iterable[
 
 def run_collapse(args: argparse.Namespace, out: TextIO) -> None:
     result = compute(args, "collapse")
-    _write(args, out, folded_lines(result.data or {}))
+    write_output(args, out, folded_lines(result.data or {}))
 
 
 def report_text(data: dict[str, Any], sort_keys: list[str], children: bool,
@@ -135,9 +140,9 @@ def run_report(args: argparse.Namespace, out: TextIO) -> None:
     keys = parse_sort(args.sort)
     result = compute(args, "report")
     # (compute() raised if no file was read: there is data)
-    _write(args, out, report_text(result.data, keys, args.children,  # type: ignore[arg-type]
-                                  show_nr_samples=args.show_nr_samples, quiet=args.quiet,
-                                  percent_limit=args.percent_limit))
+    write_output(args, out, report_text(result.data, keys,  # type: ignore[arg-type]
+                                        args.children, show_nr_samples=args.show_nr_samples,
+                                        quiet=args.quiet, percent_limit=args.percent_limit))
 
 
 def flame_builder(data: dict[str, Any], args: argparse.Namespace) -> FlameGraphBuilder:
@@ -159,9 +164,9 @@ def run_flamegraph(args: argparse.Namespace, out: TextIO) -> None:
     builder = flame_builder(result.data, args)  # type: ignore[arg-type]  # (as in run_report)
     subtitle = "%d profiles%s" % (result.files, " - %s" % builder.event_name
                                   if builder.event_name else "")
-    _write(args, out, render_svg(builder, title=args.title, subtitle=subtitle,
-                                 width=args.width, flame=args.flame, colors=args.colors,
-                                 min_width=args.minwidth, max_depth=args.max_depth))
+    write_output(args, out, render_svg(builder, title=args.title, subtitle=subtitle,
+                                       width=args.width, flame=args.flame, colors=args.colors,
+                                       min_width=args.minwidth, max_depth=args.max_depth))
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -169,6 +174,10 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="perf.data files, globs (quoted) or directories (their *.data "
                         "and perf.data* files)")
     p.add_argument("-o", "--output", help="write here (default: standard output)")
+    add_cluster_options(p)
+
+
+def add_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
     g.add_argument("--scheduler", metavar="ADDRESS",
                    help="an existing Dask cluster's scheduler (tcp://HOST:PORT); default: "
@@ -180,8 +189,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("fleet", help="collapse, report or flamegraph over many "
-                              "files, on Dask (the fleet extra)")
+    p = subparsers.add_parser("fleet", help="collapse, report, flamegraph or diff over "
+                              "many files, on Dask (the fleet extra)")
     sub = p.add_subparsers(dest="fleet_command", required=True)
 
     c = sub.add_parser("collapse", help="folded stacks of all the files (the sum of collapse)")
@@ -203,3 +212,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_flamegraph_options(f)
     add_symbolize_options(f)
     f.set_defaults(func=run_flamegraph)
+
+    from .diff import add_diff_command
+    add_diff_command(sub)

@@ -10,6 +10,9 @@ flamegraph {(frame, ...): self weight} with each frame's kind and dso, and
 report    per event: samples, event count and the histogram entries with
            their self/children periods and sample counts; lost samples; the
            event groups (GROUP_DESC, --group), by event name
+diff      per event name: perf diff's table of the file (views/difftable.py's
+           EventTable: each key's period, the event's totals), and the
+           event's type and config (matched across the sets by these)
 so `fleet collapse` over files is the sum of `collapse` over each.
 """
 from __future__ import annotations
@@ -111,7 +114,37 @@ def _report(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
             "apart": apart}
 
 
-COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report}
+def _diff(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
+          notes: TextIO) -> dict[str, Any]:
+    from ..views.diff import file_tables
+    from ..views.report.sort_keys import parse_sort
+    keys = parse_sort(args.sort)
+    tables = file_tables(pf, samples, args, keys, progress=False)
+    pf.resolve_event_names()
+    events: dict[str, tuple[int, int]] = {}
+    by_name = {}
+    for ea in pf.attrs:
+        if ea.name in events:
+            continue
+        # (an event of the other set matches by type and config, as
+        # perf diff's evsel__match2())
+        events[ea.name] = (ea.attr["type"], ea.attr["config"])
+        if ea.index in tables:
+            by_name[ea.name] = tables[ea.index]
+    return {"events": events, "tables": by_name, "keys": keys}
+
+
+COMPUTE = {"collapse": _collapse, "flamegraph": _flamegraph, "report": _report, "diff": _diff}
+
+
+def _stream_args(kind: str, args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments the samples are read with: diff's filters by thread,
+    comm, dso and symbol choose its table's entries, the samples they leave
+    out still count in the totals (perf diff's hist filters)."""
+    if kind != "diff":
+        return args
+    from ..views.report.command import split_hist_filters
+    return split_hist_filters(args)[0]
 
 
 def _describe(exc: Exception) -> str:
@@ -145,7 +178,7 @@ def file_partial(path: str, kind: str, options: dict[str, Any]) -> Partial:
             args.buildid_dir = args.buildid_dir or top
         notes = io.StringIO()
         with PerfFile(path, strict=args.strict) as pf:
-            samples = build_sample_symbolizer(pf, resolve_options(args))
+            samples = build_sample_symbolizer(pf, resolve_options(_stream_args(kind, args)))
             data = COMPUTE[kind](pf, samples, args, notes)
             messages = list(pf.warnings) + list(samples.symbolizer.warnings)
             count = samples.counts.get("samples", 0)
@@ -219,7 +252,20 @@ def _merge_groups(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-MERGE = {"collapse": _merge_collapse, "flamegraph": _merge_flamegraph, "report": _merge_report}
+def _merge_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    from ..views.difftable import sym_place
+    events = dict(a["events"])
+    for name, match in b["events"].items():
+        events.setdefault(name, match)
+    tables = dict(a["tables"])
+    for name, table in b["tables"].items():
+        mine = tables.get(name)
+        tables[name] = table if mine is None else mine.merged(table, sym_place(a["keys"]))
+    return {"events": events, "tables": tables, "keys": a["keys"]}
+
+
+MERGE = {"collapse": _merge_collapse, "flamegraph": _merge_flamegraph, "report": _merge_report,
+         "diff": _merge_diff}
 
 
 def merge_partials(*parts: Partial) -> Partial:

@@ -25,6 +25,7 @@ from .options import add_force_argument, add_symbolize_options, name_list, resol
 
 if TYPE_CHECKING:
     from ..format import PerfFile
+    from ..resolve.symbolized import SampleSymbolizer
     from .difftable import EventTable
 
 DEFAULT_SORT = "dso,sym"
@@ -93,33 +94,53 @@ def read_tables(path: str, args: argparse.Namespace, keys: list[str]
                 ) -> tuple[PerfFile, dict[int, EventTable]]:
     """One file's events, symbolized with its own binaries: (PerfFile,
     {event index: EventTable})."""
-    from .report.command import build_report, split_hist_filters
-    from .report.histogram import Report
+    from .report.command import split_hist_filters
     file_args = argparse.Namespace(**vars(args))
     file_args.file = path
-    stream_args, hist_filter, _ = split_hist_filters(file_args)
+    stream_args, _, _ = split_hist_filters(file_args)
     pf = open_profile(path, getattr(args, "strict", False))
     samples = build_sample_symbolizer(pf, resolve_options(stream_args))
     try:
-        report = build_report(pf, samples, keys, report=Report(
-            keys, False, sampler=samples, hist_filter=hist_filter(samples)))
+        tables = file_tables(pf, samples, file_args, keys)
     finally:
         print_warnings(pf, samples.symbolizer.warnings)
-    return pf, event_tables(report)
+    return pf, tables
+
+
+def file_tables(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
+                keys: list[str], progress: bool = True) -> dict[int, EventTable]:
+    """{event index: EventTable} of a file's samples (`samples` made with
+    the stream's arguments split_hist_filters gives: perf's filters by
+    thread, comm, dso and symbol leave a sample in its event's total)."""
+    from .report.command import build_report, split_hist_filters
+    from .report.histogram import Report
+    _, hist_filter, _ = split_hist_filters(args)
+    report = build_report(pf, samples, keys, progress=progress, report=Report(
+        keys, False, sampler=samples, hist_filter=hist_filter(samples)))
+    return event_tables(report)
 
 
 def describe_diff(paths: list[str], files: list[tuple[PerfFile, dict[int, EventTable]]],
                   keys: list[str], shown: list[str], opts: DiffOptions) -> str:
     """perf diff's text: a section per event of the baseline (data_process())."""
-    out: list[str] = []
+    sections = []
     base_pf = files[0][0]
     for ea in base_pf.attrs:
         tables: list[EventTable | None] = [files[0][1].get(ea.index)]
         for pf, by_index in files[1:]:
             match = matching_event(ea, list(pf.attrs))
             tables.append(by_index.get(match.index) if match is not None else None)
+        sections.append((ea.name, tables))
+    return describe_sections(paths, sections, keys, shown, opts)
+
+
+def describe_sections(paths: list[str], sections: list[tuple[str, list[EventTable | None]]],
+                      keys: list[str], shown: list[str], opts: DiffOptions) -> str:
+    """perf diff's text of (event name, [its table in each file]) sections."""
+    out: list[str] = []
+    for name, tables in sections:
         if not opts.quiet:
-            out.append("%s# Event '%s'\n#\n" % ("\n" if out else "", ea.name))
+            out.append("%s# Event '%s'\n#\n" % ("\n" if out else "", name))
             if len(paths) > 2:
                 out.append("# Data files:\n")
                 out.extend("#  [%d] %s %s\n" % (i, p, "(Baseline)" if i == 0 else "")
@@ -155,6 +176,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("files", nargs="*", metavar="FILE",
                    help="BASE NEW [NEW...] (default: perf.data.old perf.data; one FILE: "
                         "perf.data.old and FILE)")
+    add_diff_options(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+
+
+def add_diff_options(p: argparse.ArgumentParser) -> None:
+    """perf diff's options that shape the table, and --folded (`perfdata
+    diff` and `perfdata fleet diff`)."""
     add_force_argument(p)
     p.add_argument("-c", "--compute", type=compute_method, default=("delta-abs", (1, 1)),
                    metavar="delta|delta-abs|ratio|wdiff:W1,W2",
@@ -180,8 +209,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--folded", action="store_true",
                    help="print difffolded.pl's three columns (stack, BASE's count, NEW's "
                         "count) of the folded stacks of `perfdata collapse`")
-    add_symbolize_options(p)
-    p.set_defaults(func=run)
 
 
 def _order(text: str) -> int:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..format import EventAttr
-    from .report.entries import Entry
+    from ..session.threads import Thread
+    from .report.entries import Entry, ThreadComm
     from .report.histogram import Report
 
 # perf diff's computations: (column header, its minimum width)
@@ -56,12 +57,40 @@ class DiffEntry:
     level and thread are report.Entry's)."""
     __slots__ = ("key", "level", "thread", "self_period", "unresolved")
 
-    def __init__(self, entry: Entry) -> None:
-        self.key = entry.key
-        self.level = entry.level
-        self.thread = entry.thread
-        self.self_period = entry.self_period
-        self.unresolved = entry.unresolved
+    def __init__(self, key: tuple[Any, ...], level: str, thread: Thread | ThreadComm | None,
+                 self_period: int, unresolved: bool) -> None:
+        self.key = key
+        self.level = level
+        self.thread = thread
+        self.self_period = self_period
+        self.unresolved = unresolved
+
+    @classmethod
+    def of(cls, entry: Entry) -> DiffEntry:
+        return cls(entry.key, entry.level, entry.thread, entry.self_period, entry.unresolved)
+
+    def copy(self) -> DiffEntry:
+        return DiffEntry(self.key, self.level, self.thread, self.self_period, self.unresolved)
+
+    def add(self, other: DiffEntry, sym_at: int | None) -> None:
+        """Add the period of another entry of the same key (sym_at: the
+        place of the sym key, None if not sorted by it)."""
+        self.self_period += other.self_period
+        if sym_at is not None and self.unresolved:
+            # (the entries of a dso without a symbol are shown with the
+            # first in perf's address order)
+            if _signed(other.key[sym_at][1]) < _signed(self.key[sym_at][1]):
+                self.key, self.level, self.thread = other.key, other.level, other.thread
+
+    def __getstate__(self) -> dict[str, Any]:   # (a fleet worker's: the thread by its comm)
+        from .report.entries import ThreadComm, thread_comm
+        state = {k: getattr(self, k) for k in self.__slots__}
+        state["thread"] = ThreadComm(thread_comm(self.thread))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
 
 
 @dataclass(slots=True)
@@ -73,6 +102,19 @@ class EventTable:
 
     def total_of(self, relative: bool) -> int:
         return self.shown_total if relative else self.total
+
+    def merged(self, other: EventTable, sym_at: int | None) -> EventTable:
+        """A new table of both files' samples (as one file holding them:
+        each key's periods added, the entries of this one first)."""
+        entries = {key: e.copy() for key, e in self.entries.items()}
+        for key, e in other.entries.items():
+            mine = entries.get(key)
+            if mine is None:
+                entries[key] = e.copy()
+            else:
+                mine.add(e, sym_at)
+        return EventTable(entries, self.total + other.total,
+                          self.shown_total + other.shown_total)
 
 
 def _signed(address: int) -> int:
@@ -87,9 +129,14 @@ def diff_key(sort_keys: Sequence[str], values: tuple[Any, ...]) -> tuple[Any, ..
                  for k, v in zip(sort_keys, values))
 
 
+def sym_place(sort_keys: Sequence[str]) -> int | None:
+    return sort_keys.index("sym") if "sym" in sort_keys else None
+
+
 def event_tables(report: Report) -> dict[int, EventTable]:
     """{event index: EventTable} of a file's Report (made without --children)."""
     keys = report.sort_keys
+    sym_at = sym_place(keys)
     tables = {}
     for index, hist in report.hists.items():
         entries: dict[tuple[Any, ...], DiffEntry] = {}
@@ -99,15 +146,9 @@ def event_tables(report: Report) -> dict[int, EventTable]:
             key = diff_key(keys, entry.key)
             mine = entries.get(key)
             if mine is None:
-                entries[key] = DiffEntry(entry)
-                continue
-            mine.self_period += entry.self_period
-            if "sym" in keys and mine.unresolved:
-                # (the entries of a dso without a symbol are shown with the
-                # first in perf's address order)
-                at = keys.index("sym")
-                if _signed(entry.key[at][1]) < _signed(mine.key[at][1]):
-                    mine.key, mine.level, mine.thread = entry.key, entry.level, entry.thread
+                entries[key] = DiffEntry.of(entry)
+            else:
+                mine.add(DiffEntry.of(entry), sym_at)
         tables[index] = EventTable(entries, hist.total_period, shown)
     return tables
 

@@ -9,19 +9,15 @@ samples/buildids` (their binaries' recorded paths need not exist here).
 """
 import collections
 import html
-import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import need, requires_perf, run_cli
+from dask_cluster import dask_scheduler, fleet
 
 pytest.importorskip("distributed", reason="fleet needs dask[distributed] "
                                            "(pip install '.[fleet]')")
@@ -34,59 +30,12 @@ FILES = ["plt_loop.fp.data", "two_events.data", "cpp_inline.fp.data", "threads.f
          "zstd.data", "cpp_inline.dwarf.data"]
 
 
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]]
-                                                       if env.get("PYTHONPATH") else []))
-    return env
-
-
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
     """The address of a scheduler with two single-thread workers, all
     separate processes, torn down after the module."""
-    tmp = tmp_path_factory.mktemp("dask")
-    sched_file = tmp / "scheduler.json"
-    procs = []
-    log = open(tmp / "dask.log", "wb")
-    try:
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(sched_file)],
-            stdout=log, stderr=log, env=_env(), cwd=tmp, start_new_session=True))
-        deadline = time.time() + 60
-        while not sched_file.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        assert sched_file.exists(), (tmp / "dask.log").read_text()
-        for i in range(2):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "dask", "worker", "--scheduler-file", str(sched_file),
-                 "--nworkers", "1", "--nthreads", "1", "--no-dashboard",
-                 "--name", "w%d" % i, "--local-directory", str(tmp / ("w%d" % i))],
-                stdout=log, stderr=log, env=_env(), cwd=tmp, start_new_session=True))
-        import json
-        from distributed import Client
-        address = json.loads(sched_file.read_text())["address"]
-        with Client(address, timeout=30) as client:
-            client.wait_for_workers(2, timeout=90)
+    with dask_scheduler(tmp_path_factory.mktemp("dask")) as address:
         yield address
-    finally:
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in reversed(procs):
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        log.close()
-
-
-def fleet(*args):
-    proc = subprocess.run([sys.executable, str(REPO / "cli.py"), "fleet"] + [str(a) for a in args],
-                          capture_output=True, text=True, cwd=REPO, env=_env(), timeout=600)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def folded(text):
@@ -376,3 +325,30 @@ def test_tree_reduction_runs_on_the_workers(scheduler):
         math.ceil(math.log2(len(paths)))
     assert {w for _, w in tasks} <= workers
     assert dict(result.data) == summed_collapse(paths, *DEBUG)
+
+
+def test_diff_partials_merge_in_any_order():
+    """`fleet diff`'s merge alone (no Dask): associative, the inputs kept;
+    a set of one file gives `perfdata diff`'s text, a set of a file twice
+    the same shares with twice the periods."""
+    from perfdata.fleet.diff import diff_text
+    from perfdata.fleet.partials import file_partial, merge_partials
+    from perfdata.fleet.command import file_options
+    from perfdata import cli
+    files = [str(SAMPLES / f) for f in ("plt_loop.fp.data", "plt_loop_ibt.fp.data",
+                                        "plt_loop.dwarf.data")]
+    args = cli.build_parser("fleet").parse_args(["fleet", "diff", "--base", "x", "--new", "y",
+                                                 "-p"] + DEBUG)
+    parts = [file_partial(f, "diff", file_options(args)) for f in files]
+    assert not any(p.errors for p in parts)
+    before = diff_text(parts[0].data, parts[1].data, args)
+    left = merge_partials(merge_partials(parts[0], parts[1]), parts[2])
+    right = merge_partials(parts[0], merge_partials(parts[1], parts[2]))
+    assert diff_text(left.data, parts[0].data, args) == diff_text(right.data, parts[0].data, args)
+    assert diff_text(parts[0].data, parts[1].data, args) == before      # inputs unchanged
+    rc, out, err = run_cli(["diff", files[0], files[1], "-p"] + DEBUG)
+    assert rc == 0 and before == out
+    two = diff_text(merge_partials(parts[0], parts[0]).data, parts[0].data, args)
+    rows = [line.split() for line in two.splitlines() if line and not line.startswith("#")]
+    assert len(rows) > 3
+    assert all(int(r[1]) == 2 * int(r[3]) and r[2] == "+0.00%" for r in rows), two

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from conftest import _kernel_symbols_readable, requires_perf, run_cli
-from diff_pairs import make_pairs
+from diff_pairs import make_pairs, table
 
 pytestmark = requires_perf
 
@@ -58,26 +58,6 @@ def our_diff(pairs, args):
                             "--symbol-cache", str(pairs.root / "cache")] + list(args))
     assert rc == 0, err
     return out
-
-
-def table(text):
-    """[(column header, cell)...] per row of perf diff's text, cut at the
-    columns the dotted line marks; with the headers (several events: the
-    first one's table)."""
-    lines = text.splitlines()
-    at = next(i for i, l in enumerate(lines) if l.startswith("# ..."))
-    heads, dots = lines[at - 1], lines[at]
-    spans = [m.span() for m in re.finditer(r"\.+", dots)]
-    # (the last column runs to the line's end: a symbol is not padded)
-    spans[-1] = (spans[-1][0], None)
-    names = [heads[a:b].strip() if b else heads[a:].strip() for a, b in spans]
-    rows = []
-    for line in lines[at + 2:]:
-        if not line.strip() or line.startswith("#"):
-            break
-        rows.append([(n, (line[a:b] if b else line[a:]).strip()) for n, (a, b) in
-                     zip(names, spans)])
-    return names, rows
 
 
 def share(row):

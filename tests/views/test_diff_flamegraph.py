@@ -3,9 +3,9 @@
 collapsed inputs (`perfdata collapse` of each file).
 
 The oracle is difffolded.pl's rule as its source states it, run by perl
-(below, not FlameGraph's file): a line per stack of either file with both
-counts, 0 for a file without it; with -n, count1 scaled to file 2's total,
-int(count1 * total2 / total1), stack by stack.  Every frame drawn must hold
+(tests/diff_pairs.py, not FlameGraph's file): a line per stack of either
+file with both counts, 0 for a file without it; with -n, count1 scaled to
+file 2's total, int(count1 * total2 / total1), stack by stack.  Every frame drawn must hold
 the sums of those columns over the stacks through it; the doubled function
 must be the reddest frame; the functions whose work did not change must
 stay within the noise the graph shows (counts as recorded: their share
@@ -13,38 +13,14 @@ does change, by design of the test program).
 """
 import html
 import re
-import subprocess
 
 import pytest
 
 from conftest import requires_perf, run_cli
-from diff_pairs import make_pairs
+from diff_pairs import difffolded, make_pairs
 
 pytestmark = requires_perf
 
-DIFFFOLDED = r"""
-my ($normalize, $file1, $file2) = @ARGV;
-my ($total1, $total2) = (0, 0);
-my %Folded;
-for my $f ([$file1, 1], [$file2, 2]) {
-    open FILE, $f->[0] or die;
-    while (<FILE>) {
-        chomp;
-        my ($stack, $count) = (/^(.*)\s+?(\d+(?:\.\d*)?)$/);
-        $Folded{$stack}{$f->[1]} += $count;
-        if ($f->[1] == 1) { $total1 += $count } else { $total2 += $count }
-    }
-    close FILE;
-}
-foreach my $stack (keys %Folded) {
-    $Folded{$stack}{1} = 0 unless defined $Folded{$stack}{1};
-    $Folded{$stack}{2} = 0 unless defined $Folded{$stack}{2};
-    if ($normalize && $total1 != $total2) {
-        $Folded{$stack}{1} = int($Folded{$stack}{1} * $total2 / $total1);
-    }
-    print "$stack $Folded{$stack}{1} $Folded{$stack}{2}\n";
-}
-"""
 _FRAME = re.compile(r'<g data-d="(\d+)"[^>]*data-name="([^"]*)"[^>]*data-base="(\d+)" '
                     r'data-new="(\d+)" data-noise="([\d.]+)">.*?fill="rgb\((\d+),(\d+),(\d+)\)"'
                     r'.*?data-ox="([\d.]+)" data-ow="([\d.]+)"')
@@ -70,16 +46,6 @@ def collapsed(pairs, name, *flags):
     if not path.exists():
         perfdata(pairs, "collapse", str(pairs.data[name]), "-o", str(path), *flags)
     return path
-
-
-def difffolded(first, second, normalize):
-    out = subprocess.run(["perl", "-e", DIFFFOLDED, "1" if normalize else "0", str(first),
-                          str(second)], capture_output=True, text=True, check=True).stdout
-    stacks = {}
-    for line in out.splitlines():
-        stack, c1, c2 = line.rsplit(" ", 2)
-        stacks[stack] = (int(c1), int(c2))
-    return stacks
 
 
 def frame_sums(stacks):
