@@ -38,13 +38,13 @@ if TYPE_CHECKING:
     from .format import PerfFile, Record
     from .library.profile import Profile, profile
     from .library.samples import Frame, Sample
-    from .library.tables import FlameGraph, FlameNode, ReportRow, ReportTable
+    from .library.tables import DiffRow, DiffTable, FlameGraph, FlameNode, ReportRow, ReportTable
     from .resolve.pipeline import ResolveOptions
 
 __all__ = ["profile", "Profile", "ResolveOptions", "Sample", "Frame", "ReportTable", "ReportRow",
-           "FlameGraph", "FlameNode", "open", "to_arrow", "Feature", "RecordType", "SampleType",
-           "PerfFile", "Record", "PerfDataError", "CorruptError", "NotPerfDataError",
-           "TruncatedError", "__version__"]
+           "DiffTable", "DiffRow", "FlameGraph", "FlameNode", "open", "to_arrow", "Feature",
+           "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
+           "NotPerfDataError", "TruncatedError", "__version__"]
 
 
 def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
@@ -64,6 +64,7 @@ _LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder",
          "profile": ".library.profile", "Profile": ".library.profile",
          "Sample": ".library.samples", "Frame": ".library.samples",
          "ReportTable": ".library.tables", "ReportRow": ".library.tables",
+         "DiffTable": ".library.tables", "DiffRow": ".library.tables",
          "FlameGraph": ".library.tables", "FlameNode": ".library.tables",
          "ResolveOptions": ".resolve.pipeline"}
 

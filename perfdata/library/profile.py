@@ -20,10 +20,11 @@ if TYPE_CHECKING:
     from symbolize import Symbolizer
 
     from ..arrow import ArrowTables
-    from ..format import PerfFile
+    from ..format import EventAttr, PerfFile
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from .samples import Sample
-    from .tables import FlameGraph, ReportTable
+    from ..views.difftable import EventTable
+    from .tables import DiffTable, FlameGraph, ReportTable
 
     from typing import TypeVar
 
@@ -133,6 +134,8 @@ class Profile:
     Iterate it for its samples (frozen `Sample`s, frames leaf first), or ask
     for a view: `report()` (the table of `perfdata report`), `folded()`
     (`perfdata collapse`), `flamegraph()` (`perfdata flamegraph`'s tree),
+    `diff(new)` and `diff_folded(new)` (`perfdata diff`'s table and
+    --folded columns),
     `to_arrow()` and `to_pandas()` (`perfdata export --format parquet`'s
     tables).  In a notebook it shows its flame graph and the report's first
     rows.  warnings: what the passes so far warned of (each once)."""
@@ -291,6 +294,52 @@ class Profile:
         stacks = diff_stacks(self.folded(weight=weight), new.folded(weight=weight),
                              normalize=normalize)
         return {k: stacks[k] for k in sorted(stacks)}
+
+    def diff(self, new: Profile, *, sort: str = "dso,sym", event: str | None = None
+             ) -> DiffTable:
+        """This profile (the base) against `new`, as `perfdata diff BASE NEW`
+        prints it (perf diff's table, its default `-c delta-abs`): a row per
+        function, keyed by its name within the binary's short name, so two
+        builds of a program pair; each profile read with its own options
+        and binaries.  sort: perf diff's -s keys (dso, sym, comm, pid, cpu);
+        event: the base's event compared (default: its first with samples),
+        with the new profile's event of the same type and config."""
+        from ..views.difftable import DiffOptions
+        from ..views.difftable import DiffTable as Table
+        from ..views.difftable import matching_event
+        from ..views.report.sort_keys import parse_sort
+        keys = parse_sort(sort)
+        base_events, new_events = self._event_tables(keys), new._event_tables(keys)
+        for ea, base in base_events:
+            if (event is None and base is not None) or ea.name == event:
+                match = matching_event(ea, [attr for attr, _ in new_events])
+                theirs = next((t for attr, t in new_events if attr is match), None)
+                with as_the_commands():
+                    from .tables import diff_table
+                return diff_table(Table(keys, [base, theirs], DiffOptions()), ea.name)
+        from .tables import DiffTable
+        if event is None:
+            return DiffTable("", tuple(keys), 0, 0, ())
+        raise KeyError("no event %r in %s (events: %s)" % (
+            event, self.path, ", ".join(ea.name for ea, _ in base_events) or "none"))
+
+    def _event_tables(self, keys: list[str]) -> list[tuple[EventAttr, EventTable | None]]:
+        """Each event of the file with perf diff's table of its samples (None
+        for an event without samples)."""
+        stream, hist_filter = _hist_filters(self.options)
+
+        def fill(pf: PerfFile, samples: SampleSymbolizer
+                 ) -> list[tuple[EventAttr, EventTable | None]]:
+            from ..views.difftable import event_tables
+            from ..views.report.command import build_report
+            from ..views.report.histogram import Report
+            report = build_report(pf, samples, keys, progress=False, report=Report(
+                keys, False, sampler=samples, hist_filter=hist_filter(samples)))
+            tables = event_tables(report)
+            pf.resolve_event_names()
+            return [(ea, tables.get(ea.index)) for ea in pf.attrs]
+        with as_the_commands():
+            return self._pass(fill, stream)
 
     def offcpu_folded(self, *, min_wait_ns: int = 10_000, tid_root: bool = False,
                       with_state: bool = False, wall: bool = False, wakers: bool = False

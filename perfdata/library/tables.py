@@ -1,7 +1,7 @@
-"""The commands' views as data: the rows of `perfdata report`'s table and the
-tree of `perfdata flamegraph`, frozen and typed, made from the views' own
-Report and FlameGraphBuilder (so they hold the same numbers and names as
-the commands print).
+"""The commands' views as data: the rows of `perfdata report`'s table, of
+`perfdata diff`'s and the tree of `perfdata flamegraph`, frozen and typed,
+made from the views' own Report, DiffTable and FlameGraphBuilder (so they
+hold the same numbers and names as the commands print).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from ..views import difftable
     from ..views.flamegraph import FlameGraphBuilder, Node
     from ..views.report.entries import EventHistogram
     from ..views.report.histogram import Report
@@ -162,3 +163,84 @@ def _table(report: Report, hist: EventHistogram) -> ReportTable:
             None if sym is None else sym[1] if sym[0] == "s" else addr_text(sym[1]),
             e.level, cells.get("cpu")))
     return ReportTable(hist.event.name, hist.samples, hist.total_period, tuple(keys), tuple(rows))
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRow:
+    """One row of `perfdata diff BASE NEW`'s table (perf diff's): a function
+    (by default; a value of each sort key) of either profile.
+
+    baseline: its percent of the base's period (perf's Baseline), 0.0
+        where the base has no such function (perf leaves the cell blank).
+    new: its percent of the new profile's period.
+    delta: new - baseline (perf's Delta; Delta Abs is its size), where
+        perf leaves the cell blank (the new profile lacks the function)
+        -baseline.
+    base_period, new_period: the periods of its samples (perf's -p
+        columns), 0 where a profile has none.
+    command, pid, shared_object, cpu: the columns of the sort keys (None
+        for a key not sorted by), as ReportRow's.
+    symbol: the function as perf prints it; where the binary has no
+        symbol, the lowest address sampled in it (perf diff takes all of
+        them for one entry).  level: perf's privilege mark (".", "k", ...).
+    """
+    baseline: float
+    new: float
+    delta: float
+    base_period: int
+    new_period: int
+    command: str | None
+    pid: int | None
+    shared_object: str | None
+    symbol: str | None
+    level: str
+    cpu: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffTable:
+    """One event's table of `perfdata diff BASE NEW` (`-c delta-abs`, perf
+    diff's default), its rows in perf diff's order: the functions both
+    profiles have by the size of the change, then those of the base only.
+    base_event_count, new_event_count: the periods the percents are of.
+    Iterating gives the rows; `len()` and indexing too."""
+    event: str
+    sort_keys: tuple[str, ...]
+    base_event_count: int
+    new_event_count: int
+    rows: tuple[DiffRow, ...]
+
+    def __iter__(self) -> Iterator[DiffRow]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> DiffRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[DiffRow, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> DiffRow | tuple[DiffRow, ...]:
+        return self.rows[index]
+
+
+def diff_table(table: difftable.DiffTable, event: str) -> DiffTable:
+    """The DiffTable of views.difftable's table of two files."""
+    from ..views.report.sort_keys import addr_text
+    keys = table.sort_keys
+    rows = []
+    for row in table.sorted_rows():
+        new = row.pairs[0]
+        baseline, share = table.percent(row.base, 0), table.percent(new, 1)
+        cells = dict(zip(keys, row.shown.key))
+        sym = cells.get("sym")
+        rows.append(DiffRow(
+            baseline, share, share - baseline,
+            row.base.self_period if row.base is not None else 0,
+            new.self_period if new is not None else 0,
+            cells.get("comm"), cells.get("pid"), cells.get("dso"),
+            None if sym is None else sym[1] if sym[0] == "s" else addr_text(sym[1]),
+            row.shown.level, cells.get("cpu")))
+    return DiffTable(event, tuple(keys), table.totals[0], table.totals[1], tuple(rows))

@@ -56,7 +56,11 @@ CLIENT = textwrap.dedent('''
         depth_names = [(depth, n.name) for depth, n in node.walk()]
         svg: str = graph.svg(width=800)
         warnings: list[str] = prof.warnings
-        del folded, depth_names, svg, warnings
+        compared: perfdata.DiffTable = prof.diff(perfdata.profile("new.data"), sort="dso,sym")
+        first_change: perfdata.DiffRow = compared[0]
+        changes = [(r.symbol or "?", r.delta, r.base_period, r.new_period) for r in compared]
+        stacks: dict[str, tuple[int, int]] = prof.diff_folded(perfdata.profile("new.data"))
+        del folded, depth_names, svg, warnings, first_change, changes, stacks
         version: str = perfdata.__version__
         del version
         return counts
