@@ -261,7 +261,7 @@ def test_layout_page_names_every_package():
 
 # The pages besides docs/commands.md that hold a command's option reference.
 OPTION_PAGES = {"diff": ["diff.md"], "flamegraph": ["diff.md"], "offcpu": ["offcpu.md"],
-                "fleet": ["fleet.md"]}
+                "fleet": ["fleet.md", "diff.md"]}     # (fleet diff: on diff.md)
 
 
 def test_every_option_is_in_the_reference():

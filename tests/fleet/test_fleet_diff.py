@@ -1,7 +1,7 @@
 """`perfdata fleet diff --base ... --new ...`: two sets of recordings made now
 (tests/diff_pairs.py: tests/progs/diff_work.c, grows()' work doubled in the
 new set), compared on a real Dask cluster (a scheduler and two workers
-started for this module: tests/dask_cluster.py).
+started for this module: tests/fleet/dask_cluster.py).
 
 The sets: --base {base (-O1 build), strip_base (a stripped -O1 build named
 from its debug file)}, --new {new (-O1), o2new (-O2), strip_new}: the

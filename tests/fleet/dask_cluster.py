@@ -1,4 +1,4 @@
-"""A real Dask cluster for the fleet tests (tests/test_fleet*.py), and the
+"""A real Dask cluster for the fleet tests (tests/fleet/test_fleet*.py), and the
 fleet commands run as a user runs them.
 
 `dask_scheduler(folder)` starts a `dask scheduler` and `workers` `dask
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def env():
