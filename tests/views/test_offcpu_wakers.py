@@ -21,9 +21,9 @@ PROG = TESTS_DIR / "progs" / "offcpu_wakeups.c"
 WAKER_OF = {"wait_pipe": "wake_pipe", "wait_cond": "wake_cond"}
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory):
-    """(perf.data, {comm: (tid, function, ns)}, waker tid)."""
+def _record(tmp_path_factory, events):
+    """(perf.data, {comm: (tid, function, ns)}, waker tid) of a recording of
+    the switches and these wakeup events."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
     tmp = tmp_path_factory.mktemp("offcpu_wakers")
@@ -31,10 +31,10 @@ def recording(tmp_path_factory):
     subprocess.run(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-o", str(exe),
                     str(PROG)], check=True)
     data = tmp / "wakeups.data"
-    res = subprocess.run([PERF, "record", "-q", "-o", str(data), "-e", "sched:sched_switch",
-                          "-e", "sched:sched_wakeup", "--switch-events", "--call-graph",
-                          "dwarf,16384", "--", str(exe)], capture_output=True, text=True,
-                         timeout=120)
+    wakeups = [arg for event in events for arg in ("-e", event)]
+    res = subprocess.run([PERF, "record", "-q", "-o", str(data), "-e", "sched:sched_switch"] +
+                         wakeups + ["--switch-events", "--call-graph", "dwarf,16384", "--",
+                                    str(exe)], capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
         pytest.skip("perf could not record the scheduler tracepoints here: %s"
                     % res.stderr.strip().splitlines()[-1:])
@@ -49,6 +49,19 @@ def recording(tmp_path_factory):
     return data, waits, waker
 
 
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """The recipe of docs/offcpu.md: sched_wakeup."""
+    return _record(tmp_path_factory, ["sched:sched_wakeup"])
+
+
+@pytest.fixture(scope="module")
+def with_waking(tmp_path_factory):
+    """sched_waking beside sched_wakeup (perf sched record's pair): the
+    first of a wait's wakeups, sched_waking's, names the waker."""
+    return _record(tmp_path_factory, ["sched:sched_waking", "sched:sched_wakeup"])
+
+
 def _offcpu(*args):
     rc, out, err = run_cli(["offcpu"] + [str(a) for a in args])
     assert rc == 0, err
@@ -56,8 +69,9 @@ def _offcpu(*args):
 
 
 @requires_perf
-def test_waits_attributed_to_their_waker_and_its_stack(recording):
-    data, waits, waker = recording
+@pytest.mark.parametrize("which", ["recording", "with_waking"])
+def test_waits_attributed_to_their_waker_and_its_stack(which, request):
+    data, waits, waker = request.getfixturevalue(which)
     chains = []
     for line in _offcpu(data, "--wakers", "--format", "collapse", "--tid-root",
                         "--min-wait", "0").splitlines():
