@@ -4,7 +4,7 @@ Python path (views/collapse.py collapse_samples), into one table.
 
 The core walks each sample as for `perfdata script` (perfdata/core/script.py
 says how, and what it hands back); what it keeps of a frame is its folded
-name as stackcollapse-perf.pl makes it (collapse.frame_names of the frames
+name as stackcollapse-perf.pl makes it (run/folded.py frame_names of the frames
 the resolver gives), and each sample adds its period (or 1) to
 counts["root;...;leaf"].  The event filter is the Python path's own object,
 asked once an event at its first sample (its answer does not change after
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..format import SampleType as ST
 from ..resolve.frames import StackFrame
 from ..resolve.symbolized import SymbolizedSample
-from ..views.collapse import frame_names, shows_period, stack_names
+from ..run.folded import frame_names, shows_period, stack_names
 from .script import ScriptCore
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..format import EventAttr
     from ..resolve.symbolized import SampleSymbolizer
-    from ..views.collapse import CollapseOptions, EventFilter
+    from ..run.folded import CollapseOptions, EventFilter
     from .script import Plan
 
 

@@ -14,47 +14,44 @@ the run every stack goes into the builder (FlameGraphBuilder.add_stack) in
 the order of its first sample: a node is made by the first sample through
 it, and takes that sample's kind and dso, as when the samples are added one
 by one.  The graph is the same bytes as the Python path's
-(tests/core/test_core_equality.py).
+(tests/core/test_core_equality.py).  The view hands its builder down
+(views/flamegraph/tree.py fill_tree).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..resolve.frames import StackFrame
-from ..views.collapse import CollapseOptions, frame_names, root_name, sample_weight
-from ..views.flamegraph.tree import frame_kind
+from ..run.folded import CollapseOptions, frame_kind, frame_names, root_name, sample_weight
 from .collapse import CollapseCore
 
 if TYPE_CHECKING:
     import types
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from ..format import EventAttr
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
-    from ..views.flamegraph.tree import FlameGraphBuilder
-    from ..views.options import SampleRun
+    from ..run.folded import EventFilter
     from .script import Plan
 
     # a tree node's (name, kind, dso)
     NodeKey = tuple[str, str, str]
 
+    class FlameGraphBuilder(Protocol):
+        """What TreeCore fills: the view's tree (views/flamegraph/tree.py
+        FlameGraphBuilder, handed down by the view that draws it)."""
+        weight: str
 
-def fill_tree(run_: SampleRun, builder: FlameGraphBuilder) -> bool:
-    """Build the run's tree with the compiled core where it is built and the
-    options leave samples to it; False where it is not used (the caller
-    adds the samples itself)."""
-    from . import compiled
-    module = compiled()
-    if module is None or not TreeCore.applies_to(run_.samples, builder.opts):
-        return False
-    from ..run.profile import print_warnings
-    from ..run.progress import sample_progress
-    core = TreeCore(module, run_.samples, builder)
-    try:
-        core.fill(sample_progress(core, run_.pf, run_.label))
-    finally:
-        print_warnings(run_.pf, run_.samples.symbolizer.warnings)
-    return True
+        @property
+        def opts(self) -> CollapseOptions: ...
+
+        @property
+        def events(self) -> EventFilter: ...
+
+        def stack_path(self, frames: Sequence[StackFrame], java: bool) -> list[NodeKey]: ...
+
+        def add_stack(self, root: str, path: Iterable[tuple[str, str, str | None]], weight: int,
+                      samples: int, event_name: str) -> None: ...
 
 
 class TreeCore(CollapseCore):

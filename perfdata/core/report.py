@@ -31,7 +31,7 @@ Python path, which stays the reference.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..format import AttrType, SampleType as ST
 from ..resolve.symbolized import SymbolizedSample
@@ -48,8 +48,30 @@ if TYPE_CHECKING:
     from ..resolve.frames import StackFrame
     from ..session.threads import Thread
     from ..resolve.symbolized import SampleSymbolizer
-    from ..views.report.histogram import Report
     from .script import Plan
+
+    class Report(Protocol):
+        """What the driver fills: the view's histograms (views/report/histogram.py
+        Report, handed down by views/report/command.py), read for the
+        options that decide whether the core counts, added to a sample or
+        a count at a time."""
+        order: int
+
+        @property
+        def sort_keys(self) -> list[str]: ...
+
+        @property
+        def children(self) -> bool: ...
+
+        @property
+        def hist_filter(self) -> object | None: ...
+
+        def add(self, sample: SymbolizedSample) -> None: ...
+
+        def add_counted(self, sample: Any, frame: StackFrame, cpumode: int, period: int,
+                        samples: int, first: int) -> None: ...
+
+        def sort_by_first(self) -> None: ...
 
 
 def takes_most_samples(args: Any, pf: PerfFile) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import construct as cs
 
@@ -48,8 +48,27 @@ if TYPE_CHECKING:
     from ..session.maps import Map, MapGroup
     from ..session.threads import Thread
     from ..resolve.symbolized import SampleSymbolizer
-    from ..views.script import ScriptFormatter
     from symbolize import SymbolTable
+
+    class ScriptFormatter(Protocol):
+        """What the driver asks of the view's formatter (views/script_formatter.py
+        ScriptFormatter, handed down by views/script.py): an event's fields,
+        the header's time and name widths, and the lines of an address's
+        frames, which the core keeps."""
+        @property
+        def nanosecs(self) -> bool: ...
+
+        @property
+        def reltime(self) -> object | None: ...
+
+        @property
+        def kernel_path(self) -> str | None: ...
+
+        def fields_for(self, event: EventAttr) -> tuple[str, ...]: ...
+
+        def name_width(self) -> int: ...
+
+        def frame_lines(self, frames: Sequence[StackFrame], event: EventAttr) -> str: ...
 
     # an event's plan as the core takes it (see SampleText.set_plan)
     Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, TextIO
 if TYPE_CHECKING:
     from ..format import PerfFile
     from ..resolve.symbolized import SampleSymbolizer
-    from ..views.collapse import CollapseOptions
+    from ..run.folded import CollapseOptions
     from ..views.flamegraph.tree import Node
     # a flame graph stack: (name, kind, dso) of each frame, outermost first
     FramePath = tuple[tuple[str, str, str | None], ...]
@@ -64,7 +64,7 @@ def _collapse(pf: PerfFile, samples: SampleSymbolizer, args: argparse.Namespace,
 
 
 def flame_options(args: argparse.Namespace) -> CollapseOptions:
-    from ..views.collapse import CollapseOptions
+    from ..run.folded import CollapseOptions
     return CollapseOptions(pid=args.pid_root, tid=args.tid_root, kernel=False,
                            event_filter=args.event_filter)
 

@@ -263,7 +263,8 @@ class Profile:
         count}, sorted by stack; weight "period" (its default) or
         "samples" (--samples).  Only the first event seen is counted, as
         stackcollapse-perf.pl does."""
-        from ..views.collapse import CollapseOptions, EventFilter, collapse_samples
+        from ..run.folded import CollapseOptions, EventFilter
+        from ..views.collapse import collapse_samples
         if weight not in ("period", "samples"):
             raise ValueError("weight: period or samples, not %r" % weight)
         opts = CollapseOptions(weight=weight)
@@ -377,7 +378,7 @@ class Profile:
     def flamegraph(self, *, weight: str = "samples") -> FlameGraph:
         """`perfdata flamegraph`'s tree of the first event seen (weight
         "samples", its default, or "period"); `.svg()` draws it."""
-        from ..views.collapse import CollapseOptions
+        from ..run.folded import CollapseOptions
         from ..views.flamegraph import FlameGraphBuilder
         if weight not in ("period", "samples"):
             raise ValueError("weight: period or samples, not %r" % weight)

@@ -142,7 +142,7 @@ class SampleMaker:
     stack), so Frames are kept by the StackFrame they were made of."""
 
     def __init__(self, lines: SourceLines | None) -> None:
-        from ..views.flamegraph import frame_kind as kind
+        from ..run.folded import frame_kind as kind
         self._kind = kind
         self._lines = lines
         self._stacks: dict[int, tuple[Sequence[StackFrame], tuple[Frame, ...]]] = {}

@@ -27,10 +27,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .collapse import CollapseOptions, frame_names, open_output
+from .collapse import open_output
 from .errors import CommandError
 from .options import SampleRun, add_input_argument, add_symbolize_options
 from .pprof import NS_EVENTS, PprofBuilder, profile_classes
+from ..run.folded import CollapseOptions, frame_names
 
 if TYPE_CHECKING:
     import argparse

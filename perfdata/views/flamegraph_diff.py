@@ -42,10 +42,10 @@ NOISE_SIGMAS = 3
 def folded_counts(args: argparse.Namespace, path: str, weight: str) -> dict[str, int]:
     """{folded stack: count} of one file, as `perfdata collapse` counts it
     (weight "period", its default) or the flame graph does ("samples")."""
-    from .collapse import CollapseOptions
+    from ..run.folded import CollapseOptions
     from .flamegraph import FlameGraphBuilder
     from .options import SampleRun
-    from ..core.flamegraph import fill_tree
+    from .flamegraph.tree import fill_tree
     import sys
     file_args = argparse.Namespace(**vars(args))
     file_args.file = path

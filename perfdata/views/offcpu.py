@@ -230,7 +230,7 @@ class StackNames:
     distinct frames object named once."""
 
     def __init__(self) -> None:
-        from .collapse import CollapseOptions
+        from ..run.folded import CollapseOptions
         self.opts = CollapseOptions()
         self.cache: dict[int, tuple[Sequence[StackFrame], Path]] = {}
 
@@ -238,8 +238,7 @@ class StackNames:
         hit = self.cache.get(id(frames))
         if hit is not None and hit[0] is frames:
             return hit[1]
-        from .collapse import frame_names
-        from .flamegraph import frame_kind
+        from ..run.folded import frame_kind, frame_names
         path = tuple((name, frame_kind(fr), fr.dso or "[unknown]")
                      for fr in reversed(frames) for name in frame_names(fr, self.opts))
         if len(self.cache) > 100000:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from .collapse import CollapseOptions, frame_names
+from ..run.folded import CollapseOptions, frame_names
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

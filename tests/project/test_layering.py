@@ -39,10 +39,7 @@ FLOORS = [
 FLOOR = {room: n for n, rooms in enumerate(FLOORS) for room in rooms}
 RESOLVE = FLOOR["resolve"]
 # Room -> rooms it still imports against the floors, and why.  Shrinks.
-LEFT: dict[tuple[str, str], str] = {
-    ("core", "views"): "the compiled core's drivers import the views' formatters and "
-                       "frame names; the views should hand them in (the run layer's seam)",
-}
+LEFT: dict[tuple[str, str], str] = {}
 
 
 def room_of(module: str) -> str | None:

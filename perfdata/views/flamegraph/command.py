@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from ...run.folded import CollapseOptions
 from ...run.sharded import add_jobs_argument
-from ..collapse import CollapseOptions
 from ..errors import CommandError
 from ..options import SampleRun, add_input_argument, add_symbolize_options
 from .layout import MIN_WIDTH_PX, MinWidth
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     if jobs > 1:
         _build_sharded(args, opts, jobs, run_.pf, builder)
     else:
-        from ...core.flamegraph import fill_tree
+        from .tree import fill_tree
         if not fill_tree(run_, builder):     # (the compiled core's, where it applies)
             for sample in run_:
                 builder.add(sample)

@@ -3,21 +3,20 @@ level below its caller, and FlameGraphBuilder, which adds symbolized
 samples to it (or stacks counted elsewhere: the compiled core, a fleet)."""
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..collapse import CollapseOptions, EventFilter, frame_names, root_name, sample_weight
+from ...run.folded import (CollapseOptions, EventFilter, frame_kind, frame_names, root_name,
+                           sample_weight)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from ...resolve.frames import StackFrame
     from ...resolve.symbolized import SymbolizedSample
+    from ..options import SampleRun
 
     # A stack's path from its outermost frame: (name, kind, dso) each.
     Path = list[tuple[str, str, str]]
-
-_JIT_DSO = re.compile(r"(/tmp/perf-\d+\.map|^//anon|^\[anon|^/memfd:|^\[jit|(?:^|/)jit-\d+\.dump\Z)")
 
 
 class Node:
@@ -48,22 +47,6 @@ class Node:
                 self.children[name] = theirs
             else:
                 mine.merge(theirs)
-
-
-def frame_kind(frame: StackFrame) -> str:
-    if frame.kernel:
-        return "kernel"
-    if frame.stitched:
-        # (not seen in this sample's stack: the reader should know)
-        return "stitched"
-    dso = frame.dso or ""
-    if _JIT_DSO.search(dso):
-        return "jit"
-    if frame.symbol is None:
-        return "unknown"
-    if frame.inlined:
-        return "inlined"
-    return "user"
 
 
 class FlameGraphBuilder:
@@ -165,3 +148,22 @@ class FlameGraphBuilder:
         self.__dict__.update(state)
         self._cache = {}
         self.events = EventFilter(self.opts.event_filter)
+
+
+def fill_tree(run_: SampleRun, builder: FlameGraphBuilder) -> bool:
+    """Build the run's tree with the compiled core where it is built and the
+    options leave samples to it; False where it is not used (the caller
+    adds the samples itself)."""
+    from ...core import compiled
+    from ...core.flamegraph import TreeCore
+    module = compiled()
+    if module is None or not TreeCore.applies_to(run_.samples, builder.opts):
+        return False
+    from ...run.profile import print_warnings
+    from ...run.progress import sample_progress
+    core = TreeCore(module, run_.samples, builder)
+    try:
+        core.fill(sample_progress(core, run_.pf, run_.label))
+    finally:
+        print_warnings(run_.pf, run_.samples.symbolizer.warnings)
+    return True
