@@ -26,6 +26,14 @@ EXTENSIONS = [
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
+    # a first run's symbol tables: perf's fixups, ELF symbol sections and
+    # kallsyms texts read (symbolize/symbols/symtab.py, kallsyms.py)
+    Extension(
+        "symbolize.symbols._symtab",
+        sources=["symbolize/symbols/_symtab.c"],
+        extra_compile_args=_C_FLAGS,
+        optional=True,
+    ),
     # the waits of a scheduler recording without stacks (perfdata/core/switches.py)
     Extension(
         "perfdata.core._switches",

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from .symbols.lines import InlineFrame, LineInfo
     from .symbols.perfmap import MapSymbol, PerfMap, is_perfmap_path
     from .symbols.plt import PltSymbol, synthesize_plt_symbols
-    from .symbols.symtab import (RawSymbol, Symbol, SymbolTable, build_symbol_table,
-                                 load_table, read_elf_symbols, save_table)
+    from .symbols.elfsymbols import RawSymbol, read_elf_symbols
+    from .symbols.symtab import Symbol, SymbolTable, build_symbol_table, load_table, save_table
 
 _MODULE_OF = {
     **dict.fromkeys(("SymbolizeError", "BinaryError", "NotELFError", "InvalidBuildIdError"),
@@ -57,8 +57,9 @@ _MODULE_OF = {
     **dict.fromkeys(("normalize_build_id", "is_valid_build_id", "require_build_id"), "buildid"),
     **dict.fromkeys(("Binary", "LoadSegment", "SectionHeader", "open_binary", "SHF_ALLOC"),
                     "elffile"),
-    **dict.fromkeys(("Symbol", "SymbolTable", "RawSymbol", "build_symbol_table",
-                     "read_elf_symbols", "load_table", "save_table"), "symbols.symtab"),
+    **dict.fromkeys(("Symbol", "SymbolTable", "build_symbol_table", "load_table", "save_table"),
+                    "symbols.symtab"),
+    **dict.fromkeys(("RawSymbol", "read_elf_symbols"), "symbols.elfsymbols"),
     **dict.fromkeys(("PltSymbol", "synthesize_plt_symbols"), "symbols.plt"),
     **dict.fromkeys(("demangle", "demangle_rust_legacy", "demangle_rust_v0"),
                     "symbols.demangle"),

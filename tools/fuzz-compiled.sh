@@ -1,6 +1,6 @@
 #!/bin/sh
-# The compiled extensions (perfdata/core/_*.c) under AddressSanitizer and
-# UBSan: built into a temporary directory (not the checkout's), then
+# The compiled extensions (perfdata/core/_*.c, symbolize/symbols/_*.c) under
+# AddressSanitizer and UBSan: built into a temporary directory (not the checkout's), then
 # tools/fuzz_compiled.py runs the fuzz harness's seeds with mutations through
 # them, and every corpus file and fuzz crasher, with the sanitizer runtime
 # preloaded into CPython.  0 findings required: the exit status is 1 on any
@@ -26,9 +26,9 @@ cd "$REPO"
 CFLAGS="$SAN" LDFLAGS="$SAN" python3 setup.py -q build_ext --build-lib "$WORK/lib" \
     --build-temp "$WORK/tmp" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 2; }
 # Every extension (optional=True in setup.py would leave a failed one out quietly).
-for src in perfdata/core/_*.c; do
+for src in perfdata/core/_*.c symbolize/symbols/_*.c; do
     name=$(basename "$src" .c)
-    ls "$WORK/lib/perfdata/core/$name".*.so >/dev/null 2>&1 || {
+    ls "$WORK/lib/$(dirname "$src")/$name".*.so >/dev/null 2>&1 || {
         echo "fuzz-compiled: $name did not build:" >&2; cat "$WORK/build.log" >&2; exit 2; }
 done
 
@@ -105,10 +105,11 @@ for j in range(jobs):
 print("fuzz-compiled: %d mutated inputs + %d whole files (corpus, fuzz crashers, samples), "
       "%d compared byte for byte with the pure path, %d walk_block calls on exact-size "
       "buffers, %d perfdata script runs on the compiled core, %d record walks of script "
-      "compared with PerfFile.records; %d s wall with %d jobs; findings: %d"
+      "compared with PerfFile.records, %d symbol tables (kallsyms text, ELF file, fixup) "
+      "compared with the pure path; %d s wall with %d jobs; findings: %d"
       % (total.get("mutated", 0), total.get("whole", 0), total.get("compared", 0),
-         total.get("walk_block", 0), total.get("script", 0), total.get("walks", 0), wall, jobs,
-         total.get("findings", 0)))
+         total.get("walk_block", 0), total.get("script", 0), total.get("walks", 0),
+         total.get("symtab", 0), wall, jobs, total.get("findings", 0)))
 PY
 [ "$status" -eq 0 ] && echo "fuzz-compiled: 0 findings" || echo "fuzz-compiled: FAILED (see above; work dir $WORK)"
 exit "$status"

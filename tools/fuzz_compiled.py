@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The compiled extensions (perfdata/core/_*.c) under fuzz: run by
+"""The compiled extensions (perfdata/core/_*.c, symbolize/symbols/_symtab.c) under fuzz: run by
 tools/fuzz-compiled.sh, which builds them with AddressSanitizer and UBSan and
 starts this with the sanitizer runtime preloaded.
 
@@ -26,6 +26,11 @@ field set to a hostile value, a cut.  Each input goes through
 * every --script-every'th input, `perfdata script` on the compiled core
   (perfdata.core._core, where built) and `perfdata offcpu` (the sums of
   perfdata.core._switches): exit 0 or 2, no traceback.
+
+* every --symtab-every'th input, a mutated kallsyms text, a mutated ELF
+  file and a random table through symbolize/symbols/_symtab.c, compared
+  with the pure path (tests/test_symbolize_compiled.py), and its readers
+  called on exact-size buffers.
 
 Then every corpus file and fuzz crasher (tests/regressions) unmutated the
 same way.  A sanitizer report stops the process (the shell script says so);
@@ -63,18 +68,93 @@ HOSTILE = (0, 1, 2, 7, 8, 9, 15, 16, 63, 64, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0
 def load_extensions(ext_dir: Path) -> dict[str, str]:
     """Put the extensions built in ext_dir in place of the checkout's."""
     import perfdata.core
+    import symbolize.symbols
+    from symbolize.symbols import compiled as symbolize_compiled
     loaded = {}
-    for so in sorted((ext_dir / "perfdata" / "core").glob("_*.so")):
-        name = "perfdata.core." + so.name.split(".")[0]
-        loader = importlib.machinery.ExtensionFileLoader(name, str(so))
-        spec = importlib.util.spec_from_file_location(name, str(so), loader=loader)
-        assert spec is not None
-        module = importlib.util.module_from_spec(spec)
-        loader.exec_module(module)
-        sys.modules[name] = module
-        setattr(perfdata.core, name.rsplit(".", 1)[1], module)
-        loaded[name] = str(so)
+    for package, where in ((perfdata.core, ext_dir / "perfdata" / "core"),
+                           (symbolize.symbols, ext_dir / "symbolize" / "symbols")):
+        for so in sorted(where.glob("_*.so")):
+            name = package.__name__ + "." + so.name.split(".")[0]
+            loader = importlib.machinery.ExtensionFileLoader(name, str(so))
+            spec = importlib.util.spec_from_file_location(name, str(so), loader=loader)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            sys.modules[name] = module
+            setattr(package, name.rsplit(".", 1)[1], module)
+            loaded[name] = str(so)
+    symbolize_compiled._imported[:] = [sys.modules.get("symbolize.symbols._symtab")]
     return loaded
+
+
+def exact_buffer(data: bytes) -> tuple[int, memoryview]:
+    """data in a malloc'd buffer of exactly its size (the sanitizer's red
+    zone the byte after it): (the pointer to free, a view of it)."""
+    n = len(data)
+    ptr = _LIBC.malloc(max(n, 1))
+    ctypes.memmove(ptr, data, n)
+    return ptr, memoryview((ctypes.c_ubyte * n).from_address(ptr)).cast("B")
+
+
+class SymtabRun:
+    """symbolize/symbols/_symtab.c under fuzz: hostile kallsyms texts and
+    ELF symbol sections (tests/test_symbolize_compiled.py's mutators),
+    each compared with the pure path there (a difference is a finding),
+    and each handed to the C functions in exact-size buffers."""
+
+    def __init__(self, out: Path) -> None:
+        import test_symbolize_compiled as t
+        self.t = t
+        self.out = out
+        self.kallsyms = [x[:200_000] for x in t._kallsyms_texts()] + [t.SYNTHETIC]
+        self.elves = [open(p, "rb").read() for p in t._real_binaries()
+                      if os.path.getsize(p) < 4 << 20][:3]
+        self.inputs = 0
+
+    def one(self, rng: random.Random, finding) -> None:
+        from symbolize.symbols import _symtab as mod  # type: ignore[attr-defined]
+        self.inputs += 1
+        text = self.t.mutate_kallsyms(rng.choice(self.kallsyms), rng)
+        ptr, view = exact_buffer(text)
+        try:
+            mod.parse_kallsyms(view)
+        finally:
+            view.release()
+            _LIBC.free(ptr)
+        try:
+            self.t.compare_kallsyms(text, str(self.out / "kallsyms-cache"))
+        except AssertionError:
+            finding("kallsyms: compiled table differs from pure", text)
+        if self.elves:
+            self.elf(rng.choice(self.elves), rng, finding)
+        self.t.compare_fixup(rng, rng.choice((2, 9, 64)))
+
+    def elf(self, data: bytes, rng: random.Random, finding) -> None:
+        from symbolize.symbols import _symtab as mod  # type: ignore[attr-defined]
+        data = self.t.mutate_elf(data, rng)
+        path = self.out / "current.elf"
+        path.write_bytes(data)
+        try:
+            self.t.compare_elf(str(path), modes=(("p", rng.random() < 0.5),))
+        except AssertionError:
+            finding("ELF symbols: compiled table differs from pure", data)
+        # the reader on a stretch of the file as entries and another as names
+        fields = ((0, 4), (8, 8), (16, 8), (4, 1), (5, 1), (6, 2)) if rng.random() < 0.5 else \
+            ((0, 4), (4, 4), (8, 4), (12, 1), (13, 1), (14, 2))
+        size = 24 if fields[1] == (8, 8) else 16
+        at = rng.randrange(len(data))
+        entries = data[at:at + rng.randrange(4 * size)]
+        at = rng.randrange(len(data))
+        names = data[at:at + rng.randrange(256)]
+        sections = bytes(rng.randrange(4) for _ in range(rng.randrange(8)))
+        bufs = [exact_buffer(b) for b in (entries, names, sections)]
+        try:
+            mod.read_symbols(bufs[0][1], bufs[1][1], fields, size, rng.random() < 0.5,
+                             bufs[2][1], rng.random() < 0.5, rng.random() < 0.5)
+        finally:
+            for ptr, view in bufs:
+                view.release()
+                _LIBC.free(ptr)
 
 
 def mutate(seed, rng: random.Random) -> bytes:
@@ -287,6 +367,9 @@ def main() -> int:
     ap.add_argument("--script-every", type=int, default=40)
     ap.add_argument("--pure-every", type=int, default=5,
                     help="compare with the pure path every Nth mutated input")
+    ap.add_argument("--symtab-every", type=int, default=2,
+                    help="a kallsyms text and an ELF file through symbolize's _symtab "
+                    "every Nth input (0: none)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/perfdata-fuzz-compiled"))
     ap.add_argument("--no-whole", action="store_true",
                     help="leave out the corpus, fuzz crashers and samples run whole")
@@ -318,10 +401,14 @@ def main() -> int:
     seeds = harness.load_seeds()
     rng = random.Random(args.seed)
     run = Run(args.out, args.script_every, args.pure_every)
+    symtab = SymtabRun(args.out) if "symbolize.symbols._symtab" in loaded and \
+        args.symtab_every else None
     t0 = time.monotonic()
     for k in range(args.inputs):
         seed = rng.choice(seeds)
         run.one(mutate(seed, rng), rng, seed.name)
+        if symtab is not None and k % args.symtab_every == 0:
+            symtab.one(rng, run.finding)
         if (k + 1) % 5000 == 0:
             print("%d inputs, %.0f s, %d findings" % (k + 1, time.monotonic() - t0,
                                                      len(run.findings)), flush=True)
@@ -335,14 +422,17 @@ def main() -> int:
     for path in whole:
         run.one(path.read_bytes(), rng, "whole:" + path.name, compare=True)
     took = time.monotonic() - t0
+    symtab_inputs = symtab.inputs if symtab is not None else 0
     print("inputs: %d mutated + %d whole files (corpus, fuzz crashers, samples); "
           "compared with pure: %d; walk_block calls: %d; script runs: %d; record walks "
-          "compared: %d; %.0f s; findings: %d"
+          "compared: %d; symbol tables (kallsyms text, ELF file, fixup) compared: %d; "
+          "%.0f s; findings: %d"
           % (mutated, run.inputs - mutated, run.compared, run.direct_blocks, run.scripts,
-             run.walks, took, len(run.findings)))
+             run.walks, symtab_inputs, took, len(run.findings)))
     print("FIGURES", json.dumps({"mutated": mutated, "whole": run.inputs - mutated,
                                  "compared": run.compared, "walk_block": run.direct_blocks,
                                  "script": run.scripts, "walks": run.walks,
+                                 "symtab": symtab_inputs,
                                  "seconds": round(took),
                                  "findings": len(run.findings)}))
     print("outcomes:", run.outcomes)

@@ -16,6 +16,7 @@ from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..cachedir import DEFAULT, CacheDir, identity_key
+from .compiled import symtab_core
 
 if TYPE_CHECKING:
     import mmap
@@ -52,7 +53,14 @@ class KernelSymbols:
         self.warnings: list[str] = []
 
     @classmethod
-    def parse(cls, text: str, *, source: str = "kallsyms") -> "KernelSymbols":
+    def parse(cls, text: str | bytes, *, source: str = "kallsyms") -> "KernelSymbols":
+        """A kallsyms text's table (bytes: UTF-8, undecodable bytes replaced)."""
+        compiled = symtab_core()
+        if compiled is not None and isinstance(text, (str, bytes, bytearray)) and text.isascii():
+            parsed = compiled.parse_kallsyms(text.encode("ascii") if isinstance(text, str)
+                                             else text)
+            if parsed is not None:
+                return cls._compiled(parsed, source)
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
@@ -74,6 +82,23 @@ class KernelSymbols:
             names[i], modules[i] = name, module[1:-1]
         syms = _LazySymbols.build(names, array("Q", starts), array("Q", sizes), modules,
                                   bytes(bindings))
+        table._syms, table._starts = syms, syms.starts
+        if bad:
+            table.warnings.append(f"{source}: {bad} malformed lines skipped")
+        return table
+
+    @classmethod
+    def _compiled(cls, parsed: tuple, source: str) -> "KernelSymbols":
+        """The table of what the compiled parse handed over (parse_kallsyms'
+        columns: as parse() makes them in Python, the reference)."""
+        bad, all_zero = parsed[:2]
+        table = cls()
+        if all_zero:
+            table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
+            return table
+        starts, sizes, names, name_ends, modules, module_ends, bindings = parsed[2:]
+        syms = _LazySymbols(names, _u64_array(name_ends), _u64_array(starts), _u64_array(sizes),
+                            modules, _u64_array(module_ends), bindings)
         table._syms, table._starts = syms, syms.starts
         if bad:
             table.warnings.append(f"{source}: {bad} malformed lines skipped")
@@ -106,7 +131,7 @@ class KernelSymbols:
             cached = _load_cached(identity, cache)
             if cached is not None:
                 return cached
-        table = cls.parse(data.decode("utf-8", "replace"), source=path)
+        table = cls.parse(data, source=path)
         if len(table) and not table.warnings:
             _save_cached(identity, table, cache)
         return table
@@ -116,7 +141,7 @@ class KernelSymbols:
         """The function symbols of a vmlinux ELF file (perf's --vmlinux).  A
         vmlinux of another build-id than the profiled kernel's is not used."""
         from ..elffile import Binary
-        from .symtab import read_elf_symbols
+        from .elfsymbols import read_elf_symbols
         binary = Binary(path)
         table = cls()
         if not binary.ok:
@@ -175,6 +200,12 @@ class KernelSymbols:
         return s if address < s.start + s.size else None
 
 
+def _u64_array(data: bytes) -> array[int]:
+    column = array("Q")
+    column.frombytes(data)
+    return column
+
+
 def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
     """The kept symbols of a kallsyms text, as columns (addresses, types,
     names with perf's in-band module marker "\\t[module]"), and how many
@@ -190,6 +221,9 @@ def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
         try:
             addr = int(parts[0], 16)
         except ValueError:
+            bad += 1
+            continue
+        if not 0 <= addr < 1 << 64:     # (a sign, or past 64 bits: no address)
             bad += 1
             continue
         if parts[1] not in _BINDINGS:   # perf keeps types T, W, D and B only

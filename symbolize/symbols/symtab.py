@@ -2,7 +2,7 @@
 
 perf 6.1 (tools/perf/util/symbol-elf.c dso__load_sym, symbol.c) keeps
 STT_FUNC / STT_GNU_IFUNC symbols and STT_NOTYPE "labels" in sections whose name
-contains "text"; it then gives each size-0 symbol the room up to the next
+contains "text" (elfsymbols.py reads them); it then gives each size-0 symbol the room up to the next
 symbol (`symbols__fixup_end`) and resolves symbols sharing an address with
 `choose_best_symbol` (`symbols__fixup_duplicate`). The same rules are applied
 here, so names match `perf script`. One deliberate difference: PLT stubs are
@@ -11,35 +11,24 @@ added before sizes are fixed up, so a size-0 `_init` no longer swallows `.plt`.
 from __future__ import annotations
 
 import bisect
-import struct
 from array import array
 from itertools import accumulate, compress, repeat
 from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..elffile import Binary, SHF_ALLOC
+from .compiled import symtab_core
+from .elfsymbols import STT_FUNC, RawSymbol, SymbolColumns, read_symbol_columns, u64s
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from types import ModuleType
 
     from ..cachedir import CacheDir
+    from ..elffile import Binary
 
 STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
-STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
-STV_INTERNAL, STV_HIDDEN = 1, 2
-SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 
 SOURCES = ("symtab", "dynsym", "minidebuginfo", "plt", "debuginfo")
-
-
-class RawSymbol(NamedTuple):
-    """A symbol as read, before perf's fixups."""
-    name: str
-    start: int
-    size: int
-    binding: int
-    type: int
-    source: str
 
 
 class Symbol(NamedTuple):
@@ -51,83 +40,6 @@ class Symbol(NamedTuple):
     @property
     def end(self) -> int:
         return self.start + self.size
-
-
-def read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
-                     ) -> list[RawSymbol]:
-    """Function symbols of one symbol section, filtered as perf filters them;
-    with objects, its data objects (STT_OBJECT) too, which perf keeps in the
-    same table to name the data addresses of page faults."""
-    try:
-        return _read_elf_symbols(binary, section_name, source, objects)
-    except Exception as e:       # malformed tables: warn and carry on
-        binary.warn(f"{section_name}: {type(e).__name__}: {e}")
-        return []
-
-
-def symbol_section(binary: Binary, section_name: str) -> tuple[bytes, bytes] | None:
-    """(the entries, the string table they name) of a symbol section, or
-    None where either is missing or empty."""
-    symsec = binary.get_section(section_name)
-    if symsec is None:
-        return None
-    data = binary.section_data(symsec)
-    strsec = binary.section_by_index(symsec.link)
-    strtab = binary.section_data(strsec) if strsec is not None else None
-    if not data or not strtab:
-        return None
-    return bytes(data), bytes(strtab)
-
-
-def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
-                      ) -> list[RawSymbol]:
-    tables = symbol_section(binary, section_name)
-    if tables is None:
-        return []
-    data, strtab = tables
-    fmt, names = binary.struct_layout("Elf_Sym")
-    size = struct.calcsize(fmt)
-    order = tuple(names.index(n) for n in
-                  ("st_name", "st_value", "st_size", "st_info", "st_other", "st_shndx"))
-    arm = binary.machine in ("EM_ARM", "EM_AARCH64")
-    sections = binary.sections
-    sec_by_index = {s.index: s for s in sections}
-    out: list[RawSymbol] = []
-    n = len(data) // size
-    i_name, i_value, i_size, i_info, i_other, i_shndx = order
-    for ent in struct.iter_unpack(fmt, data[:n * size]):
-        st_info = ent[i_info]
-        typ = st_info & 0xF
-        st_name = ent[i_name]
-        shndx = ent[i_shndx]
-        if st_name == 0 or shndx == SHN_UNDEF or shndx >= SHN_LORESERVE:
-            continue
-        if typ == STT_NOTYPE:
-            vis = ent[i_other] & 3
-            if vis in (STV_HIDDEN, STV_INTERNAL):
-                continue
-            is_label = True
-        elif typ in (STT_FUNC, STT_GNU_IFUNC) or (objects and typ == STT_OBJECT):
-            is_label = False
-        else:
-            continue
-        sec = sec_by_index.get(shndx)
-        # Symbols of sections that are not loaded never match a sample.
-        if sec is None or not (sec.flags & SHF_ALLOC):
-            continue
-        if is_label and "text" not in sec.name:
-            continue
-        if st_name >= len(strtab):
-            continue
-        end = strtab.find(b"\0", st_name)
-        name = strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
-        # ARM/AArch64 mapping symbols ($a, $d, $t, $x) mark code/data runs,
-        # not functions; perf rejects them.
-        if arm and name[:1] == "$" and len(name) >= 2 and name[1] in "adtx" and (
-                len(name) == 2 or name[2] == "."):
-            continue
-        out.append(RawSymbol(name, ent[i_value], ent[i_size], st_info >> 4, typ, source))
-    return out
 
 
 def _underscores(name: str) -> int:
@@ -152,15 +64,21 @@ def choose_best(a: list, b: list) -> bool:
         return True
     if gb and not ga:
         return False
-    ua, ub = _underscores(a[3]), _underscores(b[3])
+    return choose_by_names(a[3], b[3])
+
+
+def choose_by_names(a: str, b: str) -> bool:
+    """choose_best_symbol's last rules, where the sizes and bindings of two
+    symbols at one address do not decide: True if a (its name) wins over b."""
+    ua, ub = _underscores(a), _underscores(b)
     if ub > ua:
         return True
     if ua > ub:
         return False
-    if len(a[3]) != len(b[3]):
-        return len(a[3]) > len(b[3])
+    if len(a) != len(b):
+        return len(a) > len(b)
     # arch__choose_best_symbol: avoid the kernel's "SyS" syscall aliases.
-    return not (a[3].startswith("SyS") or a[3].startswith("compat_SyS"))
+    return not (a.startswith("SyS") or a.startswith("compat_SyS"))
 
 
 def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> list[list]:
@@ -174,12 +92,9 @@ def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> lis
 
 def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
                ) -> tuple[list[int], list[int], list[str], list[int], list]:
-    rows = list(raw)
-    if not rows:
-        return [], [], [], [], []
-    names, starts, sizes, bindings, _, sources = (list(c) for c in zip(*rows))
-    return fixup_columns(starts, sizes, bindings, names, sources, is_kallsyms=is_kallsyms,
-                         demangled=demangled)
+    c = SymbolColumns.of(raw)
+    return fixup_columns(c.starts, c.sizes, c.bindings, c.names, c.sources,
+                         is_kallsyms=is_kallsyms, demangled=demangled)
 
 
 def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], names: list[str],
@@ -207,6 +122,11 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
         sources = []
     if not n:
         return [], [], [], [], sources
+    compiled = None if is_kallsyms else symtab_core()
+    if compiled is not None:
+        fixed = _fixup_compiled(compiled, (starts, sizes, bindings, names, sources), demangled)
+        if fixed is not None:
+            return fixed
     # (slices, not islice: a copy costs less than an iterator's steps)
     # Stable, as perf's rbtree insertion leaves equal starts in table order;
     # a table in address order already (kallsyms, mostly) is left as it is.
@@ -231,16 +151,7 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
     # Symbols sharing an address: choose_best_symbol keeps one.
     keep = [True] * n
     winner = None
-    shown: dict[int, str] = {}
-    from .demangle import demangle
-
-    def name_of(k: int) -> str:
-        if not demangled:
-            return names[k]
-        out = shown.get(k)
-        if out is None:
-            out = shown[k] = demangle(names[k], params=demangled == "s")
-        return out
+    name_of = _compared_names(names, demangled)
     for i in compress(range(n - 1), map(eq, starts, starts[1:])):
         if winner is None or starts[winner] != starts[i]:
             winner = i
@@ -258,6 +169,43 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
         if sources:
             sources = list(compress(sources, keep))
     return starts, sizes, names, bindings, sources
+
+
+def _compared_names(names: list[str], demangled: str) -> Callable[[int], str]:
+    """The name choose_best compares of the symbol at an index: as read, or
+    demangled (each once, and only those compared)."""
+    if not demangled:
+        return names.__getitem__
+    shown: dict[int, str] = {}
+    from .demangle import demangle
+
+    def name_of(k: int) -> str:
+        out = shown.get(k)
+        if out is None:
+            out = shown[k] = demangle(names[k], params=demangled == "s")
+        return out
+    return name_of
+
+
+def _fixup_compiled(compiled: ModuleType,
+                    columns: tuple[list[int], list[int], list[int], list[str], list],
+                    demangled: str
+                    ) -> tuple[list[int], list[int], list[str], list[int], list] | None:
+    """fixup_columns in C: the order, the sizes and the aliases chosen there,
+    the names compared here where they decide; None for a table C does not
+    take (a value beyond 64 bits or a binding beyond a byte: made by hand)."""
+    starts, sizes, bindings, names, sources = columns
+    name_of = _compared_names(names, demangled)
+    try:
+        order, fixed = compiled.fixup(
+            array("Q", starts), array("Q", sizes), bytes(bindings),
+            lambda a, b: choose_by_names(name_of(a), name_of(b)))
+    except (OverflowError, ValueError, TypeError):
+        return None
+    kept = u64s(order)
+    return (list(map(starts.__getitem__, kept)), u64s(fixed), list(map(names.__getitem__, kept)),
+            list(map(bindings.__getitem__, kept)),
+            list(map(sources.__getitem__, kept)) if sources else sources)
 
 
 # A cache file's first line is at most this long (see SymbolTable.to_bytes).
@@ -295,7 +243,16 @@ class SymbolTable:
                  demangled: str = "") -> "SymbolTable":
         """demangled "p" or "s": aliases chosen by their demangled names
         (an ELF table's, as perf: fixup_columns); "" by the names read."""
-        starts, sizes, names, bindings, sources = _fixup_raw(raw, is_kallsyms, demangled)
+        return cls.from_columns(SymbolColumns.of(raw), is_kallsyms=is_kallsyms,
+                                demangled=demangled)
+
+    @classmethod
+    def from_columns(cls, c: SymbolColumns, *, is_kallsyms: bool = False,
+                     demangled: str = "") -> "SymbolTable":
+        """from_raw, of symbols read as columns."""
+        starts, sizes, names, bindings, sources = fixup_columns(
+            c.starts, c.sizes, c.bindings, c.names, c.sources, is_kallsyms=is_kallsyms,
+            demangled=demangled)
         table = cls.__new__(cls)
         table._set_columns(starts, sizes, names, sources, bindings)
         return table
@@ -492,18 +449,19 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
        ('minidebuginfo'), which holds just the symbols .dynsym lacks;
     plus `name@plt` stubs ('plt') synthesized from the binary's code.
     """
-    raw: list[RawSymbol] = []
+    raw = SymbolColumns.of(())
     if debug is not None and debug.ok:
-        raw = read_elf_symbols(debug, ".symtab", "debuginfo", objects)
-    if not raw and binary is not None and binary.ok:
-        raw = read_elf_symbols(binary, ".symtab", "symtab", objects)
-    if not raw:
+        raw = read_symbol_columns(debug, ".symtab", "debuginfo", objects)
+    if not raw.starts and binary is not None and binary.ok:
+        raw = read_symbol_columns(binary, ".symtab", "symtab", objects)
+    if not raw.starts:
         if binary is not None and binary.ok:
-            raw = read_elf_symbols(binary, ".dynsym", "dynsym", objects)
+            raw = read_symbol_columns(binary, ".dynsym", "dynsym", objects)
         elif debug is not None and debug.ok:
-            raw = read_elf_symbols(debug, ".dynsym", "dynsym", objects)
+            raw = read_symbol_columns(debug, ".dynsym", "dynsym", objects)
         if minidebuginfo is not None and minidebuginfo.ok:
-            raw += read_elf_symbols(minidebuginfo, ".symtab", "minidebuginfo", objects)
+            raw = raw.joined(read_symbol_columns(minidebuginfo, ".symtab", "minidebuginfo",
+                                                 objects))
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
         # The table without the stubs, made only where a slot is an ifunc's
@@ -515,15 +473,16 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
             # IRELATIVE addend names the slot.
             nonlocal first
             if first is None:
-                first = SymbolTable.from_raw(raw, demangled=demangled)
+                first = SymbolTable.from_columns(raw, demangled=demangled)
             s = first.lookup(addr)
             return s.name if s is not None and s.start == addr else None
         plt_syms = synthesize_plt_symbols(binary, ifunc_name)
         if not plt_syms:
-            return first if first is not None else SymbolTable.from_raw(raw, demangled=demangled)
-        raw += [RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC, "plt")
-                for p in plt_syms]
-    return SymbolTable.from_raw(raw, demangled=demangled)
+            return first if first is not None else \
+                SymbolTable.from_columns(raw, demangled=demangled)
+        raw = raw.joined(SymbolColumns.of(RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC,
+                                                    "plt") for p in plt_syms))
+    return SymbolTable.from_columns(raw, demangled=demangled)
 
 
 # ------------------------------------------------------------ on-disk cache
@@ -532,9 +491,9 @@ _CACHE_FORMAT = None
 # makes every cached table stale, so their text is part of the format tag.
 # (The demangler among them: which of two aliases a table keeps is decided
 # by their demangled names.)
-_TABLE_MAKERS = ("symbols/symtab.py", "symbols/plt.py", "debuginfo/minidebuginfo.py",
-                 "elffile.py", "elfheader.py", "elfcompress.py", "symbols/demangle.py",
-                 "symbols/rust_demangle.py")
+_TABLE_MAKERS = ("symbols/symtab.py", "symbols/elfsymbols.py", "symbols/plt.py",
+                 "debuginfo/minidebuginfo.py", "elffile.py", "elfheader.py", "elfcompress.py",
+                 "symbols/demangle.py", "symbols/rust_demangle.py")
 
 
 def cache_format() -> str:

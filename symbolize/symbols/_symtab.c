@@ -1,0 +1,872 @@
+/* symbolize.symbols._symtab: the first run's symbol tables, in C
+ * (symbolize/symbols/symtab.py and kallsyms.py drive it; their pure-Python
+ * code is the reference, tests/test_symbolize_compiled.py compares the two).
+ *
+ * fixup() is perf 6.1's symbols__fixup_end then symbols__fixup_duplicate
+ * (symtab.fixup_columns) over a table's starts, sizes and bindings: the
+ * stable order by start, each size, and which of the symbols sharing an
+ * address stays (choose_best_symbol); where that choice comes down to the
+ * names (symtab.choose_by_names) it asks a Python callable, which compares
+ * the names the caller keeps (demangled, as perf compares an ELF table's).
+ *
+ * read_symbols() reads an ELF symbol section's entries (Elf32_Sym or
+ * Elf64_Sym) and keeps those perf keeps (symtab._read_elf_symbols).  It
+ * knows no layout: each field's offset and width come from Python, which
+ * takes them from pyelftools' struct (Binary.struct_layout).
+ *
+ * parse_kallsyms() parses a kallsyms text (kallsyms._columns) and fixes its
+ * table up (KernelSymbols.parse), names compared here.  It takes printable
+ * ASCII lines only, with hexadecimal addresses of at most 16 digits: on any
+ * other byte or address it returns None and the caller parses the text in
+ * Python (a real kallsyms is all ASCII; the rest is odd or hostile input,
+ * for which the reference's own rules are the simplest to keep).
+ *
+ * The data are hostile input: every read is bounds checked against its
+ * buffer; nothing is allocated beyond a few words per entry of the input.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STB_LOCAL 0
+#define STB_GLOBAL 1
+#define STB_WEAK 2
+#define STT_NOTYPE 0
+#define STT_OBJECT 1
+#define STT_FUNC 2
+#define STT_GNU_IFUNC 10
+#define STV_INTERNAL 1
+#define STV_HIDDEN 2
+#define SHN_UNDEF 0
+#define SHN_LORESERVE 0xFF00
+#define KSYM_NAME_LEN 512
+#define PAGE 4096
+
+/* ------------------------------------------------------------- fixup */
+
+/* Which of two symbols at one address stays when the sizes and bindings
+ * do not decide: 1 the first, 0 the second, -1 an error (set). */
+typedef int (*name_choice)(void *ctx, Py_ssize_t a, Py_ssize_t b);
+
+/* perf 6.1's choose_best_symbol (symtab.choose_best): 1 if a wins over b. */
+static int
+choose_best(uint64_t la, uint64_t lb, int ba, int bb, name_choice names, void *ctx,
+            Py_ssize_t a, Py_ssize_t b)
+{
+    int wa = ba == STB_WEAK, wb = bb == STB_WEAK;
+    int ga = ba == STB_GLOBAL, gb = bb == STB_GLOBAL;
+    if (lb == 0 && la > 0)
+        return 1;
+    if (la == 0 && lb > 0)
+        return 0;
+    if (wb && !wa)
+        return 1;
+    if (wa && !wb)
+        return 0;
+    if (ga && !gb)
+        return 1;
+    if (gb && !ga)
+        return 0;
+    return names(ctx, a, b);
+}
+
+/* The room perf gives a symbol of no size with no next symbol to run to:
+ * from its start to the end of the page after its own. */
+static uint64_t
+page_room(uint64_t start)
+{
+    uint64_t r = start % PAGE;
+    return r ? 2 * PAGE - r : PAGE;
+}
+
+/* Stable merge sort of idx[0:n] by keys[idx], tmp of n entries. */
+static void
+sort_by_key(Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_t n, const uint64_t *keys)
+{
+    Py_ssize_t width, lo;
+    for (width = 1; width < n; width *= 2) {
+        for (lo = 0; lo < n; lo += 2 * width) {
+            Py_ssize_t mid = lo + width < n ? lo + width : n;
+            Py_ssize_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = keys[idx[j]] < keys[idx[i]] ? idx[j++] : idx[i++];
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof(Py_ssize_t));
+    }
+}
+
+/* symtab.fixup_columns over n symbols: order[] gets the indices of the
+ * symbols kept, by start, and out_sizes[] their sizes; in_module (kallsyms
+ * only, else NULL) says which symbols' names hold a "[".  Returns how many
+ * are kept, or -1 with an exception set. */
+static Py_ssize_t
+fixup(Py_ssize_t n, const uint64_t *starts, const uint64_t *sizes, const uint8_t *bindings,
+      const uint8_t *in_module, name_choice names, void *ctx, Py_ssize_t *order,
+      uint64_t *out_sizes)
+{
+    Py_ssize_t i, kept, winner = -1;
+    uint8_t *keep;
+    int sorted = 1;
+    for (i = 0; i < n; i++)
+        order[i] = i;
+    for (i = 1; i < n && sorted; i++)
+        sorted = starts[i - 1] <= starts[i];
+    if (!sorted) {
+        Py_ssize_t *tmp = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+        if (tmp == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        sort_by_key(order, tmp, n, starts);
+        PyMem_Free(tmp);
+    }
+    /* symbols__fixup_end: a symbol of no size runs to the next one's start
+     * (ends - starts: never above 2**64, as each start is below the next) */
+    for (i = 0; i < n; i++) {
+        uint64_t start = starts[order[i]], size = sizes[order[i]];
+        if (size)
+            out_sizes[i] = size;
+        else if (i + 1 < n)
+            out_sizes[i] = starts[order[i + 1]] - start;
+        else
+            out_sizes[i] = page_room(start);
+        if (in_module != NULL && i + 1 < n && !size &&
+                in_module[order[i]] != in_module[order[i + 1]])
+            out_sizes[i] = page_room(start);
+    }
+    keep = PyMem_Malloc(n ? (size_t)n : 1);
+    if (keep == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(keep, 1, (size_t)n);
+    /* symbols__fixup_duplicate */
+    for (i = 0; i + 1 < n; i++) {
+        Py_ssize_t next = i + 1;
+        int first;
+        if (starts[order[i]] != starts[order[next]])
+            continue;
+        if (winner < 0 || starts[order[winner]] != starts[order[i]])
+            winner = i;
+        first = choose_best(out_sizes[winner], out_sizes[next], bindings[order[winner]],
+                            bindings[order[next]], names, ctx, order[winner], order[next]);
+        if (first < 0) {
+            PyMem_Free(keep);
+            return -1;
+        }
+        if (first)
+            keep[next] = 0;
+        else {
+            keep[winner] = 0;
+            winner = next;
+        }
+    }
+    kept = 0;
+    for (i = 0; i < n; i++) {
+        if (keep[i]) {
+            order[kept] = order[i];
+            out_sizes[kept] = out_sizes[i];
+            kept++;
+        }
+    }
+    PyMem_Free(keep);
+    return kept;
+}
+
+/* A name_choice asking a Python callable: choice(a, b) true if a wins. */
+static int
+ask_python(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *r = PyObject_CallFunction((PyObject *)ctx, "nn", a, b);
+    int first;
+    if (r == NULL)
+        return -1;
+    first = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return first;
+}
+
+/* A column of n unsigned 64-bit values handed over as a buffer. */
+static int
+u64_column(Py_buffer *view, Py_ssize_t n, const char *what)
+{
+    if (view->len != n * 8) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes for %zd values", what, view->len, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* The order and sizes fixup() made, as bytes of native unsigned 64-bit
+ * values: (kept indices, their sizes). */
+static PyObject *
+columns_out(const Py_ssize_t *order, const uint64_t *sizes, Py_ssize_t kept)
+{
+    PyObject *o = PyBytes_FromStringAndSize(NULL, kept * 8), *s, *out;
+    Py_ssize_t i;
+    if (o == NULL)
+        return NULL;
+    for (i = 0; i < kept; i++) {
+        uint64_t v = (uint64_t)order[i];
+        memcpy(PyBytes_AS_STRING(o) + i * 8, &v, 8);
+    }
+    s = PyBytes_FromStringAndSize((const char *)sizes, kept * 8);
+    if (s == NULL) {
+        Py_DECREF(o);
+        return NULL;
+    }
+    out = PyTuple_Pack(2, o, s);
+    Py_DECREF(o);
+    Py_DECREF(s);
+    return out;
+}
+
+PyDoc_STRVAR(fixup_doc,
+"fixup(starts, sizes, bindings, choose) -> (order, sizes)\n\n"
+"perf 6.1's symbol fixups (symtab.fixup_columns) over n symbols: starts and\n"
+"sizes buffers of n native unsigned 64-bit values, bindings n bytes (STB_*);\n"
+"choose(a, b) answers, for symbols a and b (indices) at one address that\n"
+"their sizes and bindings do not tell apart, whether a stays (their names\n"
+"decide).  Returns the indices of the symbols kept, by start, and their\n"
+"sizes, as bytes of native unsigned 64-bit values.");
+
+static PyObject *
+py_fixup(PyObject *self, PyObject *args)
+{
+    Py_buffer starts, sizes, bindings;
+    PyObject *choose, *out = NULL;
+    Py_ssize_t n, kept, *order = NULL;
+    uint64_t *in_starts = NULL, *in_sizes = NULL, *out_sizes = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*O:fixup", &starts, &sizes, &bindings, &choose))
+        return NULL;
+    n = bindings.len;
+    if (u64_column(&starts, n, "starts") < 0 || u64_column(&sizes, n, "sizes") < 0)
+        goto done;
+    order = PyMem_Malloc(n ? (size_t)n * sizeof(Py_ssize_t) : 1);
+    out_sizes = PyMem_Malloc(n ? (size_t)n * 8 : 1);
+    /* (copies: a buffer handed over need not be aligned for 64-bit reads) */
+    in_starts = PyMem_Malloc(n ? (size_t)n * 8 : 1);
+    in_sizes = PyMem_Malloc(n ? (size_t)n * 8 : 1);
+    if (order == NULL || out_sizes == NULL || in_starts == NULL || in_sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(in_starts, starts.buf, (size_t)n * 8);
+    memcpy(in_sizes, sizes.buf, (size_t)n * 8);
+    kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, ask_python,
+                 choose, order, out_sizes);
+    if (kept >= 0)
+        out = columns_out(order, out_sizes, kept);
+done:
+    PyMem_Free(order);
+    PyMem_Free(out_sizes);
+    PyMem_Free(in_starts);
+    PyMem_Free(in_sizes);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&bindings);
+    return out;
+}
+
+/* ------------------------------------------------------ ELF symbols */
+
+/* One field of an entry: its offset and width (1, 2, 4 or 8 bytes). */
+typedef struct {
+    Py_ssize_t offset, width;
+} Field;
+
+enum { F_NAME, F_VALUE, F_SIZE, F_INFO, F_OTHER, F_SHNDX, NFIELDS };
+
+static uint64_t
+field_of(const unsigned char *entry, const Field *f, int little)
+{
+    uint64_t v = 0;
+    Py_ssize_t i;
+    for (i = 0; i < f->width; i++) {
+        Py_ssize_t at = little ? f->width - 1 - i : i;
+        v = (v << 8) | entry[f->offset + at];
+    }
+    return v;
+}
+
+/* An ARM mapping symbol ($a, $d, $t, $x, or one of them then "."), which
+ * marks a run of code or data, not a function: perf rejects them.  (On the
+ * bytes: a name's first bytes are ASCII or its decoded text differs there
+ * too.) */
+static int
+is_mapping_symbol(const char *name, Py_ssize_t len)
+{
+    return len >= 2 && name[0] == '$' && strchr("adtx", name[1]) != NULL && name[1] != 0 &&
+           (len == 2 || name[2] == '.');
+}
+
+/* Growable output of read_symbols. */
+typedef struct {
+    uint64_t *starts, *sizes;
+    uint8_t *bindings, *types;
+    Py_ssize_t n, cap;
+} SymbolColumns;
+
+static int
+columns_add(SymbolColumns *c, uint64_t start, uint64_t size, int binding, int type)
+{
+    if (c->n == c->cap) {
+        Py_ssize_t cap = c->cap ? 2 * c->cap : 256;
+        uint64_t *st = PyMem_Realloc(c->starts, (size_t)cap * 8);
+        uint64_t *sz;
+        uint8_t *b, *t;
+        if (st == NULL)
+            return -1;
+        c->starts = st;
+        sz = PyMem_Realloc(c->sizes, (size_t)cap * 8);
+        if (sz == NULL)
+            return -1;
+        c->sizes = sz;
+        b = PyMem_Realloc(c->bindings, (size_t)cap);
+        if (b == NULL)
+            return -1;
+        c->bindings = b;
+        t = PyMem_Realloc(c->types, (size_t)cap);
+        if (t == NULL)
+            return -1;
+        c->types = t;
+        c->cap = cap;
+    }
+    c->starts[c->n] = start;
+    c->sizes[c->n] = size;
+    c->bindings[c->n] = (uint8_t)binding;
+    c->types[c->n] = (uint8_t)type;
+    c->n++;
+    return 0;
+}
+
+static void
+columns_free(SymbolColumns *c)
+{
+    PyMem_Free(c->starts);
+    PyMem_Free(c->sizes);
+    PyMem_Free(c->bindings);
+    PyMem_Free(c->types);
+}
+
+PyDoc_STRVAR(read_symbols_doc,
+"read_symbols(data, strtab, fields, entry_size, little, sections, arm, objects)\n"
+"    -> (starts, sizes, bindings, types, names)\n\n"
+"The symbols perf keeps of a symbol section's entries (data) naming strtab:\n"
+"fields the (offset, width) of st_name, st_value, st_size, st_info,\n"
+"st_other, st_shndx in an entry of entry_size bytes (little: byte order);\n"
+"sections a byte per section index (1: SHF_ALLOC, 2: a name holding\n"
+"\"text\"); arm: an ARM or AArch64 file (its mapping symbols left out);\n"
+"objects: STT_OBJECT kept too.  Returns the starts and sizes as bytes of\n"
+"native unsigned 64-bit values, the bindings and types a byte each, the\n"
+"names a list of str (UTF-8, undecodable bytes replaced).");
+
+static int
+parse_fields(PyObject *fields, Py_ssize_t entry_size, Field *out)
+{
+    Py_ssize_t i;
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != NFIELDS) {
+        PyErr_SetString(PyExc_ValueError, "fields: a tuple of 6 (offset, width) pairs");
+        return -1;
+    }
+    for (i = 0; i < NFIELDS; i++) {
+        PyObject *f = PyTuple_GET_ITEM(fields, i);
+        if (!PyArg_ParseTuple(f, "nn", &out[i].offset, &out[i].width))
+            return -1;
+        if (out[i].offset < 0 || (out[i].width != 1 && out[i].width != 2 &&
+                                  out[i].width != 4 && out[i].width != 8) ||
+                out[i].offset > entry_size - out[i].width) {
+            PyErr_SetString(PyExc_ValueError, "fields: a field outside the entry");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether an entry is kept (symtab._read_elf_symbols' filters); *name_at
+ * and *name_len then say where its name is in the string table. */
+static int
+kept_entry(const unsigned char *e, const Field *f, int little, const Py_buffer *strtab,
+           const Py_buffer *sections, int arm, int objects, Py_ssize_t *name_at,
+           Py_ssize_t *name_len)
+{
+    uint64_t st_name = field_of(e, &f[F_NAME], little);
+    uint64_t shndx = field_of(e, &f[F_SHNDX], little);
+    int type = (int)(field_of(e, &f[F_INFO], little) & 0xF);
+    int label, kind;
+    const char *names = (const char *)strtab->buf, *end;
+    if (st_name == 0 || shndx == SHN_UNDEF || shndx >= SHN_LORESERVE)
+        return 0;
+    if (type == STT_NOTYPE) {
+        int vis = (int)(field_of(e, &f[F_OTHER], little) & 3);
+        if (vis == STV_HIDDEN || vis == STV_INTERNAL)
+            return 0;
+        label = 1;
+    }
+    else if (type == STT_FUNC || type == STT_GNU_IFUNC || (objects && type == STT_OBJECT))
+        label = 0;
+    else
+        return 0;
+    kind = (Py_ssize_t)shndx < sections->len ? ((const uint8_t *)sections->buf)[shndx] : 0;
+    if (!(kind & 1) || (label && !(kind & 2)))
+        return 0;
+    if (st_name >= (uint64_t)strtab->len)
+        return 0;
+    end = memchr(names + st_name, 0, (size_t)(strtab->len - (Py_ssize_t)st_name));
+    *name_at = (Py_ssize_t)st_name;
+    *name_len = (end != NULL ? end - names : strtab->len) - (Py_ssize_t)st_name;
+    return !(arm && is_mapping_symbol(names + st_name, *name_len));
+}
+
+static PyObject *
+py_read_symbols(PyObject *self, PyObject *args)
+{
+    Py_buffer data, strtab, sections;
+    PyObject *fields, *names = NULL, *out = NULL;
+    Py_ssize_t entry_size, n, k;
+    int little, arm, objects;
+    Field f[NFIELDS];
+    SymbolColumns c = {NULL, NULL, NULL, NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*Onpy*pp:read_symbols", &data, &strtab, &fields,
+                          &entry_size, &little, &sections, &arm, &objects))
+        return NULL;
+    if (entry_size <= 0) {
+        PyErr_SetString(PyExc_ValueError, "entry_size must be positive");
+        goto done;
+    }
+    if (parse_fields(fields, entry_size, f) < 0)
+        goto done;
+    names = PyList_New(0);
+    if (names == NULL)
+        goto done;
+    n = data.len / entry_size;
+    for (k = 0; k < n; k++) {
+        const unsigned char *e = (const unsigned char *)data.buf + k * entry_size;
+        Py_ssize_t at = 0, len = 0;
+        PyObject *name;
+        int r;
+        if (!kept_entry(e, f, little, &strtab, &sections, arm, objects, &at, &len))
+            continue;
+        name = PyUnicode_DecodeUTF8((const char *)strtab.buf + at, len, "replace");
+        if (name == NULL)
+            goto done;
+        r = PyList_Append(names, name);
+        Py_DECREF(name);
+        if (r < 0)
+            goto done;
+        if (columns_add(&c, field_of(e, &f[F_VALUE], little), field_of(e, &f[F_SIZE], little),
+                        (int)(field_of(e, &f[F_INFO], little) >> 4),
+                        (int)(field_of(e, &f[F_INFO], little) & 0xF)) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    /* (no symbol kept: empty bytes, where "y#" would make None of NULL) */
+    out = Py_BuildValue("y#y#y#y#O", c.n ? (const char *)c.starts : "", c.n * 8,
+                        c.n ? (const char *)c.sizes : "", c.n * 8,
+                        c.n ? (const char *)c.bindings : "", c.n,
+                        c.n ? (const char *)c.types : "", c.n, names);
+done:
+    Py_XDECREF(names);
+    columns_free(&c);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&strtab);
+    PyBuffer_Release(&sections);
+    return out;
+}
+
+/* ---------------------------------------------------------- kallsyms */
+
+/* A kept line of a kallsyms text: where its name and module are in it. */
+typedef struct {
+    Py_ssize_t name_at, name_len;
+    Py_ssize_t module_at, module_len;   /* module_len -1: no "\t[module]" marker */
+} KallsymsName;
+
+typedef struct {
+    const char *text;
+    const KallsymsName *names;
+} KallsymsNames;
+
+static Py_ssize_t
+underscores(const char *s, Py_ssize_t len)
+{
+    Py_ssize_t i = 0;
+    while (i < len && s[i] == '_')
+        i++;
+    return i;
+}
+
+static int
+starts_with(const char *s, Py_ssize_t len, const char *prefix)
+{
+    size_t p = strlen(prefix);
+    return (size_t)len >= p && memcmp(s, prefix, p) == 0;
+}
+
+/* symtab.choose_by_names over two kallsyms names, each perf's in-band
+ * "name\t[module]" where it has a module (its length counts): the one with
+ * fewer leading underscores, else the longer, else the first unless it is
+ * a "SyS" syscall alias.  (The marker follows a tab, so the underscores and
+ * the prefixes are the name's own.) */
+static int
+kallsyms_choice(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    const KallsymsNames *k = ctx;
+    const KallsymsName *na = &k->names[a], *nb = &k->names[b];
+    const char *sa = k->text + na->name_at, *sb = k->text + nb->name_at;
+    Py_ssize_t ua = underscores(sa, na->name_len), ub = underscores(sb, nb->name_len);
+    Py_ssize_t la = na->name_len + (na->module_len >= 0 ? na->module_len + 3 : 0);
+    Py_ssize_t lb = nb->name_len + (nb->module_len >= 0 ? nb->module_len + 3 : 0);
+    if (ub > ua)
+        return 1;
+    if (ua > ub)
+        return 0;
+    if (la != lb)
+        return la > lb;
+    return !(starts_with(sa, na->name_len, "SyS") || starts_with(sa, na->name_len, "compat_SyS"));
+}
+
+/* kallsyms.py's _BINDINGS: the kept types and their binding, -1 others. */
+static int
+kallsyms_binding(char type)
+{
+    switch (type) {
+    case 'T': case 'D': case 'B':
+        return STB_GLOBAL;
+    case 'W': case 'w':
+        return STB_WEAK;
+    case 't': case 'd': case 'b':
+        return STB_LOCAL;
+    default:
+        return -1;
+    }
+}
+
+static int
+is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+static int
+hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The parsed lines of a kallsyms text, in text order. */
+typedef struct {
+    uint64_t *starts;
+    uint8_t *bindings, *in_module;
+    KallsymsName *names;
+    Py_ssize_t n, cap, bad;
+} KallsymsLines;
+
+static void
+lines_free(KallsymsLines *l)
+{
+    PyMem_Free(l->starts);
+    PyMem_Free(l->bindings);
+    PyMem_Free(l->in_module);
+    PyMem_Free(l->names);
+}
+
+static int
+lines_grow(KallsymsLines *l)
+{
+    Py_ssize_t cap = l->cap ? 2 * l->cap : 4096;
+    uint64_t *s = PyMem_Realloc(l->starts, (size_t)cap * 8);
+    uint8_t *b, *m;
+    KallsymsName *nm;
+    if (s == NULL)
+        return -1;
+    l->starts = s;
+    b = PyMem_Realloc(l->bindings, (size_t)cap);
+    if (b == NULL)
+        return -1;
+    l->bindings = b;
+    m = PyMem_Realloc(l->in_module, (size_t)cap);
+    if (m == NULL)
+        return -1;
+    l->in_module = m;
+    nm = PyMem_Realloc(l->names, (size_t)cap * sizeof(KallsymsName));
+    if (nm == NULL)
+        return -1;
+    l->names = nm;
+    l->cap = cap;
+    return 0;
+}
+
+/* One line, text[at:end] (no newline): kallsyms._columns' rules.  Returns
+ * 0 (kept, skipped or counted bad), 1 where the Python parse must decide
+ * (an address that is not 1-16 hexadecimal digits), -1 out of memory. */
+static int
+parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsLines *l)
+{
+    Py_ssize_t tok[3][2], i, p = at, rest, rest_end;
+    uint64_t addr = 0;
+    int binding, ntok = 0;
+    for (; ntok < 3; ntok++) {
+        while (p < end && is_space(text[p]))
+            p++;
+        if (p == end)
+            break;
+        tok[ntok][0] = p;
+        while (p < end && !is_space(text[p]))
+            p++;
+        tok[ntok][1] = p;
+    }
+    if (ntok < 3 || tok[1][1] - tok[1][0] != 1) {
+        if (ntok > 0)           /* a line of more than blanks */
+            l->bad++;
+        return 0;
+    }
+    if (tok[0][1] - tok[0][0] > 16)
+        return 1;
+    for (i = tok[0][0]; i < tok[0][1]; i++) {
+        int v = hex_value(text[i]);
+        if (v < 0)
+            return 1;
+        addr = (addr << 4) | (uint64_t)v;
+    }
+    binding = kallsyms_binding(text[tok[1][0]]);
+    if (binding < 0)
+        return 0;               /* perf keeps types T, W, D and B only */
+    if (tok[2][1] - tok[2][0] >= KSYM_NAME_LEN) {
+        l->bad++;
+        return 0;
+    }
+    if (l->n == l->cap && lines_grow(l) < 0)
+        return -1;
+    l->starts[l->n] = addr;
+    l->bindings[l->n] = (uint8_t)binding;
+    l->names[l->n].name_at = tok[2][0];
+    l->names[l->n].name_len = tok[2][1] - tok[2][0];
+    l->names[l->n].module_at = 0;
+    l->names[l->n].module_len = -1;
+    l->in_module[l->n] = memchr(text + tok[2][0], '[', (size_t)(tok[2][1] - tok[2][0])) != NULL;
+    /* the rest, stripped: "[module]" */
+    rest = p;
+    while (rest < end && is_space(text[rest]))
+        rest++;
+    rest_end = end;
+    while (rest_end > rest && is_space(text[rest_end - 1]))
+        rest_end--;
+    if (rest_end - rest >= 2 && text[rest] == '[' && text[rest_end - 1] == ']') {
+        l->names[l->n].module_at = rest + 1;
+        l->names[l->n].module_len = rest_end - rest - 2;
+        l->in_module[l->n] = 1;
+    }
+    l->n++;
+    return 0;
+}
+
+static int
+is_printable(unsigned char c)
+{
+    return (c >= 0x20 && c <= 0x7E) || c == '\t' || c == '\n';
+}
+
+/* Whether text[0:len] is printable ASCII, tabs and newlines: eight bytes
+ * at a time, a word with a byte below 0x20, of 0x7F or above (most hold
+ * none; the newline's word) looked at byte by byte. */
+static int
+all_printable(const char *text, Py_ssize_t len)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    Py_ssize_t i = 0, j;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, text + i, 8);
+        /* (has a byte < 0x20, or >= 0x80, or == 0x7F: w + 1 carries it to 0x80) */
+        if (((w - 0x20 * ones) | w | ((w & ~highs) + ones)) & highs) {
+            for (j = i; j < i + 8; j++)
+                if (!is_printable((unsigned char)text[j]))
+                    return 0;
+        }
+    }
+    for (; i < len; i++)
+        if (!is_printable((unsigned char)text[i]))
+            return 0;
+    return 1;
+}
+
+/* The text's lines parsed into l: 0, 1 where the Python parse must take
+ * the text, -1 out of memory. */
+static int
+parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
+{
+    Py_ssize_t at = 0;
+    if (!all_printable(text, len))
+        return 1;               /* Python's splitlines and split decide */
+    while (at < len) {
+        const char *nl = memchr(text + at, '\n', (size_t)(len - at));
+        Py_ssize_t end = nl != NULL ? nl - text : len;
+        int r = parse_line(text, at, end, l);
+        if (r != 0)
+            return r;
+        at = end + 1;
+    }
+    return 0;
+}
+
+/* The kept symbols' names (or modules: which 1) one after another, and the
+ * offset where each ends, as KernelSymbols keeps them. */
+static PyObject *
+kallsyms_text(const char *text, const KallsymsName *names, const Py_ssize_t *order,
+              Py_ssize_t kept, int which, PyObject **ends_out)
+{
+    Py_ssize_t i, total = 0, at = 0;
+    PyObject *out, *ends;
+    char *o;
+    for (i = 0; i < kept; i++) {
+        const KallsymsName *nm = &names[order[i]];
+        total += which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
+    }
+    out = PyUnicode_New(total, 127);
+    ends = PyBytes_FromStringAndSize(NULL, kept * 8);
+    if (out == NULL || ends == NULL) {
+        Py_XDECREF(out);
+        Py_XDECREF(ends);
+        return NULL;
+    }
+    o = (char *)PyUnicode_DATA(out);
+    for (i = 0; i < kept; i++) {
+        const KallsymsName *nm = &names[order[i]];
+        Py_ssize_t from = which ? nm->module_at : nm->name_at;
+        Py_ssize_t len = which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
+        uint64_t end;
+        if (len > 0)
+            memcpy(o + at, text + from, (size_t)len);
+        at += len;
+        end = (uint64_t)at;
+        memcpy(PyBytes_AS_STRING(ends) + i * 8, &end, 8);
+    }
+    *ends_out = ends;
+    return out;
+}
+
+/* (bad, all zero, starts, sizes, names, name ends, modules, module ends,
+ * bindings) of the parsed lines l. */
+static PyObject *
+kallsyms_table(const char *text, KallsymsLines *l)
+{
+    Py_ssize_t *order, kept, i;
+    uint64_t *sizes, *zeros;
+    uint8_t *bindings;
+    PyObject *names = NULL, *name_ends = NULL, *modules = NULL, *module_ends = NULL;
+    PyObject *starts = NULL, *binds = NULL, *out = NULL, *sizes_out = NULL;
+    KallsymsNames ctx = {text, l->names};
+    int all_zero = l->n > 0;
+    for (i = 0; i < l->n && all_zero; i++)
+        all_zero = l->starts[i] == 0;
+    if (all_zero)
+        return Py_BuildValue("niO", l->bad, 1, Py_None);
+    order = PyMem_Malloc(l->n ? (size_t)l->n * sizeof(Py_ssize_t) : 1);
+    sizes = PyMem_Malloc(l->n ? (size_t)l->n * 8 : 1);
+    zeros = PyMem_Calloc(l->n ? (size_t)l->n : 1, 8);     /* (kallsyms has no sizes) */
+    if (order == NULL || sizes == NULL || zeros == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    kept = fixup(l->n, l->starts, zeros, l->bindings, l->in_module, kallsyms_choice, &ctx,
+                 order, sizes);
+    if (kept < 0)
+        goto done;
+    names = kallsyms_text(text, l->names, order, kept, 0, &name_ends);
+    if (names == NULL)
+        goto done;
+    modules = kallsyms_text(text, l->names, order, kept, 1, &module_ends);
+    if (modules == NULL)
+        goto done;
+    starts = PyBytes_FromStringAndSize(NULL, kept * 8);
+    binds = PyBytes_FromStringAndSize(NULL, kept);
+    sizes_out = PyBytes_FromStringAndSize((const char *)sizes, kept * 8);
+    if (starts == NULL || binds == NULL || sizes_out == NULL)
+        goto done;
+    bindings = (uint8_t *)PyBytes_AS_STRING(binds);
+    for (i = 0; i < kept; i++) {
+        memcpy(PyBytes_AS_STRING(starts) + i * 8, &l->starts[order[i]], 8);
+        bindings[i] = l->bindings[order[i]];
+    }
+    out = Py_BuildValue("niOOOOOOO", l->bad, 0, starts, sizes_out, names, name_ends, modules,
+                        module_ends, binds);
+done:
+    PyMem_Free(order);
+    PyMem_Free(sizes);
+    PyMem_Free(zeros);
+    Py_XDECREF(names);
+    Py_XDECREF(name_ends);
+    Py_XDECREF(modules);
+    Py_XDECREF(module_ends);
+    Py_XDECREF(starts);
+    Py_XDECREF(binds);
+    Py_XDECREF(sizes_out);
+    return out;
+}
+
+PyDoc_STRVAR(parse_kallsyms_doc,
+"parse_kallsyms(text) -> tuple | None\n\n"
+"A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does:\n"
+"(malformed lines, every address 0, then, unless every address is 0, the\n"
+"starts, sizes, name ends and module ends as bytes of native unsigned\n"
+"64-bit values between the names and the modules (str, one after another),\n"
+"then a byte per symbol, its binding).  None for a text the Python parse\n"
+"must read: a byte other than printable ASCII, tab and newline, or an\n"
+"address other than 1-16 hexadecimal digits.");
+
+static PyObject *
+py_parse_kallsyms(PyObject *self, PyObject *args)
+{
+    Py_buffer text;
+    KallsymsLines l = {NULL, NULL, NULL, NULL, 0, 0, 0};
+    PyObject *out = NULL;
+    int r;
+    if (!PyArg_ParseTuple(args, "y*:parse_kallsyms", &text))
+        return NULL;
+    r = parse_lines((const char *)text.buf, text.len, &l);
+    if (r < 0)
+        PyErr_NoMemory();
+    else if (r > 0) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+    }
+    else
+        out = kallsyms_table((const char *)text.buf, &l);
+    lines_free(&l);
+    PyBuffer_Release(&text);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"fixup", py_fixup, METH_VARARGS, fixup_doc},
+    {"read_symbols", py_read_symbols, METH_VARARGS, read_symbols_doc},
+    {"parse_kallsyms", py_parse_kallsyms, METH_VARARGS, parse_kallsyms_doc},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_symtab",
+    "The first run's symbol tables in C: perf's fixups, ELF symbol sections, kallsyms.",
+    -1, methods
+};
+
+PyMODINIT_FUNC
+PyInit__symtab(void)
+{
+    return PyModule_Create(&module);
+}
