@@ -5,8 +5,10 @@ keeps the waits): `sched:sched_switch` samples, whose callchain is the stack
 where the thread going out blocked and whose `prev_state` says why;
 PERF_RECORD_SWITCH records (`--switch-events`), which say when a thread of a
 per-process recording runs again; `sched:sched_wakeup`/`sched_waking`, which
-name the waker; perf's `offcpu-time` samples (`perf record --off-cpu`, perf
-5.20 and later), each a total wait of one thread and stack.
+name the waker (and, their callchain, where it woke the thread: --wakers,
+views/offcpu_wakers.py); perf's `offcpu-time` samples (`perf record
+--off-cpu`, perf 5.20 and later: views/offcpu_time.py), each a wait or a sum
+of waits of one thread and stack.
 
 Record with (docs/offcpu.md):
     perf record -e sched:sched_switch -e sched:sched_wakeup --switch-events \\
@@ -16,7 +18,9 @@ Record with (docs/offcpu.md):
 Outputs (--format): `report` (threads, then stacks by wait time), `threads`
 (the per-thread table), `collapse` (folded stacks weighted by wait time in
 ns, for flamegraph.pl or `perfdata flamegraph`-style rendering) and
-`flamegraph` (an SVG whose off-CPU frames have a colour family of their own).
+`flamegraph` (an SVG whose off-CPU frames have a colour family of their own);
+`perfdata export --offcpu` gives the same waits to speedscope and pprof
+(views/offcpu_export.py).
 """
 from __future__ import annotations
 
