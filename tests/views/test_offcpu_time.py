@@ -118,12 +118,14 @@ def _raw(first, second, ns, ips):
     return {"size": len(data) + 4, "data": data + bytes(4)}
 
 
-def _newer_form(funcs):
+def _newer_form(funcs, thread_first=True):
     """perf 6.14 on: the wait in the raw data, the sample's own TID and
     PERIOD placeholders; the direct samples' u64 tgid << 32 | pid (the
-    thread first), the summed ones' pid << 32 | tgid (the process first)."""
+    thread first; thread_first=False: the process first, as the summed
+    ones' pid << 32 | tgid)."""
     out = [{"ip": 0, "pid": PID, "tid": MAIN, "time": end, "period": 1,
-            "raw": _raw(tid, PID, ns, _ips(funcs, stack))} for tid, stack, ns, end in DIRECT]
+            "raw": _raw(tid, PID, ns, _ips(funcs, stack)) if thread_first
+            else _raw(PID, tid, ns, _ips(funcs, stack))} for tid, stack, ns, end in DIRECT]
     out += [{"ip": 0, "pid": 0, "tid": 0, "time": OFF_CPU_TIMESTAMP + n, "period": 0,
              "raw": _raw(PID, tid, ns, _ips(funcs, stack))}
             for n, (tid, stack, ns) in enumerate(WAITS)]
@@ -174,6 +176,11 @@ def test_newer_form(program, tmp_path):
     path.write_bytes(_file(exe, COMMON | ST.RAW, _newer_form(funcs)))
     direct = [(tid, stack, ns) for tid, stack, ns, _ in DIRECT]
     assert _folded(path, "--min-wait", "0") == _expected(WAITS + direct)
+    # a perf writing the direct samples' ids in the other order: the order
+    # that names a known thread of the process is taken
+    other = tmp_path / "offcpu_new_other_order.data"
+    other.write_bytes(_file(exe, COMMON | ST.RAW, _newer_form(funcs, thread_first=False)))
+    assert _folded(other, "--min-wait", "0") == _expected(WAITS + direct)
     # --time: the direct waits are clipped to it, the sums (no time) counted whole
     got = _folded(path, "--time", "4.900000,5.050000")
     assert got == _expected(WAITS + [(WORKER, ["piper", "wait_pipe"], 100_000_000),
