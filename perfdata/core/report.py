@@ -128,7 +128,7 @@ class ReportCore(ScriptCore):
         DWARF unwinder, no stitching, one process; no --children and no
         histogram filter."""
         return ScriptCore.applies(samples, None) and not report.children and \
-            report.hist_filter is None and samples.share is None
+            report.hist_filter is None and samples.shard is None
 
     def fill(self, items: Iterator[Any] | None = None) -> None:
         """Count every sample of the stream into the report.  items: this

@@ -95,7 +95,7 @@ def why_not(pf: PerfFile, stream: SessionStream,
         return "a pipe or a directory"
     if pf.strict:
         return "a strict walk"
-    if stream.share is not None:
+    if stream.shard is not None:
         return "one worker of a sharded run"
     if stream.order != "time":
         return "file order"

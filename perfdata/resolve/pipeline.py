@@ -126,11 +126,11 @@ def _kept_time(pf: PerfFile, options: ResolveOptions) -> list[tuple[int, int]] |
 
 def build_sample_symbolizer(pf: PerfFile, options: ResolveOptions = ResolveOptions(),
                             side_events: Iterable[int] = (), order: str = "time",
-                            share: tuple[int, int, int] | None = None) -> SampleSymbolizer:
+                            shard: tuple[int, int, int] | None = None) -> SampleSymbolizer:
     """The SampleSymbolizer of an open file the options describe.
     side_events: the record types handed out beside the samples (as
     SideEvent); order='file' for perf script's --show-round-events, which
-    turns perf's time ordering off; share: (block, jobs, index) of a sharded
+    turns perf's time ordering off; shard: (block, jobs, index) of a sharded
     run's worker."""
     from symbolize import Symbolizer, SymbolizerOptions, make_locator
 
@@ -168,4 +168,4 @@ def build_sample_symbolizer(pf: PerfFile, options: ResolveOptions = ResolveOptio
                       strict=options.strict),
         filters=sample_filter(options.pids, options.tids, options.comms, options.cpus,
                               _kept_time(pf, options)),
-        leaf_filter=leaf_filter(options.symbols, options.dsos), share=share)
+        leaf_filter=leaf_filter(options.symbols, options.dsos), shard=shard)

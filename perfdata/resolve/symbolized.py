@@ -86,7 +86,7 @@ class SampleSymbolizer:
     filters, symbolizes and stitches; what the stream says of lost samples
     and build-ids is kept in lost_samples and build_ids.  filters(sample)
     is asked before symbolizing, leaf_filter(sample, frames of its ip)
-    after resolving the ip only (perf's -S, --dsos); share: (block, jobs,
+    after resolving the ip only (perf's -S, --dsos); shard: (block, jobs,
     index) of a sharded run's worker."""
 
     def __init__(self, pf: PerfFile, symbolizer: Symbolizer | None = None,
@@ -94,11 +94,11 @@ class SampleSymbolizer:
                  filters: Callable[[SymbolizedSample], bool] | None = None,
                  leaf_filter: Callable[[SymbolizedSample, Sequence[StackFrame]], bool]
                  | None = None,
-                 share: tuple[int, int, int] | None = None) -> None:
+                 shard: tuple[int, int, int] | None = None) -> None:
         self.pf = pf
         # the session (threads, maps) follows every record
         self.stream = SessionStream(pf, stream.side_events, stream.side_cpus, stream.order,
-                                    stream.strict, share, sample_class=SymbolizedSample)
+                                    stream.strict, shard, sample_class=SymbolizedSample)
         self.machine = self.stream.machine
         self.symbolizer = symbolizer or Symbolizer(DebugInfoLocator())
         max_stack = self.max_stack = stacks.max_stack
@@ -150,9 +150,9 @@ class SampleSymbolizer:
         return self.stream.ordinal
 
     @property
-    def share(self) -> tuple[int, int, int] | None:
+    def shard(self) -> tuple[int, int, int] | None:
         """(block, jobs, index) of a sharded run's worker, else None."""
-        return self.stream.share
+        return self.stream.shard
 
     # ------------------------------------------------------------ iteration
     def __iter__(self) -> Iterator[SymbolizedSample | SideEvent]:

@@ -33,21 +33,21 @@ if TYPE_CHECKING:
     from ..resolve.symbolized import SampleSymbolizer
 
     # A PerfDataError as plain data: (class name, message, path, offset)
-    Described = tuple[str, str, InputName | None, int | None]
+    ErrorFields = tuple[str, str, InputName | None, int | None]
     # A worker's warning: (0 the file's, 1 the symbolizer's; the block the
     # worker was at when it was said, -1 before the first; the text)
-    Tagged = tuple[int, int, str]
-    # run_sharded's produce(share): yields (block index, text), returns
+    WorkerWarning = tuple[int, int, str]
+    # run_sharded's produce(shard): yields (block index, text), returns
     # (SAMPLE records seen, warnings, error or None)
-    Produce = Callable[[Shard], Generator[tuple[int, str], None,
-                                         tuple[int | None, list[Tagged], Described | None]]]
-    # gather_sharded's compute(share): (result, warnings, error or None)
-    Compute = Callable[[Shard], tuple[Any, list[Tagged], Described | None]]
+    WorkerReturn = tuple[int | None, list[WorkerWarning], ErrorFields | None]
+    Produce = Callable[[Shard], Generator[tuple[int, str], None, WorkerReturn]]
+    # gather_sharded's compute(shard): (result, warnings, error or None)
+    Compute = Callable[[Shard], tuple[Any, list[WorkerWarning], ErrorFields | None]]
 
 # Below this much input one process is done before workers would start.
 SHARD_MIN_BYTES = 512 << 10
 # The barrier the workers of a run meet at once each has built its part of
-# what the run needs (prepare_share); made before they are forked.
+# what the run needs (prepare_shard); made before they are forked.
 _prepared: Barrier | None = None
 # How long a worker waits there for the others (then it goes on: each
 # builds what it lacks, as without the split).
@@ -56,16 +56,16 @@ PREPARE_WAIT = 300
 # shared counter made before they are forked.
 _claimed: Any = None
 # The first-run builds the workers of a run have taken so far
-# (prepare_share): a shared counter, as _claimed.
+# (prepare_shard): a shared counter, as _claimed.
 _builds_taken: Any = None
 # In a worker: its two warning lists (the file's, the symbolizer's), and
-# (block, length of each) as it reached each block (tagged_warnings).
+# (block, length of each) as it reached each block (worker_warnings).
 _watched: list[list[str]] = []
 _marks: list[tuple[int, int, int]] = []
 
 
 class ClaimedShard(Shard):
-    """A worker's share whose blocks go to the first worker to reach them:
+    """A worker's shard whose blocks go to the first worker to reach them:
     the workers walk the same records, each asks once a block, in order, so
     the counter of blocks taken is at k when the first of them reaches
     block k.  Outside a run's workers (no counter), dealt in turn."""
@@ -85,12 +85,12 @@ class ClaimedShard(Shard):
             return True
 
 
-def _worker(conn: Connection, produce: Produce, share: Shard) -> None:
-    """Runs in a forked process: produce(share) yields (block index, text)
-    for the blocks of share and returns (SAMPLE records seen, warnings,
+def _worker(conn: Connection, produce: Produce, shard: Shard) -> None:
+    """Runs in a forked process: produce(shard) yields (block index, text)
+    for the blocks of shard and returns (SAMPLE records seen, warnings,
     error or None); each goes to this process as it comes."""
     try:
-        it = produce(share)
+        it = produce(shard)
         while True:
             try:
                 k, text = next(it)
@@ -115,9 +115,9 @@ def _worker(conn: Connection, produce: Produce, share: Shard) -> None:
 @contextlib.contextmanager
 def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
             ) -> Iterator[list[Connection]]:
-    """`jobs` forked processes running target(connection, work, share) for
-    share = ClaimedShard(block, jobs, index), with the barrier of
-    prepare_share and the block counter made for them: the ends of their
+    """`jobs` forked processes running target(connection, work, shard) for
+    shard = ClaimedShard(block, jobs, index), with the barrier of
+    prepare_shard and the block counter made for them: the ends of their
     pipes, in worker order; closed, and the workers gone, on the way out."""
     import multiprocessing
     global _prepared, _claimed, _builds_taken
@@ -150,14 +150,14 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
                 proc.kill()
 
 
-def describe_error(exc: PerfDataError) -> Described:
+def describe_error(exc: PerfDataError) -> ErrorFields:
     """A PerfDataError as plain data (it crosses a pipe)."""
     return (type(exc).__name__, exc.message, exc.path, exc.offset)
 
 
 def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], object]
                 ) -> list[str]:
-    """Run produce(share) for share = ClaimedShard(block, jobs, index) in
+    """Run produce(shard) for shard = ClaimedShard(block, jobs, index) in
     `jobs` forked processes; write(text) the blocks in order here.  Returns
     the workers' warnings, each once, in a one-process run's order
     (merged_warnings);
@@ -172,7 +172,7 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
         ends: list[Any] = [None] * jobs
         live = {conn: w for w, conn in enumerate(conns)}
         # (block of the fault, worker, the error described) of each fault
-        errors: list[tuple[int, int, Described]] = []
+        errors: list[tuple[int, int, ErrorFields]] = []
         stop: int | None = None         # the block of the first fault
         k = 0                           # the next block to write
         while live:
@@ -244,10 +244,10 @@ def _jobs(text: str) -> int:
     return n
 
 
-def worker_error(described: Described, warnings: Iterable[str] = ()) -> Exception:
-    """The exception a worker described (describe_error), carrying the
+def worker_error(fields: ErrorFields, warnings: Iterable[str] = ()) -> Exception:
+    """The exception of a worker's error fields (describe_error), carrying the
     run's warnings for the caller to print before it."""
-    kind, message_text, path, offset = described
+    kind, message_text, path, offset = fields
     from .. import format as reader_errors
     if kind == "Exception":            # a bug: not bad input
         return RuntimeError(message_text)
@@ -279,9 +279,9 @@ def default_jobs(jobs: int | None, pf: PerfFile) -> int:
     return jobs
 
 
-def _gather_worker(conn: Connection, compute: Compute, share: Shard) -> None:
+def _gather_worker(conn: Connection, compute: Compute, shard: Shard) -> None:
     try:
-        conn.send(("done",) + tuple(compute(share)))
+        conn.send(("done",) + tuple(compute(shard)))
     except PerfDataError as exc:       # (as in _worker)
         _release_others()
         conn.send(("done", None, [], describe_error(exc)))
@@ -294,8 +294,8 @@ def _gather_worker(conn: Connection, compute: Compute, share: Shard) -> None:
 
 
 def gather_sharded(jobs: int, block: int, compute: Compute
-                   ) -> tuple[list[Any], list[str], Described | None]:
-    """Run compute(share) for share = (block, jobs, index) in `jobs` forked
+                   ) -> tuple[list[Any], list[str], ErrorFields | None]:
+    """Run compute(shard) for shard = (block, jobs, index) in `jobs` forked
     processes, each returning (result, warnings, described error or None),
     for results that add up whatever the order (folded stacks, flame graph
     paths).  Returns (results in worker order, the warnings each once in a
@@ -303,37 +303,36 @@ def gather_sharded(jobs: int, block: int, compute: Compute
     caller (add_up_parts) adds up the results, prints the warnings, then
     raises worker_error(error)."""
     with _forked(jobs, block, _gather_worker, compute) as conns:
-        results, tagged, error = [], [], None
+        results, warnings, error = [], [], None
         for w, conn in enumerate(conns):
             try:
-                _, result, texts, described = conn.recv()
+                _, result, texts, fields = conn.recv()
             except EOFError:            # the worker died without a word
-                result, texts, described = None, [], ("Exception", "worker %d died" % w,
-                                                      None, None)
+                result, texts, fields = None, [], ("Exception", "worker %d died" % w, None, None)
             results.append(result)
-            tagged.append(texts)
-            if error is None and described is not None:
-                error = described
-        return results, merged_warnings(tagged), error
+            warnings.append(texts)
+            if error is None and fields is not None:
+                error = fields
+        return results, merged_warnings(warnings), error
 
 
-def compute_part(path: str, options: ResolveOptions, share: Shard,
+def compute_part(path: str, options: ResolveOptions, shard: Shard,
                  make: Callable[[SampleSymbolizer], Any],
                  fill: Callable[[PerfFile, SampleSymbolizer, Any], None]
-                 ) -> tuple[Any, list[Tagged], Described | None]:
-    """gather_sharded's compute(share) for a view that adds up parts: the
-    share's samples of the file at path (open_share), the worker's part make(samples), filled
+                 ) -> tuple[Any, list[WorkerWarning], ErrorFields | None]:
+    """gather_sharded's compute(shard) for a view that adds up parts: the
+    shard's samples of the file at path (open_shard), the worker's part make(samples), filled
     with them by fill(pf, samples, part); (part, warnings, the fault
     described or None): a fault mid-file leaves the part holding the
     samples before it."""
-    pf, samples = open_share(path, options, share)
+    pf, samples = open_shard(path, options, shard)
     part = make(samples)
     error = None
     try:
         fill(pf, samples, part)
     except PerfDataError as exc:
         error = describe_error(exc)
-    return part, tagged_warnings(pf, samples), error
+    return part, worker_warnings(pf, samples), error
 
 
 def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
@@ -351,28 +350,28 @@ def add_up_parts(pf: PerfFile, jobs: int, block: int, compute: Compute,
         raise worker_error(error)
 
 
-def open_share(path: str, options: ResolveOptions, share: Shard
+def open_shard(path: str, options: ResolveOptions, shard: Shard
                ) -> tuple[PerfFile, SampleSymbolizer]:
-    """(PerfFile, SampleSymbolizer of the share's samples of the file at
+    """(PerfFile, SampleSymbolizer of the shard's samples of the file at
     path) in a worker, with its part of the run's first builds done
-    (prepare_share)."""
+    (prepare_shard)."""
     from ..resolve import build_sample_symbolizer
     from .profile import open_profile
     pf = open_profile(path, options.strict)
-    samples = build_sample_symbolizer(pf, options, share=share)
-    start_share(pf, samples, share)
+    samples = build_sample_symbolizer(pf, options, shard=shard)
+    start_shard(pf, samples, shard)
     return pf, samples
 
 
-def start_share(pf: PerfFile, samples: SampleSymbolizer, share: Shard) -> None:
+def start_shard(pf: PerfFile, samples: SampleSymbolizer, shard: Shard) -> None:
     """What a worker does before its walk, whatever it makes of its
     samples: follow its warnings block by block (watch_warnings), and build
-    its part of the run's first builds (prepare_share)."""
+    its part of the run's first builds (prepare_shard)."""
     watch_warnings(pf, samples)
-    prepare_share(samples, share)
+    prepare_shard(samples, shard)
 
 
-def prepare_share(samples: SampleSymbolizer, share: Shard) -> None:
+def prepare_shard(samples: SampleSymbolizer, shard: Shard) -> None:
     """A first run's builds (symbol tables, native inline indexes, the
     parsed kallsyms) split between the workers through the cache directory:
     every worker would otherwise build all of them, at the same time.  The
@@ -400,7 +399,7 @@ def prepare_share(samples: SampleSymbolizer, share: Shard) -> None:
                 cost = 1 << 20
             work.append((cost, path, bid))
     work.sort(key=lambda item: (-item[0], item[1]))
-    for _cost, path, bid in _taken_builds(work, share):
+    for _cost, path, bid in _taken_builds(work, shard):
         try:
             if path == KERNEL_DSO:
                 symbolizer.prepare_kernel(bid)
@@ -414,7 +413,7 @@ def prepare_share(samples: SampleSymbolizer, share: Shard) -> None:
         pass
 
 
-def _taken_builds(work: list[tuple[int, str, str]], share: Shard
+def _taken_builds(work: list[tuple[int, str, str]], shard: Shard
                   ) -> Iterator[tuple[int, str, str]]:
     """The items of `work` this worker builds: each the next not yet taken
     when the worker is free (the shared counter); without one (a worker
@@ -428,7 +427,7 @@ def _taken_builds(work: list[tuple[int, str, str]], share: Shard
             if i >= len(work):
                 return
             yield work[i]
-    _block, jobs, index = share
+    _block, jobs, index = shard
     loads = [0] * jobs
     for item in work:
         w = loads.index(min(loads))
@@ -453,12 +452,12 @@ KERNEL_COST = 32 << 20
 
 def watch_warnings(pf: PerfFile, samples: SampleSymbolizer) -> None:
     """In a worker: note where its warning lists stand at each block it
-    reaches (ClaimedShard.takes), for tagged_warnings."""
+    reaches (ClaimedShard.takes), for worker_warnings."""
     _watched[:] = [pf.warnings, samples.symbolizer.warnings]
     _marks.clear()
 
 
-def tagged_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[Tagged]:
+def worker_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[WorkerWarning]:
     """A worker's warnings, each with its list (the file's, then the
     symbolizer's, as a one-process run prints them) and the block the
     worker was at when it was said (watch_warnings; -1 before the first)."""
@@ -474,8 +473,8 @@ def tagged_warnings(pf: PerfFile, samples: SampleSymbolizer) -> list[Tagged]:
 
 
 
-def merged_warnings(parts: Iterable[Iterable[Tagged]]) -> list[str]:
-    """The workers' warnings (each worker's tagged_warnings, in worker
+def merged_warnings(parts: Iterable[Iterable[WorkerWarning]]) -> list[str]:
+    """The workers' warnings (each worker's worker_warnings, in worker
     order), each once, in the order a one-process run says them: the
     file's, then the symbolizer's, each by the block it was first said in
     (which worker took a block varies from run to run; this order does

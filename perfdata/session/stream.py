@@ -186,7 +186,7 @@ class SessionStream:
     after_apply(rtype, record, fields): told of every record applied to the
     machine, before its SideEvent (if any) is handed out.
 
-    share: (block, jobs, index) or a Shard, for one of `jobs` workers of a
+    shard: (block, jobs, index) or a Shard, for one of `jobs` workers of a
     sharded run: only the samples of the blocks it takes (blocks of `block`
     SAMPLE records in delivery order; a plain tuple takes index, index +
     jobs, ...) are decoded and handed out, and the side events that fall in
@@ -202,7 +202,7 @@ class SessionStream:
 
     def __init__(self, pf: PerfFile, side_events: Iterable[int] = (),
                  side_cpus: Collection[int] | None = None, order: str = "time",
-                 strict: bool = False, share: tuple[int, int, int] | None = None,
+                 strict: bool = False, shard: tuple[int, int, int] | None = None,
                  sample_class: type[Sample] = Sample,
                  after_apply: Callable[[int, Record, dict[str, Any]], object] | None = None
                  ) -> None:
@@ -212,7 +212,7 @@ class SessionStream:
         self.side_cpus = side_cpus
         self.order = order
         self.strict = strict
-        self.share = share
+        self.shard = shard
         self.sample_class = sample_class
         self.after_apply = after_apply
         # sample_text(record, ordinal): true where it took the SAMPLE record
@@ -240,11 +240,11 @@ class SessionStream:
         thread_of = machine.thread
         make_sample = self.sample_class
         sample_text = self.sample_text
-        share = self.share
+        shard = self.shard
         mine: Callable[[], bool] | None = None
-        if share is not None:
-            block = share[0]
-            takes = (share if isinstance(share, Shard) else Shard(*share)).takes
+        if shard is not None:
+            block = shard[0]
+            takes = (shard if isinstance(shard, Shard) else Shard(*shard)).takes
             current, taken = -1, False      # the block last asked about, the answer
 
             def block_taken() -> bool:  # does the current block belong to this worker?
@@ -263,7 +263,7 @@ class SessionStream:
             rtype = rec.type
             if rtype == _SAMPLE:
                 self.ordinal += 1
-                if share is not None:
+                if shard is not None:
                     # (block_taken() inlined: it is asked once a sample)
                     k = (self.ordinal - 1) // block
                     if k != current:

@@ -179,7 +179,7 @@ class LeafCounts:
     @staticmethod
     def applies(samples: SampleSymbolizer) -> bool:
         return samples.filters is None and samples.leaf_filter is None and \
-            samples.share is None
+            samples.shard is None
 
     def forget(self, rtype: int, record: Record, fields: dict[str, Any]) -> None:
         """A record applied to the machine: the names made in the maps it

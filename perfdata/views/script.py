@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..session.stream import SideEvent
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from .header import PipeFeaturePrinter
-    from ..run.sharded import Described, Shard, Tagged
+    from ..run.sharded import ErrorFields, Shard, WorkerWarning
 
 
 def add_script_options(p: argparse.ArgumentParser) -> None:
@@ -134,7 +134,7 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
-                features: PipeFeaturePrinter | None, share: Shard | None = None
+                features: PipeFeaturePrinter | None, shard: Shard | None = None
                 ) -> tuple[SampleSymbolizer, ScriptFormatter]:
     """The symbolized samples and their formatter for one process's run."""
     from ..resolve import build_sample_symbolizer
@@ -142,7 +142,7 @@ def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],
     # perf script --show-round-events turns its time ordering off.
     samples = build_sample_symbolizer(pf, resolve_options(args), side_events=side,
                                       order="file" if args.show_round_events else "time",
-                                      share=share)
+                                      shard=shard)
     options = ScriptOptions(args.fields, nanosecs=args.ns,
                             hide_call_graph=args.hide_call_graph, reltime=args.reltime,
                             deltatime=args.deltatime, full_source_path=args.full_source_path,
@@ -171,20 +171,21 @@ def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argpars
 
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
-                   features: PipeFeaturePrinter | None, share: Shard
-                   ) -> Generator[tuple[int, str], None, tuple[int, list[Tagged], Described | None]]:
+                   features: PipeFeaturePrinter | None, shard: Shard
+                   ) -> Generator[tuple[int, str], None,
+                                  tuple[int, list[WorkerWarning], ErrorFields | None]]:
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
-    the blocks of share; returns (SAMPLE records seen, warnings, error)."""
+    the blocks of shard; returns (SAMPLE records seen, warnings, error)."""
     from ..session.stream import SideEvent
     from ..run.profile import open_profile
-    from ..run.sharded import describe_error, start_share, tagged_warnings
-    block = share[0]
+    from ..run.sharded import describe_error, start_shard, worker_warnings
+    block = shard[0]
     pf = open_profile(args.file, args.strict)
-    samples, fmt = _script_run(pf, args, side, features, share)
-    start_share(pf, samples, share)
+    samples, fmt = _script_run(pf, args, side, features, shard)
+    start_shard(pf, samples, shard)
     current: int | None
     parts: list[str]
-    error: Described | None
+    error: ErrorFields | None
     current, parts, error = None, [], None
     try:
         for item in _script_items(samples, fmt, args, block):
@@ -209,7 +210,7 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
         error = describe_error(exc)
     if parts:
         yield current, "".join(parts)  # type: ignore[misc]  # (as above)
-    return samples.ordinal, tagged_warnings(pf, samples), error
+    return samples.ordinal, worker_warnings(pf, samples), error
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
@@ -237,7 +238,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         from ..run.sharded import run_sharded
         try:
             warnings = run_sharded(jobs, SHARD_BLOCK,
-                                   lambda share: _script_blocks(args, side, features, share),
+                                   lambda shard: _script_blocks(args, side, features, shard),
                                    out.write)
         except PerfDataError as exc:
             print_warnings(pf, getattr(exc, "warnings", ()))

@@ -56,7 +56,7 @@ def test_merged_warnings_take_each_at_its_first_block():
         "file", "liby missing", "libx missing", "libz missing"]
 
 
-def test_tagged_warnings_by_the_block_reached(monkeypatch):
+def test_worker_warnings_by_the_block_reached(monkeypatch):
     class Samples:
         class symbolizer:
             warnings = []
@@ -64,16 +64,16 @@ def test_tagged_warnings_by_the_block_reached(monkeypatch):
         warnings = []
     monkeypatch.setattr(sharded, "_claimed", None)
     sharded.watch_warnings(File, Samples)
-    share = sharded.ClaimedShard(4, 2, 0)
+    shard = sharded.ClaimedShard(4, 2, 0)
     File.warnings.append("before")
-    share.takes(0)
+    shard.takes(0)
     Samples.symbolizer.warnings.append("in 0")
-    share.takes(1)
-    share.takes(2)
+    shard.takes(1)
+    shard.takes(2)
     File.warnings.append("in 2")
     Samples.symbolizer.warnings.append("in 2 too")
     try:
-        assert sharded.tagged_warnings(File, Samples) == [
+        assert sharded.worker_warnings(File, Samples) == [
             (0, -1, "before"), (0, 2, "in 2"), (1, 0, "in 0"), (1, 2, "in 2 too")]
     finally:
         sharded.watch_warnings(File, Samples)

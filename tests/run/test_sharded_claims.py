@@ -18,7 +18,7 @@ def test_first_to_ask_takes_the_block(monkeypatch):
     monkeypatch.setattr(sharded, "_claimed", multiprocessing.get_context("fork").Value("q", 0))
     a, b = sharded.ClaimedShard(10, 2, 0), sharded.ClaimedShard(10, 2, 1)
     asks = [(a, 0), (b, 0), (b, 1), (b, 2), (a, 1), (a, 2), (a, 3), (b, 3), (b, 4), (a, 4)]
-    assert [share.takes(k) for share, k in asks] == \
+    assert [shard.takes(k) for shard, k in asks] == \
         [True, False, True, True, False, False, True, False, True, False]
 
 
@@ -29,7 +29,7 @@ def test_without_a_run_dealt_in_turn(monkeypatch):
 
 
 class _Taken(Shard):
-    """A share that takes the blocks of a given set, noting each ask."""
+    """A shard that takes the blocks of a given set, noting each ask."""
     __slots__ = ()
     chosen: set = set()
     asked: list = []
@@ -40,7 +40,7 @@ class _Taken(Shard):
 
 
 def test_stream_asks_each_block_once_in_order(monkeypatch):
-    """The stream asks its share once a block, in order, and hands out the
+    """The stream asks its shard once a block, in order, and hands out the
     samples and side events of the blocks it takes and no others: two
     complementary shares of any shape make the whole."""
     from test_session_stream import TASK_MMAP, events
@@ -57,7 +57,7 @@ def test_stream_asks_each_block_once_in_order(monkeypatch):
         monkeypatch.setattr(_Taken, "asked", asked)
         monkeypatch.setattr(_Taken, "chosen", chosen)
         with perfdata.open(str(path)) as pf:
-            stream = SessionStream(pf, side_events=TASK_MMAP, share=_Taken(7, 2, 0))
+            stream = SessionStream(pf, side_events=TASK_MMAP, shard=_Taken(7, 2, 0))
             for e in stream:
                 if type(e) is Sample:
                     assert (stream.ordinal - 1) // 7 in _Taken.chosen
@@ -73,20 +73,20 @@ BLOCKS = 40
 
 
 def _produce(fault_at=None):
-    """A worker's produce(share): every worker passes every block in order;
+    """A worker's produce(shard): every worker passes every block in order;
     the blocks it takes give their text (the worker that takes `fault_at`
     gives half of it, then stops with a reader's error); its warnings
-    tagged as sharded.tagged_warnings tags them."""
-    def produce(share):
+    tagged as sharded.worker_warnings tags them."""
+    def produce(shard):
         for k in range(BLOCKS):
-            if not share.takes(k):
+            if not shard.takes(k):
                 continue
             if k == fault_at:
                 yield k, "block %d, cut\n" % k
-                return (k * share.block + 3, [(0, k, "w")],
+                return (k * shard.block + 3, [(0, k, "w")],
                         sharded.describe_error(CorruptError("bad record", offset=k)))
             yield k, "".join("block %d sample %d\n" % (k, i) for i in range(k % 5 + 1))
-        return BLOCKS * share.block, [(1, 0, "w%d" % (share.worker % 2))], None
+        return BLOCKS * shard.block, [(1, 0, "w%d" % (shard.worker % 2))], None
     return produce
 
 

@@ -277,7 +277,7 @@ def test_sharded_streams_together_are_the_whole(name):
     parts = []
     for index in range(3):
         with perfdata.open(str(path)) as pf:
-            stream = SessionStream(pf, side_events=TASK_MMAP, share=(7, 3, index))
+            stream = SessionStream(pf, side_events=TASK_MMAP, shard=(7, 3, index))
             for e in stream:
                 if type(e) is Sample:
                     assert (stream.ordinal - 1) // 7 % 3 == index

@@ -44,7 +44,7 @@ def build_report(pf: PerfFile, samples: SampleSymbolizer, sort_keys: list[str],
             core.fill(sample_progress(core, pf, "report") if progress else None)
             return report
     it = sample_progress(samples, pf, "report") if progress else samples
-    ordered = samples.share is not None
+    ordered = samples.shard is not None
     for sample in it:
         if ordered:
             report.order = samples.ordinal
