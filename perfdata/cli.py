@@ -26,10 +26,10 @@ EXIT_BAD_INPUT = 2
 # their count do not count, so only what the caches keep (and cyclic garbage,
 # which the hot paths do not make) brings a collection.  At 50,000 / 20 / 50
 # the collector still took a tenth of a `-g` run, walking each young
-# generation's survivors (the caches' new frames) again and again (make
-# recording, script -j 1: 0.905x CPU at 500,000 / 100 / 100, farm-bench, 11
-# pairs; 2,000,000 is no faster; peak RSS unchanged, also on the 318 MiB
-# DWARF file).
+# generation's survivors (the caches' new frames) again and again (the make
+# recording of benchmarks/bench_real.py, script -j 1, against a checkout with
+# the old thresholds by benchmarks/bench_core.py --before: 0.905x CPU at
+# 500,000 / 100 / 100; 2,000,000 is no faster; peak RSS unchanged).
 GC_YOUNG_THRESHOLD = 500000
 GC_OLDER_THRESHOLDS = (100, 100)
 # Standard modules that construct imports and a run never uses: its
@@ -492,8 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     # The run makes millions of small objects and keeps caches of them:
     # CPython's default collector (a young-generation pass every 700
     # allocations, full passes over every cached frame as the caches grow)
-    # costs a fifth of a symbolizing run and finds nothing (no cycles are
-    # made on the hot paths).  Collect rarely.
+    # costs a large part of a symbolizing run and finds nothing (no cycles
+    # are made on the hot paths: see GC_YOUNG_THRESHOLD).  Collect rarely.
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *GC_OLDER_THRESHOLDS)
     try:
@@ -535,7 +535,7 @@ def _flush_quietly(out: TextIO) -> None:
 def run() -> NoReturn:
     """The perfdata command: main(), then the process ends without tearing
     the interpreter down.  Freeing every object a run cached (symbol
-    tables, frames, their text) takes ~10 ms, a twentieth of a small
+    tables, frames, their text) takes a noticeable part of a small
     file's run, and nothing is left to do once the output is flushed and
     the exit handlers have run (an unpacked --archive's folder removed)."""
     import atexit

@@ -206,7 +206,7 @@ class Binary:
         each return address a profile meets), read from the file rather
         than through the mapping: a page fault there maps the 64 KiB around
         it (the kernel's fault-around), and a compiler's return addresses,
-        spread over its text, kept 15 MiB of cc1 resident on a DWARF
+        spread over its text, kept much of cc1 resident on a DWARF
         recording of a build."""
         if not self._within(offset, size):
             return None

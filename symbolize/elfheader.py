@@ -14,7 +14,7 @@ class ElfHeader:
     type and machine, as ELFFile builds them."""
 
     # pyelftools' structs are descriptions, the same for every file of one
-    # class, byte order, type and machine: built once (0.4 ms a file).
+    # class, byte order, type and machine: built once, not for every file.
     _structs: dict[tuple, Any] = {}
 
     def __init__(self, buf: bytes | mmap.mmap) -> None:

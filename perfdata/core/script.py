@@ -98,7 +98,8 @@ def utf8_buffer(out: Any) -> Any:
     """The binary buffer under a text output that writes UTF-8 (its text
     is then the same bytes written there after a flush), or None.  The
     core's texts are UTF-8 made of UTF-8 pieces: writing them as bytes skips
-    a decode here and an encode in the text layer (26 MB on make)."""
+    a decode here and an encode in the text layer (26 MB of text on the make
+    recording of benchmarks/bench_real.py)."""
     import codecs
     buffer = getattr(out, "buffer", None)
     encoding = getattr(out, "encoding", None)
@@ -502,7 +503,8 @@ class ScriptCore:
 
     def _learn_no_map(self, event: EventAttr, avma: int, data: bytes) -> None:
         """A frame-pointer walk's garbage is mostly addresses in no map, each
-        met once (make -j2: 52,000 of 88,000 frames asked for): the core
+        met once (52,000 of 88,000 frames asked for on benchmarks/bench_real.py's
+        make recording): the core
         prints such a frame itself once two of them, at two addresses, were
         made by the Python path as the same text around "%16x" of the
         address."""

@@ -15,7 +15,7 @@ after a suspect record and the check after a stream's tracing data call it;
 the fast path for SAMPLE records, and the slow path's first look at the
 next header, inline the same test on a copy of that table without the types
 they leave to `plausible` (a failed inline test only sends the record on to
-it), because a call per record costs the hot loop a fifth of its time.
+it), because a call per record is a large part of the hot loop's time.
 """
 from __future__ import annotations
 

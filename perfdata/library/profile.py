@@ -152,8 +152,8 @@ class Profile:
                              "standard input (perfdata.open('-') reads a pipe's records)")
         self.options: ResolveOptions = options if options is not None else ResolveOptions()
         self.warnings: list[str] = []
-        # (kept open for the first pass: opening costs ~10 ms, a tenth of a
-        # small file's report)
+        # (kept open for the first pass: opening costs a noticeable part of
+        # a small file's report)
         self._opened: PerfFile | None = None
         self._opened = self._open()
 

@@ -212,8 +212,8 @@ class FrameResolver:
 
         The answer is kept for the (cached, so shared) frames of the address:
         every stack through it shares the same frame objects, rather than a
-        copy per stack (on a 300 MB DWARF recording those copies were 49 MiB,
-        the largest part of the stack caches)."""
+        copy per stack (on a large DWARF recording those copies were the
+        largest part of the stack caches)."""
         base = self.frames_for_address(sample, avma, False, is_return)
         if type(base) is not tuple:       # not from the frame cache: not shared
             return self._dwarf_frames_of(sample, avma, is_return, base)
@@ -295,8 +295,8 @@ class FrameResolver:
         address space (cached until a map of that space changes)."""
         rate = self.caches.stack_rate
         if not rate.keeping and not rate.probe():
-            # Few stacks repeat here (make -j2: 12% hits, 18% slower with
-            # the cache): see HitRate.
+            # Few stacks repeat here (benchmarks/bench_real.py's make: 12%
+            # hits, 18% slower with the cache): see HitRate.
             return self._frames_for_callchain(sample, ips)
         maps = sample.thread.maps if sample.thread is not None else None
         key = (id(maps), maps.generation if maps is not None else 0,

@@ -17,19 +17,20 @@ if TYPE_CHECKING:
 # Stacks kept (with their frames) for samples that repeat them; cleared when
 # full.  A many-process recording (make) repeats few: each process has its
 # own address space, so a larger bound only holds dead stacks (52k of them,
-# 38 MiB, for 60k samples of make -j2).
+# 38 MiB, for the 60k samples of benchmarks/bench_real.py's make).
 STACK_CACHE_SIZE = 16384
 # Stack-cache lookups per decision whether -g stacks repeat enough to keep.
 STACK_WINDOW = 1024
 # Frames kept by address of a mapping (cleared when full; ~0.35 KiB an entry
 # with its key and frame).  With ASLR each process maps its libraries at its
-# own addresses, so a shell starting 60,000 processes filled 168k entries
-# (58 MiB) where a run's working set is a few thousand: at 500,000 the bound
-# let memory grow with the number of processes.  A miss is answered by the
-# symbolizer's own cache (by file offset).  At 1 << 16 a 510 MB DWARF
-# recording of make -j2 builds (PIE compilers: each process its own
-# addresses) peaked 14 MiB higher with these three caches, for no speed
-# (make -g: 1.00x wall, 11 pairs; forks 1.02x, CPython DWARF 1.03x, 5).
+# own addresses, so a shell starting many processes fills an entry per
+# process and library where a run's working set is a few thousand: a large
+# bound lets memory grow with the number of processes.  A miss is answered
+# by the symbolizer's own cache (by file offset).  A larger bound (1 << 16)
+# peaks higher on a DWARF recording of builds (PIE compilers: each process
+# its own addresses), for no speed (benchmarks/bench_core.py --before on
+# benchmarks/bench_real.py's make, forks and python: 1.00x, 1.02x, 1.03x
+# wall).
 FRAME_CACHE_SIZE = 1 << 14
 # Frames of addresses in no map kept (cleared when full): see StackCaches.no_map.
 NO_MAP_FRAMES_KEPT = 16384
@@ -51,7 +52,8 @@ class StackCaches:
         # The frame of an address in no map, by (address, kernel, is a
         # return address): what such a frame says does not depend on the
         # maps, only that it is in none; a frame-pointer walk's garbage
-        # repeats (make -j2: 155k such frames, 51k addresses, 20k of them 0).
+        # repeats (benchmarks/bench_real.py's make: 155k such frames, 51k
+        # addresses, 20k of them 0).
         self.no_map: dict[tuple[int, bool, bool], tuple[StackFrame, ...]] = {}
         # (id(frames of an address), is_return): (frames, with inlines)
         self.dwarf: dict[tuple[int, bool],

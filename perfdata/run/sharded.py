@@ -7,8 +7,9 @@ decodes, symbolizes and formats the blocks it takes; this process prints the
 blocks in order, so the bytes are those of one process.  A block goes to the
 first worker to reach it (ClaimedShard: one counter the workers share), so
 a worker busy with a costly block, or given less of the machine, takes
-fewer: dealt in turn, the slowest worker's share set the run's time (make
--j2 of gcc: its workers' shares took 0.67 and 0.74 s).  Each worker reads
+fewer: dealt in turn, the slowest worker's share set the run's time
+(benchmarks/bench_real.py --jobs 2 on its make: the workers' shares took
+0.67 and 0.74 s).  Each worker reads
 the file itself (forked after the imports: cheap), and stops at the same
 place when the file is damaged: what comes before the fault is printed,
 then the fault is raised here.
@@ -122,8 +123,7 @@ def _forked(jobs: int, block: int, target: Callable[..., None], work: Any
     import multiprocessing
     global _prepared, _claimed, _builds_taken
     # What every worker imports to symbolize, imported once here rather
-    # than after the fork in each (6 ms of CPU a worker, 15 ms on a busy
-    # machine).
+    # than after the fork in each.
     from ..resolve import symbolized  # noqa: F401
     from ..format import parse_feature  # noqa: F401  (the header's features)
     ctx = multiprocessing.get_context("fork")
@@ -377,8 +377,9 @@ def prepare_shard(samples: SampleSymbolizer, shard: Shard) -> None:
     every worker would otherwise build all of them, at the same time.  The
     builds are taken largest first, each by the first worker free (one
     shared counter, as the blocks): sized in advance, the kallsyms parse and
-    a compiler's table were misjudged, and one worker waited 0.3 s of a
-    make run's first 0.7 s for the other.  What a build has to say is said
+    a compiler's table were misjudged, and one worker waited 0.3 s of the
+    first 0.7 s of benchmarks/bench_real.py --jobs 2 on its make for the
+    other.  What a build has to say is said
     where the run first meets the binary, as without the split.  Each worker
     then waits for the others; the run then reads what the others built.
     Nothing to do without a cache directory or a recorded build-id list."""

@@ -105,8 +105,8 @@ class Machine:
 
     def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
         self.counts["mmap"] += 1
-        # (one string a path, not one a map: a shell's 60,000 children
-        # mapped libc, ld.so and their own binary, 12 MiB of copies)
+        # (one string a path, not one a map: each of a shell's children maps
+        # libc, ld.so and its own binary)
         filename = intern(f["filename"])
         pid = f["pid"]
         is_data = bool(misc & MISC_MMAP_DATA)

@@ -77,7 +77,8 @@ class MapGroup:
         """A forked process's maps: the same Map objects in new lists.  A
         Map is never changed once in a group (insert puts copies of what an
         overlap leaves of an old one), so the two groups share them: a copy
-        of each cost 11 us a FORK of a shell (20,000 forks: 0.22 s)."""
+        of each cost 11 us a FORK on benchmarks/bench_real.py's forks (20,000
+        forks: 0.22 s)."""
         group = MapGroup()
         group._starts = list(self._starts)
         group._maps = list(self._maps)

@@ -249,8 +249,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     from ..core.script import utf8_buffer
     # (the compiled core's texts, where out writes UTF-8, go to its buffer)
     buffer = utf8_buffer(out)
-    # Text goes out in batches: one write per sample costs a twentieth of
-    # the run (the text layer's per-call work), a batch of 256 next to nothing.
+    # Text goes out in batches: one write per sample pays the text layer's
+    # per-call work once a sample, a batch of 256 once in 256.
     pending: list[str] = []
     add = pending.append
     try:

@@ -25,7 +25,7 @@ FRAME_LINES_KEPT = 16384
 STACK_TEXTS_KEPT = 16384
 # ... and at most this many characters of them: a DWARF stack's text is ~2 KiB
 # (a -g one ~0.3), and 16,384 of those, with the frames they keep alive, were
-# the largest part of the heap on a 5.6 GB DWARF recording (31 of 85 MiB).
+# the largest part of the heap on a large DWARF recording.
 STACK_TEXT_CHARS = 8 << 20
 STACK_TEXT_WINDOW = 1024
 

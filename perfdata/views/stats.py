@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 _U32 = (1 << 32) - 1
 # Plain ints: sample_type is an int, and `int & IntFlag` calls the flag's
-# Python-level __rand__ (a fifth of a stats run, once a sample).
+# Python-level __rand__ (a Python call once a sample).
 _SAMPLE, _LOST_SAMPLES, _AUXTRACE_INFO = int(RT.SAMPLE), int(RT.LOST_SAMPLES), int(RT.AUXTRACE_INFO)
 _READ = int(ST.READ)
 

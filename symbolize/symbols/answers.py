@@ -2,7 +2,7 @@
 
 A frame-pointer profile of a compiler meets tens of thousands of distinct
 addresses in each binary (cc1's garbage return addresses among them), and
-each costs the symbolizer ~10 us the first time a run meets it: the
+each costs the symbolizer time the first time a run meets it: the
 return-address rule (are the bytes before it a call?), the table's bisect,
 the demangler.  None of that changes while the binary, the symbol table's
 sources and the naming mode stay: the answers are kept by the identity of
@@ -11,8 +11,8 @@ cache file is named) and the mode, so the next run of the same program, or
 another profile of it, reads them instead of working them out.
 
 The file is a marshal document: [format tag, {key: (name, offset, source)}],
-key = svma * 2 + is_return_address.  It is read whole (17 ms for 40,000
-answers, against ~0.4 s to work them out again) and checked entry by entry;
+key = svma * 2 + is_return_address.  It is read whole (a fraction of the
+time it takes to work the answers out again) and checked entry by entry;
 a damaged, foreign or oversized file is no answers.
 """
 from __future__ import annotations

@@ -108,7 +108,8 @@ class KernelSymbols:
     def from_file(cls, path: str, cache: CacheWhere = DEFAULT) -> "KernelSymbols":
         """Parse a kallsyms file; an unreadable one gives an empty table with
         a warning.  Parsed tables are kept in a cache file keyed by the text's
-        hash (parsing the 120k lines of a kernel's kallsyms takes a second),
+        hash (parsing a kernel's kallsyms, 100k lines and more, is what each
+        first run of benchmarks/bench_script.py pays once per kernel),
         in `cache`: a CacheDir or a directory's path, None for no cache; by
         default perfdata's cache directory."""
         cache = CacheDir.of(cache)
@@ -262,7 +263,7 @@ def _read_kallsyms(path: str) -> bytes | str:
 
 # ---------------------------------------------------------------- the cache
 # A parsed table is kept in one file the next run maps rather than reads (a
-# kernel's table is 7 MB: reading and unpacking it cost 8 ms a process): a
+# kernel's table is several MB, read and unpacked by every process): a
 # header, four arrays of native 64-bit numbers (starts, sizes, where each
 # name ends, where each module ends), a byte per symbol (its binding), then
 # the names, the modules and the identity of the kallsyms text it was

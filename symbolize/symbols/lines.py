@@ -12,7 +12,7 @@ functions with their inlined calls, names resolved, and its line program is
 decoded once into sorted rows. Only that compact index is kept: each CU is
 decoded through a DWARFInfo of its own, dropped afterwards with the DIEs and
 line states pyelftools cached in it (kept, they made 193 MiB for the 180 CUs
-of tests/bench_lines.py, against 16 MiB for the index and the sections).
+of benchmarks/bench_lines.py, against 16 MiB for the index and the sections).
 
 What is done here rather than by pyelftools, because it cannot:
 - Section bytes come from `Binary.section_data`, which inflates SHF_COMPRESSED
@@ -151,7 +151,7 @@ class LineInfo:
         """The function of each frame(svma, lines=False), innermost first
         (None where DWARF names none).  Kept in `names_cache` across runs:
         a profile touches a few hundred addresses, and reading the units that
-        hold them costs a tenth of a second per run for libc."""
+        hold them costs time on every run (libc's are large)."""
         names = self._names
         if names is None:
             names = self._names = self._load_names()
@@ -486,7 +486,7 @@ def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
 def _read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
     """(begin, end, CU offset) of every range of .debug_aranges, read as
     pyelftools' ARanges reads them but with struct: its construct parse of
-    each address costs 80 ms on libc's 2,000 ranges.  The set header layout
+    each address costs more than a lookup saves on a libc's ranges.  The set header layout
     is derived from pyelftools' Dwarf_aranges_header.  None (pyelftools then
     reads it) for 64-bit DWARF or segmented addresses."""
     layout = _fixed_layout(structs.Dwarf_aranges_header)

@@ -2,8 +2,8 @@
 `symbolic` (Rust: gimli under it), when its wheel is installed.
 
 `symbolic` builds a "symcache" of a whole ELF file, every function with its
-inlined calls and line rows, in native code (0.25 s for the 30 MB DWARF of
-libpython 3.12, where pyelftools decodes one unit in about as long), and
+inlined calls and line rows, in native code (for a whole libpython, about
+the time pyelftools takes to decode one of its units), and
 answers a lookup in microseconds.  The symcache is kept on disk by build-id,
 so the index is built once per binary, not once per address or per run.
 

@@ -217,10 +217,10 @@ class SymbolTable:
 
     Kept as columns, not as one Symbol per entry: starts and sizes (arrays),
     the names as one string with where each ends, and each symbol's source as
-    an index into the table's few sources.  A cached table of 40,000 symbols
-    then loads in a millisecond (its columns are the file's bytes), while a
-    profile looks up a few hundred of them: the Symbol is made for the entry
-    a lookup returns."""
+    an index into the table's few sources.  A cached table of tens of
+    thousands of symbols then loads at once (its columns are the file's
+    bytes), while a profile looks up a few hundred of them: the Symbol is
+    made for the entry a lookup returns."""
     __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
                  "_bindings", "_made")
 
@@ -465,7 +465,7 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
         # The table without the stubs, made only where a slot is an ifunc's
-        # (IRELATIVE: libc's) - a table of 30,000 symbols takes 25 ms.
+        # (IRELATIVE: libc's): a second table of a large binary costs time.
         first: SymbolTable | None = None
 
         def ifunc_name(addr: int) -> str | None:

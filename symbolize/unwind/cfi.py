@@ -1,8 +1,8 @@
 """DWARF call frame information: `.eh_frame` (found through `.eh_frame_hdr`)
 and `.debug_frame`, evaluated to one row for one address: `CfiTable`.
 
-Decoding is lazy on purpose: parsing all of libc's `.eh_frame` costs 0.4 s in
-pyelftools, while a profile touches a few dozen functions.
+Decoding is lazy on purpose: parsing all of libc's `.eh_frame` in pyelftools
+costs more than a whole run, while a profile touches a few dozen functions.
 Opening a table reads only the section bytes and the `.eh_frame_hdr` search
 table; an FDE is decoded the first time an address inside it is asked for,
 its whole CFA program is run once into a sorted list of rows, and the row

@@ -176,10 +176,11 @@ class Unwinder:
     names, `Arch.perf_columns` from a sample's REGS_USER.
 
     The architecture's constants are slots read by each step.  A step is
-    one bound-method call per frame: on a 300 MiB CPython recording (698k
-    frames) the walk took ~1.95 s of CPU against ~1.88 s with the step's
-    body inlined in the loop (~0.1 us a frame, within the noise of a shared
-    machine); a closure over the constants instead of slots was no faster.
+    one bound-method call per frame: on benchmarks/bench_real.py's
+    python-big (a CPython recording of ~300 MiB, 698k frames) the walk took
+    ~1.95 s of CPU against ~1.88 s with the step's body inlined in the loop
+    (~0.1 us a frame, within the noise of a shared machine); a closure
+    over the constants instead of slots was no faster.
     The first cut, the old loop body moved as it was into a plain function
     (constants worked out per call), cost 0.55 us a frame more.
     """

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from ...format import PerfFile
     from ...resolve.symbolized import SampleSymbolizer
 
-# --max-depth by default: no limit.  Measured (perf record -g / --call-graph
-# dwarf of g++ -O2 -c on a file of <map>, <regex>, ...): the DWARF stacks of
+# --max-depth by default: no limit.  Measured on benchmarks/bench_real.py's
+# cc1plus (g++ -O2 -c of a template-heavy file, recorded -g there, and with
+# --call-graph=dwarf by hand): the DWARF stacks of
 # cc1plus, all real, reach 73 frames (a 1,302 px page); the -g walks of the
 # same build, through code without frame pointers, end in garbage at the
 # kernel's 127 (2,166 px).  A default low enough to shorten the garbage

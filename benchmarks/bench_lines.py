@@ -1,7 +1,7 @@
 """By-hand measurement of symbolize.symbols.lines on libc's debug file (not a test).
 
-    python3 tests/bench_lines.py [--n 300] [--seed 2] [--mode text|funcs] [--repeat 3]
-                                 [--impl other/lines.py] [--compare other/lines.py]
+    python3 benchmarks/bench_lines.py [--n 300] [--seed 2] [--mode text|funcs] [--repeat 3]
+                                      [--impl other/lines.py] [--compare other/lines.py]
 
 Picks n random addresses uniformly over .text of libc6-dbg's debug file (fixed
 seed: 300 addresses touch 180 CUs; --mode funcs: inside random FUNC symbols
@@ -18,11 +18,10 @@ import random
 import sys
 import time
 
-# A script run by hand (tests/, its own directory, is on sys.path already):
-# this checkout's symbolize, not an installed one, and tests/symbolize/ (its
-# test_symbolize_util).
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), part)
-                for part in ("..", "symbolize")]
+# A script run by hand: this checkout's symbolize, not an installed one, and
+# tests/symbolize/ (its test_symbolize_util, the GNU tools' answers).
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), *parts)
+                for parts in ((os.pardir,), (os.pardir, "tests", "symbolize"))]
 
 from symbolize import Binary  # noqa: E402
 
