@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from conftest import _kernel_symbols_readable, requires_perf, run_cli
-from diff_pairs import make_pairs, table
+from diff_pairs import build_id, make_pairs, table
 
 pytestmark = requires_perf
 
@@ -201,3 +201,33 @@ def test_frames_perf_leaves_unnamed_are_named(pairs):
               and share(r) > MIN_SHARE
               and (KERNEL_NAMED or dict(r)["Shared Object"] != "[kernel.kallsyms]")]
     assert [r for r in our_rows if r in others] == others
+
+
+def test_two_builds_pair_by_name(pairs):
+    """-O1 against -O2 of the same source (FACTOR 1, then 2): other build-ids,
+    every function at another address, yet each function is one row of
+    both files (a Baseline and a Delta), as perf diff pairs them; the
+    doubled function first.  The library's rows (Profile.diff) pair them
+    the same."""
+    import perfdata
+    files = need(pairs, "base", "o2new")
+    o1, o2 = (pairs.root / level / "diff_work" for level in ("o1", "o2"))
+    assert build_id(o1) != build_id(o2)
+    at1, at2 = function_ranges(o1), function_ranges(o2)
+    names = ("grows", "steady", "other")
+    assert all(at1[n][0] != at2[n][0] for n in names)
+    _, perf_rows = table(perf_diff(pairs, files))
+    _, rows = table(our_diff(pairs, files))
+    for got in (rows, perf_rows):
+        mine = [dict(r) for r in got if dict(r)["Shared Object"] == "diff_work"
+                and dict(r)["Symbol"] in ["[.] " + n for n in names]]
+        assert sorted(r["Symbol"] for r in mine) == ["[.] grows", "[.] other", "[.] steady"]
+        assert all(r["Baseline"] and r["Delta Abs"] for r in mine), mine
+        assert dict(got[0])["Symbol"] == "[.] grows"
+    options = dict(debug_dirs=[str(pairs.debug_dir)], symbol_cache=str(pairs.root / "cache"))
+    data = perfdata.profile(files[0], **options).diff(perfdata.profile(files[1], **options))
+    paired = {r.symbol: r for r in data if r.shared_object == "diff_work" and r.symbol in names}
+    assert set(paired) == set(names)
+    assert all(r.base_period and r.new_period for r in paired.values())
+    assert data[0].symbol == "grows" and 100 * 4 / 7 - 100 * 2 / 5 - 5 < data[0].delta < \
+        100 * 4 / 7 - 100 * 2 / 5 + 5
