@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Many profiles: `perfdata fleet collapse` on a local Dask cluster against a
-loop of single-file `perfdata collapse`; and the memory of the Parquet export
-of a large file.
+"""Many profiles: `perfdata fleet collapse` (and `fleet diff`) on a local Dask
+cluster against a loop of single-file `perfdata collapse`; and the memory of
+the Parquet export of a large file.
 
     python3 benchmarks/bench_fleet.py [--files 24] [--workers 2] [--keep DIR]
                                       [--parquet-mib 1024]
@@ -18,10 +18,13 @@ and warm (filled by a loop over the files before):
               Python process (no start-up per file)
   fleet       `perfdata fleet collapse FILES --workers N` (wall and CPU of the
               command, its workers included; the peak RSS of the client)
+  fleet diff  `perfdata fleet diff --base (first half) --new (second half)`,
+              --folded and the table (wall and CPU, workers included)
   fleet, per worker  the same reduction on a LocalCluster of N workers kept
               by this script: the time without the cluster's start-up and
               each worker's peak RSS (getrusage in the worker)
-and checks that the fleet's folded stacks are the sum of the loop's.
+and checks that the fleet's folded stacks are the sum of the loop's, and
+`fleet diff --folded`'s columns the sums of the loop's two halves.
 
 --parquet-mib N: a file of N MiB is made from a recorded one (its data
 section repeated, as bench_reader.py does) and exported with `perfdata
@@ -86,6 +89,29 @@ def folded(path):
             stack, _, count = line.rstrip("\n").rpartition(" ")
             out[stack] += int(count)
     return out
+
+
+def diff_columns(path):
+    """{stack: (count1, count2)} of difffolded.pl's three columns."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            stack, c1, c2 = line.rstrip("\n").rsplit(" ", 2)
+            out[stack] = (int(c1), int(c2))
+    return out
+
+
+def summed_diff(outs, half, n):
+    """difffolded.pl's columns (no -n) of the loop's folded outputs 0..half-1
+    summed against half..n-1 summed."""
+    sums = []
+    for part in (range(half), range(half, n)):
+        total = collections.Counter()
+        for i in part:
+            total.update(folded(os.path.join(outs, "%d.folded" % i)))
+        sums.append(total)
+    return {stack: (sums[0].get(stack, 0), sums[1].get(stack, 0))
+            for stack in set(sums[0]) | set(sums[1])}
 
 
 def worker_rss_run(files, workers, options):
@@ -155,6 +181,23 @@ def measure(tmp, files, workers, state, options):
     rows.append(("`fleet collapse --workers %d` (cluster start included)" % workers,
                  w, c, r / 1024.0))
 
+    half = len(files) // 2
+    sets = ["--base"] + files[:half] + ["--new"] + files[half:]
+    out = os.path.join(tmp, "fleet-diff.folded")
+    cache("fleet-diff-folded")
+    w, r, rc, c = run_measured(PERFDATA + ["fleet", "diff", "--folded", "--workers",
+                                           str(workers), "--output", out] + sets)
+    assert rc == 0
+    same_diff = diff_columns(out) == summed_diff(outs, half, len(files))
+    rows.append(("`fleet diff --folded --workers %d`, the first half against the second"
+                 % workers, w, c, r / 1024.0))
+    cache("fleet-diff")
+    w, r, rc, c = run_measured(PERFDATA + ["fleet", "diff", "--workers", str(workers),
+                                           "--output", os.devnull] + sets)
+    assert rc == 0
+    rows.append(("`fleet diff --workers %d` (perf diff's table), the same sets" % workers,
+                 w, c, r / 1024.0))
+
     cache("cluster")
     seconds, before, after, result = worker_rss_run(files, workers, options)
     same_lib = dict(result.data) == dict(expected)
@@ -172,8 +215,10 @@ def measure(tmp, files, workers, state, options):
     print()
     print("fleet folded stacks == sum of the loop's: %s (CLI), %s (cluster kept here); "
           "%d distinct stacks, %d samples" % (same, same_lib, len(expected), result.samples))
+    print("fleet diff --folded == difffolded's columns of the loop's two halves summed: %s"
+          % same_diff)
     sys.stdout.flush()
-    return same and same_lib
+    return same and same_lib and same_diff
 
 
 def main(argv=None):
