@@ -23,9 +23,14 @@ field set to a hostile value, a cut.  Each input goes through
   places, each block in a buffer of exactly its size (malloc'd, so that the
   sanitizer's red zone is the byte after it), with the events' ids and the
   per-event tables varied;
+* LeafCounter.consume (annotate's compiled leaf counter) over the input's
+  bytes cut into sample bodies at random places, each in a buffer of
+  exactly its size, with the events' layouts (offsets up to the limit
+  set_layout takes), the ranges it is told and the cpumodes varied;
 * every --script-every'th input, `perfdata script` on the compiled core
   (perfdata.core._core, where built) and `perfdata offcpu` (the sums of
-  perfdata.core._switches): exit 0 or 2, no traceback.
+  perfdata.core._switches): exit 0 or 2, no traceback; and annotate's
+  counts (the compiled leaf counter's and the pure path's) the same.
 
 * every --symtab-every'th input, a mutated kallsyms text, a mutated ELF
   file and a random table through symbolize/symbols/_symtab.c, compared
@@ -216,6 +221,7 @@ class Run:
         self.compared = 0
         self.layouts: dict[str, tuple[int, int, list[int], int]] = {}
         self.inputs = self.direct_blocks = self.scripts = self.walks = 0
+        self.leaf_bodies = self.annotates = 0
         self.findings: list[tuple[str, str]] = []
         self.outcomes: dict[str, int] = {}
 
@@ -254,6 +260,7 @@ class Run:
         key = "stats=%d" % compiled[0]
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
         self.direct(data, rng, name)
+        self.leaves(data, rng)
         if self.script_every and self.inputs % self.script_every == 0:
             self.scripts += 1
             got = self.cli(["script", str(self.path)], pure=False)
@@ -264,6 +271,83 @@ class Run:
             got = self.cli(["offcpu", str(self.path)], pure=False)
             if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
                 self.finding("offcpu (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
+            self.annotate(data)
+
+    def annotate(self, data: bytes) -> None:
+        """annotate's counts by the compiled leaf counter against the pure
+        path's (test_annotate_core's comparison; not the command itself:
+        capstone's library cannot be loaded under the sanitizers)."""
+        import perfdata
+        from test_annotate_core import _gathered
+        self.annotates += 1
+        got = []
+        for pure in (False, True):
+            if pure:
+                os.environ["PERFDATA_CORE"] = "pure"
+            try:
+                functions, totals, _ = _gathered(self.path, [])
+                got.append((functions, totals))
+            except perfdata.PerfDataError as exc:
+                got.append(("error", str(exc)))
+            except Exception as exc:
+                self.finding("annotate's gathering (%s): %r" % ("pure" if pure else "compiled",
+                                                                exc), data)
+                return
+            finally:
+                os.environ.pop("PERFDATA_CORE", None)
+        if got[0] != got[1]:
+            self.finding("annotate: the compiled counts differ from the pure path's", data)
+
+    def leaves(self, data: bytes, rng: random.Random) -> None:
+        """LeafCounter.consume over sample bodies cut from the input, each
+        in a buffer of exactly its size (malloc'd: the sanitizer's red zone
+        is the byte after it)."""
+        from perfdata import core
+        mod = core.compiled()
+        if mod is None or not hasattr(mod, "LeafCounter"):
+            return
+        counter = mod.LeafCounter(rng.randrange(256))
+        events = [object() for _ in range(rng.randint(1, 3))]
+        offsets = (0, 4, 8, 12, 16, 24, 40, 4095, 65528, 65536)
+        for ea in events:
+            counter.set_layout(ea, rng.choice(offsets), rng.choice(offsets),
+                               rng.choice(offsets), rng.choice((-1,) + offsets),
+                               rng.choice(HOSTILE), rng.random() < 0.8)
+        for _ in range(rng.randint(0, 8)):
+            start = rng.choice(HOSTILE + tuple(rng.randrange(1 << 64) for _ in range(2)))
+            end = min(start + rng.choice((1, 16, 4096, 1 << 40, 1 << 64)), (1 << 64) - 1)
+            try:
+                counter.add_range(rng.choice((-1, 0, 1, rng.randrange(1 << 31))), start, end,
+                                  rng.randrange(8))
+            except ValueError:
+                pass            # (an empty or overlapping range: refused)
+        at, calls = 0, 0
+        while at < len(data) and calls < 64:
+            calls += 1
+            n = min(len(data) - at, rng.choice((0, 1, 7, 8, 15, 16, 24, 40, 64, 256)))
+            ptr = _LIBC.malloc(max(n, 1))
+            ctypes.memmove(ptr, data[at:at + n], n)
+            body = memoryview((ctypes.c_ubyte * n).from_address(ptr)).cast("B")
+            self.leaf_bodies += 1
+            try:
+                got = counter.consume(_Sample(rng.choice(events + [None]),
+                                              rng.randrange(1 << 16), body))
+            finally:
+                body.release()
+                _LIBC.free(ptr)
+            if got not in (True, False):
+                self.finding("LeafCounter.consume gave %r" % (got,), data)
+                return
+            if rng.random() < 0.05:
+                counter.forget(rng.randrange(1 << 31))
+            elif rng.random() < 0.02:
+                counter.forget_all()
+            at += max(n, 1)
+        entries = counter.entries()
+        counts = counter.counts()
+        if len(entries) % 32 or len(entries) // 32 != counts["addresses"]:
+            self.finding("LeafCounter.entries: %d bytes for %d addresses"
+                         % (len(entries), counts["addresses"]), data)
 
     def walk(self, data: bytes) -> None:
         """The compiled record walk of script (perfdata/core/walk.py) against
@@ -363,6 +447,14 @@ class Run:
                 at += used
 
 
+class _Sample:
+    """What LeafCounter.consume reads of a Record."""
+    __slots__ = ("attr", "misc", "body")
+
+    def __init__(self, attr: object, misc: int, body: memoryview) -> None:
+        self.attr, self.misc, self.body = attr, misc, body
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ext-dir", type=Path, required=True)
@@ -430,13 +522,14 @@ def main() -> int:
     print("inputs: %d mutated + %d whole files (corpus, fuzz crashers, samples); "
           "compared with pure: %d; walk_block calls: %d; script runs: %d; record walks "
           "compared: %d; symbol tables (kallsyms text, ELF file, fixup) compared: %d; "
-          "%.0f s; findings: %d"
+          "LeafCounter bodies: %d; annotate runs: %d; %.0f s; findings: %d"
           % (mutated, run.inputs - mutated, run.compared, run.direct_blocks, run.scripts,
-             run.walks, symtab_inputs, took, len(run.findings)))
+             run.walks, symtab_inputs, run.leaf_bodies, run.annotates, took, len(run.findings)))
     print("FIGURES", json.dumps({"mutated": mutated, "whole": run.inputs - mutated,
                                  "compared": run.compared, "walk_block": run.direct_blocks,
                                  "script": run.scripts, "walks": run.walks,
                                  "symtab": symtab_inputs,
+                                 "leaf_bodies": run.leaf_bodies, "annotates": run.annotates,
                                  "seconds": round(took),
                                  "findings": len(run.findings)}))
     print("outcomes:", run.outcomes)

@@ -1751,6 +1751,506 @@ static PyTypeObject SampleTextType = {
     .tp_methods = SampleText_methods,
 };
 
+/* ============================================ the leaf counter of annotate
+ *
+ * A LeafCounter counts the samples of `perfdata annotate` (perfdata/core/
+ * annotate.py drives it) by their own ip alone, as perf annotate counts
+ * them: per (event, binary, address) the samples and their period, with no
+ * Python object made a sample.  It knows no map and no symbol: the driver
+ * tells it, when the Python path first names an address of a process, the
+ * extent of the map it fell in and a number for that map's binary
+ * (add_range: a process's map of a binary file, or the kernel's), and
+ * takes them back where a record changes the process's maps (forget) or
+ * the kernel's (forget_all).  A sample whose event has no layout, whose
+ * body is short, whose pid is past pid_t or whose ip is in no range told
+ * is handed back: the Python path names and counts it.  The counts go out
+ * at the end (entries), sorted by event, binary and address, for the
+ * driver to name each binary's addresses once.
+ *
+ * The offsets it reads the ip, pid, tid and period at come from the
+ * sample's construct schema (set_layout; perfdata/core/layout.py), and
+ * every read is checked against the body's length. */
+
+/* events with a layout (more: their samples go back to the Python path) */
+#define LEAF_LAYOUTS 64
+
+typedef struct {
+    PyObject *attr;             /* the event (held), compared by identity */
+    Py_ssize_t ip, pid, tid, period;    /* offsets in the body; period -1: none */
+    unsigned long long default_period;  /* the attr's sample_period (no PERIOD) */
+    int wanted;                 /* 0: the run annotates another event: dropped */
+    unsigned long long samples, total;  /* counted here */
+} LeafLayout;
+
+typedef struct {
+    uint64_t start, end;
+    uint32_t binary;
+} LeafRange;
+
+typedef struct {
+    long long pid;              /* -1: an empty slot */
+    LeafRange *ranges;          /* sorted by start, not overlapping */
+    Py_ssize_t n, cap;
+} LeafRanges;
+
+typedef struct {
+    uint64_t space;             /* layout << 32 | binary; LEAF_EMPTY: an empty slot */
+    uint64_t ip, hits, period;
+} LeafCount;
+
+#define LEAF_EMPTY UINT64_MAX
+
+typedef struct {
+    PyObject_HEAD
+    LeafLayout layouts[LEAF_LAYOUTS];
+    int nlayouts;
+    unsigned long kernel_modes; /* bit (1 << cpumode) of each kernel cpumode */
+    LeafRanges kernel;
+    LeafRanges *pids;           /* by pid, open addressing; mask + 1 slots */
+    size_t pid_mask, pid_used;
+    LeafRanges *last;           /* the slot of the last sample's pid, or NULL */
+    LeafCount *counts;
+    size_t count_mask, count_used;
+    Py_ssize_t made, handed_back;
+} LeafCounter;
+
+static int leaf_pids_init(LeafCounter *self, size_t nslots) {
+    LeafRanges *slots = PyMem_Calloc(nslots, sizeof(LeafRanges));
+    if (slots == NULL)
+        return -1;
+    for (size_t i = 0; i < nslots; i++)
+        slots[i].pid = -1;
+    self->pids = slots;
+    self->pid_mask = nslots - 1;
+    self->pid_used = 0;
+    self->last = NULL;
+    return 0;
+}
+
+static int leaf_counts_init(LeafCounter *self, size_t nslots) {
+    LeafCount *slots = PyMem_Malloc(nslots * sizeof(LeafCount));
+    if (slots == NULL)
+        return -1;
+    for (size_t i = 0; i < nslots; i++)
+        slots[i].space = LEAF_EMPTY;
+    self->counts = slots;
+    self->count_mask = nslots - 1;
+    self->count_used = 0;
+    return 0;
+}
+
+static void leaf_free_tables(LeafCounter *self) {
+    if (self->pids != NULL) {
+        for (size_t i = 0; i <= self->pid_mask; i++)
+            PyMem_Free(self->pids[i].ranges);
+        PyMem_Free(self->pids);
+        self->pids = NULL;
+    }
+    PyMem_Free(self->kernel.ranges);
+    self->kernel.ranges = NULL;
+    self->kernel.n = self->kernel.cap = 0;
+    PyMem_Free(self->counts);
+    self->counts = NULL;
+    self->last = NULL;
+    for (int i = 0; i < self->nlayouts; i++)
+        Py_CLEAR(self->layouts[i].attr);
+    self->nlayouts = 0;
+}
+
+/* LeafCounter(kernel_modes): kernel_modes the cpumodes whose ip is the
+ * kernel's (resolve.frames.KERNEL_MODES), as bits 1 << cpumode */
+static int LeafCounter_init(LeafCounter *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"kernel_modes", NULL};
+    unsigned long kernel_modes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "k", kwlist, &kernel_modes))
+        return -1;
+    leaf_free_tables(self);
+    self->kernel_modes = kernel_modes;
+    self->kernel.pid = -1;
+    self->made = self->handed_back = 0;
+    if (leaf_pids_init(self, 256) < 0 || leaf_counts_init(self, 1 << 12) < 0) {
+        leaf_free_tables(self);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void LeafCounter_dealloc(LeafCounter *self) {
+    leaf_free_tables(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static size_t leaf_pid_hash(long long pid) {
+    return (size_t)mix((uint64_t)pid, 1, 0);
+}
+
+/* the slot of pid (made where add is set: NULL only on no memory), or
+ * NULL where it has none */
+static LeafRanges *leaf_pid(LeafCounter *self, long long pid, int add) {
+    size_t i = leaf_pid_hash(pid) & self->pid_mask;
+    for (;;) {
+        LeafRanges *r = &self->pids[i];
+        if (r->pid == pid)
+            return r;
+        if (r->pid < 0)
+            break;
+        i = (i + 1) & self->pid_mask;
+    }
+    if (!add)
+        return NULL;
+    if (2 * (self->pid_used + 1) > self->pid_mask + 1) {
+        LeafRanges *old = self->pids;
+        size_t old_slots = self->pid_mask + 1;
+        if (old_slots > ((size_t)PY_SSIZE_T_MAX) / (4 * sizeof(LeafRanges)) ||
+            leaf_pids_init(self, old_slots * 2) < 0) {
+            self->pids = old;
+            return NULL;
+        }
+        for (size_t k = 0; k < old_slots; k++) {
+            if (old[k].pid < 0)
+                continue;
+            size_t j = leaf_pid_hash(old[k].pid) & self->pid_mask;
+            while (self->pids[j].pid >= 0)
+                j = (j + 1) & self->pid_mask;
+            self->pids[j] = old[k];
+            self->pid_used++;
+        }
+        PyMem_Free(old);
+    }
+    i = leaf_pid_hash(pid) & self->pid_mask;
+    while (self->pids[i].pid >= 0)
+        i = (i + 1) & self->pid_mask;
+    self->pids[i].pid = pid;
+    self->pid_used++;
+    return &self->pids[i];
+}
+
+/* the binary of the range holding ip, or -1 */
+static long long leaf_find(const LeafRanges *r, uint64_t ip) {
+    Py_ssize_t lo = 0, hi = r->n;      /* the first range starting after ip */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (r->ranges[mid].start <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && ip < r->ranges[lo - 1].end)
+        return r->ranges[lo - 1].binary;
+    return -1;
+}
+
+/* period added to the count of (space, ip): 0, -1 no memory, 1 a sum
+ * past u64 (nothing added: the Python path counts that sample) */
+static int leaf_add(LeafCounter *self, uint64_t space, uint64_t ip, uint64_t period) {
+    size_t i = (size_t)mix(space, ip, 2) & self->count_mask;
+    for (;;) {
+        LeafCount *c = &self->counts[i];
+        if (c->space == space && c->ip == ip) {
+            if (c->period + period < period)
+                return 1;
+            c->hits++;
+            c->period += period;
+            return 0;
+        }
+        if (c->space == LEAF_EMPTY)
+            break;
+        i = (i + 1) & self->count_mask;
+    }
+    if (2 * (self->count_used + 1) > self->count_mask + 1) {
+        LeafCount *old = self->counts;
+        size_t old_slots = self->count_mask + 1;
+        if (old_slots > ((size_t)PY_SSIZE_T_MAX) / (4 * sizeof(LeafCount)) ||
+            leaf_counts_init(self, old_slots * 2) < 0) {
+            self->counts = old;
+            return -1;
+        }
+        for (size_t k = 0; k < old_slots; k++) {
+            if (old[k].space == LEAF_EMPTY)
+                continue;
+            size_t j = (size_t)mix(old[k].space, old[k].ip, 2) & self->count_mask;
+            while (self->counts[j].space != LEAF_EMPTY)
+                j = (j + 1) & self->count_mask;
+            self->counts[j] = old[k];
+            self->count_used++;
+        }
+        PyMem_Free(old);
+        i = (size_t)mix(space, ip, 2) & self->count_mask;
+        while (self->counts[i].space != LEAF_EMPTY)
+            i = (i + 1) & self->count_mask;
+    }
+    LeafCount *c = &self->counts[i];
+    c->space = space;
+    c->ip = ip;
+    c->hits = 1;
+    c->period = period;
+    self->count_used++;
+    return 0;
+}
+
+/* One SAMPLE: 1 counted (or of an event not annotated: dropped), 0 the
+ * Python path's, -1 error.  body[0:len] is read within its length only. */
+static int leaf_consume(LeafCounter *self, PyObject *attr, const unsigned char *p,
+                        Py_ssize_t len, long misc) {
+    int at = 0;
+    while (at < self->nlayouts && self->layouts[at].attr != attr)
+        at++;
+    if (at == self->nlayouts)
+        goto hand_back;
+    LeafLayout *l = &self->layouts[at];
+    if (!l->wanted)
+        return 1;
+    if (len < 8 || l->ip > len - 8 || l->pid > len - 4 || l->tid > len - 4 ||
+        (l->period >= 0 && l->period > len - 8))
+        goto hand_back;
+    uint64_t ip = u64_at(p, l->ip);
+    uint32_t pid = u32_at(p, l->pid);
+    if (pid > 0x7FFFFFFFu)
+        goto hand_back;
+    const LeafRanges *ranges;
+    if ((self->kernel_modes >> (misc & 7)) & 1) {
+        ranges = &self->kernel;
+    } else {
+        if (self->last == NULL || self->last->pid != (long long)pid)
+            self->last = leaf_pid(self, pid, 0);
+        ranges = self->last;
+        if (ranges == NULL)
+            goto hand_back;
+    }
+    long long binary = leaf_find(ranges, ip);
+    if (binary < 0)
+        goto hand_back;
+    uint64_t period = l->period >= 0 ? u64_at(p, l->period) : l->default_period;
+    if (period == 0)
+        period = 1;             /* (sample.period or 1) */
+    if (l->total + period < period)
+        goto hand_back;
+    int r = leaf_add(self, ((uint64_t)at << 32) | (uint64_t)binary, ip, period);
+    if (r < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (r > 0)
+        goto hand_back;
+    l->samples++;
+    l->total += period;
+    self->made++;
+    return 1;
+hand_back:
+    self->handed_back++;
+    return 0;
+}
+
+/* set_layout(attr, ip, pid, tid, period, default_period, wanted): where
+ * the event's sample body holds the ip (u64), pid and tid (u32) and period
+ * (u64; -1: none, default_period counts), from the sample's schema; wanted
+ * false: the run annotates another event (its samples are dropped) */
+static PyObject *LeafCounter_set_layout(LeafCounter *self, PyObject *args) {
+    PyObject *attr;
+    Py_ssize_t ip, pid, tid, period;
+    unsigned long long default_period;
+    int wanted;
+    if (!PyArg_ParseTuple(args, "OnnnnKp", &attr, &ip, &pid, &tid, &period, &default_period,
+                          &wanted))
+        return NULL;
+    if (ip < 0 || pid < 0 || tid < 0 || period < -1 || ip > 65536 || pid > 65536 ||
+        tid > 65536 || period > 65536) {
+        PyErr_SetString(PyExc_ValueError, "set_layout: offsets out of range");
+        return NULL;
+    }
+    int at = 0;
+    while (at < self->nlayouts && self->layouts[at].attr != attr)
+        at++;
+    if (at == LEAF_LAYOUTS)
+        Py_RETURN_NONE;         /* (its samples go back to the Python path) */
+    LeafLayout *l = &self->layouts[at];
+    if (at == self->nlayouts) {
+        memset(l, 0, sizeof *l);
+        l->attr = Py_NewRef(attr);
+        self->nlayouts++;
+    }
+    l->ip = ip;
+    l->pid = pid;
+    l->tid = tid;
+    l->period = period;
+    l->default_period = default_period;
+    l->wanted = wanted;
+    Py_RETURN_NONE;
+}
+
+/* add_range(pid, start, end, binary): the addresses [start, end) of the
+ * process (pid -1: of the kernel) are in the binary numbered `binary`
+ * (< 2**32), the address its count is kept by; a range overlapping one
+ * told before is refused (ValueError) */
+static PyObject *LeafCounter_add_range(LeafCounter *self, PyObject *args) {
+    long long pid;
+    unsigned long long start, end, binary;
+    if (!PyArg_ParseTuple(args, "LKKK", &pid, &start, &end, &binary))
+        return NULL;
+    if (pid < -1 || pid > 0x7FFFFFFF || start >= end || binary >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "add_range: a pid, a range and a binary number");
+        return NULL;
+    }
+    LeafRanges *r = pid < 0 ? &self->kernel : leaf_pid(self, pid, 1);
+    if (r == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t lo = 0, hi = r->n;      /* the first range starting after start */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (r->ranges[mid].start <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if ((lo > 0 && r->ranges[lo - 1].end > start) || (lo < r->n && r->ranges[lo].start < end)) {
+        PyErr_SetString(PyExc_ValueError, "add_range: overlaps a range told before");
+        return NULL;
+    }
+    if (r->n == r->cap) {
+        Py_ssize_t cap = r->cap ? 2 * r->cap : 8;
+        if ((size_t)cap > ((size_t)PY_SSIZE_T_MAX) / sizeof(LeafRange))
+            return PyErr_NoMemory();
+        LeafRange *ranges = PyMem_Realloc(r->ranges, (size_t)cap * sizeof(LeafRange));
+        if (ranges == NULL)
+            return PyErr_NoMemory();
+        r->ranges = ranges;
+        r->cap = cap;
+    }
+    memmove(r->ranges + lo + 1, r->ranges + lo, (size_t)(r->n - lo) * sizeof(LeafRange));
+    r->ranges[lo].start = start;
+    r->ranges[lo].end = end;
+    r->ranges[lo].binary = (uint32_t)binary;
+    r->n++;
+    Py_RETURN_NONE;
+}
+
+/* forget(pid): the process's maps changed: its ranges are taken back */
+static PyObject *LeafCounter_forget(LeafCounter *self, PyObject *arg) {
+    long long pid = PyLong_AsLongLong(arg);
+    if (pid == -1 && PyErr_Occurred())
+        return NULL;
+    LeafRanges *r = pid >= 0 ? leaf_pid(self, pid, 0) : NULL;
+    if (r != NULL)
+        r->n = 0;
+    Py_RETURN_NONE;
+}
+
+/* forget_all(): the kernel's maps changed, or a record of no one process:
+ * every range is taken back */
+static PyObject *LeafCounter_forget_all(LeafCounter *self, PyObject *unused) {
+    for (size_t i = 0; i <= self->pid_mask; i++)
+        self->pids[i].n = 0;
+    self->kernel.n = 0;
+    Py_RETURN_NONE;
+}
+
+/* a Record's SAMPLE: 1 counted, 0 the Python path's, -1 error */
+static int leaf_consume_record(LeafCounter *self, PyObject *record) {
+    PyObject *attr = PyObject_GetAttr(record, s_attr);
+    if (attr == NULL)
+        return -1;
+    int made = -1;
+    Py_buffer body;
+    PyObject *misc_obj = PyObject_GetAttr(record, s_misc);
+    PyObject *body_obj = misc_obj == NULL ? NULL : PyObject_GetAttr(record, s_body);
+    long misc = misc_obj == NULL ? -1 : PyLong_AsLong(misc_obj);
+    if (body_obj != NULL && !(misc == -1 && PyErr_Occurred()) &&
+        PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) == 0) {
+        made = leaf_consume(self, attr, body.buf, body.len, misc);
+        PyBuffer_Release(&body);
+    }
+    Py_DECREF(attr);
+    Py_XDECREF(misc_obj);
+    Py_XDECREF(body_obj);
+    return made;
+}
+
+/* consume(record): True where the SAMPLE record is counted here (or
+ * dropped: another event's), False where the Python path is to name it */
+static PyObject *LeafCounter_consume(LeafCounter *self, PyObject *record) {
+    int made = leaf_consume_record(self, record);
+    if (made < 0)
+        return NULL;
+    return PyBool_FromLong(made);
+}
+
+static int leaf_order(const void *a, const void *b) {
+    const LeafCount *x = a, *y = b;
+    if (x->space != y->space)
+        return x->space < y->space ? -1 : 1;
+    return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+/* entries(): the counts as bytes of u64 quadruples (layout << 32 | binary,
+ * address, samples, period), sorted */
+static PyObject *LeafCounter_entries(LeafCounter *self, PyObject *unused) {
+    size_t n = self->count_used;
+    LeafCount *out = PyMem_Malloc((n ? n : 1) * sizeof(LeafCount));
+    if (out == NULL)
+        return PyErr_NoMemory();
+    size_t k = 0;
+    for (size_t i = 0; i <= self->count_mask && k < n; i++)
+        if (self->counts[i].space != LEAF_EMPTY)
+            out[k++] = self->counts[i];
+    qsort(out, k, sizeof(LeafCount), leaf_order);
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)out,
+                                                (Py_ssize_t)(k * sizeof(LeafCount)));
+    PyMem_Free(out);
+    return bytes;
+}
+
+/* totals(): [(attr, samples, period)] counted here, by layout index */
+static PyObject *LeafCounter_totals(LeafCounter *self, PyObject *unused) {
+    PyObject *out = PyList_New(self->nlayouts);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < self->nlayouts; i++) {
+        LeafLayout *l = &self->layouts[i];
+        PyObject *item = Py_BuildValue("(OKK)", l->attr, l->samples, l->total);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+}
+
+static PyObject *LeafCounter_counts(LeafCounter *self, PyObject *unused) {
+    return Py_BuildValue("{snsnsn}", "made", self->made, "handed_back", self->handed_back,
+                         "addresses", (Py_ssize_t)self->count_used);
+}
+
+static PyMethodDef LeafCounter_methods[] = {
+    {"set_layout", (PyCFunction)LeafCounter_set_layout, METH_VARARGS,
+     "where an event's samples hold ip, pid, tid, period"},
+    {"add_range", (PyCFunction)LeafCounter_add_range, METH_VARARGS,
+     "a process's (or the kernel's) addresses of one binary"},
+    {"forget", (PyCFunction)LeafCounter_forget, METH_O, "a process's ranges taken back"},
+    {"forget_all", (PyCFunction)LeafCounter_forget_all, METH_NOARGS, "every range taken back"},
+    {"consume", (PyCFunction)LeafCounter_consume, METH_O,
+     "consume(record): True where the sample is counted here"},
+    {"entries", (PyCFunction)LeafCounter_entries, METH_NOARGS,
+     "the counts: (layout << 32 | binary, address, samples, period) u64s"},
+    {"totals", (PyCFunction)LeafCounter_totals, METH_NOARGS,
+     "[(attr, samples, period)] counted"},
+    {"counts", (PyCFunction)LeafCounter_counts, METH_NOARGS, "samples made, handed back"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject LeafCounterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "perfdata.core._core.LeafCounter",
+    .tp_basicsize = sizeof(LeafCounter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the samples of perfdata annotate, counted by their own ip",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)LeafCounter_init,
+    .tp_dealloc = (destructor)LeafCounter_dealloc,
+    .tp_methods = LeafCounter_methods,
+};
+
 /* ================================================ the record walk of script
  *
  * A RecordWalk walks the data section of a perf.data file for the session
@@ -1819,7 +2319,8 @@ static void side_free(SideLayout *l) {
 
 typedef struct {
     PyObject_HEAD
-    SampleText *core;
+    SampleText *core;         /* the samples' text or counts, or NULL: */
+    LeafCounter *leaves;      /* ... their leaves counted (annotate), or NULL */
     PyObject *make;           /* make(rtype, misc, size, offset, body, attr, time): a Record */
     PyObject *attrs;          /* the events (a tuple), by index */
     int64_t params[P_COUNT];
@@ -2094,7 +2595,19 @@ static PyObject *walk_deliver(RecordWalk *w) {
         Py_ssize_t ordinal = ++w->ordinal;
         int made;
         PyObject *out = e.record;
-        if (e.record != NULL) {
+        if (w->leaves != NULL && e.record != NULL) {
+            made = leaf_consume_record(w->leaves, e.record);
+        } else if (w->leaves != NULL) {
+            const size_t hsize = w->rules.hsize;
+            const uint8_t *p = (const uint8_t *)w->arena.data + e.at;
+            Block b = {p, hsize, (w->params[P_LITTLE] != 0) != PY_LITTLE_ENDIAN};
+            const size_t size = rd16(&b, w->rules.size_off);
+            const long misc = rd16(&b, w->rules.misc_off);
+            PyObject *attr = e.attr >= 0 ? PyTuple_GET_ITEM(w->attrs, e.attr) : Py_None;
+            made = leaf_consume(w->leaves, attr, p + hsize, (Py_ssize_t)(size - hsize), misc);
+            if (made == 0)
+                out = walk_record(w, &e);
+        } else if (e.record != NULL) {
             made = consume_record(w->core, e.record, ordinal);
         } else {
             const size_t hsize = w->rules.hsize;
@@ -2119,7 +2632,7 @@ static PyObject *walk_deliver(RecordWalk *w) {
             return out;     /* (NULL with an error where it could not be made) */
         }
         Py_XDECREF(out);
-        if (w->core->out.len >= OUT_KEPT) {
+        if (w->core != NULL && w->core->out.len >= OUT_KEPT) {
             w->seen = ordinal;
             return SampleText_take(w->core, NULL);
         }
@@ -2270,7 +2783,7 @@ static void walk_free_rules(RecordWalk *w) {
 }
 
 /* RecordWalk(core, make, fd, deliver): core the SampleText its samples go
- * to; make(rtype, misc, size, offset, body, attr, time) a Record; fd the
+ * to, or the LeafCounter that counts them (annotate); make(rtype, misc, size, offset, body, attr, time) a Record; fd the
  * file's descriptor (read with pread: the walk keeps its own offset);
  * deliver a bytes of NTYPES flags, the record types the stream reads */
 static int RecordWalk_init(RecordWalk *w, PyObject *args, PyObject *kwds) {
@@ -2279,14 +2792,23 @@ static int RecordWalk_init(RecordWalk *w, PyObject *args, PyObject *kwds) {
     int fd;
     const char *deliver;
     Py_ssize_t ndeliver;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!Oiy#", kwlist, &SampleTextType, &core,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOiy#", kwlist, &core,
                                      &make, &fd, &deliver, &ndeliver))
         return -1;
     if (ndeliver != NTYPES || fd < 0) {
         PyErr_SetString(PyExc_ValueError, "deliver: NTYPES flags; fd: a descriptor");
         return -1;
     }
-    Py_XSETREF(w->core, (SampleText *)Py_NewRef(core));
+    if (!PyObject_TypeCheck(core, &SampleTextType) && !PyObject_TypeCheck(core, &LeafCounterType)) {
+        PyErr_SetString(PyExc_TypeError, "core: a SampleText or a LeafCounter");
+        return -1;
+    }
+    Py_CLEAR(w->core);
+    Py_CLEAR(w->leaves);
+    if (PyObject_TypeCheck(core, &LeafCounterType))
+        w->leaves = (LeafCounter *)Py_NewRef(core);
+    else
+        w->core = (SampleText *)Py_NewRef(core);
     Py_XSETREF(w->make, Py_NewRef(make));
     memcpy(w->deliver, deliver, NTYPES);
     w->fd = fd;
@@ -2306,6 +2828,7 @@ static void RecordWalk_dealloc(RecordWalk *w) {
     PyMem_Free(w->block);
     walk_free_rules(w);
     Py_XDECREF(w->core);
+    Py_XDECREF(w->leaves);
     Py_XDECREF(w->make);
     Py_XDECREF(w->attrs);
     Py_XDECREF(w->apply);
@@ -2636,15 +3159,18 @@ PyMODINIT_FUNC PyInit__core(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
-    if (PyType_Ready(&SampleTextType) < 0 || PyType_Ready(&RecordWalkType) < 0)
+    if (PyType_Ready(&SampleTextType) < 0 || PyType_Ready(&RecordWalkType) < 0 ||
+        PyType_Ready(&LeafCounterType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&SampleTextType);
     Py_INCREF(&RecordWalkType);
+    Py_INCREF(&LeafCounterType);
     if (PyModule_AddObject(m, "SampleText", (PyObject *)&SampleTextType) < 0 ||
         PyModule_AddObject(m, "RecordWalk", (PyObject *)&RecordWalkType) < 0 ||
+        PyModule_AddObject(m, "LeafCounter", (PyObject *)&LeafCounterType) < 0 ||
         PyModule_AddObject(m, "PARAM_NAMES", names_tuple(FRAME_PARAM_NAMES, P_COUNT)) < 0 ||
         PyModule_AddIntConstant(m, "NTYPES", NTYPES) < 0 ||
         PyModule_AddIntConstant(m, "HANDBACK", WALK_HANDBACK) < 0 ||

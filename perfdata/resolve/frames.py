@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from symbolize.symbols.lines import InlineFrame
 
     from ..session.machine import Machine
-    from ..session.maps import MapGroup
+    from ..session.maps import Map, MapGroup
     from ..session.stream import Sample
     from .dsos import RecordedBinaries
 
@@ -394,22 +394,8 @@ class FrameResolver:
                     is_return_address, "no-map"),))
             return no_map
         if kernel:
-            path = KERNEL_DSO
-            # perf prints a module by the path its MMAP record gave.
-            dso = m.path
-            if not self.dsos.kernel_symbols_usable():
-                return [StackFrame(avma, avma, None, None, dso, m.path, kernel=True,
-                                   is_return_address=is_return_address,
-                                   note="kernel-mismatch")]
-            key: tuple = (KERNEL_DSO, avma, is_return_address, dso)
-            hit = self.caches.frames.get(key)
-            if hit is None:
-                hit = self.caches.keep_frames(key, self._lookup(
-                    path, self.build_ids.get(KERNEL_DSO), avma, None, is_return_address,
-                    avma, dso, True), avma)
-            return hit
+            return self.frames_in_kernel_map(m, avma, is_return_address)
         path, bid = self.dso_of(m)
-        file_offset = avma - m.start + m.pgoff        # m.file_offset(avma)
         # perf 6.1 looks a JIT's symbols up in /tmp/perf-PID.map for anonymous
         # memory only; a memfd mapping is a file it cannot open (map-relative
         # addresses, [unknown]): so here too, unless the process wrote a map
@@ -430,6 +416,33 @@ class FrameResolver:
                 if dump is not None:
                     return self._jitdump_frames(sample, dump, avma, is_return_address) or hit
             return hit
+        return self.frames_in_binary(m, path, bid, avma, is_return_address)
+
+    def frames_in_kernel_map(self, m: Map, avma: int, is_return_address: bool
+                             ) -> Sequence[StackFrame]:
+        """The frames of a kernel address in m, one of the kernel's maps (what
+        frames_for_address gives there: no process's state is read)."""
+        path = KERNEL_DSO
+        # perf prints a module by the path its MMAP record gave.
+        dso = m.path
+        if not self.dsos.kernel_symbols_usable():
+            return [StackFrame(avma, avma, None, None, dso, m.path, kernel=True,
+                               is_return_address=is_return_address,
+                               note="kernel-mismatch")]
+        key: tuple = (KERNEL_DSO, avma, is_return_address, dso)
+        hit = self.caches.frames.get(key)
+        if hit is None:
+            hit = self.caches.keep_frames(key, self._lookup(
+                path, self.build_ids.get(KERNEL_DSO), avma, None, is_return_address,
+                avma, dso, True), avma)
+        return hit
+
+    def frames_in_binary(self, m: Map, path: str, bid: str | None, avma: int,
+                         is_return_address: bool) -> Sequence[StackFrame]:
+        """The frames of an address in m, a process's map of a binary file
+        that is no JIT's, (path, bid) its dso_of(m) (what frames_for_address
+        gives there: a function of the binary and the file offset alone)."""
+        file_offset = avma - m.start + m.pgoff        # m.file_offset(avma)
         # Frames are shared by every sample that hits this address of this
         # mapping (callers never change them).
         key = (path, bid, m.start, file_offset, is_return_address)

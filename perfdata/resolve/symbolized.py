@@ -206,6 +206,17 @@ class SampleSymbolizer:
                            is_return_address: bool) -> Sequence[StackFrame]:
         return self.resolver.frames_for_address(sample, avma, kernel, is_return_address)
 
+    def frames_in_binary(self, m: Map, path: str, bid: str | None, avma: int,
+                         is_return_address: bool) -> Sequence[StackFrame]:
+        """The frames of an address in a process's map of a binary file, no
+        JIT's, (path, bid) its dso_of(m), without the sample."""
+        return self.resolver.frames_in_binary(m, path, bid, avma, is_return_address)
+
+    def frames_in_kernel_map(self, m: Map, avma: int, is_return_address: bool
+                             ) -> Sequence[StackFrame]:
+        """The frames of a kernel address in one of the kernel's maps."""
+        return self.resolver.frames_in_kernel_map(m, avma, is_return_address)
+
     def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
         """The frames of the sample's own ip (what -S and --dsos look at)."""
         return self.resolver.leaf_frames(sample)

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import bisect
 import struct
-import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..format import MISC_CPUMODE_MASK, SampleType as ST
+from ..core.annotate import LeafLayout, compiled_leaves, leaf_layout
+from ..format import MISC_CPUMODE_MASK
 from ..resolve.frames import KERNEL_MODES
 from ..resolve.symbolized import SymbolizedSample
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from array import array
+    from collections.abc import Iterable, Sequence
 
+    from ..core.annotate import CompiledLeaves, MapNamed
     from ..format import EventAttr, Record
     from ..resolve.frames import StackFrame
     from ..resolve.symbolized import SampleSymbolizer
@@ -113,29 +115,27 @@ class Gathered:
 
 
 class _Layout:
-    """Where an event's sample body holds what LeafCounts reads, and the
-    event's samples and period counted there so far."""
+    """Where an event's sample body holds what LeafCounts reads (core.
+    annotate.leaf_layout: the sample's schema, as the compiled counter
+    takes it), and the event's samples and period counted there so far."""
     __slots__ = ("name", "wanted", "index", "ip", "read", "fixed_period", "samples", "total")
 
-    def __init__(self, ea: EventAttr, wanted: bool, index: int) -> None:
-        # (the offsets from the sample's schema, as the compiled core takes
-        # them: every field before the period is of fixed size)
-        from ..core.layout import field
-        from ..format import sample_schema
-        schema = sample_schema(ea.sample_type)
+    def __init__(self, ea: EventAttr, layout: LeafLayout, wanted: bool, index: int) -> None:
         self.name = ea.name
         self.wanted = wanted
         self.index = index
-        self.ip = field(schema, "ip").offset
+        self.ip = layout.ip
         self.fixed_period = ea.attr["sample_period"]
-        # ip, pid, tid (just after the ip) and the period (where the sample
-        # has none: the attr's sample_period, as Sample.period) in one unpack
+        # ip, pid, tid and the period (where the sample has none: the attr's
+        # sample_period, as Sample.period) in one unpack from the ip on
+        # (the schema's order: ip, pid, tid, period)
+        fmt = "<Q%dxI%dxI" % (layout.pid - layout.ip - 8, layout.tid - layout.pid - 4)
         self.read: Callable[[Any, int], tuple[int, ...]]
-        if ea.sample_type & ST.PERIOD:
-            gap = field(schema, "period").offset - field(schema, "tid").offset - 4
-            self.read = struct.Struct("<QII%dxQ" % gap).unpack_from
+        if layout.period >= 0:
+            fmt += "%dxQ" % (layout.period - layout.tid - 4)
+            self.read = struct.Struct(fmt).unpack_from
         else:
-            self.read = _no_period(struct.Struct("<QII").unpack_from, self.fixed_period)
+            self.read = _no_period(struct.Struct(fmt).unpack_from, self.fixed_period)
         self.samples = self.total = 0
 
 
@@ -161,9 +161,12 @@ class LeafCounts:
     doc): takes the SAMPLE records it can, counted into a Gathered by
     `done`."""
 
-    def __init__(self, samples: SampleSymbolizer, gathered: Gathered) -> None:
+    def __init__(self, samples: SampleSymbolizer, gathered: Gathered,
+                 compiled: CompiledLeaves | None = None) -> None:
         self.samples = samples
         self.gathered = gathered
+        # the compiled counter that counts what it can first, or None
+        self.compiled = compiled
         self.layouts: dict[int, _Layout | None] = {}
         # pid -> {(event's layout index, misc, ip): slot} while its maps stay
         self.named: dict[int, dict[tuple[int, int, int], _Slot]] = {}
@@ -185,17 +188,20 @@ class LeafCounts:
         """A record applied to the machine: the names made in the maps it
         may have changed are dropped."""
         pid = fields.get("pid")
+        compiled = self.compiled
         if pid is None or pid <= 0 or pid > 0x7FFFFFFF:
             self.named.clear()
+            if compiled is not None:
+                compiled.forget_all()
         else:
             self.named.pop(pid, None)
+            if compiled is not None:
+                compiled.forget(pid)
 
     def _layout(self, ea: EventAttr) -> _Layout | None:
         wanted = self.gathered.event is None or ea.name == self.gathered.event
-        ok = (ea.little == (sys.byteorder == "little") and ea.sample_type & ST.IP and
-              ea.sample_type & ST.TID and not ea.sample_type & ST.READ and
-              not ea.reads_group)
-        return _Layout(ea, wanted, len(self.layouts)) if ok else None
+        layout = leaf_layout(ea)
+        return _Layout(ea, layout, wanted, len(self.layouts)) if layout is not None else None
 
     def taker(self) -> Callable[[Record, int], bool]:
         """The hook: take(record, ordinal), true where the sample is
@@ -204,8 +210,13 @@ class LeafCounts:
         named_by_pid = self.named
         make_layout = self._layout
         name = self._name
+        compiled = self.compiled
+        counted = compiled.consume if compiled is not None else None
+        tell = self._tell
 
         def take(rec: Record, ordinal: int) -> bool:
+            if counted is not None and counted(rec):
+                return True
             ea = rec.attr
             if id(ea) not in layouts:
                 layouts[id(ea)] = make_layout(ea) if ea is not None else None
@@ -226,6 +237,8 @@ class LeafCounts:
             key = (layout.index, rec.misc, ip)
             slot = named.get(key)
             if slot is None:
+                if counted is not None and tell(rec, pid, tid, ip):
+                    return True
                 slot, cacheable = name(rec, ea, pid, tid, ip)   # type: ignore[arg-type]
                 if slot is None:
                     return False
@@ -238,6 +251,23 @@ class LeafCounts:
             layout.total += period
             return True
         return take
+
+    def _tell(self, rec: Record, pid: int, tid: int, ip: int) -> bool:
+        """Tell the compiled counter the map the sample's ip is in, where it
+        names the same functions whenever a sample falls there (a binary
+        file's, a kernel map), and have it count the sample: whether it
+        did."""
+        compiled = self.compiled
+        assert compiled is not None
+        machine = self.samples.machine
+        thread = machine.thread(pid, tid)
+        if rec.misc & MISC_CPUMODE_MASK in KERNEL_MODES:
+            m = machine.find_map(thread, ip, True)
+            told = m is not None and compiled.add_kernel_map(m)
+        else:
+            m = machine.find_map(thread, ip, False)
+            told = m is not None and compiled.add_user_map(pid, m)
+        return told and bool(compiled.consume(rec))
 
     def _name(self, rec: Record, ea: EventAttr, pid: int, tid: int, ip: int
               ) -> tuple[_Slot | None, bool]:
@@ -314,7 +344,8 @@ class LeafCounts:
         rest.insert(i, (lo + sym.size, fs, delta, table))
 
     def done(self) -> None:
-        """The counts made here added to the Gathered."""
+        """The counts made here (and the compiled counter's) added to the
+        Gathered."""
         gathered = self.gathered
         for layout in self.layouts.values():
             if layout is not None and layout.samples:
@@ -326,18 +357,97 @@ class LeafCounts:
                 fs.hits[slot.svma] = fs.hits.get(slot.svma, 0) + slot.hits
                 fs.period[slot.svma] = fs.period.get(slot.svma, 0) + slot.period
         self.slots = []
+        compiled = self.compiled
+        if compiled is None:
+            return
+        for ea, samples, total in compiled.totals():
+            if samples:
+                n, p = gathered.totals.get(ea.name, (0, 0))
+                gathered.totals[ea.name] = (n + samples, p + total)
+        for ea, named, ips, hits, periods in compiled.groups():
+            self._add_map(ea.name, named, ips, hits, periods)
+
+    def _frames(self, named: MapNamed, ip: int) -> Sequence[StackFrame]:
+        samples = self.samples
+        if named.kernel:
+            return samples.frames_in_kernel_map(named.map, ip, False)
+        return samples.frames_in_binary(named.map, named.path, named.build_id, ip, False)
+
+    def _add_map(self, event: str, named: MapNamed, ips: array[int], hits: array[int],
+                 periods: array[int]) -> None:
+        """The compiled counter's counts of one map: each address named as
+        the Python path names it, the addresses after it in the same
+        function (or in the same gap between two) at once (_run_end)."""
+        i, n = 0, len(ips)
+        while i < n:
+            ip = ips[i]
+            f = function_frame(self._frames(named, ip))
+            slot = self.gathered.slot(event, f)
+            end = self._run_end(named, f, slot, ip)
+            j = bisect.bisect_left(ips, end, i + 1) if end > ip + 1 else i + 1
+            if slot is not None:
+                fs, svma = slot
+                delta = svma - ip
+                fs_hits, fs_period = fs.hits, fs.period
+                for k in range(i, j):
+                    a = ips[k] + delta
+                    fs_hits[a] = fs_hits.get(a, 0) + hits[k]
+                    fs_period[a] = fs_period.get(a, 0) + periods[k]
+            i = j
+
+    def _run_end(self, named: MapNamed, f: StackFrame | None,
+                 slot: tuple[FunctionSamples, int] | None, ip: int) -> int:
+        """Where the addresses from ip on stop being named as ip is (the
+        first address that may not be), by the binary's symbol table, as
+        _in_known_function trusts it: up to the end of the function ip is
+        in, or the next symbol's start where one is nested in it; for an
+        address in no function, the start of the next symbol (where the
+        table names nothing either, and no DWARF names functions: no inline
+        frames asked for).  Within the map, one segment of the binary."""
+        if f is None or f.svma is None or named.kernel:
+            return ip           # (a kernel address: each named, kallsyms' own search)
+        symbolizer = self.samples.symbolizer
+        if slot is not None:
+            fs = slot[0]
+            table = symbolizer.symbol_table(fs.path, fs.build_id) if fs.path else None
+            start = fs.start
+        elif f.symbol is None and not symbolizer.inline:
+            table = symbolizer.symbol_table(named.path, named.build_id)
+            if table is None or table.lookup(f.svma) is not None:
+                return ip
+            start = f.svma
+        else:
+            return ip
+        if table is None:
+            return ip
+        starts, sizes = table.bounds()
+        k = bisect.bisect_right(starts, start) - 1
+        if slot is not None:
+            if k < 0 or starts[k] != start or not sizes[k]:
+                return ip
+            end = start + sizes[k]
+        else:
+            end = 1 << 64
+        if k + 1 < len(starts):
+            end = min(end, starts[k + 1])
+        return min(end - (f.svma - ip), named.map.end)
 
 
 def gather(samples: SampleSymbolizer, run: Iterable[SymbolizedSample],
            event: str | None) -> Gathered:
     """The functions of the samples `run` (an iteration of `samples`) hands
-    out, the unfiltered ones taken before they are decoded."""
+    out, the unfiltered ones taken before they are decoded: by the compiled
+    counter where it is built (core.annotate), else by LeafCounts."""
     gathered = Gathered(event)
     stream = samples.stream
-    counts = LeafCounts(samples, gathered) if LeafCounts.applies(samples) else None
+    counts = None
+    if LeafCounts.applies(samples):
+        counts = LeafCounts(samples, gathered, compiled_leaves(samples, event))
     before = stream.after_apply
     if counts is not None:
         stream.sample_text = counts.taker()
+        if counts.compiled is not None:
+            counts.compiled.start(counts.done)
 
         def applied(rtype: int, record: Record, fields: dict[str, Any]) -> None:
             counts.forget(rtype, record, fields)
@@ -350,6 +460,8 @@ def gather(samples: SampleSymbolizer, run: Iterable[SymbolizedSample],
     finally:
         stream.sample_text = None
         stream.after_apply = before
-    if counts is not None:
+        if counts is not None and counts.compiled is not None:
+            counts.compiled.stop()
+    if counts is not None and counts.compiled is None:
         counts.done()
     return gathered
