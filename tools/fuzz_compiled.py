@@ -63,6 +63,7 @@ sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 sys.path.insert(0, str(REPO / "tests" / "core"))
 sys.path.insert(0, str(REPO / "tests" / "symbolize"))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "core"))    # (test_core_walk, test_annotate_core)
 sys.path.insert(0, str(REPO))
 
 _LIBC = ctypes.CDLL(None)

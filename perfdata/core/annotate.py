@@ -14,7 +14,7 @@ later sample in it by (event, map's number, address), until a record
 changes the process's maps (forget) or the kernel's (forget_all).  At the
 end each map's addresses are named once, sorted (LeafCounts.done).  The
 counts are those of the Python path, which stays the reference
-(tests/test_annotate_core.py).
+(tests/core/test_annotate_core.py).
 """
 from __future__ import annotations
 
