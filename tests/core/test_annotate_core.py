@@ -17,7 +17,7 @@ from perfdata.core import CORE_ENV, compiled
 
 from conftest import PERF, SAMPLE_SYMBOL_ARGS, requires_perf, run_cli
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BUNDLED = sorted(p.name for p in SAMPLES.glob("*.data"))
 
 requires_core = pytest.mark.skipif(compiled() is None or

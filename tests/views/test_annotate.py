@@ -244,3 +244,90 @@ def test_a_function_without_samples_is_refused(recording):
     _, _, data = recording
     rc, out, err = run_cli(["annotate", str(data), "no_such_function"])
     assert rc == 2 and err.count("\n") == 1 and "no_such_function" in err, err
+
+
+# ------------------------------------------------------------ cc1plus
+_SYMBOL_AT = re.compile(r"^\s+:\s+\d+\s+([0-9a-f]+) <(.+)>:$")
+
+
+def perf_annotate_by_start(data, *opts):
+    """{(dso's name, function's start): (samples, perf's name, {address:
+    'percent'}, [(percent, file:line)] of its -l summary)} of perf annotate
+    --stdio (C++ functions keyed by their address: perf names them by its
+    demangled symbol, signature and version and all)."""
+    res = subprocess.run([PERF, "annotate", "-i", str(data), "--stdio", *opts],
+                         capture_output=True, text=True, errors="replace", timeout=300)
+    assert res.returncode == 0, res.stderr[-1000:]
+    functions = {}
+    pending: list[tuple[str, str]] = []
+    dso, samples, rows = None, 0, None
+    for line in res.stdout.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            dso, samples, rows = m.group(1), int(m.group(3)), None
+            continue
+        m = _SYMBOL_AT.match(line)
+        if m and rows is None:
+            rows = {}
+            functions[(dso, int(m.group(1), 16))] = (samples, m.group(2), rows, pending)
+            pending = []
+            continue
+        m = _INSTRUCTION.match(line)
+        if m and rows is not None:
+            rows[int(m.group(2), 16)] = m.group(1)
+            continue
+        m = _SUMMARY_LINE.match(line)
+        if m:
+            pending.append((m.group(1), m.group(2)))
+    return functions
+
+
+@pytest.fixture(scope="module")
+def cc1plus_recording(tmp_path_factory):
+    """g++ -O2 of a template-heavy file (test_real_programs' source) recorded
+    now: cc1plus, a large C++ program without its debug file, and libc's
+    allocator (with its lines where its debug file is installed)."""
+    from test_real_programs import GXX, TEMPLATE_SOURCE
+    if GXX is None:
+        pytest.skip("g++ is not installed")
+    d = tmp_path_factory.mktemp("annotate-cc1plus")
+    src = d / "templates.cc"
+    src.write_text(TEMPLATE_SOURCE)
+    data = d / "cc1plus.data"
+    subprocess.run([PERF, "record", "-q", "-e", "cpu-clock:u", "-F", "4000", "-o", str(data),
+                    "--", GXX, "-O2", "-c", str(src), "-o", "/dev/null"], cwd=d, check=True,
+                   capture_output=True, timeout=300)
+    return data
+
+
+def test_cc1plus_instruction_percents_and_lines_equal_perf(cc1plus_recording):
+    """The 5 hottest functions of a g++ compile: each instruction's share
+    as perf annotate's, and the -l summary as perf's where perf resolves
+    lines (libc's with its debug file; none of cc1plus's: ??:0, where
+    perfdata has none either)."""
+    import os
+    # (a percent limit that keeps perf's 6 hottest functions, as perf report
+    # gives their shares: perf runs objdump once a function annotated)
+    report = subprocess.run([PERF, "report", "-i", str(cc1plus_recording), "--stdio", "-q",
+                             "--sort", "dso,sym", "--percent-limit", "0"], capture_output=True,
+                            text=True, check=True).stdout
+    shares = sorted((float(m.group(1)) for m in re.finditer(r"^\s+(\d+\.\d+)%", report, re.M)),
+                    reverse=True)
+    opts = ("-l", "--percent-limit", "%.4f" % ((shares[5] + shares[6]) / 2))
+    theirs = perf_annotate_by_start(cc1plus_recording, *opts)
+    rc, out, err = run_cli(["annotate", str(cc1plus_recording), "--json", *opts])
+    assert rc == 0, err
+    mine = {(os.path.basename(a["dso"]), a["start"]): a for a in json.loads(out)}
+    hottest = sorted((k for k in theirs if not _is_plt_misname(theirs[k][1])),
+                     key=lambda k: -theirs[k][0])[:5]
+    assert len(hottest) == 5 and any(dso == "cc1plus" for dso, _ in hottest), theirs.keys()
+    for key in hottest:
+        samples, name, rows, summary = theirs[key]
+        a = mine[key]
+        assert a["samples"] == samples, name
+        assert {i["address"]: "%.2f" % i["percent"] for i in a["instructions"]} == rows, name
+        resolved = [(p, s) for p, s in summary if s != "??:0"]
+        got = [(line["percent"], line["srcline"]) for line in a["lines"]]
+        assert [s for _, s in got] == [s for _, s in resolved], name
+        # (each share within perf's last printed digit: test_print_line_summary_equals_perf)
+        assert all(abs(p - float(w)) <= 0.0051 for (p, _), (w, _) in zip(got, resolved)), name
