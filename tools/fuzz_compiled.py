@@ -58,12 +58,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fuzz"))
-# (the tests' helpers, in their per-layer folders: test_core_walk's
-# comparison, test_symbolize_compiled's)
+# (the tests' helpers, in their per-layer folders: test_core_walk's and
+# test_annotate_core's comparisons, test_symbolize_compiled's)
 sys.path.insert(0, str(REPO / "tests" / "core"))
 sys.path.insert(0, str(REPO / "tests" / "symbolize"))
 sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "tests" / "core"))    # (test_core_walk, test_annotate_core)
 sys.path.insert(0, str(REPO))
 
 _LIBC = ctypes.CDLL(None)
