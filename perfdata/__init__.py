@@ -36,13 +36,15 @@ if TYPE_CHECKING:
 
     from .arrow import ArrowTables
     from .format import PerfFile, Record
+    from .library.annotations import AnnotatedInstruction, AnnotatedLine, Annotation
     from .library.profile import Profile, profile
     from .library.samples import Frame, Sample
     from .library.tables import DiffRow, DiffTable, FlameGraph, FlameNode, ReportRow, ReportTable
     from .resolve.pipeline import ResolveOptions
 
 __all__ = ["profile", "Profile", "ResolveOptions", "Sample", "Frame", "ReportTable", "ReportRow",
-           "DiffTable", "DiffRow", "FlameGraph", "FlameNode", "open", "to_arrow", "Feature",
+           "DiffTable", "DiffRow", "FlameGraph", "FlameNode", "Annotation",
+           "AnnotatedInstruction", "AnnotatedLine", "open", "to_arrow", "Feature",
            "RecordType", "SampleType", "PerfFile", "Record", "PerfDataError", "CorruptError",
            "NotPerfDataError", "TruncatedError", "__version__"]
 
@@ -66,6 +68,9 @@ _LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder",
          "ReportTable": ".library.tables", "ReportRow": ".library.tables",
          "DiffTable": ".library.tables", "DiffRow": ".library.tables",
          "FlameGraph": ".library.tables", "FlameNode": ".library.tables",
+         "Annotation": ".library.annotations",
+         "AnnotatedInstruction": ".library.annotations",
+         "AnnotatedLine": ".library.annotations",
          "ResolveOptions": ".resolve.pipeline"}
 
 

@@ -4,6 +4,7 @@
                views as data (report, folded stacks, flame graph, Arrow)
     samples    Sample, Frame: symbolized samples as frozen data
     tables     ReportTable, ReportRow, FlameGraph, FlameNode: the views
+    annotations  Annotation, AnnotatedInstruction, AnnotatedLine: annotate's
     notebook   what a notebook shows of them (HTML, SVG)
 
 It stands on the views, the resolver and the format below it, which stay

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..resolve.symbolized import SampleSymbolizer, SymbolizedSample
     from .samples import Sample
     from ..views.difftable import EventTable
+    from .annotations import Annotation
     from .tables import DiffTable, FlameGraph, ReportTable
 
     from typing import TypeVar
@@ -135,7 +136,8 @@ class Profile:
     for a view: `report()` (the table of `perfdata report`), `folded()`
     (`perfdata collapse`), `flamegraph()` (`perfdata flamegraph`'s tree),
     `diff(new)` and `diff_folded(new)` (`perfdata diff`'s table and
-    --folded columns),
+    --folded columns), `annotate()` (`perfdata annotate`'s instructions and
+    lines),
     `to_arrow()` and `to_pandas()` (`perfdata export --format parquet`'s
     tables).  In a notebook it shows its flame graph and the report's first
     rows.  warnings: what the passes so far warned of (each once)."""
@@ -257,6 +259,37 @@ class Profile:
             return ReportTable("", 0, 0, tuple(sort.split(",")), ())
         raise KeyError("no samples of event %r (events with samples: %s)"
                        % (event, ", ".join(t.event for t in tables) or "none"))
+
+    def annotate(self, *symbols: str, percent_type: str = "local-period",
+                 percent_limit: float = 0.5, event: str | None = None, intel: bool = False
+                 ) -> list[Annotation]:
+        """`perfdata annotate`'s functions (perfdata.Annotation), hottest
+        first: those named, else those with at least percent_limit percent
+        of their event's period; each instruction's and each source line's
+        samples, period and share (percent_type: local-period,
+        global-period, local-hits, global-hits); event: that event's
+        samples only.  A sample counts for the function its own ip is in,
+        as perf annotate counts it.  Needs capstone (the annotate extra)."""
+        import dataclasses
+        from ..views.annotate import PERCENT_TYPES, AnnotateOptions, annotate, chosen
+        from ..views.annotate_samples import gather
+        if percent_type not in PERCENT_TYPES:
+            raise ValueError("percent_type: one of %s, not %r"
+                             % (", ".join(PERCENT_TYPES), percent_type))
+        opts = AnnotateOptions(symbols=frozenset(symbols), percent_type=percent_type,
+                               percent_limit=percent_limit, event=event, intel=intel)
+        # (the leaf alone counts, as the command's: no call chain walked, no
+        # inlined frame)
+        options = dataclasses.replace(self.options, unwind="none", inline=False,
+                                      no_inline=True)
+
+        def fill(pf: PerfFile, samples: SampleSymbolizer) -> list[Annotation]:
+            gathered = gather(samples, samples, event)  # type: ignore[arg-type]
+            return [annotation(annotate(samples.symbolizer, fs, gathered.totals, opts))
+                    for fs in chosen(gathered.functions, gathered.totals, opts)]
+        with as_the_commands():
+            from .annotations import annotation
+            return self._pass(fill, options)
 
     def folded(self, *, weight: str = "period") -> dict[str, int]:
         """`perfdata collapse`'s folded stacks: {"comm;root;...;leaf":

@@ -267,6 +267,11 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         json.dump([as_json(annotate(symbolizer, fs, totals, opts)) for fs in todo], out, indent=1)
         out.write("\n")
         return
+    if args.html:
+        from .annotate_html import render_html
+        out.write(render_html([annotate(symbolizer, fs, totals, opts) for fs in todo],
+                              "perfdata annotate %s" % args.file))
+        return
     for fs in todo:
         out.write(render(annotate(symbolizer, fs, totals, opts), opts))
 
@@ -329,6 +334,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--stdio", action="store_true", help="text (the only interface; accepted "
                                                         "as perf's)")
     p.add_argument("-e", "--event", metavar="EVENT", help="annotate this event's samples only")
-    p.add_argument("--json", action="store_true", help="the annotations as JSON")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="the annotations as JSON")
+    shown.add_argument("--html", action="store_true",
+                       help="an HTML page: each function's source and disassembly side by side, "
+                            "hot lines highlighted")
     add_symbolize_options(p)
     p.set_defaults(func=run)
