@@ -45,7 +45,10 @@ def one(cmd, env):
         else:
             os.environ[k] = v
     try:
-        wall, rss, rc, cpu = run_tree(cmd)
+        # (from a directory holding no perfdata: `python -m` puts the
+        # current directory before PYTHONPATH, and the checkout's own would
+        # run for every kind)
+        wall, rss, rc, cpu = run_tree(cmd, cwd=tempfile.gettempdir())
     finally:
         for k, v in saved.items():
             if v is None:
@@ -87,8 +90,8 @@ def main(argv=None):
                                  "PYTHONPATH": os.path.abspath(args.before)}))
 
     print("| recording | perf wall / CPU / RSS | path | warm wall / CPU / RSS | warm vs perf "
-          "(wall, CPU) | first wall / CPU | first vs perf (wall, CPU) |")
-    print("|---|---|---|---|---|---|---|")
+          "(wall, CPU) | first wall / CPU | first vs perf (wall, CPU) | load average |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in names:
         data = os.path.join(data_dir, name + ".data")
         perf_cmd = [perf, "report", "--stdio", "--no-children", "-g", "none", "-i", data] \
@@ -114,12 +117,13 @@ def main(argv=None):
         for kind, _ in kinds:
             w = med[kind, "warm"]
             first = med.get((kind, "first"))
-            print("| %s | %.2f s / %.2f s / %d MiB | %s | %.2f s / %.2f s / %d MiB | %s, %s | %s | %s |"
+            print("| %s | %.2f s / %.2f s / %d MiB | %s | %.2f s / %.2f s / %d MiB | %s, %s | %s | %s "
+                  "| %.1f |"
                   % (name, p[0], p[1], p[2] // 1024, kind, w[0], w[1], w[2] // 1024,
                      shown_ratio(ratio[kind, "warm"][0]), shown_ratio(ratio[kind, "warm"][1]),
                      "%.2f s / %.2f s" % first[:2] if first else "-",
                      "%s, %s" % tuple(map(shown_ratio, ratio[kind, "first"]))
-                     if first else "-"))
+                     if first else "-", os.getloadavg()[0]))
         sys.stdout.flush()
 
 

@@ -9,6 +9,9 @@ there), whatever of these the machine has:
   make     make -j2 compiling 12 generated C files with gcc -O2; perf record -g -F 20000
            (many short processes: cc1, as, collect2 per file)
   cc1plus  g++ -O2 -c on a generated template-heavy C++ file; perf record -g
+  gcc      gcc -O2 -g -c on one generated C file of 120 functions; perf record -g
+           (one short compiler run: most of a first run is the kernel's and
+           the compiler's symbol tables)
   python   a CPython whose libpython carries full DWARF (pyenv's 3.12, else
            --python) running a json/regex workload; perf record --call-graph=dwarf
   sqlite   sqlite3 running an insert/join/group-by script; perf record --call-graph=dwarf
@@ -177,6 +180,17 @@ def record_make_dwarf(perf, d, builds=1):
     return rec(perf, os.path.join(d, name), ["--call-graph=dwarf", "-F", "2000"], cmd, cwd=src)
 
 
+def record_gcc(perf, d):
+    src = os.path.join(d, "one.c")
+    with open(src, "w") as f:
+        for i in range(4):
+            f.write("".join(C_FUNC % {"i": i, "j": j} for j in range(30)))
+            f.write("int m%d(int *a, int n) { return %s; }\n" % (
+                i, " + ".join("f%d_%d(a, n)" % (i, j) for j in range(30))))
+    return rec(perf, os.path.join(d, "gcc.data"), ["-g"],
+               ["gcc", "-O2", "-g", "-c", src, "-o", os.path.join(d, "one.o")])
+
+
 def record_cc1plus(perf, d):
     inst = "\n".join("template std::map<int, std::vector<double>> build<int, double, %d>("
                      "const std::vector<std::tuple<int, double, std::string>>&);" % n
@@ -227,14 +241,16 @@ def record_forks(perf, d):
                ["/bin/sh", "-c", loop])
 
 
-def run_tree(cmd):
+def run_tree(cmd, cwd=REPO):
     """run_measured, with the CPU time of the whole process tree (task-clock
-    of perf stat, inherited by every child) when perf stat works here."""
+    of perf stat, inherited by every child) when perf stat works here.
+    (cwd: where `python -m perfdata` finds its perfdata first, before
+    PYTHONPATH's.)"""
     perf = shutil.which("perf")
     with tempfile.NamedTemporaryFile("r", suffix=".stat") as stat:
         wall, rss, rc, cpu = run_measured(
             [perf, "stat", "-x,", "-e", "task-clock", "-o", stat.name, "--"] + cmd
-            if perf else cmd)
+            if perf else cmd, cwd=cwd)
         for line in stat.read().splitlines():
             f = line.split(",")
             if len(f) > 2 and f[2].startswith("task-clock"):
@@ -301,7 +317,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="directory for the recordings (reused if present)")
-    ap.add_argument("--only", help="comma-separated: make,cc1plus,python,sqlite,forks,"
+    ap.add_argument("--only", help="comma-separated: make,cc1plus,gcc,python,sqlite,forks,"
                     "python-big,make-dwarf,make-dwarf-big")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
@@ -324,8 +340,8 @@ def main(argv=None):
     d = args.keep or tempfile.mkdtemp(prefix="bench_real.")
     os.makedirs(d, exist_ok=True)
     perfdata = installed_perfdata(os.path.join(d, "venv")) if args.installed else PERFDATA
-    want = args.only.split(",") if args.only else ["make", "cc1plus", "python", "sqlite",
-                                                   "forks"]
+    want = args.only.split(",") if args.only else ["make", "cc1plus", "gcc", "python",
+                                                   "sqlite", "forks"]
     files = []
     for name in want:
         path = os.path.join(d, name + ".data")
@@ -338,6 +354,8 @@ def main(argv=None):
                     record_make_dwarf(perf, d, 8 if name == "make-dwarf-big" else 1)
             elif name == "cc1plus" and shutil.which("g++"):
                 record_cc1plus(perf, d)
+            elif name == "gcc" and shutil.which("gcc"):
+                record_gcc(perf, d)
             elif name in ("python", "python-big"):
                 py = dwarf_python(args.python)
                 if py is None:
@@ -358,8 +376,9 @@ def main(argv=None):
     keep_env = os.environ.get("PERFDATA_CACHE_DIR")
     warm_cache = tempfile.mkdtemp(prefix="bench-real-warm.")
     print("| recording | MiB | perf wall / CPU | perfdata first wall / CPU | warm wall / CPU "
-          "| first/perf wall, CPU | warm/perf wall, CPU | peak RSS perf / first / warm |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| first/perf wall, CPU | warm/perf wall, CPU | peak RSS perf / first / warm "
+          "| load average |")
+    print("|---|---|---|---|---|---|---|---|---|")
     try:
         for name, path in files:
             cmd = perfdata + ["script", path] + (["-j", str(args.jobs)] if args.jobs else [])
@@ -367,9 +386,10 @@ def main(argv=None):
                                              warm_cache)
             (pw, pc, pr), (fw, fc, fr), (ww, wc, wr) = figures
             print("| %s | %.1f | %.2f / %.2f s | %.2f / %.2f s | %.2f / %.2f s | %s, %s "
-                  "| %s, %s | %d / %d / %d MiB |" % (
+                  "| %s, %s | %d / %d / %d MiB | %.1f |" % (
                       (name, os.path.getsize(path) / 2 ** 20, pw, pc, fw, fc, ww, wc)
-                      + tuple(map(shown_ratio, ratios)) + (pr // 1024, fr // 1024, wr // 1024)),
+                      + tuple(map(shown_ratio, ratios)) + (pr // 1024, fr // 1024, wr // 1024,
+                                                           os.getloadavg()[0])),
                   flush=True)
         if args.perfparser:
             # The peer that unwinds and symbolizes in C++ with elfutils
