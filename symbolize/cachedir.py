@@ -201,7 +201,7 @@ class CacheDir:
                 pass
 
     # ------------------------------------------------------------ writing
-    def write(self, path: str | None, data: bytes) -> bool:
+    def write(self, path: str | None, data: bytes | bytearray) -> bool:
         """Write a cache file atomically; False when disabled or failing."""
         if self.root is None or not path:
             return False
@@ -309,7 +309,7 @@ def code_tag(kind: str, modules: Iterable[str]) -> str:
     return "perfdata-%s-%08x%08x" % (kind, crc, adler)
 
 
-def write_atomic(path: str, data: bytes) -> bool:
+def write_atomic(path: str, data: bytes | bytearray) -> bool:
     """Write data to path so that a reader never sees half a file (a temporary
     file renamed over it); False, and nothing left behind, when that fails."""
     import tempfile

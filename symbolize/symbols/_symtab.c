@@ -724,58 +724,50 @@ parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
     return 0;
 }
 
-/* The kept symbols' names (or modules: which 1) one after another, and the
- * offset where each ends, as KernelSymbols keeps them. */
-static PyObject *
-kallsyms_text(const char *text, const KallsymsName *names, const Py_ssize_t *order,
-              Py_ssize_t kept, int which, PyObject **ends_out)
+/* The room a kept symbol's name (which 0) or module (which 1) takes. */
+static Py_ssize_t
+text_length(const KallsymsName *nm, int which)
 {
-    Py_ssize_t i, total = 0, at = 0;
-    PyObject *out, *ends;
-    char *o;
-    for (i = 0; i < kept; i++) {
-        const KallsymsName *nm = &names[order[i]];
-        total += which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
-    }
-    out = PyUnicode_New(total, 127);
-    ends = PyBytes_FromStringAndSize(NULL, kept * 8);
-    if (out == NULL || ends == NULL) {
-        Py_XDECREF(out);
-        Py_XDECREF(ends);
-        return NULL;
-    }
-    o = (char *)PyUnicode_DATA(out);
-    for (i = 0; i < kept; i++) {
-        const KallsymsName *nm = &names[order[i]];
-        Py_ssize_t from = which ? nm->module_at : nm->name_at;
-        Py_ssize_t len = which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
-        uint64_t end;
-        if (len > 0)
-            memcpy(o + at, text + from, (size_t)len);
-        at += len;
-        end = (uint64_t)at;
-        memcpy(PyBytes_AS_STRING(ends) + i * 8, &end, 8);
-    }
-    *ends_out = ends;
-    return out;
+    return which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
 }
 
-/* (bad, all zero, starts, sizes, names, name ends, modules, module ends,
- * bindings) of the parsed lines l. */
-static PyObject *
-kallsyms_table(const char *text, KallsymsLines *l)
+/* The kept symbols' names (or modules: which 1) one after another at *at,
+ * and the offset where each ends at ends (native unsigned 64-bit). */
+static void
+put_texts(const char *text, const KallsymsName *names, const Py_ssize_t *order,
+          Py_ssize_t kept, int which, char *at, char *ends)
 {
-    Py_ssize_t *order, kept, i;
+    Py_ssize_t i, used = 0;
+    for (i = 0; i < kept; i++) {
+        const KallsymsName *nm = &names[order[i]];
+        Py_ssize_t len = text_length(nm, which);
+        uint64_t end;
+        if (len > 0)
+            memcpy(at + used, text + (which ? nm->module_at : nm->name_at), (size_t)len);
+        used += len;
+        end = (uint64_t)used;
+        memcpy(ends + i * 8, &end, 8);
+    }
+}
+
+/* The parsed lines l as kallsyms.py's cache file holds a table (its
+ * header and the identity left to Python: head and tail bytes of room):
+ * starts, sizes, name ends, module ends (each kept native unsigned 64-bit
+ * values), a binding byte each, the names, the modules.  Returns (bad,
+ * all zero, kept, names' size, modules' size, the bytearray) or NULL. */
+static PyObject *
+kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t tail)
+{
+    Py_ssize_t *order, kept, i, names_size = 0, modules_size = 0, total;
     uint64_t *sizes, *zeros;
-    uint8_t *bindings;
-    PyObject *names = NULL, *name_ends = NULL, *modules = NULL, *module_ends = NULL;
-    PyObject *starts = NULL, *binds = NULL, *out = NULL, *sizes_out = NULL;
+    char *o;
+    PyObject *image, *out = NULL;
     KallsymsNames ctx = {text, l->names};
     int all_zero = l->n > 0;
     for (i = 0; i < l->n && all_zero; i++)
         all_zero = l->starts[i] == 0;
     if (all_zero)
-        return Py_BuildValue("niO", l->bad, 1, Py_None);
+        return Py_BuildValue("nin", l->bad, 1, (Py_ssize_t)0);
     order = PyMem_Malloc(l->n ? (size_t)l->n * sizeof(Py_ssize_t) : 1);
     sizes = PyMem_Malloc(l->n ? (size_t)l->n * 8 : 1);
     zeros = PyMem_Calloc(l->n ? (size_t)l->n : 1, 8);     /* (kallsyms has no sizes) */
@@ -787,47 +779,43 @@ kallsyms_table(const char *text, KallsymsLines *l)
                  order, sizes);
     if (kept < 0)
         goto done;
-    names = kallsyms_text(text, l->names, order, kept, 0, &name_ends);
-    if (names == NULL)
-        goto done;
-    modules = kallsyms_text(text, l->names, order, kept, 1, &module_ends);
-    if (modules == NULL)
-        goto done;
-    starts = PyBytes_FromStringAndSize(NULL, kept * 8);
-    binds = PyBytes_FromStringAndSize(NULL, kept);
-    sizes_out = PyBytes_FromStringAndSize((const char *)sizes, kept * 8);
-    if (starts == NULL || binds == NULL || sizes_out == NULL)
-        goto done;
-    bindings = (uint8_t *)PyBytes_AS_STRING(binds);
     for (i = 0; i < kept; i++) {
-        memcpy(PyBytes_AS_STRING(starts) + i * 8, &l->starts[order[i]], 8);
-        bindings[i] = l->bindings[order[i]];
+        names_size += text_length(&l->names[order[i]], 0);
+        modules_size += text_length(&l->names[order[i]], 1);
     }
-    out = Py_BuildValue("niOOOOOOO", l->bad, 0, starts, sizes_out, names, name_ends, modules,
-                        module_ends, binds);
+    total = head + 33 * kept + names_size + modules_size + tail;
+    image = PyByteArray_FromStringAndSize(NULL, total);
+    if (image == NULL)
+        goto done;
+    o = PyByteArray_AS_STRING(image);
+    memset(o, 0, (size_t)head);
+    memset(o + total - tail, 0, (size_t)tail);
+    o += head;
+    for (i = 0; i < kept; i++) {
+        memcpy(o + i * 8, &l->starts[order[i]], 8);
+        memcpy(o + (kept + i) * 8, &sizes[i], 8);
+        o[32 * kept + i] = (char)l->bindings[order[i]];
+    }
+    put_texts(text, l->names, order, kept, 0, o + 33 * kept, o + 16 * kept);
+    put_texts(text, l->names, order, kept, 1, o + 33 * kept + names_size, o + 24 * kept);
+    out = Py_BuildValue("ninnnN", l->bad, 0, kept, names_size, modules_size, image);
 done:
     PyMem_Free(order);
     PyMem_Free(sizes);
     PyMem_Free(zeros);
-    Py_XDECREF(names);
-    Py_XDECREF(name_ends);
-    Py_XDECREF(modules);
-    Py_XDECREF(module_ends);
-    Py_XDECREF(starts);
-    Py_XDECREF(binds);
-    Py_XDECREF(sizes_out);
     return out;
 }
 
 PyDoc_STRVAR(parse_kallsyms_doc,
-"parse_kallsyms(text) -> tuple | None\n\n"
-"A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does:\n"
-"(malformed lines, every address 0, then, unless every address is 0, the\n"
-"starts, sizes, name ends and module ends as bytes of native unsigned\n"
-"64-bit values between the names and the modules (str, one after another),\n"
-"then a byte per symbol, its binding).  None for a text the Python parse\n"
-"must read: a byte other than printable ASCII, tab and newline, or an\n"
-"address other than 1-16 hexadecimal digits.");
+"parse_kallsyms(text, head, tail) -> tuple | None\n\n"
+"A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does,\n"
+"in the layout of kallsyms.py's cache file: (malformed lines, every address\n"
+"0, symbols kept, bytes of names, bytes of modules, then, unless every\n"
+"address is 0, a bytearray: head bytes of room, the starts, sizes, name\n"
+"ends and module ends (native unsigned 64-bit values), a binding byte per\n"
+"symbol, the names and the modules one after another, tail bytes of room).\n"
+"None for a text the Python parse must read: a byte other than printable\n"
+"ASCII, tab and newline, or an address other than 1-16 hexadecimal digits.");
 
 static PyObject *
 py_parse_kallsyms(PyObject *self, PyObject *args)
@@ -835,9 +823,15 @@ py_parse_kallsyms(PyObject *self, PyObject *args)
     Py_buffer text;
     KallsymsLines l = {NULL, NULL, NULL, NULL, 0, 0, 0};
     PyObject *out = NULL;
+    Py_ssize_t head, tail;
     int r;
-    if (!PyArg_ParseTuple(args, "y*:parse_kallsyms", &text))
+    if (!PyArg_ParseTuple(args, "y*nn:parse_kallsyms", &text, &head, &tail))
         return NULL;
+    if (head < 0 || tail < 0 || head > (1 << 20) || tail > (1 << 20)) {
+        PyBuffer_Release(&text);
+        PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB");
+        return NULL;
+    }
     r = parse_lines((const char *)text.buf, text.len, &l);
     if (r < 0)
         PyErr_NoMemory();
@@ -846,7 +840,7 @@ py_parse_kallsyms(PyObject *self, PyObject *args)
         out = Py_None;
     }
     else
-        out = kallsyms_table((const char *)text.buf, &l);
+        out = kallsyms_table((const char *)text.buf, &l, head, tail);
     lines_free(&l);
     PyBuffer_Release(&text);
     return out;

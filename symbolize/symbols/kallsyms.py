@@ -51,16 +51,26 @@ class KernelSymbols:
         self._syms: list[KernelSymbol] | _LazySymbols = sorted(symbols, key=lambda s: s.start)
         self._starts: Sequence[int] = [s.start for s in self._syms]
         self.warnings: list[str] = []
+        # (the identity and the cache file's bytes the compiled parse laid
+        # the table out in, to be written as they are)
+        self._image: tuple[bytes, bytearray] | None = None
 
     @classmethod
     def parse(cls, text: str | bytes, *, source: str = "kallsyms") -> "KernelSymbols":
         """A kallsyms text's table (bytes: UTF-8, undecodable bytes replaced)."""
+        return cls._parse(text, source, "")
+
+    @classmethod
+    def _parse(cls, text: str | bytes, source: str, identity: str) -> "KernelSymbols":
+        """parse(), on the compiled path laid out as the cache file of the
+        text known by `identity` holds it."""
         compiled = symtab_core()
         if compiled is not None and isinstance(text, (str, bytes, bytearray)) and text.isascii():
+            ident = identity.encode("utf-8", "surrogateescape")
             parsed = compiled.parse_kallsyms(text.encode("ascii") if isinstance(text, str)
-                                             else text)
+                                             else text, _HEADER.size, len(ident))
             if parsed is not None:
-                return cls._compiled(parsed, source)
+                return cls._compiled(parsed, source, ident)
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
@@ -88,18 +98,20 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def _compiled(cls, parsed: tuple, source: str) -> "KernelSymbols":
-        """The table of what the compiled parse handed over (parse_kallsyms'
-        columns: as parse() makes them in Python, the reference)."""
-        bad, all_zero = parsed[:2]
+    def _compiled(cls, parsed: tuple, source: str, ident: bytes) -> "KernelSymbols":
+        """The table the compiled parse laid out as a cache file (the same
+        symbols as parse() makes in Python, the reference)."""
+        bad, all_zero, count = parsed[:3]
         table = cls()
         if all_zero:
             table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
             return table
-        starts, sizes, names, name_ends, modules, module_ends, bindings = parsed[2:]
-        syms = _LazySymbols(names, _u64_array(name_ends), _u64_array(starts), _u64_array(sizes),
-                            modules, _u64_array(module_ends), bindings)
-        table._syms, table._starts = syms, syms.starts
+        names_size, modules_size, image = parsed[3:]
+        _HEADER.pack_into(image, 0, _MAGIC, count, names_size, modules_size, len(ident))
+        image[len(image) - len(ident):] = ident
+        syms = _mapped_symbols(image, count, names_size, modules_size)
+        assert syms is not None     # (the C's own layout)
+        table._syms, table._starts, table._image = syms, syms.starts, (ident, image)
         if bad:
             table.warnings.append(f"{source}: {bad} malformed lines skipped")
         return table
@@ -132,7 +144,7 @@ class KernelSymbols:
             cached = _load_cached(identity, cache)
             if cached is not None:
                 return cached
-        table = cls.parse(data, source=path)
+        table = cls._parse(data, path, identity)
         if len(table) and not table.warnings:
             _save_cached(identity, table, cache)
         return table
@@ -199,12 +211,6 @@ class KernelSymbols:
             return None
         s = self._syms[i]
         return s if address < s.start + s.size else None
-
-
-def _u64_array(data: bytes) -> array[int]:
-    column = array("Q")
-    column.frombytes(data)
-    return column
 
 
 def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
@@ -305,35 +311,44 @@ def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
         return None
     try:
         magic, count, names_size, modules_size, identity_size = _HEADER.unpack_from(mapped, 0)
-        at = _HEADER.size
-        arrays_end = at + 4 * 8 * count
-        bindings_end = arrays_end + count
-        names_end = bindings_end + names_size
-        modules_end = names_end + modules_size
+        modules_end = _HEADER.size + 33 * count + names_size + modules_size
         if magic != _MAGIC or modules_end + identity_size != len(mapped) or \
                 mapped[modules_end:].decode("utf-8", "surrogateescape") != identity:
             return None
-        numbers = memoryview(mapped)[at:arrays_end].cast("Q")
-        starts, sizes, name_ends, module_ends = (numbers[i * count:(i + 1) * count]
-                                                 for i in range(4))
-        if count and (name_ends[-1] > names_size or module_ends[-1] > modules_size):
-            return None
+        syms = _mapped_symbols(mapped, count, names_size, modules_size)
     except (ValueError, TypeError, struct.error):
         return None
+    if syms is None:
+        return None
     table = KernelSymbols.__new__(KernelSymbols)
-    table._syms = _LazySymbols(_Text(mapped, bindings_end), name_ends, starts, sizes,
-                               _Text(mapped, names_end), module_ends,
-                               memoryview(mapped)[arrays_end:bindings_end])
-    table._starts = starts
-    table.warnings = []
+    table._syms, table._starts = syms, syms.starts
+    table.warnings, table._image = [], None
     return table
+
+
+def _mapped_symbols(mapped: "mmap.mmap | bytearray", count: int, names_size: int,
+                    modules_size: int) -> "_LazySymbols | None":
+    """The symbols of a cache file's bytes (its header read: the counts),
+    or None where the ends of the names or modules pass their text."""
+    at = _HEADER.size
+    arrays_end = at + 4 * 8 * count
+    bindings_end = arrays_end + count
+    names_end = bindings_end + names_size
+    numbers = memoryview(mapped)[at:arrays_end].cast("Q")
+    starts, sizes, name_ends, module_ends = (numbers[i * count:(i + 1) * count]
+                                             for i in range(4))
+    if count and (name_ends[-1] > names_size or module_ends[-1] > modules_size):
+        return None
+    return _LazySymbols(_Text(mapped, bindings_end), name_ends, starts, sizes,
+                        _Text(mapped, names_end), module_ends,
+                        memoryview(mapped)[arrays_end:bindings_end])
 
 
 class _Text:
     """The names (or modules) of a mapped table: text cut out by byte offsets."""
     __slots__ = ("data", "at")
 
-    def __init__(self, data: "mmap.mmap | bytes", at: int) -> None:
+    def __init__(self, data: "mmap.mmap | bytes | bytearray", at: int) -> None:
         self.data, self.at = data, at
 
     def __getitem__(self, cut: slice) -> str:
@@ -395,6 +410,19 @@ def _utf8(text: str, ends: Sequence[int], count: int) -> tuple[bytes, Sequence[i
 
 def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None:
     if not cache.enabled:
+        return
+    if table._image is not None:
+        # (laid out by the compiled parse; for another identity than its own,
+        # the same bytes with this one)
+        ident, image = table._image
+        mine = identity.encode("utf-8", "surrogateescape")
+        data: bytes | bytearray = image
+        if ident != mine:
+            header = list(_HEADER.unpack_from(image, 0))
+            header[-1] = len(mine)
+            data = b"".join((_HEADER.pack(*header),
+                             memoryview(image)[_HEADER.size:len(image) - len(ident)], mine))
+        cache.write(cache.file(_cache_file(identity)), data)
         return
     syms = table._syms
     # (what parse() made: its names one string; a table mapped from the

@@ -366,6 +366,27 @@ def test_kallsyms_of_this_kernel_the_same():
     shutil.rmtree("/tmp/%d-kallsyms-cache" % os.getpid(), ignore_errors=True)
 
 
+def test_kallsyms_files_cached_the_same(tmp_path):
+    """from_file: the cache file the compiled parse lays out as it parses
+    (header, columns, identity) is the pure path's, byte for byte, and
+    reads back to the same table."""
+    texts = [t[:300_000] for t in _kallsyms_texts()] + [SYNTHETIC]
+    for k, text in enumerate(texts):
+        path = tmp_path / ("kallsyms%d" % k)
+        path.write_bytes(text)
+        got = []
+        for pure in (True, False):
+            cache_dir = tmp_path / ("cache%d%d" % (k, pure))
+            with _path(pure):
+                table = kallsyms.KernelSymbols.from_file(str(path), CacheDir(str(cache_dir)))
+                again = kallsyms.KernelSymbols.from_file(str(path), CacheDir(str(cache_dir)))
+            files = sorted(p for p in cache_dir.rglob("kallsyms-*"))
+            got.append((list(table), table.warnings, list(again),
+                        [p.read_bytes() for p in files]))
+        assert got[0] == got[1]
+        assert got[0][3] or got[0][1], "no cache file written"
+
+
 @pytest.mark.parametrize("text", [
     SYNTHETIC,
     SYNTHETIC.decode(),
