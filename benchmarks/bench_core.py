@@ -97,14 +97,17 @@ def main(argv=None):
         perf_cmd = [perf, "report", "--stdio", "--no-children", "-g", "none", "-i", data] \
             if args.command == "report" else [perf, "script", "-i", data]
         ours = PERFDATA + [args.command, data]
-        with tempfile.TemporaryDirectory(prefix="bench-core.") as warm:
-            for _, env in kinds:       # (fill the warm cache)
-                one(ours, dict(env, PERFDATA_CACHE_DIR=warm))
+        with tempfile.TemporaryDirectory(prefix="bench-core.") as warm_root:
+            # (a warm cache per kind: another checkout's cache files may be
+            # of another format, each kind's run replacing the other's)
+            warm = {kind: os.path.join(warm_root, kind) for kind, _ in kinds}
+            for kind, env in kinds:       # (fill the warm caches)
+                one(ours, dict(env, PERFDATA_CACHE_DIR=warm[kind]))
             rounds = []
             for _ in range(args.repeat):
                 r = {"perf": one(perf_cmd, {})}
                 for kind, env in kinds:
-                    r[kind, "warm"] = one(ours, dict(env, PERFDATA_CACHE_DIR=warm))
+                    r[kind, "warm"] = one(ours, dict(env, PERFDATA_CACHE_DIR=warm[kind]))
                     if not args.no_first:
                         with tempfile.TemporaryDirectory(prefix="bench-core-first.") as fresh:
                             r[kind, "first"] = one(ours, dict(env, PERFDATA_CACHE_DIR=fresh))
