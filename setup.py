@@ -34,6 +34,13 @@ EXTENSIONS = [
         extra_compile_args=_C_FLAGS,
         optional=True,
     ),
+    # the DWARF unwinder's walk (perfdata/resolve/unwinding.py, compiled_walk)
+    Extension(
+        "perfdata.core._unwind",
+        sources=["perfdata/core/_unwind.c"],
+        extra_compile_args=_C_FLAGS,
+        optional=True,
+    ),
     # the waits of a scheduler recording without stacks (perfdata/core/switches.py)
     Extension(
         "perfdata.core._switches",

@@ -104,13 +104,15 @@ for j in range(jobs):
                 total[k] = total.get(k, 0) + v
 print("fuzz-compiled: %d mutated inputs + %d whole files (corpus, fuzz crashers, samples), "
       "%d compared byte for byte with the pure path, %d walk_block calls on exact-size "
-      "buffers, %d perfdata script runs on the compiled core, %d record walks of script "
+      "buffers, %d compiled DWARF walks on exact-size stack copies, "
+      "%d perfdata script runs on the compiled core, %d record walks of script "
       "compared with PerfFile.records, %d symbol tables (kallsyms text, ELF file, fixup) "
       "compared with the pure path, %d LeafCounter (annotate) calls on exact-size sample "
       "bodies, %d annotate counts compared with the pure path; %d s wall with %d jobs; "
       "findings: %d"
       % (total.get("mutated", 0), total.get("whole", 0), total.get("compared", 0),
-         total.get("walk_block", 0), total.get("script", 0), total.get("walks", 0),
+         total.get("walk_block", 0), total.get("unwinds", 0), total.get("script", 0),
+         total.get("walks", 0),
          total.get("symtab", 0), total.get("leaf_bodies", 0), total.get("annotates", 0), wall,
          jobs, total.get("findings", 0)))
 PY

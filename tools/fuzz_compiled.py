@@ -27,6 +27,9 @@ field set to a hostile value, a cut.  Each input goes through
   bytes cut into sample bodies at random places, each in a buffer of
   exactly its size, with the events' layouts (offsets up to the limit
   set_layout takes), the ranges it is told and the cpumodes varied;
+* the DWARF unwinder's compiled walk (perfdata.core._unwind) with a stack
+  copy cut from the input in a buffer of exactly its size, hostile
+  registers and rows (tools/fuzz_unwind.py);
 * every --script-every'th input, `perfdata script` on the compiled core
   (perfdata.core._core, where built) and `perfdata offcpu` (the sums of
   perfdata.core._switches): exit 0 or 2, no traceback; and annotate's
@@ -220,7 +223,7 @@ class Run:
         self.pure_every = pure_every
         self.compared = 0
         self.layouts: dict[str, tuple[int, int, list[int], int]] = {}
-        self.inputs = self.direct_blocks = self.scripts = self.walks = 0
+        self.inputs = self.direct_blocks = self.scripts = self.walks = self.unwinds = 0
         self.leaf_bodies = self.annotates = 0
         self.findings: list[tuple[str, str]] = []
         self.outcomes: dict[str, int] = {}
@@ -261,6 +264,7 @@ class Run:
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
         self.direct(data, rng, name)
         self.leaves(data, rng)
+        self.unwind(data, rng)
         if self.script_every and self.inputs % self.script_every == 0:
             self.scripts += 1
             got = self.cli(["script", str(self.path)], pure=False)
@@ -348,6 +352,15 @@ class Run:
         if len(entries) % 32 or len(entries) // 32 != counts["addresses"]:
             self.finding("LeafCounter.entries: %d bytes for %d addresses"
                          % (len(entries), counts["addresses"]), data)
+
+    def unwind(self, data: bytes, rng: random.Random) -> None:
+        """The compiled DWARF walk on a stack copy cut from the input."""
+        from perfdata.core import compiled_unwind
+        from fuzz_unwind import fuzz_walk
+        module = compiled_unwind()
+        if module is not None:
+            self.unwinds += 1
+            fuzz_walk(module, data, rng, exact_buffer, _LIBC.free)
 
     def walk(self, data: bytes) -> None:
         """The compiled record walk of script (perfdata/core/walk.py) against
@@ -483,6 +496,11 @@ def main() -> int:
                                             core_mod.__file__ != loaded["perfdata.core._core"]):
         print("the sanitized _core is not the one that runs", file=sys.stderr)
         return 1
+    if "perfdata.core._unwind" in loaded:
+        unwind_mod = core.compiled_unwind()
+        if unwind_mod is None or unwind_mod.__file__ != loaded["perfdata.core._unwind"]:
+            print("the sanitized _unwind is not the one that runs", file=sys.stderr)
+            return 1
     print("extensions under test:", ", ".join(sorted(loaded)), flush=True)
     if core_mod is not None and args.script_every:
         # (the core in the working tree may be between two edits of its C
@@ -528,7 +546,7 @@ def main() -> int:
     print("FIGURES", json.dumps({"mutated": mutated, "whole": run.inputs - mutated,
                                  "compared": run.compared, "walk_block": run.direct_blocks,
                                  "script": run.scripts, "walks": run.walks,
-                                 "symtab": symtab_inputs,
+                                 "symtab": symtab_inputs, "unwinds": run.unwinds,
                                  "leaf_bodies": run.leaf_bodies, "annotates": run.annotates,
                                  "seconds": round(took),
                                  "findings": len(run.findings)}))

@@ -36,6 +36,12 @@ def compiled_records() -> types.ModuleType | None:
     return _extension("_records")
 
 
+def compiled_unwind() -> types.ModuleType | None:
+    """The compiled walk of the DWARF unwinder (perfdata/resolve/unwinding.py
+    takes it through ResolveOptions.compiled_unwind), or None."""
+    return _extension("_unwind")
+
+
 def describe() -> str:
     """One line for `perfdata --version`: which core runs and why."""
     if os.environ.get(CORE_ENV, "").lower() == "pure":

@@ -15,6 +15,7 @@ from .filters import (PercentRanges, check_cpu_filter, first_sample_time, leaf_f
                       sample_filter, sample_span, time_spans)
 
 if TYPE_CHECKING:
+    import types
     from collections.abc import Iterable
 
     from symbolize import CacheDir, KernelSymbols
@@ -64,6 +65,9 @@ class ResolveOptions:
     time: TimeRanges | PercentRanges | None = None  # --time
     reltime: bool = False                       # --reltime: --time from the first sample
     strict: bool = False                        # perfdata --strict: stop at the first fault
+    # perfdata.core._unwind, the DWARF walk's common step in C (the
+    # commands give perfdata.core.compiled_unwind(); None: Python's)
+    compiled_unwind: types.ModuleType | None = None
 
 
 def symbol_cache_of(options: ResolveOptions) -> CacheDir:
@@ -163,7 +167,8 @@ def build_sample_symbolizer(pf: PerfFile, options: ResolveOptions = ResolveOptio
     return SampleSymbolizer(
         pf, symbolizer,
         StackOptions(max_stack=options.max_stack, unwind=options.unwind,
-                     dwarf_inline=not options.no_inline, stitch=options.stitch),
+                     dwarf_inline=not options.no_inline, stitch=options.stitch,
+                     compiled_unwind=options.compiled_unwind),
         StreamOptions(side_events=frozenset(side_events), side_cpus=options.cpus, order=order,
                       strict=options.strict),
         filters=sample_filter(options.pids, options.tids, options.comms, options.cpus,

@@ -23,6 +23,7 @@ from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
 if TYPE_CHECKING:
+    import types
     from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
     from symbolize import KernelSymbols
@@ -66,6 +67,8 @@ class StackOptions:
     dwarf_inline: bool = True           # inline chains from DWARF (--no-inline: False)
     stitch: bool = False                # --stitch (see stitch.py)
     stitch_lookahead: int | None = None  # None: stitch.DEFAULT_LOOKAHEAD
+    # perfdata.core._unwind: the DWARF walk's common step in C (None: Python's)
+    compiled_unwind: types.ModuleType | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,8 @@ class SampleSymbolizer:
             except PerfDataError:
                 pass
             try:
-                self.unwinder = SampleUnwinder(self.symbolizer, arch, max_stack)
+                self.unwinder = SampleUnwinder(self.symbolizer, arch, max_stack,
+                                               stacks.compiled_unwind)
             except (KeyError, ValueError):
                 pf.warnings.append("no unwinder for architecture %s" % arch)
         # --stitch: DWARF stacks cut by the snapshot completed from the

@@ -8,20 +8,25 @@ stays the printed leaf and the mismatch is counted.
 """
 from __future__ import annotations
 
+import sys
+from array import array
 from functools import partial
 from typing import TYPE_CHECKING
 
 from symbolize.unwind.arch import get_arch
 from symbolize.unwind.cfi import CfiTable
-from symbolize.unwind.unwinder import StackSnapshot, UnwindModule, Unwinder, plt_stub_sections
+from symbolize.unwind.unwinder import (FRAME_POINTER, INNERMOST, INTERRUPTED, RETURN_ADDRESS,
+                                       StackSnapshot, UnwindModule, UnwindResult, UnwindStop,
+                                       Unwinder, plt_stub_sections)
 
 if TYPE_CHECKING:
+    import types
     from collections.abc import Callable
 
     from symbolize import Binary, Symbolizer
     from symbolize.unwind.arch import PerfColumns
+    from symbolize.unwind.cfi import CfiRow
     from symbolize.unwind.jit import JitUnwindTable
-    from symbolize.unwind.unwinder import UnwindResult
 
     from ..session.maps import Map, MapGroup
     from ..session.stream import Sample
@@ -37,10 +42,15 @@ class SampleUnwinder:
     module_finder)."""
 
     def __init__(self, symbolizer: Symbolizer, arch_name: str = "x86_64",
-                 max_depth: int = 127) -> None:
+                 max_depth: int = 127, compiled: types.ModuleType | None = None) -> None:
+        """compiled: perfdata.core._unwind, the walk with its common step in
+        C (None: symbolize's walk)."""
         self.symbolizer = symbolizer
         self.arch = get_arch(arch_name)
         self.unwinder = Unwinder.for_arch(self.arch)
+        # (the compiled walk's constants: None where it does not apply)
+        self._walk_consts = compiled_walk_consts(self.unwinder) if compiled is not None else None
+        self.compiled = compiled if self._walk_consts is not None else None
         # perf's registers are u64s: masked to the pointer size on 32-bit arches
         self._narrow = self.arch.pointer_size < 8
         self._sp_column = self.arch.sp_column
@@ -150,9 +160,15 @@ class SampleUnwinder:
         data = stack["data"][:min(dyn, len(stack["data"]))]  # type: ignore[index]  # (dyn: a stack)
         read_stack = StackSnapshot(sp, data, self.arch.pointer_size)
         maps = sample.thread.maps if sample.thread is not None else None
-        result = self.unwinder.walk(ip, regs, read_stack,
-                                    self.module_finder(maps, dso_of, jit, memfd_is_jit),
-                                    self.max_depth)
+        modules = self.modules_at(maps, dso_of, jit, memfd_is_jit)
+        find_module = _no_module if modules is None else modules.__getitem__
+        consts = self._walk_consts
+        if self.compiled is not None and consts is not None and modules is not None and \
+                self.unwinder._sp_column in regs:
+            result = compiled_walk(self.compiled, consts, self.unwinder, ip, regs,
+                                   read_stack, modules, self.max_depth)
+        else:
+            result = self.unwinder.walk(ip, regs, read_stack, find_module, self.max_depth)
         self.counts["unwound"] += 1
         self.stop_reasons[result.stop_reason] = self.stop_reasons.get(result.stop_reason, 0) + 1
         return result
@@ -166,8 +182,14 @@ class SampleUnwinder:
         `module_for`: a dict's own lookup (no
         Python call per frame once an address was seen), kept until a code
         map leaves the space (MapGroup.code_generation)."""
+        modules = self.modules_at(maps, dso_of, jit, memfd_is_jit)
+        return _no_module if modules is None else modules.__getitem__
+
+    def modules_at(self, maps: MapGroup | None, dso_of: DsoOf, jit: JitUnwindTable | None = None,
+                   memfd_is_jit: bool = True) -> _ModulesAt | None:
+        """The lookup avma -> UnwindModule of one address space (module_finder's)."""
         if maps is None:
-            return _no_module
+            return None
         key = (id(maps), id(jit), memfd_is_jit)
         entry = self._modules_at.get(key)
         if entry is None or entry[0] is not maps or entry[1] != maps.code_generation or \
@@ -177,7 +199,7 @@ class SampleUnwinder:
             entry = (maps, maps.code_generation, jit,
                      _ModulesAt(partial(self._module_at, maps, dso_of, jit, memfd_is_jit)))
             self._modules_at[key] = entry
-        return entry[3].__getitem__
+        return entry[3]
 
     def _module_at(self, maps: MapGroup, dso_of: DsoOf, jit: JitUnwindTable | None,
                    memfd_is_jit: bool, avma: int) -> tuple[UnwindModule | None, bool]:
@@ -221,19 +243,107 @@ def _no_module(avma: int) -> None:
 
 class _ModulesAt(dict):
     """lookup avma -> UnwindModule in one address space, each found by
-    `find(avma)` (module, keep) on first use, and kept when it says so."""
-    __slots__ = ("find",)
+    `find(avma)` (module, keep) on first use, and kept when it says so;
+    `rows`: lookup avma -> the compiled walk's compact row there (or None),
+    for the kept ones."""
+    __slots__ = ("find", "rows")
 
     LIMIT = 1 << 16
 
     def __init__(self, find: Callable[[int], tuple[UnwindModule | None, bool]]) -> None:
         super().__init__()
         self.find = find
+        self.rows: dict[int, bytes | None] = {}
 
     def __missing__(self, avma: int) -> UnwindModule | None:
         if len(self) > self.LIMIT:
             self.clear()
+            self.rows.clear()
         module, keep = self.find(avma)
         if keep:
             self[avma] = module
         return module
+
+
+# The compiled walk (perfdata.core._unwind): a step by a row of this shape is
+# done in C, any other by Unwinder.step.  A compact row is int64s: the CFA's
+# register and offset, the first slot's offset from the CFA and the span of
+# the slots (CfiRow.saved_slots), whether sp has a rule, the number of
+# rules, then (column, offset from the CFA) for each.
+_COLUMNS = 64               # the C's register columns (_unwind.c NCOLS)
+
+
+def compiled_walk_consts(unwinder: Unwinder) -> tuple[object, ...] | None:
+    """The compiled walk's constants of an unwinder's architecture, or None
+    where it does not apply (pointers not of 64 bits, a big-endian host,
+    register columns beyond _COLUMNS)."""
+    arch = unwinder.arch
+    columns = set(unwinder._callee_saved_and_sp) | {unwinder._ra_column, unwinder._sp_column}
+    if unwinder.ptr_mask != (1 << 64) - 1 or sys.byteorder != "little" or \
+            arch.pointer_size != 8 or not all(0 <= c < _COLUMNS for c in columns):
+        return None
+    return (unwinder._sp_column, unwinder._ra_column, int(unwinder._ra_is_ip),
+            unwinder._ra_mask & ((1 << 64) - 1),
+            sum(1 << c for c in set(unwinder._callee_saved_columns)),
+            sum(1 << c for c in unwinder._callee_saved_and_sp),
+            INNERMOST, RETURN_ADDRESS, FRAME_POINTER, INTERRUPTED, UnwindStop)
+
+
+def compact_row(row: CfiRow | None, sp_column: int) -> bytes | None:
+    """A row as the compiled walk takes it, or None where its step is
+    Unwinder.step's: not a register + offset CFA, a rule not "saved at CFA
+    + N" (saved_slots), slots not of little-endian u64s, a signal frame."""
+    if row is None or row.cfa_expression is not None or row.signal_frame or \
+            type(row.cfa_register) is not int or row.saved_slots is None:
+        return None
+    columns, first, size, unpack_from = row.saved_slots
+    fmt = getattr(getattr(unpack_from, "__self__", None), "format", "")
+    if not fmt.startswith("<") or fmt.strip("<0123456789xQ"):
+        return None
+    values = [row.cfa_register, row.cfa_offset, first, size, int(sp_column in row.rules),
+              len(columns)]
+    for column in columns:
+        values += (column, row.rules[column][1])
+    if not all(type(v) is int and -(1 << 63) <= v < (1 << 63) for v in values):
+        return None
+    return array("q", values).tobytes()
+
+
+def _fill(modules: _ModulesAt, sp_column: int, lookup: int) -> bytes | None:
+    """The compact row at a lookup address (the compiled walk's miss),
+    kept in modules.rows where the module there is kept."""
+    try:
+        module = modules[lookup]
+        cfi = module.cfi if module is not None else None
+        row = cfi.rows[lookup - module.bias] if type(cfi) is CfiTable else None  # type: ignore[union-attr]
+    except Exception:       # (the Python step meets it again, and stops there)
+        return None
+    compact = compact_row(row, sp_column)
+    if lookup in modules:
+        modules.rows[lookup] = compact
+    return compact
+
+
+def compiled_walk(module: types.ModuleType, consts: tuple[object, ...], unwinder: Unwinder,
+                  ip: int, regs: dict[int, int], read_stack: StackSnapshot, modules: _ModulesAt,
+                  max_depth: int) -> UnwindResult:
+    """unwinder.walk(ip, regs, read_stack, modules.__getitem__, max_depth),
+    its common step in C (perfdata/core/_unwind.c): the same result.
+    consts: compiled_walk_consts(unwinder)."""
+    result = UnwindResult()
+    data = read_stack.data
+    if type(read_stack) is not StackSnapshot or read_stack.word != 8 or \
+            (type(data) is memoryview and data.itemsize != 1):
+        return unwinder.walk(ip, regs, read_stack, modules.__getitem__, max_depth)
+    result.sp = regs[unwinder._sp_column]
+    stop = module.walk(unwinder.step, read_stack, modules.__getitem__, modules.rows,
+                       partial(_fill, modules, unwinder._sp_column), ip, regs,
+                       data, read_stack.base, max_depth, result.frames, result.cfas,
+                       result.exact_ip_frames, result.fp_fallback_frames, consts)
+    if stop is not None:
+        if stop.cfa is not None:
+            result.cfas.append(stop.cfa)
+        result.stop_reason = stop.reason
+        result.stop_address = stop.address
+        result.stop_detail = stop.detail
+    return result

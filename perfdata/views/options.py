@@ -372,6 +372,7 @@ def resolve_options(args: argparse.Namespace) -> ResolveOptions:
     option the command does not take has ResolveOptions' default."""
     from symbolize import parse_path_map
 
+    from ..core import compiled_unwind
     from ..resolve.pipeline import DEFAULT_MAX_STACK, ResolveOptions
 
     def parsed(name: str, parse: Callable[[str], T]) -> T | None:
@@ -409,7 +410,8 @@ def resolve_options(args: argparse.Namespace) -> ResolveOptions:
         time=tuple(time) if time is not None and not isinstance(time, PercentRanges)
         else time,
         reltime=getattr(args, "reltime", False),
-        strict=getattr(args, "strict", False))
+        strict=getattr(args, "strict", False),
+        compiled_unwind=compiled_unwind())
 
 
 def shown_kernel_path(samples: SampleSymbolizer, args: argparse.Namespace) -> str | None:
