@@ -25,7 +25,9 @@ records when -g gives garbage through cc1, built without frame pointers;
 perf script then asks addr2line for the inline frames of every cc1 address,
 and cc1 has no DWARF: about 85 s here, where --no-inline takes 0.5 s),
 and make-dwarf-big: that build 8 times under one recording (~300 MiB of
-short processes: the memory bar's file of many processes).
+short processes: the memory bar's file of many processes), and python-runs:
+the python workload run 8 times under one recording (~600 MB, eight CPython
+processes: issue 33's "600 MB DWARF recording").
 then prints for each: perf script's wall and CPU time, perfdata script's
 "first" run (every run with an empty $PERFDATA_CACHE_DIR: what a user's first
 `perfdata script` after recording costs) and "warm" run (the cache filled by
@@ -226,6 +228,16 @@ def record_python_big(perf, d, py):
                [py, "-c", PY_WORK % 600])
 
 
+def record_python_runs(perf, d, py, runs=8):
+    """python-runs: `runs` CPython processes one after another, each the
+    python workload, under one --call-graph=dwarf recording."""
+    script = os.path.join(d, "work.py")
+    with open(script, "w") as f:
+        f.write(PY_WORK % 125)
+    return rec(perf, os.path.join(d, "python-runs.data"), ["--call-graph=dwarf"],
+               ["sh", "-c", 'for i in $(seq %d); do "$0" "$1"; done' % runs, py, script])
+
+
 def record_sqlite(perf, d):
     script = os.path.join(d, "q.sql")
     with open(script, "w") as f:
@@ -318,7 +330,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", help="directory for the recordings (reused if present)")
     ap.add_argument("--only", help="comma-separated: make,cc1plus,gcc,python,sqlite,forks,"
-                    "python-big,make-dwarf,make-dwarf-big")
+                    "python-big,python-runs,make-dwarf,make-dwarf-big")
     ap.add_argument("--python", help="a python with a full-DWARF libpython")
     ap.add_argument("--record-only", action="store_true")
     ap.add_argument("--jobs", type=int,
@@ -356,12 +368,13 @@ def main(argv=None):
                 record_cc1plus(perf, d)
             elif name == "gcc" and shutil.which("gcc"):
                 record_gcc(perf, d)
-            elif name in ("python", "python-big"):
+            elif name in ("python", "python-big", "python-runs"):
                 py = dwarf_python(args.python)
                 if py is None:
                     print("%s: no CPython with a full-DWARF libpython; skipped" % name)
                     continue
-                (record_python if name == "python" else record_python_big)(perf, d, py)
+                {"python": record_python, "python-big": record_python_big,
+                 "python-runs": record_python_runs}[name](perf, d, py)
             elif name == "sqlite" and shutil.which("sqlite3"):
                 record_sqlite(perf, d)
             elif name == "forks" and os.path.exists("/bin/sh") and os.path.exists("/bin/true"):
