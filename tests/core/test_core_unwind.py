@@ -15,7 +15,7 @@ from perfdata.resolve import unwinding
 
 from conftest import SAMPLE_SYMBOL_ARGS, corpus_dir, have_corpus, run_cli
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 DWARF = sorted(p.name for p in SAMPLES.glob("*.dwarf.data"))
 
 requires_unwind = pytest.mark.skipif(compiled_unwind() is None,
