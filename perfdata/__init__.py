@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 
 from .format import Feature, RecordType, SampleType
 from .format import CorruptError, NotPerfDataError, PerfDataError, TruncatedError
+from .faces import import_at_first_use
 
 if TYPE_CHECKING:
     import os
@@ -62,25 +63,20 @@ def open(path: str | os.PathLike[str] | BinaryIO, **options: Any) -> PerfFile:
 # place before construct is imported, and `perfdata.cli` is imported after
 # this package.  A program that imports perfdata gets the same names.
 # The library's face (perfdata/library/) is imported at first use too.
-_LAZY = {"PerfFile": ".format.container", "Record": ".format.decoder",
-         "profile": ".library.profile", "Profile": ".library.profile",
-         "Sample": ".library.samples", "Frame": ".library.samples",
-         "ReportTable": ".library.tables", "ReportRow": ".library.tables",
-         "DiffTable": ".library.tables", "DiffRow": ".library.tables",
-         "FlameGraph": ".library.tables", "FlameNode": ".library.tables",
-         "Annotation": ".library.annotations",
-         "AnnotatedInstruction": ".library.annotations",
-         "AnnotatedLine": ".library.annotations",
-         "ResolveOptions": ".resolve.pipeline"}
+_LAZY = {"PerfFile": "format.container", "Record": "format.decoder",
+         "profile": "library.profile", "Profile": "library.profile",
+         "Sample": "library.samples", "Frame": "library.samples",
+         "ReportTable": "library.tables", "ReportRow": "library.tables",
+         "DiffTable": "library.tables", "DiffRow": "library.tables",
+         "FlameGraph": "library.tables", "FlameNode": "library.tables",
+         "Annotation": "library.annotations",
+         "AnnotatedInstruction": "library.annotations",
+         "AnnotatedLine": "library.annotations",
+         "ResolveOptions": "resolve.pipeline"}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError("module 'perfdata' has no attribute %r" % name)
-    import importlib
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
+    return import_at_first_use(__name__, _LAZY, name)
 
 
 def to_arrow(path: str | os.PathLike[str], **options: Any) -> ArrowTables:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..faces import import_at_first_use
+
 if TYPE_CHECKING:
     from .pipeline import ResolveOptions, build_sample_symbolizer
 
@@ -36,10 +38,4 @@ __all__ = list(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError("module 'perfdata.resolve' has no attribute %r" % name)
-    import importlib
-    value = getattr(importlib.import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
+    return import_at_first_use(__name__, _MODULE_OF, name)

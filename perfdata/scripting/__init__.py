@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..faces import import_at_first_use
+
 __all__ = ["run_script", "generate_script"]
 
 
+# (imported when used: `perfdata script` registers -s's argument parsing
+# from .command at every start, and the engine is not needed then)
+_MODULE_OF = {"run_script": "engine", "generate_script": "starter"}
+
+
 def __getattr__(name: str) -> Any:
-    # (imported when used: `perfdata script` registers -s's argument parsing
-    # from .command at every start, and the engine is not needed then)
-    if name == "run_script":
-        from .engine import run_script
-        return run_script
-    if name == "generate_script":
-        from .starter import generate_script
-        return generate_script
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return import_at_first_use(__name__, _MODULE_OF, name)

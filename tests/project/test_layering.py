@@ -1,6 +1,7 @@
 """perfdata's import graph, read from its source (issue 40): floors, one way.
 
-    format  (bytes -> records; extras: what pip adds, known to all)
+    format  (bytes -> records; extras: what pip adds, faces: names imported
+             at first use; both known to all)
     session, tracefmt, buildid_archive     (records -> threads and maps)
     resolve                                (samples -> named stacks)
     run, core                              (a command over a file: -j, the
@@ -28,7 +29,7 @@ from test_symbolize_layering import imports_of
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 FLOORS = [
-    {"format", "extras"},
+    {"format", "extras", "faces"},
     {"session", "tracefmt", "buildid_archive"},
     {"resolve"},
     {"run", "core"},

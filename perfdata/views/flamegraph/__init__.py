@@ -49,6 +49,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...faces import import_at_first_use
+
 if TYPE_CHECKING:
     from .colors import KIND_COLORS, KIND_LABELS, dso_color, node_color
     from .command import (MAX_DEPTH, SHARD_BLOCK, add_flamegraph_options, check_width,
@@ -74,10 +76,4 @@ __all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError("module 'perfdata.views.flamegraph' has no attribute %r" % name)
-    import importlib
-    value = getattr(importlib.import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
+    return import_at_first_use(__name__, _MODULE_OF, name)
