@@ -23,10 +23,9 @@ import sys
 from array import array
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..format import SampleType as ST
+from ..format import SampleType as ST, field
 from ..resolve.frames import KERNEL_MODES
 from . import walk
-from .layout import field
 
 if TYPE_CHECKING:
     import types

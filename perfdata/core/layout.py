@@ -3,44 +3,19 @@
 The construct schemas (perfdata/format/records.py, sample.py) stay the one
 description of each layout: C code in perfdata/core is handed the offsets and
 sizes below at run time (never writes them down itself), so that a schema and
-the compiled walk cannot disagree.  Each value is computed from the schema by
-summing the sizes of the fields before the one asked for, and a field whose
-width is not the one the C reads with is refused (LayoutError) rather than
-read wrong."""
+the compiled walk cannot disagree.  Each value is computed from the schema
+(perfdata.format.field: the sizes of the fields before the one asked for),
+and a field whose width is not the one the C reads with is refused
+(LayoutError) rather than read wrong."""
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import construct as cs
+from ..format import LayoutError, RecordType as RT, body_schemas, event_header_schema, field
 
-from ..format import RecordType as RT, body_schemas, event_header_schema
-
-
-class LayoutError(Exception):
-    """A schema no longer has the shape the compiled code reads."""
-
-
-class Field(NamedTuple):
-    offset: int
-    width: int
-
-
-def field(schema: cs.Struct, name: str) -> Field:
-    """Where `name` is in a struct schema whose fields before it are of fixed
-    size: (offset, width); width -1 where the field has no fixed size."""
-    offset = 0
-    for sub in schema.subcons:
-        try:
-            width = sub.sizeof()
-        except cs.SizeofError:
-            width = -1
-        if sub.name == name:
-            return Field(offset, width)
-        if width < 0:
-            break
-        offset += width
-    raise LayoutError("no fixed-offset field %r in %s" % (name, schema))
+if TYPE_CHECKING:
+    import construct as cs
 
 
 def _fixed(schema: cs.Struct, name: str, width: int) -> int:

@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..format import AttrType, SampleType as ST
+from ..format import AttrType, LayoutError, SampleType as ST, field
 from ..resolve.symbolized import SymbolizedSample
-from .layout import LayoutError, field
 from .script import _HEADER_BITS, ScriptCore
 
 if TYPE_CHECKING:

@@ -31,12 +31,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import construct as cs
 
-from ..format import AttrType, CallchainContext as CC, SampleType as ST
+from ..format import AttrType, CallchainContext as CC, LayoutError, SampleType as ST, field
 from ..resolve.frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
 from ..session.stream import BuildId, SideEvent, pid_t
 from ..resolve.symbolized import SymbolizedSample
 from . import walk
-from .layout import LayoutError, field
 
 if TYPE_CHECKING:
     import types

@@ -29,9 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import construct as cs
 
-from .layout import field
 from .records import _id_tables, _why_not_events, walk_params, walk_tables
-from ..format import MISC_MMAP_BUILD_ID, Record, RecordType as RT, WalkState, body_schemas
+from ..format import MISC_MMAP_BUILD_ID, Record, RecordType as RT, WalkState, body_schemas, field
 from ..session.stream import SESSION_TYPES
 
 if TYPE_CHECKING:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .eventattr import HARDWARE_NAMES, SOFTWARE_NAMES, EventAttr
     from .features import COMP_ZSTD, NAME_ALIGN, parse_bpf_prog_info, parse_feature
     from .header import feature_bits
+    from .layout import Field, LayoutError, field
     from .records import body_schemas, event_header_schema, event_header_struct
     from .sample import sample_schema, weight_and_ins_lat
     from .samplescan import id_offset, sample_offsets, scan_samples, why_not_scanned
@@ -64,6 +65,7 @@ _MODULE_OF = {
     **dict.fromkeys(("COMP_ZSTD", "NAME_ALIGN", "parse_bpf_prog_info", "parse_feature"),
                     "features"),
     "feature_bits": "header",
+    **dict.fromkeys(("Field", "LayoutError", "field"), "layout"),
     **dict.fromkeys(("body_schemas", "event_header_schema", "event_header_struct"), "records"),
     **dict.fromkeys(("sample_schema", "weight_and_ins_lat"), "sample"),
     **dict.fromkeys(("id_offset", "sample_offsets", "scan_samples", "why_not_scanned"),

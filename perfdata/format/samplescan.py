@@ -20,8 +20,10 @@ import os
 import struct
 from typing import TYPE_CHECKING, Any
 
+import construct as cs
+
 from .constants import Feature, RecordType as RT, SampleType as ST
-from .sample import id_position_in_sample
+from .sample import id_position_in_sample, sample_schema
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -39,6 +41,25 @@ _LOST = int(RT.LOST)
 _LOST_SAMPLES = int(RT.LOST_SAMPLES)
 
 
+# How the scan reads the fields it returns (pid, tid, time, cpu); the
+# sample's other fixed fields are stepped over.
+_READ_AS = {"pid": "i", "tid": "i", "time": "Q", "cpu": "I"}
+
+
+def _fixed_fields(sample_type: int) -> list[tuple[str, int]]:
+    """(name, width) of the fields sample_schema lays out before a sample's
+    first of no fixed size (its raw data, for the samples scanned), for a
+    sample without READ and CALLCHAIN (the callchain is stepped over
+    apart)."""
+    out = []
+    for sub in sample_schema(sample_type & ~(ST.READ | ST.CALLCHAIN)).subcons:
+        try:
+            out.append((sub.name, sub.sizeof()))
+        except cs.SizeofError:
+            break
+    return out
+
+
 def sample_offsets(sample_type: int) -> dict[str, int]:
     """Where a sample of this sample_type holds its pid (then tid), time and
     cpu, and its raw data's size (the data follow it), as offsets from the
@@ -46,13 +67,10 @@ def sample_offsets(sample_type: int) -> dict[str, int]:
     sample lacks is missing from the answer."""
     out = {}
     at = 8
-    for bit, name in ((ST.IDENTIFIER, ""), (ST.IP, ""), (ST.TID, "pid"), (ST.TIME, "time"),
-                      (ST.ADDR, ""), (ST.ID, ""), (ST.STREAM_ID, ""), (ST.CPU, "cpu"),
-                      (ST.PERIOD, "")):
-        if sample_type & bit:
-            if name:
-                out[name] = at
-            at += 8
+    for name, width in _fixed_fields(sample_type):
+        if name in ("pid", "time", "cpu"):
+            out[name] = at
+        at += width
     out["raw_size"] = at
     return out
 
@@ -65,16 +83,15 @@ class _Plan:
     __slots__ = ("tag", "fixed", "after", "callchain", "raw", "whole")
 
     def __init__(self, tag: int, sample_type: int, fields: Sequence[RawField]) -> None:
-        words = 0
         fmt = ["<8x"]
-        for bit in (ST.IDENTIFIER, ST.IP, ST.TID, ST.TIME, ST.ADDR, ST.ID, ST.STREAM_ID,
-                    ST.CPU, ST.PERIOD):
-            if sample_type & bit:
-                words += 1
-                fmt.append({ST.TID: "ii", ST.TIME: "Q", ST.CPU: "I4x"}.get(bit, "8x"))
+        for name, width in _fixed_fields(sample_type):
+            code = _READ_AS.get(name)
+            if code is not None and struct.calcsize("<" + code) != width:
+                raise ValueError("%s is %d bytes" % (name, width))
+            fmt.append(code or "%dx" % width)
         self.tag = (tag,)
         self.fixed = struct.Struct("".join(fmt))
-        self.after = 8 + 8 * words          # (from the record's start)
+        self.after = self.fixed.size        # (from the record's start)
         self.callchain = bool(sample_type & ST.CALLCHAIN)
         raw, at = ["<4x"], 0
         for st, offset in fields:

@@ -29,9 +29,8 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from .errors import CommandError
-from .options import SampleRun, add_input_argument, add_symbolize_options
+from .options import SampleRun, add_stack_command
 from ..run.folded import CollapseOptions, EventFilter, root_name, sample_weight, stack_names
-from ..run.sharded import add_jobs_argument
 
 if TYPE_CHECKING:
     import argparse
@@ -203,10 +202,5 @@ def add_collapse_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("collapse", help="folded stacks, as stackcollapse-perf.pl")
-    add_input_argument(p)
-    p.add_argument("-o", "--output", help="write here (default: standard output)")
-    add_collapse_options(p)
-    add_jobs_argument(p)
-    add_symbolize_options(p)
-    p.set_defaults(func=run)
+    add_stack_command(subparsers, "collapse", "folded stacks, as stackcollapse-perf.pl",
+                      "write here (default: standard output)", add_collapse_options, run)

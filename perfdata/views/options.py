@@ -51,6 +51,23 @@ def path_map_entry(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(exc))
 
 
+def add_stack_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], name: str,
+                      help_text: str, output_help: str,
+                      add_options: Callable[[argparse.ArgumentParser], None],
+                      run: Callable[..., object]) -> argparse.ArgumentParser:
+    """A command that adds up stacks (collapse, flamegraph): the input, -o,
+    its own options, -j and the symbolizing options, in that order."""
+    from ..run.sharded import add_jobs_argument
+    p = subparsers.add_parser(name, help=help_text)
+    add_input_argument(p)
+    p.add_argument("-o", "--output", help=output_help)
+    add_options(p)
+    add_jobs_argument(p)
+    add_symbolize_options(p)
+    p.set_defaults(func=run)
+    return p
+
+
 def add_symbolize_options(p: argparse.ArgumentParser, unsigned_max_stack: bool = False) -> None:
     """Options every command that symbolizes shares (one definition).
     unsigned_max_stack: --max-stack is perf's OPT_UINTEGER (perf script's),

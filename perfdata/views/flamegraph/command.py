@@ -7,9 +7,8 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from ...run.folded import CollapseOptions
-from ...run.sharded import add_jobs_argument
 from ..errors import CommandError
-from ..options import SampleRun, add_input_argument, add_symbolize_options
+from ..options import SampleRun, add_stack_command
 from .layout import MIN_WIDTH_PX, MinWidth
 from .svg import render_svg
 from .tree import FlameGraphBuilder
@@ -109,13 +108,8 @@ def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, p
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("flamegraph", help="an interactive SVG flame graph")
-    add_input_argument(p)
-    p.add_argument("-o", "--output", help="write the SVG here (default: standard output)")
-    add_flamegraph_options(p)
-    add_jobs_argument(p)
-    add_symbolize_options(p)
-    p.set_defaults(func=run)
+    add_stack_command(subparsers, "flamegraph", "an interactive SVG flame graph",
+                      "write the SVG here (default: standard output)", add_flamegraph_options, run)
 
 
 def add_flamegraph_options(p: argparse.ArgumentParser) -> None:
