@@ -51,6 +51,8 @@ _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Frames named by a JIT's own description, not by a binary: no DWARF to
 # find inline chains in (asking for the "binary" //anon only warned).
 _NO_DWARF_SOURCES = ("perfmap", "jitdump")
+# The frames before a stitched stack's tail (FrameResolver.stitched_stack).
+_NO_FRAMES: tuple[StackFrame, ...] = ()
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -122,33 +124,79 @@ class FrameResolver:
         user address with its inline chain (callers at address - 1, but the
         exact_ip ones).  Samples with the same unwound stack in the same
         address space share one frame list (and the views their text of it)."""
-        maps = sample.thread.maps if sample.thread is not None else None
         user = tuple(user)
-        cache = self.caches.stacks
+        keys = self._stack_keys(sample, ("dwarf", "dwarf-code"), kernel_frames, user, exact)
+        hit = self._kept_stack(keys, kernel_frames)
+        if hit is not None:
+            return hit
+        frames = list(kernel_frames)
+        for i, avma in enumerate(user):
+            frames.extend(self.dwarf_frames(sample, avma, i > 0 and i not in exact))
+        self._keep_stack(keys, kernel_frames, user, frames)
+        return frames
+
+    def stitched_stack(self, sample: Sample, own: Sequence[StackFrame],
+                       tail: tuple[int, ...], returns: tuple[bool, ...]) -> list[StackFrame]:
+        """A cut stack completed (--stitch): its own frames, then those of
+        the addresses `tail` taken from the thread's other samples, each
+        marked stitched (returns: which of them are return addresses).  A
+        thread's completed stacks end alike (the same outer frames after
+        own frames that differ, if only by the leaf's ip): the frames of a
+        tail are kept as dwarf_stack's stacks are, and the stitched frames
+        of an address are shared by every stack through it (their printed
+        lines made once)."""
+        keys = self._stack_keys(sample, ("stitched", "stitched-code"), _NO_FRAMES, tail, returns)
+        frames = self._kept_stack(keys, _NO_FRAMES)
+        if frames is None:
+            frames = []
+            kept = self.caches.stitched
+            for avma, is_return in zip(tail, returns):
+                base = self.dwarf_frames(sample, avma, is_return)
+                entry = kept.get(id(base))
+                if entry is None or entry[0] is not base:
+                    entry = (base, tuple(_stitched(f) for f in base))
+                    self.caches.keep_stitched(id(base), entry)
+                frames.extend(entry[1])
+            self._keep_stack(keys, _NO_FRAMES, tail, frames)
+        return [*own, *frames]
+
+    def _stack_keys(self, sample: Sample, kinds: tuple[str, str], base: Sequence[StackFrame],
+                    user: tuple[int, ...], flags: tuple) -> tuple[Any, tuple | None, tuple]:
+        """(maps, key while the code maps stay, key while every map stays) of
+        the stack of `user` addresses after the frames `base`."""
+        maps = sample.thread.maps if sample.thread is not None else None
         epoch = self.jit.jit_epoch(sample)
         # A stack whose every address lies in a code map is the same stack
         # until a code map leaves (maps.code_generation): data maps arrive
         # by the hundred in a DWARF recording (perf records them; the heap
         # grows), and keyed by maps.generation such stacks were made again
         # after each.  Any other stack is kept per generation.
+        code_key = None
         if maps is not None:
-            code_key = ("dwarf-code", id(maps), maps.code_generation, id(kernel_frames), user,
-                        exact, epoch)
+            code_key = (kinds[1], id(maps), maps.code_generation, id(base), user, flags, epoch)
+        key = (kinds[0], id(maps), maps.generation if maps is not None else 0,
+               id(base), user, flags, epoch)
+        return maps, code_key, key
+
+    def _kept_stack(self, keys: tuple[Any, tuple | None, tuple], base: Sequence[StackFrame]
+                    ) -> list[StackFrame] | None:
+        maps, code_key, key = keys
+        cache = self.caches.stacks
+        if code_key is not None:
             hit = cache.get(code_key)
-            if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
+            if hit is not None and hit[0] is maps and hit[2] is base:
                 return hit[1]
-        key = ("dwarf", id(maps), maps.generation if maps is not None else 0,
-               id(kernel_frames), user, exact, epoch)
         hit = cache.get(key)
-        if hit is not None and hit[0] is maps and hit[2] is kernel_frames:
+        if hit is not None and hit[0] is maps and hit[2] is base:
             return hit[1]
-        frames = list(kernel_frames)
-        for i, avma in enumerate(user):
-            frames.extend(self.dwarf_frames(sample, avma, i > 0 and i not in exact))
-        if maps is not None and _all_in_code_maps(maps, user):
+        return None
+
+    def _keep_stack(self, keys: tuple[Any, tuple | None, tuple], base: Sequence[StackFrame],
+                    user: tuple[int, ...], frames: list[StackFrame]) -> None:
+        maps, code_key, key = keys
+        if code_key is not None and _all_in_code_maps(maps, user):
             key = code_key
-        self.caches.keep_stack(key, (maps, frames, kernel_frames))
-        return frames
+        self.caches.keep_stack(key, (maps, frames, base))
 
     def kernel_symbols(self) -> KernelSymbols | None:
         """The kallsyms table of the profiled kernel, or None."""
@@ -520,6 +568,13 @@ def _at_call(frame: StackFrame) -> StackFrame:
         f.offset -= 1
     if f.svma is not None:
         f.svma -= 1
+    return f
+
+
+def _stitched(frame: StackFrame) -> StackFrame:
+    """A frame taken from the thread's other samples (--stitch)."""
+    f = with_avma(frame, frame.avma)
+    f.stitched = True
     return f
 
 

@@ -37,12 +37,14 @@ NO_MAP_FRAMES_KEPT = 16384
 # DWARF stacks' frames (with the inline chain from DWARF) kept by the frame
 # cache's entry they come from (cleared when full; as FRAME_CACHE_SIZE).
 DWARF_FRAMES_KEPT = 1 << 14
+# The stitched copies (--stitch) of those, kept by the same entry (as above).
+STITCHED_FRAMES_KEPT = 1 << 14
 
 
 class StackCaches:
     """The resolver's caches, and their rule: a cache that is full is
     cleared before an entry is added."""
-    __slots__ = ("frames", "stacks", "no_map", "dwarf", "stack_rate")
+    __slots__ = ("frames", "stacks", "no_map", "dwarf", "stitched", "stack_rate")
 
     def __init__(self) -> None:
         # Frames by address (shared by every stack through it), and the
@@ -58,6 +60,9 @@ class StackCaches:
         # (id(frames of an address), is_return): (frames, with inlines)
         self.dwarf: dict[tuple[int, bool],
                          tuple[Sequence[StackFrame], Sequence[StackFrame]]] = {}
+        # id(DWARF frames of an address): (those frames, their stitched
+        # copies): a completed stack's frames taken from other samples
+        self.stitched: dict[int, tuple[Sequence[StackFrame], tuple[StackFrame, ...]]] = {}
         # whether -g stacks repeat enough to be worth keeping (decided per
         # STACK_WINDOW lookups)
         self.stack_rate = HitRate(STACK_WINDOW)
@@ -91,3 +96,9 @@ class StackCaches:
         if len(self.dwarf) > DWARF_FRAMES_KEPT:
             self.dwarf.clear()
         self.dwarf[key] = entry
+
+    def keep_stitched(self, key: int,
+                      entry: tuple[Sequence[StackFrame], tuple[StackFrame, ...]]) -> None:
+        if len(self.stitched) > STITCHED_FRAMES_KEPT:
+            self.stitched.clear()
+        self.stitched[key] = entry

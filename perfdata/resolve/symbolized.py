@@ -18,7 +18,7 @@ from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
                                RecordType as RT, SampleType as ST)
 from ..format.errors import PerfDataError
 from .dsos import RecordedBinaries
-from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver, with_avma
+from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver
 from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
@@ -347,14 +347,12 @@ class SampleSymbolizer:
     def _finish_stitched(self, sample: SymbolizedSample, stack: UserStack) -> None:
         """A cut sample completed: its frames, then the stitched ones (each
         marked), up to --max-stack user frames."""
-        extra = stack.pcs[stack.own:self.max_stack]
-        frames = list(sample.frames)
-        for index, avma in enumerate(extra, stack.own):
-            for f in self.resolver.dwarf_frames(sample, avma, index not in stack.exact):
-                f = with_avma(f, f.avma)
-                f.stitched = True
-                frames.append(f)
-        sample.frames = frames
+        own, exact = stack.own, stack.exact
+        tail = tuple(stack.pcs[own:self.max_stack])
+        # (each a return address, but those after a signal frame)
+        returns = tuple(index not in exact for index in range(own, own + len(tail))) \
+            if exact and max(exact) >= own else (True,) * len(tail)
+        sample.frames = self.resolver.stitched_stack(sample, sample.frames, tail, returns)
 
 
 def _recorded_release(pf: PerfFile) -> str | None:
