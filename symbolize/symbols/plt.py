@@ -190,20 +190,22 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
             return _i386_got_slot(code, addr, base)
     else:
         return []
-    jump_relocs: list[_Reloc] = []
+    jump_names: list[str] = []        # the names of .rela.plt's slots, in order
     by_slot: dict[int, str] = {}
-    wanted = frozenset((types["IRELATIVE"], types["JUMP_SLOT"], types["GLOB_DAT"]))
+    irelative, named = types["IRELATIVE"], (types["JUMP_SLOT"], types["GLOB_DAT"])
+    wanted = frozenset((irelative,) + named)
     for sec in binary.sections:
         if sec.type not in (SHT_RELA, SHT_REL):
             continue
+        jumps = sec.name in (".rela.plt", ".rel.plt")
         for r in _read_relocs(binary, sec, wanted):
             name = r.sym_name
-            if r.type == types["IRELATIVE"] and not name and name_for_address:
+            if r.type == irelative and not name and name_for_address:
                 name = name_for_address(r.addend) or ""
-            elif r.type not in (types["JUMP_SLOT"], types["GLOB_DAT"]):
+            elif r.type not in named:
                 continue
-            if sec.name in (".rela.plt", ".rel.plt"):
-                jump_relocs.append(r._replace(sym_name=name))
+            if jumps:
+                jump_names.append(name)
             if name:
                 by_slot.setdefault(r.offset, name)
 
@@ -212,33 +214,34 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
     plt_sec = binary.get_section(".plt.sec")
     plt_got = binary.get_section(".plt.got")
 
-    def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[_Reloc] | None) -> None:
+    def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[str]) -> None:
         data = binary.section_data(sec)
         if not data or sec.type == SHT_NOBITS:
             return
         data = bytes(data)
-        index = 0
-        for off in range(first, len(data) - slot + 1, slot):
-            addr = sec.addr + off
-            got = decode(data[off:off + slot], addr)
-            name = by_slot.get(got) if got is not None else None
-            if name is None and got is None and ordered is not None and index < len(ordered):
-                name = ordered[index].sym_name or None
-            index += 1
+        base, add, get = sec.addr, out.append, by_slot.get
+        for index, off in enumerate(range(first, len(data) - slot + 1, slot)):
+            got = decode(data[off:off + slot], base + off)
+            if got is not None:
+                name = get(got)
+            elif index < len(ordered):
+                name = ordered[index]
+            else:
+                name = None
             if name:
-                out.append(PltSymbol(_unversioned(name) + "@plt", addr, slot))
+                add(PltSymbol(_unversioned(name) + "@plt", base + off, slot))
 
     if plt_sec is not None:
         # IBT: .plt holds only the lazy-binding trampolines; callers go through
         # .plt.sec, whose slots follow .rela.plt in order.
-        stubs(plt_sec, 0, _slot_size(plt_sec, 16), jump_relocs)
+        stubs(plt_sec, 0, _slot_size(plt_sec, 16), jump_names)
     elif plt is not None:
-        stubs(plt, header, _slot_size(plt, default_slot), jump_relocs)
+        stubs(plt, header, _slot_size(plt, default_slot), jump_names)
     if plt_got is not None:
         data = binary.section_data(plt_got) or b""
         slot = plt_got.entsize if plt_got.entsize in (8, 16) else (
             16 if bytes(data[:4]) in (ENDBR64, ENDBR32) else 8)
-        stubs(plt_got, 0, slot, None)
+        stubs(plt_got, 0, slot, [])
     return out
 
 
