@@ -204,38 +204,42 @@ u64_column(Py_buffer *view, Py_ssize_t n, const char *what)
     return 0;
 }
 
-/* The order and sizes fixup() made, as bytes of native unsigned 64-bit
- * values: (kept indices, their sizes). */
+/* What fixup() kept: (their indices, sizes and starts as bytes of native
+ * unsigned 64-bit values, their bindings a byte each). */
 static PyObject *
-columns_out(const Py_ssize_t *order, const uint64_t *sizes, Py_ssize_t kept)
+columns_out(const Py_ssize_t *order, const uint64_t *sizes, Py_ssize_t kept,
+            const uint64_t *starts, const uint8_t *bindings)
 {
-    PyObject *o = PyBytes_FromStringAndSize(NULL, kept * 8), *s, *out;
+    PyObject *o = PyBytes_FromStringAndSize(NULL, kept * 8);
+    PyObject *s = PyBytes_FromStringAndSize((const char *)sizes, kept * 8);
+    PyObject *st = PyBytes_FromStringAndSize(NULL, kept * 8);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, kept);
     Py_ssize_t i;
-    if (o == NULL)
+    if (o == NULL || s == NULL || st == NULL || b == NULL) {
+        Py_XDECREF(o);
+        Py_XDECREF(s);
+        Py_XDECREF(st);
+        Py_XDECREF(b);
         return NULL;
+    }
     for (i = 0; i < kept; i++) {
         uint64_t v = (uint64_t)order[i];
         memcpy(PyBytes_AS_STRING(o) + i * 8, &v, 8);
+        memcpy(PyBytes_AS_STRING(st) + i * 8, &starts[order[i]], 8);
+        PyBytes_AS_STRING(b)[i] = (char)bindings[order[i]];
     }
-    s = PyBytes_FromStringAndSize((const char *)sizes, kept * 8);
-    if (s == NULL) {
-        Py_DECREF(o);
-        return NULL;
-    }
-    out = PyTuple_Pack(2, o, s);
-    Py_DECREF(o);
-    Py_DECREF(s);
-    return out;
+    return Py_BuildValue("NNNN", o, s, st, b);
 }
 
 PyDoc_STRVAR(fixup_doc,
-"fixup(starts, sizes, bindings, choose) -> (order, sizes)\n\n"
+"fixup(starts, sizes, bindings, choose) -> (order, sizes, starts, bindings)\n\n"
 "perf 6.1's symbol fixups (symtab.fixup_columns) over n symbols: starts and\n"
 "sizes buffers of n native unsigned 64-bit values, bindings n bytes (STB_*);\n"
 "choose(a, b) answers, for symbols a and b (indices) at one address that\n"
 "their sizes and bindings do not tell apart, whether a stays (their names\n"
-"decide).  Returns the indices of the symbols kept, by start, and their\n"
-"sizes, as bytes of native unsigned 64-bit values.");
+"decide).  Returns the indices of the symbols kept, by start, their sizes\n"
+"and their starts, as bytes of native unsigned 64-bit values, and their\n"
+"bindings, a byte each.");
 
 static PyObject *
 py_fixup(PyObject *self, PyObject *args)
@@ -263,7 +267,7 @@ py_fixup(PyObject *self, PyObject *args)
     kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, ask_python,
                  choose, order, out_sizes);
     if (kept >= 0)
-        out = columns_out(order, out_sizes, kept);
+        out = columns_out(order, out_sizes, kept, in_starts, (const uint8_t *)bindings.buf);
 done:
     PyMem_Free(order);
     PyMem_Free(out_sizes);

@@ -184,8 +184,13 @@ def _read_compiled(compiled: ModuleType, binary: Binary, tables: tuple[bytes, by
                          [source] * len(names))
 
 
-def u64s(data: bytes) -> list[int]:
+def u64_array(data: bytes) -> array[int]:
     """Native unsigned 64-bit values, as the compiled module hands them over."""
     column = array("Q")
     column.frombytes(data)
-    return column.tolist()
+    return column
+
+
+def u64s(data: bytes) -> list[int]:
+    """u64_array(data), as a list."""
+    return u64_array(data).tolist()

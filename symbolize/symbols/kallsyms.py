@@ -82,7 +82,7 @@ class KernelSymbols:
             return table
         # Kept as arrays and one string of names (120,000 KernelSymbols would
         # cost more than the parse); symbols are made when looked up.
-        starts, sizes, names, bindings, _ = fixup_columns(
+        fixed, sizes, names, bindings, _ = fixup_columns(
             starts, [0] * len(starts), list(map(_BINDINGS.__getitem__, kinds)), names,
             is_kallsyms=True)
         modules = [""] * len(names)
@@ -90,7 +90,7 @@ class KernelSymbols:
                                                             itertools.repeat("\t"))):
             name, _, module = names[i].partition("\t")
             names[i], modules[i] = name, module[1:-1]
-        syms = _LazySymbols.build(names, array("Q", starts), array("Q", sizes), modules,
+        syms = _LazySymbols.build(names, array("Q", fixed), array("Q", sizes), modules,
                                   bytes(bindings))
         table._syms, table._starts = syms, syms.starts
         if bad:

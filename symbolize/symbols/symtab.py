@@ -17,7 +17,7 @@ from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
 from typing import TYPE_CHECKING, NamedTuple
 
 from .compiled import symtab_core
-from .elfsymbols import STT_FUNC, RawSymbol, SymbolColumns, read_symbol_columns, u64s
+from .elfsymbols import STT_FUNC, RawSymbol, SymbolColumns, read_symbol_columns, u64_array
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -91,7 +91,7 @@ def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> lis
 
 
 def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
-               ) -> tuple[list[int], list[int], list[str], list[int], list]:
+               ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list]:
     c = SymbolColumns.of(raw)
     return fixup_columns(c.starts, c.sizes, c.bindings, c.names, c.sources,
                          is_kallsyms=is_kallsyms, demangled=demangled)
@@ -100,7 +100,7 @@ def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
 def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], names: list[str],
                   sources: list | None = None, *, is_kallsyms: bool = False,
                   demangled: str = ""
-                  ) -> tuple[list[int], list[int], list[str], list[int], list]:
+                  ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list]:
     """perf 6.1's symbols__fixup_end then symbols__fixup_duplicate on a
     table as columns (a column costs a C loop where a list per symbol costs
     a Python step): (starts, sizes, names, bindings, sources) sorted by
@@ -190,22 +190,26 @@ def _compared_names(names: list[str], demangled: str) -> Callable[[int], str]:
 def _fixup_compiled(compiled: ModuleType,
                     columns: tuple[list[int], list[int], list[int], list[str], list],
                     demangled: str
-                    ) -> tuple[list[int], list[int], list[str], list[int], list] | None:
+                    ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list] | None:
     """fixup_columns in C: the order, the sizes and the aliases chosen there,
     the names compared here where they decide; None for a table C does not
-    take (a value beyond 64 bits or a binding beyond a byte: made by hand)."""
+    take (a value beyond 64 bits or a binding beyond a byte: made by hand).
+    The starts and sizes come back as arrays, the bindings as bytes."""
     starts, sizes, bindings, names, sources = columns
     name_of = _compared_names(names, demangled)
     try:
-        order, fixed = compiled.fixup(
+        order, fixed, kept_starts, kept_bindings = compiled.fixup(
             array("Q", starts), array("Q", sizes), bytes(bindings),
             lambda a, b: choose_by_names(name_of(a), name_of(b)))
     except (OverflowError, ValueError, TypeError):
         return None
-    kept = u64s(order)
-    return (list(map(starts.__getitem__, kept)), u64s(fixed), list(map(names.__getitem__, kept)),
-            list(map(bindings.__getitem__, kept)),
-            list(map(sources.__getitem__, kept)) if sources else sources)
+    kept = u64_array(order)
+    if sources and sources.count(sources[0]) == len(sources):
+        sources = [sources[0]] * len(kept)          # (one section's symbols)
+    elif sources:
+        sources = list(map(sources.__getitem__, kept))
+    return (u64_array(kept_starts), u64_array(fixed), list(map(names.__getitem__, kept)),
+            kept_bindings, sources)
 
 
 # A cache file's first line is at most this long (see SymbolTable.to_bytes).
@@ -257,8 +261,8 @@ class SymbolTable:
         table._set_columns(starts, sizes, names, sources, bindings)
         return table
 
-    def _set_columns(self, starts: list[int], sizes: list[int], names: list[str],
-                     sources: list[str], bindings: list[int] | None = None) -> None:
+    def _set_columns(self, starts: Sequence[int], sizes: Sequence[int], names: list[str],
+                     sources: list[str], bindings: Sequence[int] | None = None) -> None:
         # (a table of Symbols made by hand: STB_GLOBAL, as perf's synthesized ones)
         self._bindings = bytes(bindings) if bindings is not None else \
             bytes([STB_GLOBAL]) * len(starts)
@@ -268,6 +272,10 @@ class SymbolTable:
         self._name_ends = _int_column(list(accumulate(map(len, names))))
         self._source_names = tuple(sorted(set(sources)))
         index = {name: i for i, name in enumerate(self._source_names)}
+        if len(index) == 1:
+            self._source_of = bytes(len(sources))       # (every symbol of one source)
+            self._made = {}
+            return
         of = [index[s] for s in sources]
         self._source_of = bytes(of) if len(index) <= 256 else of
         self._made = {}
@@ -425,9 +433,11 @@ class SymbolTable:
 _START_OF_SYMBOL = attrgetter("start")
 
 
-def _int_column(values: list[int]) -> Sequence[int]:
+def _int_column(values: Sequence[int]) -> Sequence[int]:
     """An array of unsigned 64-bit values (what a cache file holds); a list
     when a value does not fit (a table made by hand)."""
+    if isinstance(values, array) and values.typecode == "Q":
+        return values                   # (made for this table: fixup_columns')
     try:
         return array("Q", values)
     except OverflowError:

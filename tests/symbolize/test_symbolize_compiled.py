@@ -260,9 +260,9 @@ def compare_fixup(rng: random.Random, n: int) -> None:
              for _ in range(n)]
     sources = [rng.choice(("symtab", "plt")) for _ in range(n)]
     for demangled in ("", "p", "s"):
-        pure, compiled = _both(lambda: fixup_columns(list(starts), list(sizes), list(bindings),
-                                                     list(names), list(sources),
-                                                     demangled=demangled))
+        pure, compiled = _both(lambda: [list(column) for column in fixup_columns(
+            list(starts), list(sizes), list(bindings), list(names), list(sources),
+            demangled=demangled)])
         assert pure == compiled, (starts, sizes, bindings, names, demangled)
 
 
@@ -275,7 +275,8 @@ def test_fixup_of_random_tables():
 def test_fixup_leaves_values_beyond_64_bits_to_python():
     """A table made by hand may hold any int: the pure path takes it."""
     starts, sizes = [1 << 64, 5, -1], [0, 0, 0]
-    pure, compiled = _both(lambda: fixup_columns(starts, sizes, [1, 1, 1], ["a", "b", "c"]))
+    pure, compiled = _both(lambda: [list(c) for c in fixup_columns(starts, sizes, [1, 1, 1],
+                                                                   ["a", "b", "c"])])
     assert pure == compiled
 
 
