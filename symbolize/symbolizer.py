@@ -453,6 +453,16 @@ class Symbolizer:
         code covers the address."""
         return self.jit_maps.jitdump_frame(path, address, time, is_return_address, self._name)
 
+    def jitdump_code(self, path: str, code_index: int) -> tuple[int, int, bytes] | None:
+        """The code load `code_index` (lookup_jitdump's index) of the
+        jitdump at `path`: (the ELF e_machine of its code, the address it
+        was loaded at, its bytes as the JIT wrote them), or None."""
+        got = self.jit_maps.jitdump_code(path, code_index)
+        if got is None:
+            return None
+        code, data = got
+        return self.jit_maps.jitdump(path).machine, code.start, data
+
 
 
 def _as_read(name: str) -> str:

@@ -221,6 +221,11 @@ class SampleSymbolizer:
         """The frames of a kernel address in one of the kernel's maps."""
         return self.resolver.frames_in_kernel_map(m, avma, is_return_address)
 
+    def jit_time(self, sample: Sample) -> int | None:
+        """The sample's time on a jitdump's clock (what lookup_jitdump
+        takes), or None where the recording's clock is another."""
+        return self.resolver.jit.jit_time(sample)
+
     def leaf_frames(self, sample: Sample) -> Sequence[StackFrame]:
         """The frames of the sample's own ip (what -S and --dsos look at)."""
         return self.resolver.leaf_frames(sample)

@@ -39,6 +39,8 @@ PRINT_LINE_MIN = 0.5
 _CAPSTONE_MACHINES = {"EM_X86_64": ("CS_ARCH_X86", "CS_MODE_64"),
                       "EM_386": ("CS_ARCH_X86", "CS_MODE_32"),
                       "EM_AARCH64": ("CS_ARCH_ARM64", "CS_MODE_ARM")}
+# ... their e_machine numbers (a jitdump's header gives the number)
+_ELF_MACHINES = {62: "EM_X86_64", 3: "EM_386", 183: "EM_AARCH64"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,8 @@ def disassemble(symbolizer: Symbolizer, fs: FunctionSamples, intel: bool
     its symbol to its end; or ([], why not)."""
     if fs.path is None:
         return [], "no binary"
+    if fs.jit_index is not None:
+        return _jit_code(symbolizer, fs, intel)
     choice = symbolizer.binary_for(fs.path, fs.build_id)
     binary = choice.binary
     table = symbolizer.symbol_table(fs.path, fs.build_id)
@@ -144,14 +148,32 @@ def disassemble(symbolizer: Symbolizer, fs: FunctionSamples, intel: bool
     md = _capstone(binary.machine or "", intel)
     if md is None:
         return [], "no disassembler for %s" % binary.machine
-    out = []
+    return _instructions(md, bytes(code), fs.start, table), None
+
+
+def _jit_code(symbolizer: Symbolizer, fs: FunctionSamples, intel: bool
+              ) -> tuple[list[tuple[int, str]], str | None]:
+    """The instructions of JIT code, from the jitdump's load of it: the
+    code as it was when the samples hit it (perf annotates it from the ELF
+    file perf inject --jit makes of that load)."""
+    assert fs.path is not None and fs.jit_index is not None
+    got = symbolizer.jitdump_code(fs.path, fs.jit_index)
+    if got is None:
+        return [], "no code of load %d in %s" % (fs.jit_index, fs.path)
+    machine, _, code = got
+    md = _capstone(_ELF_MACHINES.get(machine, ""), intel)
+    if md is None:
+        return [], "no disassembler for e_machine %d" % machine
+    return _instructions(md, code, fs.start, None), None
+
+
+def _instructions(md: Any, code: bytes, start: int, table: SymbolTable | None
+                  ) -> list[tuple[int, str]]:
     md.detail = True            # (the groups: which instructions branch)
-    for ins in md.disasm(bytes(code), fs.start):
-        out.append((ins.address, _text(ins, table)))
-    return out, None
+    return [(ins.address, _text(ins, table)) for ins in md.disasm(code, start)]
 
 
-def _text(ins: Any, table: SymbolTable) -> str:
+def _text(ins: Any, table: SymbolTable | None) -> str:
     """An instruction as objdump writes one: the mnemonic padded, and a
     branch or call to a known address shown with its target's name."""
     op = ins.op_str
@@ -160,7 +182,7 @@ def _text(ins: Any, table: SymbolTable) -> str:
             target = int(op, 16)
         except ValueError:
             target = None
-        sym = table.lookup(target) if target is not None else None
+        sym = table.lookup(target) if target is not None and table is not None else None
         if target is not None:
             op = "%x <%s+%#x>" % (target, sym.name, target - sym.start) if sym is not None \
                 else "%x" % target

@@ -56,6 +56,9 @@ class FunctionSamples:
     start: int
     hits: dict[int, int] = field(default_factory=dict)
     period: dict[int, int] = field(default_factory=dict)
+    # JIT code (path: its jitdump): the code load's index in the dump (an
+    # address holds several functions in turn), its addresses the process's
+    jit_index: int | None = None
 
     @property
     def total_hits(self) -> int:
@@ -64,6 +67,16 @@ class FunctionSamples:
     @property
     def total_period(self) -> int:
         return sum(self.period.values())
+
+
+def jit_index_of(samples: SampleSymbolizer, sample: SymbolizedSample,
+                 f: StackFrame | None) -> int | None:
+    """The index of the code load a jitdump names a leaf frame from (the
+    code at the address at the sample's time), or None: not a jitdump's."""
+    if f is None or f.source != "jitdump" or f.dso_path is None:
+        return None
+    return samples.symbolizer.lookup_jitdump(f.dso_path, f.address,
+                                             samples.jit_time(sample))[1]
 
 
 def function_frame(frames: Iterable[StackFrame]) -> StackFrame | None:
@@ -80,23 +93,31 @@ class Gathered:
     """The functions the samples' ips fell in, and per event its (samples,
     period) in all: what global percents divide by."""
 
-    def __init__(self, event: str | None) -> None:
+    def __init__(self, samples: SampleSymbolizer, event: str | None) -> None:
+        self.samples = samples
         self.event = event          # (only this event's samples, where given)
         self.functions: dict[tuple[Any, ...], FunctionSamples] = {}
         self.totals: dict[str, tuple[int, int]] = {}
 
-    def slot(self, event: str, f: StackFrame | None) -> tuple[FunctionSamples, int] | None:
+    def slot(self, event: str, f: StackFrame | None, jit_index: int | None = None
+             ) -> tuple[FunctionSamples, int] | None:
         """The function a leaf frame is in and the frame's address there;
-        None for a frame in no known function."""
-        if f is None or f.symbol is None or f.svma is None or f.offset is None:
+        None for a frame in no known function.  jit_index: the code load a
+        jitdump's frame is in (jit_index_of)."""
+        if jit_index is not None and f is not None and f.offset is not None and \
+                f.symbol is not None:
+            address = f.address      # (the process's: the code has no other)
+        elif f is None or f.symbol is None or f.svma is None or f.offset is None:
             return None
-        start = f.svma - f.offset
-        key = (event, f.dso_path or f.dso, f.build_id, start)
+        else:
+            address = f.svma
+        start = address - f.offset
+        key = (event, f.dso_path or f.dso, f.build_id, start, jit_index)
         fs = self.functions.get(key)
         if fs is None:
             fs = self.functions[key] = FunctionSamples(event, f.symbol, f.dso, f.dso_path,
-                                                       f.build_id, start)
-        return fs, f.svma
+                                                       f.build_id, start, jit_index=jit_index)
+        return fs, address
 
     def add(self, event: str, slot: tuple[FunctionSamples, int] | None, period: int) -> None:
         n, p = self.totals.get(event, (0, 0))
@@ -111,7 +132,9 @@ class Gathered:
         event = sample.event.name
         if self.event is not None and event != self.event:
             return
-        self.add(event, self.slot(event, function_frame(sample.frames)), sample.period or 1)
+        f = function_frame(sample.frames)
+        self.add(event, self.slot(event, f, jit_index_of(self.samples, sample, f)),
+                 sample.period or 1)
 
 
 class _Layout:
@@ -294,7 +317,7 @@ class LeafCounts:
         if sample.ip is None:
             return None, False
         f = function_frame(samples.frames_for_address(sample, sample.ip, kernel, False))
-        slot = _Slot(self.gathered.slot(ea.name, f))
+        slot = _Slot(self.gathered.slot(ea.name, f, jit_index_of(samples, sample, f)))
         self.slots.append(slot)
         if f is not None and f.source in _JIT_SOURCES:
             return slot, False
@@ -438,7 +461,7 @@ def gather(samples: SampleSymbolizer, run: Iterable[SymbolizedSample],
     """The functions of the samples `run` (an iteration of `samples`) hands
     out, the unfiltered ones taken before they are decoded: by the compiled
     counter where it is built (core.annotate), else by LeafCounts."""
-    gathered = Gathered(event)
+    gathered = Gathered(samples, event)
     stream = samples.stream
     counts = None
     if LeafCounts.applies(samples):

@@ -89,6 +89,9 @@ class JitCode(NamedTuple):
     code_index: int
     #: the unwinding info that came before the load (None: the JIT wrote none)
     unwind: JitUnwind | None = None
+    #: where the code's bytes are in the file (a CODE_LOAD's, after its
+    #: name; a move's are its load's), None where the record has none
+    code_at: int | None = None
 
     @property
     def end(self) -> int:
@@ -100,7 +103,7 @@ class JitDump:
 
     def __init__(self, codes: list[JitCode] | None = None, pid: int | None = None,
                  arch_timestamps: bool = False, address_size: int = 8,
-                 little_endian: bool = True) -> None:
+                 little_endian: bool = True, machine: int = 0) -> None:
         # (a stable sort: records of one timestamp keep the file's order)
         self.codes = sorted(codes or (), key=lambda c: c.timestamp)
         self.pid = pid
@@ -108,6 +111,8 @@ class JitDump:
         self.arch_timestamps = arch_timestamps
         self.address_size = address_size
         self.little_endian = little_endian
+        #: the ELF e_machine of the code (the header's elf_mach)
+        self.machine = machine
         self.warnings: list[str] = []
         #: does any load carry unwinding info (CODE_UNWINDING_INFO)?
         self.has_unwinding = any(c.unwind is not None for c in self.codes)
@@ -155,8 +160,9 @@ class JitDump:
         header = header_s.parse(data)
         at = max(header.total_size, _HEADER_MIN)
         codes: list[JitCode] = []
-        # code_index -> (name, unwinding info) of its load, for the moves
-        names: dict[int, tuple[str, JitUnwind | None]] = {}
+        # code_index -> (name, unwinding info, where its code is, its size)
+        # of its load, for the moves
+        names: dict[int, tuple[str, JitUnwind | None, int | None, int]] = {}
         # the unwinding info for the next load (perf inject's jd->unwinding_data)
         pending: JitUnwind | None = None
         bad = 0
@@ -172,10 +178,12 @@ class JitDump:
             try:
                 if prefix.id == CODE_LOAD:
                     r = load_s.parse(body)
-                    names[r.code_index] = (r.name, pending)
+                    # (the code's bytes end the record, after the name)
+                    code_at = at + size - r.code_size if r.code_size <= len(body) else None
+                    names[r.code_index] = (r.name, pending, code_at, r.code_size)
                     if r.code_size:
                         codes.append(JitCode(r.name, r.code_addr, r.code_size, prefix.timestamp,
-                                             r.code_index, pending))
+                                             r.code_index, pending, code_at))
                     # perf inject (jit_repipe_code_load) lets the info go
                     # only when it had an .eh_frame_hdr
                     if pending is not None and pending.eh_frame_hdr:
@@ -185,8 +193,10 @@ class JitDump:
                     known = names.get(r.code_index)
                     if known is not None and r.code_size:
                         # the moved code keeps its load's file, so its .eh_frame
+                        # (its bytes the load's, where the sizes agree)
                         codes.append(JitCode(known[0], r.new_code_addr, r.code_size,
-                                             prefix.timestamp, r.code_index, known[1]))
+                                             prefix.timestamp, r.code_index, known[1],
+                                             known[2] if known[3] == r.code_size else None))
                 elif prefix.id == CODE_UNWINDING_INFO:
                     u = unwinding_s.parse(body)
                     held = len(body) - _UNWINDING_HEAD
@@ -205,7 +215,7 @@ class JitDump:
             warnings.append(f"{source}: {bad} damaged or cut records skipped")
         t = cls(codes, header.pid, bool(header.flags & FLAG_ARCH_TIMESTAMP),
                 4 if header.elf_mach in _ELF_MACHINES_32 else 8,
-                little)
+                little, header.elf_mach)
         t.warnings[:] = [f"{source}: {w}" for w in t.warnings] + warnings
         return t
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..addresses import address_for_lookup
 from .frame import Frame
-from .jitdump import JitDump
+from .jitdump import JitCode, JitDump
 from .perfmap import PerfMap
 
 if TYPE_CHECKING:
@@ -25,17 +25,36 @@ class JitMaps:
         self.log = log
         self._perfmaps: dict[str, PerfMap] = {}
         self._jitdumps: dict[str, JitDump] = {}
+        self._jitdump_files: dict[str, str | None] = {}
 
     def jitdump(self, path: str) -> JitDump:
         """The jitdump recorded at `path`, read once (empty where absent or
         unreadable: its fault said once)."""
         dump = self._jitdumps.get(path)
         if dump is None:
-            found = self.find_file(path)
+            found = self._jitdump_files[path] = self.find_file(path)
             dump = JitDump.from_file(found) if found is not None else JitDump()
             self.log.drain(dump)
             self._jitdumps[path] = dump
         return dump
+
+    def jitdump_code(self, path: str, code_index: int) -> tuple[JitCode, bytes] | None:
+        """The code load `code_index` of the jitdump recorded at `path` and
+        its bytes as the JIT wrote them, or None (no such load, no bytes,
+        the file changed since it was read)."""
+        dump = self.jitdump(path)
+        code = next((c for c in dump.codes if c.code_index == code_index and
+                     c.code_at is not None), None)
+        found = self._jitdump_files.get(path)
+        if code is None or code.code_at is None or found is None:
+            return None
+        try:
+            with open(found, "rb") as f:
+                f.seek(code.code_at)
+                data = f.read(code.size)
+        except OSError:
+            return None
+        return (code, data) if len(data) == code.size else None
 
     def perfmap(self, path: str) -> PerfMap:
         """The perf map recorded at `path`, read once."""

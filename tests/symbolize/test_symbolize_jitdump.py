@@ -194,3 +194,23 @@ def test_jitdump_located_as_binaries(tmp_path):
     sym = Symbolizer(DebugInfoLocator(symfs=str(tmp_path / "dbg" / "nothing")))
     assert sym.jit_file(str(tmp_path / "new" / "jit-1234.dump")) is None
     assert Symbolizer(DebugInfoLocator()).jit_file(recorded) is None
+
+
+def test_code_bytes_of_each_load(tmp_path):
+    """Symbolizer.jitdump_code: a load's bytes as the JIT wrote them (after
+    its name), a moved code's those of its load, the header's e_machine;
+    None for a load the dump does not have."""
+    from symbolize import Symbolizer
+    from symbolize.debuginfo.locate import DebugInfoLocator
+    records = [(0, 100, struct.pack("<IIQQQQ", 1234, 1234, 0x1000, 0x1000, 4, 7) +
+                b"f\0" + b"\x55\x48\x89\xe5"),
+               _move("<", 200, 0x1000, 0x3000, 4, 7),
+               _load("<", 300, 0x2000, 3, 8, "a longer name")]
+    path = tmp_path / "jit-1234.dump"
+    path.write_bytes(_dump(records))
+    sym = Symbolizer(DebugInfoLocator())
+    _, index = sym.lookup_jitdump(str(path), 0x3001, 250)
+    assert index == 7 and sym.jitdump_code(str(path), 7) == (62, 0x1000, b"\x55\x48\x89\xe5")
+    assert sym.jitdump_code(str(path), 8) == (62, 0x2000, b"\x90" * 3)
+    assert sym.jitdump_code(str(path), 9) is None
+    assert sym.jitdump_code(str(tmp_path / "jit-1.dump"), 7) is None
