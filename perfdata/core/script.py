@@ -153,6 +153,10 @@ class ScriptCore:
                                       int(CC.MAX), samples.max_stack, block, counts,
                                       as_bytes)
         self.module = module
+        self._answers: dict[int, Callable[..., None]] = {
+            module.NEED_MAPS: self._set_maps, module.NEED_BINARY: self._bind,
+            module.NEED_FRAME: self._add_frame, module.NEED_NAME: self._name,
+            module.NEED_PLAN: self._set_plan}
         # {(path, build-id, shown path): its space}, and the other way
         self._binaries: dict[tuple[str, str | None, str], int] = {}
         self._space_binary: dict[int, tuple[str, str | None, str]] = {}
@@ -268,20 +272,16 @@ class ScriptCore:
 
     # ------------------------------------------------------- the answers
     def _answer(self, kind: int, *args: Any) -> None:
-        module = self.module
-        if kind == module.NEED_FRAME:
-            self._add_frame(*args)
-        elif kind == module.NEED_BINARY:
-            self._bind(*args)
-        elif kind == module.NEED_MAPS:
-            self._set_maps(args[0])
-        elif kind == module.NEED_NAME:
-            self._name(*args)
-        elif kind == module.NEED_PLAN:
-            plan = self._plans[args[0]] = self._plan(args[0])
-            self.core.set_plan(args[0], plan)
-        else:
+        # (one dict look-up a question: the core asks twice a process on a
+        # recording of many short ones, its maps and its binaries)
+        answer = self._answers.get(kind)
+        if answer is None:
             raise AssertionError("the core asked for %r" % (args,))
+        answer(*args)
+
+    def _set_plan(self, event: EventAttr) -> None:
+        plan = self._plans[event] = self._plan(event)
+        self.core.set_plan(event, plan)
 
     def _plan(self, event: EventAttr) -> Plan | None:
         """What the core prints of the event's samples and where their
@@ -336,7 +336,7 @@ class ScriptCore:
     def _set_maps(self, group: MapGroup) -> None:
         """The maps of an address space, and the binaries of those whose
         binary is known (a Map is never changed once in a group)."""
-        self.core.set_maps(group, group.generation, list(group), self._map_binary)
+        self.core.set_maps(group, group.generation, group.in_order(), self._map_binary)
 
     def _bind(self, group: MapGroup, index: int, m: Map) -> None:
         """The binary behind a map, as the resolver names it (dso_of, at the

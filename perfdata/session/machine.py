@@ -66,7 +66,10 @@ class Machine:
         if rtype == _MMAP2 or rtype == _MMAP:
             self._mmap(rtype, fields, misc, time)
         elif rtype == _COMM:
-            th = self.thread(fields["pid"], fields["tid"])
+            tid = fields["tid"]
+            th = self.threads.get(tid)
+            if th is None or th.pid != fields["pid"]:
+                th = self.thread(fields["pid"], tid)
             exec_ = bool(misc & MISC_COMM_EXEC)
             if exec_:
                 # perf keeps the old maps across exec (the new image's MMAPs
@@ -88,20 +91,24 @@ class Machine:
 
     def _fork(self, f: dict[str, Any], time: int) -> None:
         self.counts["fork"] += 1
-        parent = self.thread(f["ppid"], f["ptid"])
-        old = self.threads.pop(f["tid"], None)
-        if f["pid"] == f["ppid"] and f["pid"] in self.processes:
-            proc = self.processes[f["pid"]]          # a new thread: shared maps
-        else:
+        pid, tid, ppid = f["pid"], f["tid"], f["ppid"]
+        threads = self.threads
+        parent = threads.get(f["ptid"])
+        if parent is None or parent.pid != ppid:
+            parent = self.thread(ppid, f["ptid"])
+        old = threads.pop(tid, None)
+        proc = self.processes.get(pid) if pid == ppid else None
+        if proc is None:
             maps = parent.process.maps.clone()       # a new process: a copy
-            proc = self.processes[f["pid"]] = Process(f["pid"], maps)
-        th = Thread(f["pid"], f["tid"], proc)
-        th.ppid = f["ppid"]
+            proc = self.processes[pid] = Process(pid, maps)
+        # (else a new thread: shared maps)
+        th = Thread(pid, tid, proc)
+        th.ppid = ppid
         if parent.comm_set:
             th.set_comm(parent.comm, time)
         elif old is not None and old.comm_set:
             th.set_comm(old.comm, time)
-        self.threads[f["tid"]] = th
+        threads[tid] = th
 
     def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
         self.counts["mmap"] += 1
@@ -117,7 +124,7 @@ class Machine:
                 get("prot", 1 if is_data else 4), get("flags", 0), get("maj", 0),
                 get("min", 0), get("ino", 0), time, is_data, pid)
         cpumode = misc & MISC_CPUMODE_MASK
-        if pid == KERNEL_PID or cpumode in (MISC_KERNEL, MISC_GUEST_KERNEL):
+        if pid == KERNEL_PID or cpumode == MISC_KERNEL or cpumode == MISC_GUEST_KERNEL:
             if filename.startswith(KERNEL_DSO) or filename.startswith("[guest.kernel"):
                 # perf's kernel map: "[kernel.kallsyms]_text" from _text to the end.
                 m.path = KERNEL_DSO
@@ -126,12 +133,16 @@ class Machine:
                     m.end = (1 << 64) - 1
             self.kernel_maps.insert(m)
             return
-        self.process(pid).maps.insert(m)
-        if m.ino and filename.startswith("/"):
+        proc = self.processes.get(pid)
+        if proc is None:
+            proc = self.process(pid)
+        proc.maps.insert(m)
+        ino = m.ino
+        if ino and filename[:1] == "/":
             ids = self.file_ids.get(filename)
             if ids is None:
                 ids = self.file_ids[filename] = set()
-            ids.add((m.maj, m.min, m.ino))
+            ids.add((m.maj, m.min, ino))
 
     def find_map(self, thread: Thread | None, avma: int, kernel: bool) -> Map | None:
         if kernel:
