@@ -3129,22 +3129,6 @@ static PyTypeObject RecordWalkType = {
     .tp_getset = RecordWalk_getset,
 };
 
-static PyObject *names_tuple(const char *const *names, int n) {
-    PyObject *t = PyTuple_New(n);
-    if (t == NULL)
-        return NULL;
-    for (int k = 0; k < n; k++) {
-        PyObject *s = PyUnicode_FromString(names[k]);
-        if (s == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, k, s);
-    }
-    return t;
-}
-
-
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT, "_core", "perfdata's compiled per-sample core", -1, NULL,
 };
@@ -3171,8 +3155,7 @@ PyMODINIT_FUNC PyInit__core(void) {
     if (PyModule_AddObject(m, "SampleText", (PyObject *)&SampleTextType) < 0 ||
         PyModule_AddObject(m, "RecordWalk", (PyObject *)&RecordWalkType) < 0 ||
         PyModule_AddObject(m, "LeafCounter", (PyObject *)&LeafCounterType) < 0 ||
-        PyModule_AddObject(m, "PARAM_NAMES", names_tuple(FRAME_PARAM_NAMES, P_COUNT)) < 0 ||
-        PyModule_AddIntConstant(m, "NTYPES", NTYPES) < 0 ||
+        add_framing_names(m) < 0 ||
         PyModule_AddIntConstant(m, "HANDBACK", WALK_HANDBACK) < 0 ||
         PyModule_AddIntConstant(m, "NEED_PLAN", NEED_PLAN) < 0 ||
         PyModule_AddIntConstant(m, "NEED_MAPS", NEED_MAPS) < 0 ||

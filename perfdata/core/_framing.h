@@ -10,7 +10,9 @@
  * table comes from Python (perfdata/core/layout.py and records.py derive
  * them from the construct schemas) in the `params` and `tables` arrays,
  * whose slots are named by FRAME_PARAM_NAMES below (the glue builds them by
- * name).  Every read is bounds-checked against the block.
+ * name).  Every read is bounds-checked against the block.  Included after
+ * Python.h, it also gives what both modules tell Python of those slots
+ * (add_framing_names).
  */
 #ifndef PERFDATA_FRAMING_H
 #define PERFDATA_FRAMING_H
@@ -246,5 +248,35 @@ static inline int64_t frame_attr(const FrameRules *r, const Block *b, size_t bod
         return attr_of_id(ids, idx, nids, rd64(b, body + blen - 8 * (size_t)pos), 0);
     return 0;
 }
+
+#ifdef Py_PYTHON_H
+/* A tuple of C strings (the slots' names a module tells Python). */
+static PyObject *names_tuple(const char *const *names, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *s = PyUnicode_FromString(names[k]);
+        if (s == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, s);
+    }
+    return t;
+}
+
+/* What a module that frames records tells Python of `params` and
+ * `tables`: PARAM_NAMES (the slots' names, by which the glue builds
+ * `params`) and NTYPES; -1 with an exception set on failure. */
+static int add_framing_names(PyObject *m)
+{
+    if (PyModule_AddObject(m, "PARAM_NAMES", names_tuple(FRAME_PARAM_NAMES, P_COUNT)) < 0 ||
+        PyModule_AddIntConstant(m, "NTYPES", NTYPES) < 0)
+        return -1;
+    return 0;
+}
+#endif
 
 #endif

@@ -196,30 +196,13 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
-static PyObject *names_tuple(const char *const *names, int n)
-{
-    PyObject *t = PyTuple_New(n);
-    if (t == NULL)
-        return NULL;
-    for (int k = 0; k < n; k++) {
-        PyObject *s = PyUnicode_FromString(names[k]);
-        if (s == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, k, s);
-    }
-    return t;
-}
-
 PyMODINIT_FUNC PyInit__records(void)
 {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObject(m, "PARAM_NAMES", names_tuple(FRAME_PARAM_NAMES, P_COUNT)) < 0 ||
+    if (add_framing_names(m) < 0 ||
         PyModule_AddObject(m, "STATE_NAMES", names_tuple(STATE_NAMES, S_FIXED)) < 0 ||
-        PyModule_AddIntConstant(m, "NTYPES", NTYPES) < 0 ||
         PyModule_AddIntConstant(m, "MORE", WHY_MORE) < 0 ||
         PyModule_AddIntConstant(m, "HANDBACK", WHY_HANDBACK) < 0 ||
         PyModule_AddIntConstant(m, "APPLY", WHY_APPLY) < 0) {
