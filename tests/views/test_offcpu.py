@@ -448,9 +448,17 @@ def test_min_wait_groups_short_waits(per_process):
         kept = sum(n for root, frames, st, n in runs["100ms"]
                    if root.endswith("/%d" % tid) and st == state and func in frames)
         assert kept >= 0.95 * ns, (comm, func, kept, ns)
-    spinning = [(frames, ns) for root, frames, st, ns in runs["100ms"]
+    # The spinning threads' preemptions (R+): their slices of a few ms are
+    # grouped.  On a loaded machine a preempted thread can wait 100 ms and
+    # more (CI met 113 ms): such a wait keeps its stack, which then weighs
+    # at least 100 ms and no more than all that stack's waits (--min-wait 0).
+    every_wait = {(root, tuple(frames), st): ns for root, frames, st, ns in runs["0"]}
+    spinning = [(root, frames, st, ns) for root, frames, st, ns in runs["100ms"]
                 if root.startswith("spin") and st.startswith("R")]
-    assert spinning and all(frames == ["[short waits]"] for frames, _ in spinning)
+    assert any(frames == ["[short waits]"] for _, frames, _, _ in spinning), spinning
+    for root, frames, st, ns in spinning:
+        if frames != ["[short waits]"]:
+            assert 100_000_000 <= ns <= every_wait[(root, tuple(frames), st)], (root, frames, ns)
 
 
 @requires_perf
