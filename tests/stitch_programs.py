@@ -3,6 +3,8 @@ each built once, run once per mode under `perf record --call-graph=dwarf`
 (the default 8 KiB stack copy), all modes at once."""
 from __future__ import annotations
 
+import collections
+import re
 import shutil
 import subprocess
 
@@ -33,6 +35,38 @@ def record_modes(tmp, prog, modes, period_ns, args=()):
         assert proc.returncode == 0, err
         paths[mode] = out
     return paths
+
+
+# a leaf function of the programs: leaf_<path letter>_<number>
+LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
+
+
+def stitched_samples(path):
+    """The samples of one recording, symbolized with --stitch (no inlines:
+    the programs' names only), the stitcher's counts, and the frames kept
+    at most (perf's --max-stack: frames past it are left out)."""
+    import perfdata
+    from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
+    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
+    with perfdata.open(str(path)) as pf:
+        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), SymbolizerOptions(inline=False)),
+                              StackOptions(stitch=True))
+        samples = list(ss)
+        return samples, dict(ss.stitcher.counts), ss.max_stack
+
+
+def path_roots(samples):
+    """{path letter: its root}: what lies beyond entry_<path> in the samples
+    the snapshot did not cut (asserted one root per path)."""
+    roots = collections.defaultdict(set)
+    for s in samples:
+        names = user_names(s)
+        m = LEAF.match(names[0] or "") if names else None
+        if m and s.stop_reason == "outermost":
+            entry = "entry_" + m.group(1)
+            roots[m.group(1)].add(tuple(names[names.index(entry) + 1:]))
+    assert all(len(r) == 1 for r in roots.values()), roots
+    return {path: next(iter(r)) for path, r in roots.items()}
 
 
 def user_names(sample):

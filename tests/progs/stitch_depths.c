@@ -23,7 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
+
+#include "stitch_coroutine.h"
 
 #define DEPTHS 121
 
@@ -84,8 +85,6 @@ __attribute__((noinline)) void descend(const leaf_fn *leaves, unsigned int *seed
     step_0(&w, 0);
 }
 
-static void (*yield_a)(void), (*yield_b)(void);
-
 __attribute__((noinline)) void entry_a(void) { descend(leaves_a, &seed_a, yield_a); }
 __attribute__((noinline)) void entry_b(void) { descend(leaves_b, &seed_b, yield_b); }
 __attribute__((noinline)) void entry_c(void) { descend(leaves_c, &seed_c, 0); }
@@ -99,17 +98,6 @@ __attribute__((noinline)) void loop(void (*entry)(void))
 __attribute__((noinline)) void *thread_a(void *arg) { loop(entry_a); return arg; }
 __attribute__((noinline)) void *thread_b(void *arg) { loop(entry_b); return arg; }
 __attribute__((noinline)) void *thread_c(void *arg) { loop(entry_c); return arg; }
-
-static ucontext_t main_ctx, coro_ctx;
-static volatile int coro_done;
-
-static void to_coroutine(void)
-{
-    if (!coro_done)
-        swapcontext(&main_ctx, &coro_ctx);
-}
-
-static void to_main(void) { swapcontext(&coro_ctx, &main_ctx); }
 
 __attribute__((noinline)) void coro_main(void)
 {
@@ -128,17 +116,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < iterations; i++)
             (rand_r(&seed_main) & 1 ? entry_a : entry_b)();
     } else if (!strcmp(mode, "coroutine")) {
-        size_t size = 1 << 20;
-        getcontext(&coro_ctx);
-        coro_ctx.uc_stack.ss_sp = malloc(size);
-        coro_ctx.uc_stack.ss_size = size;
-        coro_ctx.uc_link = &main_ctx;
-        makecontext(&coro_ctx, coro_main, 0);
-        yield_a = to_coroutine;
-        yield_b = to_main;
-        loop(entry_a);
-        while (!coro_done)
-            to_coroutine();
+        RUN_COROUTINE(coro_main, loop(entry_a));
     } else if (!strcmp(mode, "threads")) {
         pthread_t t[3];
         iterations /= 3;

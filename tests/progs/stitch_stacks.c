@@ -26,7 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
+
+#include "stitch_coroutine.h"
 
 #define LEVELS 24
 #define PAD 1024
@@ -94,8 +95,6 @@ __attribute__((noinline)) void sweep(const leaf_fn *leaves, void (*yield)(void))
         descend(&walks[i], 0);
 }
 
-static void (*yield_a)(void), (*yield_b)(void);
-
 __attribute__((noinline)) void entry_a(void) { sweep(leaves_a, yield_a); }
 __attribute__((noinline)) void entry_b(void) { sweep(leaves_b, yield_b); }
 __attribute__((noinline)) void entry_c(void) { sweep(leaves_c, 0); }
@@ -103,17 +102,6 @@ __attribute__((noinline)) void entry_c(void) { sweep(leaves_c, 0); }
 __attribute__((noinline)) void *thread_a(void *arg) { entry_a(); return arg; }
 __attribute__((noinline)) void *thread_b(void *arg) { entry_b(); return arg; }
 __attribute__((noinline)) void *thread_c(void *arg) { entry_c(); return arg; }
-
-static ucontext_t main_ctx, coro_ctx;
-static volatile int coro_done;
-
-static void to_coroutine(void)
-{
-    if (!coro_done)
-        swapcontext(&main_ctx, &coro_ctx);
-}
-
-static void to_main(void) { swapcontext(&coro_ctx, &main_ctx); }
 
 __attribute__((noinline)) void coro_main(void)
 {
@@ -136,17 +124,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 3; i++)
             pthread_join(t[i], 0);
     } else if (!strcmp(mode, "coroutine")) {
-        size_t size = 1 << 20;
-        getcontext(&coro_ctx);
-        coro_ctx.uc_stack.ss_sp = malloc(size);
-        coro_ctx.uc_stack.ss_size = size;
-        coro_ctx.uc_link = &main_ctx;
-        makecontext(&coro_ctx, coro_main, 0);
-        yield_a = to_coroutine;
-        yield_b = to_main;
-        entry_a();
-        while (!coro_done)
-            to_coroutine();
+        RUN_COROUTINE(coro_main, entry_a());
     } else if (!strcmp(mode, "phases")) {
         for (int i = 0; i < 2; i++) {
             entry_a();

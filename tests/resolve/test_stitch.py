@@ -17,7 +17,7 @@ import re
 import pytest
 
 from conftest import REPO, requires_libc_debug_here, requires_perf, run_cli
-from stitch_programs import record_modes, user_names
+from stitch_programs import LEAF, path_roots, record_modes, stitched_samples, user_names
 from perfdata.resolve.stitch import StackStitcher, UserStack, extend_from
 
 # --------------------------------------------------------------- the rules
@@ -247,9 +247,6 @@ def test_stitcher_look_ahead_is_bounded():
 # ----------------------------------------------- programs with known stacks
 PROG = REPO / "tests" / "progs" / "stitch_stacks.c"
 MODES = ("recursive", "threads", "coroutine", "phases")
-LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
-
-
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
     # cpu-clock:u every 250 us of the program's own CPU time: the same
@@ -261,24 +258,8 @@ def recordings(tmp_path_factory):
 def measure(path):
     """{path letter: Counter(cut, completed, equal, wrong, no-truth)} for the
     samples of one recording, stitched; and the stitcher's counts."""
-    import perfdata
-    from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
-    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
-    with perfdata.open(str(path)) as pf:
-        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), SymbolizerOptions(inline=False)),
-                              StackOptions(stitch=True))
-        samples = list(ss)
-        counts = dict(ss.stitcher.counts)
-    # The root of each path: what lies beyond entry_<path> in the samples
-    # the snapshot did not cut (one root per path).
-    roots = collections.defaultdict(set)
-    for s in samples:
-        names = user_names(s)
-        m = LEAF.match(names[0] or "") if names else None
-        if m and s.stop_reason == "outermost":
-            entry = "entry_" + m.group(1)
-            roots[m.group(1)].add(tuple(names[names.index(entry) + 1:]))
-    assert all(len(r) == 1 for r in roots.values()), roots
+    samples, counts, _ = stitched_samples(path)
+    roots = path_roots(samples)
     stats = collections.defaultdict(collections.Counter)
     wrong = []
     for s in samples:
@@ -295,8 +276,8 @@ def measure(path):
             key = "?"
             if any(stitched):
                 tail = names[names.index("sweep"):] if "sweep" in names else []
-                ok = any(tail == ["sweep", "entry_" + p] + list(next(iter(r)))
-                         for p, r in roots.items())
+                ok = any(tail == ["sweep", "entry_" + p] + list(root)
+                         for p, root in roots.items())
                 stats[key]["completed"] += 1
                 stats[key]["equal" if ok else "wrong"] += 1
                 if not ok:
@@ -309,7 +290,7 @@ def measure(path):
             continue
         assert stitched.index(True) == stitched.count(False), "stitched frames are outermost"
         truth = [names[0]] + ["descend"] * (level + 1) + ["sweep", "entry_" + p] + \
-            list(next(iter(roots[p])))
+            list(roots[p])
         stats[p]["completed"] += 1
         if names == truth:
             stats[p]["equal"] += 1

@@ -10,16 +10,14 @@ Measured per mode: the cut samples, how many were completed, how many of
 those equal the truth (>= 95% of the cut), and how many are wrong (none).
 """
 import collections
-import re
 
 import pytest
 
 from conftest import REPO, requires_perf
-from stitch_programs import record_modes, user_names
+from stitch_programs import LEAF, path_roots, record_modes, stitched_samples, user_names
 
 PROG = REPO / "tests" / "progs" / "stitch_depths.c"
 MODES = ("recursive", "callers", "coroutine", "threads")
-LEAF = re.compile(r"^leaf_([abc])_(\d+)$")
 
 
 @pytest.fixture(scope="module")
@@ -38,23 +36,8 @@ def truth(leaf, path, depth, root):
 def measure(path):
     """Counter(cut, completed, equal, wrong) over the leaf samples of one
     recording, stitched; the wrong stacks; the stitcher's counts."""
-    import perfdata
-    from perfdata.resolve.symbolized import SampleSymbolizer, StackOptions
-    from symbolize import DebugInfoLocator, Symbolizer, SymbolizerOptions
-    with perfdata.open(str(path)) as pf:
-        ss = SampleSymbolizer(pf, Symbolizer(DebugInfoLocator(), SymbolizerOptions(inline=False)),
-                              StackOptions(stitch=True))
-        samples = list(ss)
-        counts = dict(ss.stitcher.counts)
-        max_stack = ss.max_stack        # (frames past it are left out, as perf does)
-    roots = collections.defaultdict(set)
-    for s in samples:
-        names = user_names(s)
-        m = LEAF.match(names[0] or "") if names else None
-        if m and s.stop_reason == "outermost":
-            entry = "entry_" + m.group(1)
-            roots[m.group(1)].add(tuple(names[names.index(entry) + 1:]))
-    assert all(len(r) == 1 for r in roots.values()), roots
+    samples, counts, max_stack = stitched_samples(path)
+    roots = path_roots(samples)
     stats = collections.Counter()
     wrong = []
     for s in samples:
@@ -69,8 +52,9 @@ def measure(path):
             # (in step_k's own code: the depth is not known, the shape is)
             stats["cut-elsewhere"] += 1
             if completed:
-                ok = len(names) == max_stack or any(names[-len(root) - 3:] == ["step_0", "descend", "entry_" + p] + list(root)
-                         for p, r in roots.items() for root in r)
+                ok = len(names) == max_stack or any(
+                    names[-len(root) - 3:] == ["step_0", "descend", "entry_" + p] + list(root)
+                    for p, root in roots.items())
                 stats["completed-elsewhere"] += 1
                 if not ok:
                     wrong.append(names)
@@ -81,7 +65,7 @@ def measure(path):
         assert stitched.index(True) == stitched.count(False), "stitched frames are outermost"
         p, depth = m.group(1), int(m.group(2))
         stats["completed"] += 1
-        if names == truth(names[0], p, depth, next(iter(roots[p])))[:max_stack]:
+        if names == truth(names[0], p, depth, roots[p])[:max_stack]:
             stats["equal"] += 1
         else:
             wrong.append(names)
