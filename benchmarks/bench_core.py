@@ -86,6 +86,7 @@ def main(argv=None):
     if not args.no_pure:
         kinds.append(("pure", {"PERFDATA_CORE": "pure", "PYTHONPATH": repo}))
     if args.before:
+        compile_bytecode(os.path.abspath(args.before))
         kinds.append(("before", {"PERFDATA_CORE": None,
                                  "PYTHONPATH": os.path.abspath(args.before)}))
 

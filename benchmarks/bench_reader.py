@@ -39,15 +39,17 @@ LOOP = "import time\nt=time.time()\nwhile time.time()-t<%s: sum(i*i for i in ran
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
-def compile_bytecode():
+def compile_bytecode(repo=REPO):
     """Compile perfdata's modules to bytecode, as `pip install` leaves them:
     where PYTHONDONTWRITEBYTECODE is set (this project's machines set it) a
     checkout is otherwise compiled again at every run, ~0.1 s of each
-    measured command."""
+    measured command.  repo: another checkout (bench_core.py --before's:
+    uncompiled, it measured 0.1 s CPU more a run than its code costs)."""
     import compileall
     for name in ("perfdata", "symbolize"):
-        compileall.compile_dir(os.path.join(REPO, name), quiet=1)
-    compileall.compile_file(os.path.join(REPO, "cli.py"), quiet=1)
+        compileall.compile_dir(os.path.join(repo, name), quiet=1)
+    if os.path.exists(os.path.join(repo, "cli.py")):
+        compileall.compile_file(os.path.join(repo, "cli.py"), quiet=1)
 
 
 def run_measured(cmd, cwd=REPO):
