@@ -7,6 +7,7 @@ so that their tables are the same.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ..format import AttrType, SampleType as ST
@@ -24,17 +25,19 @@ _KERNEL_DSO = re.compile(r"(^\[|vmlinux$)")
 _PERF_MAP_DSO = re.compile(r"/tmp/perf-\d+\.map|(?:^|/)jit-\d+\.dump\Z")
 
 
+@dataclass(frozen=True, slots=True)
 class CollapseOptions:
-    def __init__(self, pid: bool = False, tid: bool = False, addrs: bool = False,
-                 kernel: bool = False, jit: bool = False, weight: str = "period",
-                 event_filter: str | None = None) -> None:
-        self.pid = pid
-        self.tid = tid
-        self.addrs = addrs
-        self.kernel = kernel
-        self.jit = jit
-        self.weight = weight
-        self.event_filter = event_filter
+    """stackcollapse-perf.pl's options: roots comm-pid (pid) or
+    comm-pid/tid (tid), addresses of unnamed frames (addrs), _[k] and _[j]
+    marks (kernel, jit); weight "period" or "samples"; the event kept
+    (event_filter, None: the first seen)."""
+    pid: bool = False
+    tid: bool = False
+    addrs: bool = False
+    kernel: bool = False
+    jit: bool = False
+    weight: str = "period"
+    event_filter: str | None = None
 
 
 def root_name(sample: Sample, opts: CollapseOptions) -> str:
