@@ -289,6 +289,9 @@ class Binary:
         this file's class and byte order (`Elf_Sym`, `Elf_Shdr` ...), derived
         from its description: tables are then unpacked with one
         struct.iter_unpack instead of a construct parse per entry."""
+        known = self.elf.layout(name) if self.elf is not None else None
+        if known is not None:
+            return known                     # (elflayouts.py: pyelftools', by test)
         fmt, names = "<" if self.little_endian else ">", []
         for sub in getattr(self.elf.structs, name).subcons:  # type: ignore[union-attr]  # (parsed)
             inner = sub
