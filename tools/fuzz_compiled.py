@@ -37,7 +37,7 @@ field set to a hostile value, a cut.  Each input goes through
 
 * every --symtab-every'th input, a mutated kallsyms text, a mutated ELF
   file and a random table through symbolize/symbols/_symtab.c, compared
-  with the pure path (tests/test_symbolize_compiled.py), and its readers
+  with the pure path (tests/symbolize/test_symbolize_compiled.py), and its readers
   called on exact-size buffers.
 
 Then every corpus file and fuzz crasher (tests/regressions) unmutated the
@@ -110,7 +110,7 @@ def exact_buffer(data: bytes) -> tuple[int, memoryview]:
 
 class SymtabRun:
     """symbolize/symbols/_symtab.c under fuzz: hostile kallsyms texts and
-    ELF symbol sections (tests/test_symbolize_compiled.py's mutators),
+    ELF symbol sections (tests/symbolize/test_symbolize_compiled.py's mutators),
     each compared with the pure path there (a difference is a finding),
     and each handed to the C functions in exact-size buffers."""
 

@@ -1,6 +1,6 @@
 /* symbolize.symbols._symtab: the first run's symbol tables, in C
  * (symbolize/symbols/symtab.py and kallsyms.py drive it; their pure-Python
- * code is the reference, tests/test_symbolize_compiled.py compares the two).
+ * code is the reference, tests/symbolize/test_symbolize_compiled.py compares the two).
  *
  * fixup() is perf 6.1's symbols__fixup_end then symbols__fixup_duplicate
  * (symtab.fixup_columns) over a table's starts, sizes and bindings: the

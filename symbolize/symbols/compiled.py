@@ -1,7 +1,7 @@
 """Whether symbol tables are made by the compiled extension
 (symbolize.symbols._symtab: perf's fixups, ELF symbol sections and kallsyms
 texts read in C) or by the pure-Python code, which stays the reference the
-compiled one is tested against (tests/test_symbolize_compiled.py).
+compiled one is tested against (tests/symbolize/test_symbolize_compiled.py).
 
 The extension is optional (built by `pip install .` where a C compiler is
 present); PERFDATA_CORE=pure in the environment turns it off, as it turns

@@ -1,5 +1,5 @@
 /* offcpu_wakeups: one thread wakes two others from known functions (the
- * waker tests of tests/test_offcpu.py).
+ * waker tests of tests/views/test_offcpu.py).
  *
  *   waker       wake_pipe:  writes a byte to a pipe      (wakes piper)
  *               wake_cond:  signals a condition variable (wakes condwaiter)
