@@ -18,6 +18,7 @@ import pytest
 
 from conftest import REPO, requires_libc_debug_here, requires_perf, run_cli
 from stitch_programs import LEAF, path_roots, record_modes, stitched_samples, user_names
+from perfdata.resolve.outward_links import OutwardLinks
 from perfdata.resolve.stitch import StackStitcher, UserStack, extend_from
 
 # --------------------------------------------------------------- the rules
@@ -242,6 +243,55 @@ def test_stitcher_look_ahead_is_bounded():
     s.close()
     assert _out(s) == ["full"] and done == []
     assert s.counts["not-completed:lookahead"] == 1
+
+
+def test_links_full_table_refuses_what_it_did_not_learn_never_guesses():
+    # Room for the links of frames 1..3 only: frames 4..8 are not learnt,
+    # so a stack cut at frame 4 stays cut (missing), never completed
+    # wrongly; a link learnt still learns of a second caller.
+    links = OutwardLinks(limit=3)
+    links.add(full())
+    assert len(links.links) == 3
+    c = cut(0, 4)
+    assert links.complete(c) == "missing" and c.pcs == PCS[:5] and not c.bottom
+    other = list(PCS)
+    other[3] = 0x999                    # frame 2 called from elsewhere
+    links.add(full(pcs=other))
+    assert len(links.links) == 3 and links.links[(CFAS[1], PCS[2])] is None
+    assert links.complete(cut(0, 2)) == "ambiguous"
+
+
+def test_links_a_walk_kept_is_refused_once_a_link_on_it_turns_ambiguous():
+    links = OutwardLinks()
+    links.add(full())
+    c = cut(0, 4)
+    assert links.complete(c) == "completed" and c.pcs == PCS
+    assert links.complete(cut(0, 4)) == "completed"        # (the walk kept)
+    other = list(PCS)
+    other[8] = 0x999                    # frame 7 called from elsewhere
+    links.add(full(pcs=other))
+    c = cut(0, 4)
+    assert links.complete(c) == "ambiguous" and c.pcs == PCS[:5]
+
+
+def test_stitcher_settled_samples_leave_the_threads_pending_lists():
+    # Four threads, every other sample cut and waiting for the look-ahead's
+    # end (its neighbour, shallower, contradicts it): what the threads hold
+    # stays within the look-ahead however many samples go by.
+    s, done = _stitcher()
+    out = []
+    for t in range(4):
+        s.add_sample(("full", t), t, full(), "outermost")
+    for i in range(400):
+        top = cut(6, 9)
+        top.bottom = True
+        s.add_sample(i, i % 4, cut(0, 4), "stack-exhausted")
+        s.add_sample(("top", i), i % 4, top, "outermost")
+        out += _out(s)
+        assert sum(len(t.pending) for t in s._threads.values()) <= 8
+    s.close()
+    assert len(out + _out(s)) == 804 and s.counts["cut"] == 400
+    assert s.counts["completed-from-links"] == 396 and all(d[1] == PCS for d in done)
 
 
 # ----------------------------------------------- programs with known stacks

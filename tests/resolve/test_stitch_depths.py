@@ -10,10 +10,11 @@ Measured per mode: the cut samples, how many were completed, how many of
 those equal the truth (>= 95% of the cut), and how many are wrong (none).
 """
 import collections
+import json
 
 import pytest
 
-from conftest import REPO, requires_perf
+from conftest import REPO, requires_perf, run_cli
 from stitch_programs import LEAF, path_roots, record_modes, stitched_samples, user_names
 
 PROG = REPO / "tests" / "progs" / "stitch_depths.c"
@@ -60,6 +61,7 @@ def measure(path):
                     wrong.append(names)
             continue
         stats["cut"] += 1
+        stats["deepest-cut"] = max(stats["deepest-cut"], int(m.group(2)))
         if not completed:
             continue
         assert stitched.index(True) == stitched.count(False), "stitched frames are outermost"
@@ -96,3 +98,28 @@ def test_recursion_reached_from_two_callers_is_refused(recordings):
     assert wrong == []
     assert stats["equal"] == stats["completed"]
     assert counts["not-completed:ambiguous"] > stats["cut"] / 4
+
+
+@requires_perf
+def test_diagnose_says_completed_refused_and_the_snapshot_that_avoids_the_cut(recordings):
+    """diagnose on the two-caller recording: the stitcher's completed and
+    refused-as-ambiguous counts, and the --call-graph=dwarf,SIZE that holds
+    the deepest stack: at least 200 bytes a level of the deepest sample cut
+    (its leaf names its depth), more than the 8 KiB recorded."""
+    stats, counts, _ = measure(recordings["callers"])
+    rc, out, err = run_cli(["diagnose", "--json", str(recordings["callers"])])
+    assert rc == 0, err
+    result = json.loads(out)
+    st = result["stitch"]
+    assert st["cut"] == counts["cut"] and st["completed"] == counts["completed"]
+    assert st["why_not"]["ambiguous"] == counts["not-completed:ambiguous"] > 0
+    exhausted = [c for c in result["classes"] if c["class"] == "dwarf-stack-exhausted"][0]
+    detail = exhausted["detail"]
+    assert detail["recorded"] == 8192
+    assert detail["suggested"] >= detail["needed"] >= 200 * stats["deepest-cut"] > 8192
+    assert "--call-graph=dwarf,%d" % detail["suggested"] in exhausted["fix"]
+    rc, text, err = run_cli(["diagnose", str(recordings["callers"])])
+    assert "stack stitching: %d of %d cut DWARF stacks completed" % (
+        st["completed"], st["cut"]) in text
+    assert "ambiguous %d" % st["why_not"]["ambiguous"] in text
+    assert "--call-graph=dwarf,%d" % detail["suggested"] in text
