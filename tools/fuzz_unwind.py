@@ -30,7 +30,7 @@ def _compact(rng: random.Random, word: Callable[[], int]) -> bytes | None:
                   rng.choice((rng.randrange(-64, 64), word()))]
     head = [rng.choice((7, 6, 31, 29, rng.randrange(-2, 70))), rng.choice((8, 16, -8, word())),
             rng.choice((-16, -8, 0, word())), rng.choice((8, 16, 24, word())),
-            rng.randint(0, 1), n]
+            rng.randrange(4), n]
     return array("q", [(v + (1 << 63)) % (1 << 64) - (1 << 63) for v in head + pairs]).tobytes()
 
 

@@ -12,7 +12,10 @@
  * compact_row): int64 slots, R_HEAD of them, then a (column, offset from the
  * CFA) pair per rule, looked up by the lookup address in one address
  * space's dict (`rows`), or made on first use by fill(lookup), which keeps
- * them there; None means "take the Python step".  Every read of the stack
+ * them there; None means "take the Python step".  A row whose return
+ * address is undefined (and whose other rules can raise nothing) ends the
+ * walk here as Unwinder.step ends it: an UnwindStop("outermost") with the
+ * frame's CFA.  Every read of the stack
  * copy is bounds-checked against it; a compact row of any other shape makes
  * the step a Python one.
  */
@@ -22,7 +25,10 @@
 #include <string.h>
 
 /* The slots of a compact row (int64 each), then n (column, offset) pairs. */
-enum { R_CFA_REG, R_CFA_OFF, R_FIRST, R_SIZE, R_SP_RULE, R_N, R_HEAD };
+enum { R_CFA_REG, R_CFA_OFF, R_FIRST, R_SIZE, R_FLAGS, R_N, R_HEAD };
+/* R_FLAGS: sp has a rule; the return address is undefined (the outermost
+ * frame: the step stops there, with the CFA, whatever the other rules) */
+enum { F_SP_RULE = 1, F_OUTERMOST = 2 };
 
 /* Registers by DWARF column: the columns a fast step can hold. */
 #define NCOLS 64
@@ -128,9 +134,10 @@ static PyObject *compact_row(PyObject *rows, PyObject *fill, uint64_t lookup)
     return row;
 }
 
-/* One fast step: 1 done (out, *ra, *cfa set), 0 where the step is Python's,
- * -1 on an error.  As Unwinder.step and _apply_row do with a row whose
- * saved_slots are all inside the snapshot. */
+/* One fast step: 1 done (out, *ra, *cfa set), 2 the walk stops there
+ * (*cfa set: the outermost frame), 0 where the step is Python's, -1 on an
+ * error.  As Unwinder.step and _apply_row do with a row whose saved_slots
+ * are all inside the snapshot, or whose return address is undefined. */
 static int fast_step(const Consts *c, uint64_t ip, int kind, const Regs *in,
                      const unsigned char *data, Py_ssize_t len, uint64_t base,
                      PyObject *rows, PyObject *fill, Regs *out, uint64_t *ra_out,
@@ -163,6 +170,11 @@ static int fast_step(const Consts *c, uint64_t ip, int kind, const Regs *in,
     if (cfa_reg < 0 || cfa_reg >= NCOLS || !(in->present >> cfa_reg & 1))
         goto out;
     uint64_t cfa = in->val[cfa_reg] + (uint64_t)head[R_CFA_OFF];
+    if (head[R_FLAGS] & F_OUTERMOST) {
+        *cfa_out = cfa;
+        done = 2;
+        goto out;
+    }
     /* the callee-saved registers carry over (the whole dict where it holds
      * no other) */
     *out = *in;
@@ -189,7 +201,7 @@ static int fast_step(const Consts *c, uint64_t ip, int kind, const Regs *in,
     if (c->ra_is_ip)
         out->present &= ~((uint64_t)1 << ra_col);
     ra &= c->ra_mask;
-    if (!head[R_SP_RULE]) {
+    if (!(head[R_FLAGS] & F_SP_RULE)) {
         out->val[sp_col] = cfa;
         out->present |= (uint64_t)1 << sp_col;
     }
@@ -316,6 +328,12 @@ static PyObject *walk(PyObject *self, PyObject *args)
                                  &next, &ra, &cfa);
                 if (fast < 0)
                     goto done;
+                if (fast == 2) {
+                    /* UnwindStop("outermost", cfa=cfa) */
+                    result = PyObject_CallFunction(c.unwind_stop, "sOsK", "outermost",
+                                                   Py_None, "", (unsigned long long)cfa);
+                    goto done;
+                }
             }
         }
         if (fast) {

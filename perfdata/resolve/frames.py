@@ -130,8 +130,20 @@ class FrameResolver:
         if hit is not None:
             return hit
         frames = list(kernel_frames)
-        for i, avma in enumerate(user):
-            frames.extend(self.dwarf_frames(sample, avma, i > 0 and i not in exact))
+        if user:
+            # (stacks that differ in the leaf only, the sampled instruction,
+            # share their callers' frames, kept as a stack is)
+            frames.extend(self.dwarf_frames(sample, user[0], False))
+            callers = user[1:]
+            caller_keys = self._stack_keys(sample, ("dwarf-callers", "dwarf-callers-code"),
+                                           _NO_FRAMES, callers, exact)
+            kept = self._kept_stack(caller_keys, _NO_FRAMES)
+            if kept is None:
+                kept = []
+                for i, avma in enumerate(callers, 1):
+                    kept.extend(self.dwarf_frames(sample, avma, i not in exact))
+                self._keep_stack(caller_keys, _NO_FRAMES, callers, kept)
+            frames.extend(kept)
         self._keep_stack(keys, kernel_frames, user, frames)
         return frames
 

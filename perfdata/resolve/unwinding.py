@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from symbolize.unwind.arch import get_arch
-from symbolize.unwind.cfi import CfiTable
+from symbolize.unwind.cfi import RULE_EXPRESSION, RULE_UNDEFINED, RULE_VAL_EXPRESSION, CfiTable
 from symbolize.unwind.unwinder import (FRAME_POINTER, INNERMOST, INTERRUPTED, RETURN_ADDRESS,
                                        StackSnapshot, UnwindModule, UnwindResult, UnwindStop,
                                        Unwinder, plt_stub_sections)
@@ -268,9 +268,10 @@ class _ModulesAt(dict):
 # The compiled walk (perfdata.core._unwind): a step by a row of this shape is
 # done in C, any other by Unwinder.step.  A compact row is int64s: the CFA's
 # register and offset, the first slot's offset from the CFA and the span of
-# the slots (CfiRow.saved_slots), whether sp has a rule, the number of
+# the slots (CfiRow.saved_slots), flags (_SP_RULE, _OUTERMOST), the number of
 # rules, then (column, offset from the CFA) for each.
 _COLUMNS = 64               # the C's register columns (_unwind.c NCOLS)
+_SP_RULE, _OUTERMOST = 1, 2  # sp has a rule; the return address is undefined
 
 
 def compiled_walk_consts(unwinder: Unwinder) -> tuple[object, ...] | None:
@@ -289,27 +290,39 @@ def compiled_walk_consts(unwinder: Unwinder) -> tuple[object, ...] | None:
             INNERMOST, RETURN_ADDRESS, FRAME_POINTER, INTERRUPTED, UnwindStop)
 
 
-def compact_row(row: CfiRow | None, sp_column: int) -> bytes | None:
+def compact_row(row: CfiRow | None, sp_column: int, ra_column: int) -> bytes | None:
     """A row as the compiled walk takes it, or None where its step is
-    Unwinder.step's: not a register + offset CFA, a rule not "saved at CFA
-    + N" (saved_slots), slots not of little-endian u64s, a signal frame."""
+    Unwinder.step's: not a register + offset CFA, a signal frame, a rule
+    not "saved at CFA + N" (saved_slots), slots not of little-endian u64s;
+    but for the outermost frame's row (the return address undefined, no
+    expression among the other rules: nothing there raises), where the
+    walk stops."""
     if row is None or row.cfa_expression is not None or row.signal_frame or \
-            type(row.cfa_register) is not int or row.saved_slots is None:
+            type(row.cfa_register) is not int:
+        return None
+    rules = row.rules
+    if rules.get(ra_column, (None,))[0] is RULE_UNDEFINED:
+        if any(kind is RULE_EXPRESSION or kind is RULE_VAL_EXPRESSION
+               for kind, _ in rules.values()) or \
+                not -(1 << 63) <= row.cfa_offset < (1 << 63):
+            return None
+        return array("q", [row.cfa_register, row.cfa_offset, 0, 0, _OUTERMOST, 0]).tobytes()
+    if row.saved_slots is None:
         return None
     columns, first, size, unpack_from = row.saved_slots
     fmt = getattr(getattr(unpack_from, "__self__", None), "format", "")
     if not fmt.startswith("<") or fmt.strip("<0123456789xQ"):
         return None
-    values = [row.cfa_register, row.cfa_offset, first, size, int(sp_column in row.rules),
-              len(columns)]
+    values = [row.cfa_register, row.cfa_offset, first, size,
+              _SP_RULE if sp_column in rules else 0, len(columns)]
     for column in columns:
-        values += (column, row.rules[column][1])
+        values += (column, rules[column][1])
     if not all(type(v) is int and -(1 << 63) <= v < (1 << 63) for v in values):
         return None
     return array("q", values).tobytes()
 
 
-def _fill(modules: _ModulesAt, sp_column: int, lookup: int) -> bytes | None:
+def _fill(modules: _ModulesAt, sp_column: int, ra_column: int, lookup: int) -> bytes | None:
     """The compact row at a lookup address (the compiled walk's miss),
     kept in modules.rows where the module there is kept."""
     try:
@@ -318,7 +331,7 @@ def _fill(modules: _ModulesAt, sp_column: int, lookup: int) -> bytes | None:
         row = cfi.rows[lookup - module.bias] if type(cfi) is CfiTable else None  # type: ignore[union-attr]
     except Exception:       # (the Python step meets it again, and stops there)
         return None
-    compact = compact_row(row, sp_column)
+    compact = compact_row(row, sp_column, ra_column)
     if lookup in modules:
         modules.rows[lookup] = compact
     return compact
@@ -337,8 +350,8 @@ def compiled_walk(module: types.ModuleType, consts: tuple[object, ...], unwinder
         return unwinder.walk(ip, regs, read_stack, modules.__getitem__, max_depth)
     result.sp = regs[unwinder._sp_column]
     stop = module.walk(unwinder.step, read_stack, modules.__getitem__, modules.rows,
-                       partial(_fill, modules, unwinder._sp_column), ip, regs,
-                       data, read_stack.base, max_depth, result.frames, result.cfas,
+                       partial(_fill, modules, unwinder._sp_column, unwinder._ra_column), ip,
+                       regs, data, read_stack.base, max_depth, result.frames, result.cfas,
                        result.exact_ip_frames, result.fp_fallback_frames, consts)
     if stop is not None:
         if stop.cfa is not None:
