@@ -15,7 +15,7 @@ from ..format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_H
 from ..session.machine import KERNEL_DSO
 from .dsos import KERNEL_HALF, DsoResolver
 from .jit_sources import JitSources
-from .stack_caches import StackCaches
+from .stack_caches import StackCaches, all_in_code_maps
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -206,7 +206,7 @@ class FrameResolver:
     def _keep_stack(self, keys: tuple[Any, tuple | None, tuple], base: Sequence[StackFrame],
                     user: tuple[int, ...], frames: list[StackFrame]) -> None:
         maps, code_key, key = keys
-        if code_key is not None and _all_in_code_maps(maps, user):
+        if code_key is not None and all_in_code_maps(maps, user):
             key = code_key
         self.caches.keep_stack(key, (maps, frames, base))
 
@@ -596,12 +596,3 @@ def with_avma(frame: StackFrame, avma: int | None) -> StackFrame:
         setattr(f, name, getattr(frame, name))
     f.avma = avma
     return f
-
-
-def _all_in_code_maps(maps: MapGroup, addresses: Iterable[int]) -> bool:
-    """Does every address lie in a map of `maps` that is not a data map?"""
-    for avma in addresses:
-        m = maps.find(avma)
-        if m is None or m.is_data:
-            return False
-    return True

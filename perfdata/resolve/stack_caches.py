@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from .hitrate import HitRate
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
+    from ..session.maps import MapGroup
     from .frames import StackFrame
 
 # Stacks kept (with their frames) for samples that repeat them; cleared when
@@ -102,3 +103,13 @@ class StackCaches:
         if len(self.stitched) > STITCHED_FRAMES_KEPT:
             self.stitched.clear()
         self.stitched[key] = entry
+
+
+def all_in_code_maps(maps: MapGroup, addresses: Iterable[int]) -> bool:
+    """Does every address lie in a map of `maps` that is not a data map?
+    (Such a stack is kept until a code map leaves: maps.code_generation.)"""
+    for avma in addresses:
+        m = maps.find(avma)
+        if m is None or m.is_data:
+            return False
+    return True
