@@ -129,7 +129,8 @@ class SymtabRun:
         text = self.t.mutate_kallsyms(rng.choice(self.kallsyms), rng)
         ptr, view = exact_buffer(text)
         try:
-            mod.parse_kallsyms(view)
+            # (head and tail: the room the cache file's header and identity take)
+            mod.parse_kallsyms(view, rng.choice((0, 1, 64)), rng.choice((0, 7, 300)))
         finally:
             view.release()
             _LIBC.free(ptr)
