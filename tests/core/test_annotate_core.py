@@ -15,7 +15,8 @@ import pytest
 
 from perfdata.core import CORE_ENV, compiled
 
-from conftest import PERF, SAMPLE_SYMBOL_ARGS, requires_perf, run_cli
+from conftest import (PERF, SAMPLE_SYMBOL_ARGS, corpus_dir, have_corpus, requires_corpus,
+                      requires_perf, run_cli)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BUNDLED = sorted(p.name for p in SAMPLES.glob("*.data"))
@@ -84,6 +85,31 @@ def test_json_equal_pure_on_bundled(monkeypatch: pytest.MonkeyPatch, name: str) 
     pure = run_cli(args)
     monkeypatch.delenv(CORE_ENV)
     assert run_cli(args) == pure
+
+
+CORPUS = sorted(p.name for p in (corpus_dir() / "perfdata").iterdir()
+                if p.is_file()) if have_corpus() else []
+
+
+@requires_core
+@requires_corpus
+@pytest.mark.parametrize("name", CORPUS)
+def test_counts_equal_pure_on_the_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Other machines' and tools' recordings (simpleperf, quipper, ...): the
+    same counts, or the same error, both ways."""
+    import perfdata
+    path = corpus_dir() / "perfdata" / name
+    got = []
+    for pure in (True, False):
+        if pure:
+            monkeypatch.setenv(CORE_ENV, "pure")
+        else:
+            monkeypatch.delenv(CORE_ENV)
+        try:
+            got.append(_gathered(path, [])[:2])
+        except perfdata.PerfDataError as exc:
+            got.append(("error", str(exc)))
+    assert got[0] == got[1]
 
 
 @pytest.fixture(scope="module")
