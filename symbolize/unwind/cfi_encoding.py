@@ -9,6 +9,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Literal
 
 from construct import Struct, Int8ul, Enum, BitStruct, Flag, BitsInteger
+from elftools.dwarf.enums import DW_EH_encoding_flags
 
 if TYPE_CHECKING:
     from .cfi_entries import Cie, Fde
@@ -56,7 +57,16 @@ POINTER_ENCODING = BitStruct(
                     sdata4=0xb, sdata8=0xc),
 )
 
-DW_EH_PE_omit = 0xFF
+# The byte's values by their DWARF names, as pyelftools lists them.
+DW_EH_PE_omit = DW_EH_encoding_flags["DW_EH_PE_omit"]
+DW_EH_PE_absptr = DW_EH_encoding_flags["DW_EH_PE_absptr"]
+DW_EH_PE_uleb128 = DW_EH_encoding_flags["DW_EH_PE_uleb128"]
+DW_EH_PE_sleb128 = DW_EH_encoding_flags["DW_EH_PE_sleb128"]
+DW_EH_PE_pcrel = DW_EH_encoding_flags["DW_EH_PE_pcrel"]
+DW_EH_PE_datarel = DW_EH_encoding_flags["DW_EH_PE_datarel"]
+DW_EH_PE_indirect = DW_EH_encoding_flags["DW_EH_PE_indirect"]
+_PE_FORMAT_MASK = 0x0F      # the low nibble: how the pointer is stored
+_PE_APPLICATION_MASK = 0x70  # bits 4-6: what it is relative to
 
 
 def describe_pointer_encoding(enc: int) -> str:
@@ -67,10 +77,12 @@ def describe_pointer_encoding(enc: int) -> str:
     return "%s%s|%s" % ("indirect|" if p.indirect else "", p.application, p.format)
 
 
-DW_EH_PE_datarel_sdata4 = 0x3B
+DW_EH_PE_datarel_sdata4 = DW_EH_PE_datarel | DW_EH_encoding_flags["DW_EH_PE_sdata4"]
 
 # Fixed-size pointer formats: struct format letter (little endian added later).
-_PE_FIXED = {0x2: "H", 0x3: "I", 0x4: "Q", 0xA: "h", 0xB: "i", 0xC: "q"}
+_PE_FIXED = {DW_EH_encoding_flags["DW_EH_PE_" + name]: letter for name, letter in (
+    ("udata2", "H"), ("udata4", "I"), ("udata8", "Q"),
+    ("sdata2", "h"), ("sdata4", "i"), ("sdata8", "q"))}
 
 
 def uleb128(buf: bytes, pos: int) -> tuple[int, int]:
@@ -118,17 +130,17 @@ class CfiSection:
         # (the value: an int, or None for DW_EH_PE_omit)
         if enc == DW_EH_PE_omit:
             return None, pos
-        fmt = enc & 0x0F
+        fmt = enc & _PE_FORMAT_MASK
         field_addr = self.addr + pos
-        if fmt == 0x0:
+        if fmt == DW_EH_PE_absptr:
             size = self.address_size
             if len(self.data) < pos + size:
                 raise CfiError("pointer beyond section end")
             value = int.from_bytes(self.data[pos:pos + size], self.endian_name)
             pos += size
-        elif fmt == 0x1:
+        elif fmt == DW_EH_PE_uleb128:
             value, pos = uleb128(self.data, pos)
-        elif fmt == 0x9:
+        elif fmt == DW_EH_PE_sleb128:
             value, pos = sleb128(self.data, pos)
         else:
             letter = _PE_FIXED.get(fmt)
@@ -137,17 +149,17 @@ class CfiSection:
             st = struct.Struct(self.endian + letter)
             (value,) = st.unpack_from(self.data, pos)
             pos += st.size
-        app = enc & 0x70
-        if app == 0x10:         # pcrel
+        app = enc & _PE_APPLICATION_MASK
+        if app == DW_EH_PE_pcrel:
             value += field_addr
-        elif app == 0x30:       # datarel
+        elif app == DW_EH_PE_datarel:
             if self.datarel_base is None:
                 raise CfiError("datarel pointer without a base")
             value += self.datarel_base
-        elif app not in (0x00,):
+        elif app != DW_EH_PE_absptr:
             # textrel/funcrel/aligned are not used by GCC or LLVM on our targets
             raise CfiError("unsupported pointer encoding %s" % describe_pointer_encoding(enc))
-        if enc & 0x80:
+        if enc & DW_EH_PE_indirect:
             raise CfiError("unsupported pointer encoding %s" % describe_pointer_encoding(enc))
         return value & MASK64, pos
 
