@@ -164,7 +164,7 @@ class SampleUnwinder:
         find_module = _no_module if modules is None else modules.__getitem__
         consts = self._walk_consts
         if self.compiled is not None and consts is not None and modules is not None and \
-                self.unwinder._sp_column in regs:
+                self._sp_column in regs:
             result = compiled_walk(self.compiled, consts, self.unwinder, ip, regs,
                                    read_stack, modules, self.max_depth)
         else:
@@ -279,14 +279,14 @@ def compiled_walk_consts(unwinder: Unwinder) -> tuple[object, ...] | None:
     where it does not apply (pointers not of 64 bits, a big-endian host,
     register columns beyond _COLUMNS)."""
     arch = unwinder.arch
-    columns = set(unwinder._callee_saved_and_sp) | {unwinder._ra_column, unwinder._sp_column}
+    columns = set(unwinder.callee_saved_and_sp) | {arch.ra_column, arch.sp_column}
     if unwinder.ptr_mask != (1 << 64) - 1 or sys.byteorder != "little" or \
             arch.pointer_size != 8 or not all(0 <= c < _COLUMNS for c in columns):
         return None
-    return (unwinder._sp_column, unwinder._ra_column, int(unwinder._ra_is_ip),
-            unwinder._ra_mask & ((1 << 64) - 1),
-            sum(1 << c for c in set(unwinder._callee_saved_columns)),
-            sum(1 << c for c in unwinder._callee_saved_and_sp),
+    return (arch.sp_column, arch.ra_column, int(unwinder.ra_is_ip),
+            arch.ra_mask & ((1 << 64) - 1),
+            sum(1 << c for c in set(arch.callee_saved_columns)),
+            sum(1 << c for c in unwinder.callee_saved_and_sp),
             INNERMOST, RETURN_ADDRESS, FRAME_POINTER, INTERRUPTED, UnwindStop)
 
 
@@ -348,9 +348,10 @@ def compiled_walk(module: types.ModuleType, consts: tuple[object, ...], unwinder
     if type(read_stack) is not StackSnapshot or read_stack.word != 8 or \
             (type(data) is memoryview and data.itemsize != 1):
         return unwinder.walk(ip, regs, read_stack, modules.__getitem__, max_depth)
-    result.sp = regs[unwinder._sp_column]
+    sp_column, ra_column = unwinder.arch.sp_column, unwinder.arch.ra_column
+    result.sp = regs[sp_column]
     stop = module.walk(unwinder.step, read_stack, modules.__getitem__, modules.rows,
-                       partial(_fill, modules, unwinder._sp_column, unwinder._ra_column), ip,
+                       partial(_fill, modules, sp_column, ra_column), ip,
                        regs, data, read_stack.base, max_depth, result.frames, result.cfas,
                        result.exact_ip_frames, result.fp_fallback_frames, consts)
     if stop is not None:

@@ -218,6 +218,16 @@ class Unwinder:
             unwinder = _UNWINDERS[arch.name] = cls(arch)
         return unwinder
 
+    @property
+    def ra_is_ip(self) -> bool:
+        """The return-address column is the ip's (x86_64's virtual 16)."""
+        return self._ra_is_ip
+
+    @property
+    def callee_saved_and_sp(self) -> frozenset[int]:
+        """The columns a row without rules keeps: the callee-saved and sp."""
+        return self._callee_saved_and_sp
+
     def regs_from_names(self, named: dict) -> tuple[int | None, dict[int, int]]:
         """(ip, regs) from register name -> value (lowercase names of the
         arch, or perf's aliases); values masked to the pointer size."""
