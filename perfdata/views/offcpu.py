@@ -475,7 +475,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     try:
         if wakers:
             from . import offcpu_wakers
-            offcpu_wakers.write(args, tracker, stream)
+            offcpu_output.write(args, tracker, stream, offcpu_wakers)
         else:
             offcpu_output.write(args, tracker, stream)
     finally:

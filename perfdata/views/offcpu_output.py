@@ -5,14 +5,17 @@ Times in the tables are milliseconds with three decimals, as perf sched
 timehist prints them; folded stacks count nanoseconds."""
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..session.switches import SHORT_WAITS
 
 if TYPE_CHECKING:
     import argparse
+    from types import ModuleType
 
     from ..session.switches import SwitchTracker, ThreadTimes
+    from .flamegraph import FlameGraphBuilder
 
 # The colour family of off-CPU frames in the flame graph (views/flamegraph.py's
 # KIND_COLORS): what the kinds of their frames become.
@@ -133,9 +136,7 @@ def _names(t: ThreadTimes, stack: Any, state: str, tid_root: bool, with_state: b
 
 def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
     """The flame graph of the waits: width by wait time (ns)."""
-    import os
-
-    from .flamegraph import MIN_WIDTH_PX, FlameGraphBuilder, render_svg
+    from .flamegraph import FlameGraphBuilder
     builder = FlameGraphBuilder("period")
     stack: Any
     for (tid, stack, state, _), (ns, count) in sorted(tracker.waits.items(), key=str):
@@ -155,20 +156,35 @@ def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
                           tracker.oncpu[(tid, stack)][1], "off-CPU time (ns)")
     title = args.title if args.title is not None else \
         "Wall-Clock Time Flame Graph" if tracker.oncpu else "Off-CPU Time Flame Graph"
+    return render(args, builder, title, "off-CPU time (ns)")
+
+
+def render(args: argparse.Namespace, builder: FlameGraphBuilder, title: str,
+           what: str) -> str:
+    """The svg of a flame graph of waits, with the options of the command
+    (its subtitle: the file's name, then what the widths are)."""
+    import os
+
+    from .flamegraph import MIN_WIDTH_PX, render_svg
     return render_svg(builder, title=title,
-                      subtitle="%s - off-CPU time (ns)" % os.path.basename(str(args.file)),
+                      subtitle="%s - %s" % (os.path.basename(str(args.file)), what),
                       width=args.width, flame=args.flame, colors=args.colors,
                       min_width=args.minwidth if args.minwidth is not None else MIN_WIDTH_PX,
                       max_depth=args.max_depth)
 
 
-def write(args: argparse.Namespace, tracker: SwitchTracker, out: TextIO) -> None:
+def write(args: argparse.Namespace, tracker: SwitchTracker, out: TextIO,
+          view: ModuleType | None = None) -> None:
+    """The output of args.format; view: the module whose report_lines,
+    folded and flamegraph_svg make it (this one's, or offcpu_wakers')."""
+    if view is None:
+        view = sys.modules[__name__]
     if args.format == "threads":
         out.writelines(line + "\n" for line in thread_lines(tracker))
     elif args.format == "collapse":
-        counts = folded(tracker, args.tid_root, args.with_state)
+        counts = view.folded(tracker, args.tid_root, args.with_state)
         out.writelines("%s %d\n" % (k, counts[k]) for k in sorted(counts))
     elif args.format == "flamegraph":
-        out.write(flamegraph_svg(args, tracker))
+        out.write(view.flamegraph_svg(args, tracker))
     else:
-        out.writelines(line + "\n" for line in report_lines(tracker, args.percent_limit))
+        out.writelines(line + "\n" for line in view.report_lines(tracker, args.percent_limit))

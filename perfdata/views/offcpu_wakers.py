@@ -110,10 +110,8 @@ def folded(tracker: SwitchTracker, tid_root: bool = False, with_state: bool = Fa
 
 def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
     """The wakeup chains drawn: width by wait time (ns)."""
-    import os
-
-    from .flamegraph import MIN_WIDTH_PX, FlameGraphBuilder, render_svg
-    from .offcpu_output import OFFCPU_KIND
+    from .flamegraph import FlameGraphBuilder
+    from .offcpu_output import OFFCPU_KIND, render
     builder = FlameGraphBuilder("period")
     for ns, count, t, stack, state, waker in sorted(rows(tracker), key=str):
         names = chain(t, stack, state, waker, args.tid_root, args.with_state)
@@ -121,19 +119,4 @@ def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
                 for name in names[1:]]
         builder.add_stack(names[0], path, ns, count, "off-CPU time (ns)")
     title = args.title if args.title is not None else "Wakeup Chain Flame Graph"
-    return render_svg(builder, title=title,
-                      subtitle="%s - off-CPU time (ns) by waker" % os.path.basename(
-                          str(args.file)),
-                      width=args.width, flame=args.flame, colors=args.colors,
-                      min_width=args.minwidth if args.minwidth is not None else MIN_WIDTH_PX,
-                      max_depth=args.max_depth)
-
-
-def write(args: argparse.Namespace, tracker: SwitchTracker, out: Any) -> None:
-    if args.format == "collapse":
-        counts = folded(tracker, args.tid_root, args.with_state)
-        out.writelines("%s %d\n" % (k, counts[k]) for k in sorted(counts))
-    elif args.format == "flamegraph":
-        out.write(flamegraph_svg(args, tracker))
-    else:
-        out.writelines(line + "\n" for line in report_lines(tracker, args.percent_limit))
+    return render(args, builder, title, "off-CPU time (ns) by waker")
