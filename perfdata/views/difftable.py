@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .report.entries import ThreadByComm
 from .report.sort_keys import SORT_KEYS, cell_text, row_order
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class DiffOptions:
     dso_filtered: bool = False          # -d given (no room made for unresolved dsos)
 
 
-class DiffEntry:
+class DiffEntry(ThreadByComm):
     """One file's entry of a key: its period and how the row shows it (the
     sort keys' values, privilege level and thread of the entry kept: key,
     level and thread are report.Entry's)."""
@@ -82,15 +83,6 @@ class DiffEntry:
             if _signed(other.key[sym_at][1]) < _signed(self.key[sym_at][1]):
                 self.key, self.level, self.thread = other.key, other.level, other.thread
 
-    def __getstate__(self) -> dict[str, Any]:   # (a fleet worker's: the thread by its comm)
-        from .report.entries import ThreadComm, thread_comm
-        state = {k: getattr(self, k) for k in self.__slots__}
-        state["thread"] = ThreadComm(thread_comm(self.thread))
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
 
 
 @dataclass(slots=True)

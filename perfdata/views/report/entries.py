@@ -9,7 +9,24 @@ if TYPE_CHECKING:
     from ...session.threads import Thread
 
 
-class Entry:
+class ThreadByComm:
+    """The pickling of an entry a worker hands over (a report's, a diff's):
+    its slots, its thread by the comm alone (a Thread holds the session)."""
+    __slots__ = ()
+    thread: Thread | ThreadComm | None
+
+    def __getstate__(self) -> dict[str, Any]:
+        slots: tuple[str, ...] = self.__slots__     # (the subclass's)
+        state = {k: getattr(self, k) for k in slots}
+        state["thread"] = ThreadComm(thread_comm(self.thread))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+
+class Entry(ThreadByComm):
     """One row of an event's table: the samples of one key (comm, dso,
     symbol, ...), their periods added up."""
     __slots__ = ("key", "level", "self_period", "children", "samples", "unresolved", "thread",
@@ -25,15 +42,6 @@ class Entry:
         self.unresolved = unresolved
         self.thread = thread        # of the sample that made the entry (perf's he->thread)
         self.first = first          # that sample's place in the file (sharded runs)
-
-    def __getstate__(self) -> dict[str, Any]:  # a worker's entry: the thread by its comm only
-        state = {k: getattr(self, k) for k in self.__slots__}
-        state["thread"] = ThreadComm(thread_comm(self.thread))
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
 
     def merge(self, other: Entry) -> None:
         """Add another worker's entry of the same key; the level and thread
