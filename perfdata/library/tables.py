@@ -6,7 +6,7 @@ hold the same numbers and names as the commands print).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -15,6 +15,31 @@ if TYPE_CHECKING:
     from ..views.flamegraph import FlameGraphBuilder, Node
     from ..views.report.entries import EventHistogram
     from ..views.report.histogram import Report
+
+
+Row = TypeVar("Row")
+
+
+class Rows(Generic[Row]):
+    """A table's rows as a sequence: iterating gives them; `len()` and
+    indexing too (ReportTable's and DiffTable's `rows`)."""
+    __slots__ = ()
+    rows: tuple[Row, ...]
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Row, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | tuple[Row, ...]:
+        return self.rows[index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +71,7 @@ class ReportRow:
 
 
 @dataclass(frozen=True, slots=True)
-class ReportTable:
+class ReportTable(Rows[ReportRow]):
     """One event's table of `perfdata report`, its rows sorted as perf sorts
     them (by overhead, ties by the sort keys in order).  Iterating gives
     the rows; `len()` and indexing too."""
@@ -55,21 +80,6 @@ class ReportTable:
     event_count: int
     sort_keys: tuple[str, ...]
     rows: tuple[ReportRow, ...]
-
-    def __iter__(self) -> Iterator[ReportRow]:
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, index: int) -> ReportRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[ReportRow, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> ReportRow | tuple[ReportRow, ...]:
-        return self.rows[index]
 
     def _repr_html_(self) -> str:
         from .notebook import report_html
@@ -198,7 +208,7 @@ class DiffRow:
 
 
 @dataclass(frozen=True, slots=True)
-class DiffTable:
+class DiffTable(Rows[DiffRow]):
     """One event's table of `perfdata diff BASE NEW` (`-c delta-abs`, perf
     diff's default), its rows in perf diff's order: the functions both
     profiles have by the size of the change, then those of the base only.
@@ -209,21 +219,6 @@ class DiffTable:
     base_event_count: int
     new_event_count: int
     rows: tuple[DiffRow, ...]
-
-    def __iter__(self) -> Iterator[DiffRow]:
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, index: int) -> DiffRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[DiffRow, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> DiffRow | tuple[DiffRow, ...]:
-        return self.rows[index]
 
 
 def diff_table(table: difftable.DiffTable, event: str) -> DiffTable:
