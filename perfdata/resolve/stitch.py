@@ -209,8 +209,7 @@ def _drop_settled(pending: deque[_Held]) -> None:
     they settle in the queue's order, nearly the order they began to wait
     in, and each holds its sample (and the record's buffer) alive; kept
     until the list grew to twice the look-ahead, the threads' lists held
-    several times the look-ahead's samples (a 100 MB recording of four
-    threads: 170 MiB)."""
+    several times the look-ahead's samples."""
     while pending and not pending[0].open:
         pending.popleft()
 
