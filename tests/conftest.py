@@ -187,6 +187,13 @@ def have_corpus():
     return (root / "perfdata").is_dir() and (root / "MANIFEST.md").is_file()
 
 
+def corpus_perfdata_names():
+    """The names of the corpus's perf.data files, sorted ([] without it)."""
+    if not have_corpus():
+        return []
+    return sorted(p.name for p in (corpus_dir() / "perfdata").iterdir() if p.is_file())
+
+
 def _perf_can_record():
     if PERF is None:
         return False, "perf is not installed"

@@ -15,8 +15,8 @@ import pytest
 
 from perfdata.core import CORE_ENV, compiled
 
-from conftest import (PERF, SAMPLE_SYMBOL_ARGS, corpus_dir, have_corpus, requires_corpus,
-                      requires_perf, run_cli)
+from conftest import (PERF, SAMPLE_SYMBOL_ARGS, corpus_dir, corpus_perfdata_names,
+                      requires_corpus, requires_perf, run_cli)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BUNDLED = sorted(p.name for p in SAMPLES.glob("*.data"))
@@ -87,13 +87,9 @@ def test_json_equal_pure_on_bundled(monkeypatch: pytest.MonkeyPatch, name: str) 
     assert run_cli(args) == pure
 
 
-CORPUS = sorted(p.name for p in (corpus_dir() / "perfdata").iterdir()
-                if p.is_file()) if have_corpus() else []
-
-
 @requires_core
 @requires_corpus
-@pytest.mark.parametrize("name", CORPUS)
+@pytest.mark.parametrize("name", corpus_perfdata_names())
 def test_counts_equal_pure_on_the_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Other machines' and tools' recordings (simpleperf, quipper, ...): the
     same counts, or the same error, both ways."""

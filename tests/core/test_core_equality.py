@@ -16,7 +16,8 @@ import pytest
 
 from perfdata.core import CORE_ENV, compiled
 
-from conftest import SAMPLE_SYMBOL_ARGS, corpus_dir, have_corpus, requires_corpus, run_cli
+from conftest import (SAMPLE_SYMBOL_ARGS, corpus_dir, corpus_perfdata_names, requires_corpus,
+                      run_cli)
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BUNDLED = sorted(p.name for p in SAMPLES.glob("*.data"))
@@ -177,15 +178,9 @@ def test_script_sharded(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_same(pure, fast)
 
 
-def _corpus_files() -> list[str]:
-    if not have_corpus():
-        return []
-    return sorted(p.name for p in (corpus_dir() / "perfdata").iterdir() if p.is_file())
-
-
 @requires_core
 @requires_corpus
-@pytest.mark.parametrize("name", _corpus_files())
+@pytest.mark.parametrize("name", corpus_perfdata_names())
 def test_script_corpus(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     path = str(corpus_dir() / "perfdata" / name)
     for args in (["script", "-j", "1", path], ["script", "-j", "1", "-F", "+pid", path],

@@ -23,7 +23,7 @@ from perfdata.core import compiled
 from perfdata.format import RecordType as RT
 from perfdata.session.stream import SessionStream
 
-from conftest import corpus_dir, have_corpus, requires_corpus
+from conftest import corpus_dir, corpus_perfdata_names, requires_corpus
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BUNDLED = sorted(p.name for p in SAMPLES.glob("*.data"))
@@ -116,15 +116,9 @@ def test_walk_delivers_as_perf_orders(name: str) -> None:
     _assert_same(SAMPLES / name, tuple(int(t) for t in RT if t < 256))
 
 
-def _corpus_files() -> list[str]:
-    if not have_corpus():
-        return []
-    return sorted(p.name for p in (corpus_dir() / "perfdata").iterdir() if p.is_file())
-
-
 @requires_core
 @requires_corpus
-@pytest.mark.parametrize("name", _corpus_files())
+@pytest.mark.parametrize("name", corpus_perfdata_names())
 def test_walk_corpus(name: str) -> None:
     from perfdata.core import walk
     path = corpus_dir() / "perfdata" / name
