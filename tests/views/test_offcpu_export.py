@@ -43,7 +43,8 @@ def recording(tmp_path_factory):
     return data
 
 
-def _collapse(data, *args):
+def offcpu_collapse(data, *args):
+    """`perfdata offcpu DATA --format collapse --tid-root ARGS` as {stack: ns}."""
     rc, out, err = run_cli(["offcpu", str(data), "--format", "collapse", "--tid-root", *args])
     assert rc == 0, err
     got = {}
@@ -79,7 +80,7 @@ def _speedscope_stacks(doc):
 def test_speedscope_weights_are_the_waits(recording, tmp_path, args):
     doc = json.loads(_export(recording, tmp_path, "speedscope", *args).read_text())
     check_file_format(doc)
-    want = _collapse(recording, "--with-state", *args)
+    want = offcpu_collapse(recording, "--with-state", *args)
     assert _speedscope_stacks(doc) == want and len(want) > 3
     if "--wall" in args:        # (the time on the cpu is there too, without a state)
         assert any(not k.endswith("]") for k in want)
@@ -119,14 +120,14 @@ def test_pprof_values_are_the_waits(recording, tmp_path, args):
     types, default, got = _pprof_stacks(_export(recording, tmp_path, "pprof", *args))
     kind = "wall" if args else "off-cpu"
     assert types == [("waits", "count"), (kind, "nanoseconds")] and default == kind
-    want = _collapse(recording, "--with-state", *args)
+    want = offcpu_collapse(recording, "--with-state", *args)
     assert got == want and len(want) > 3
 
 
 @requires_perf
 def test_export_filters_as_offcpu(recording, tmp_path):
     """--tid and --time select as perfdata offcpu's do."""
-    want = _collapse(recording, "--with-state", "--comm", "piper")
+    want = offcpu_collapse(recording, "--with-state", "--comm", "piper")
     doc = json.loads(_export(recording, tmp_path, "speedscope", "--comm", "piper").read_text())
     assert _speedscope_stacks(doc) == want and want
     assert all(k.startswith("piper-") for k in want)
@@ -146,7 +147,7 @@ def test_library_selects_as_the_command(recording):
     import perfdata
     got = perfdata.profile(recording, comms=["piper", "condwaiter"]).offcpu_folded(
         tid_root=True, with_state=True)
-    assert got == _collapse(recording, "--with-state", "--comm", "piper,condwaiter") and got
+    assert got == offcpu_collapse(recording, "--with-state", "--comm", "piper,condwaiter") and got
     half = perfdata.profile(recording, time="50%/2").offcpu_folded(tid_root=True)
-    assert half == _collapse(recording, "--time", "50%/2") and half
-    assert sum(half.values()) < sum(_collapse(recording).values())
+    assert half == offcpu_collapse(recording, "--time", "50%/2") and half
+    assert sum(half.values()) < sum(offcpu_collapse(recording).values())

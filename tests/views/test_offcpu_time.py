@@ -23,6 +23,7 @@ import pytest
 from conftest import PERF, TESTS_DIR, requires_perf, run_cli
 from perfdata.format.constants import CallchainContext, Feature, RecordType as RT, \
     SampleType as ST
+from test_offcpu_export import offcpu_collapse
 
 PROG = TESTS_DIR / "progs" / "offcpu_wakeups.c"
 OFF_CPU_TIMESTAMP = 0xFFFFFFFF00000000
@@ -132,16 +133,6 @@ def _newer_form(funcs, thread_first=True):
     return out
 
 
-def _folded(path, *args):
-    rc, out, err = run_cli(["offcpu", str(path), "--format", "collapse", "--tid-root", *args])
-    assert rc == 0, err
-    got = {}
-    for line in out.splitlines():
-        stack, ns = line.rsplit(" ", 1)
-        got[stack] = int(ns)
-    return got
-
-
 def _expected(waits):
     comm = {MAIN: "offcpu_wakeups", WORKER: "worker"}
     want = {}
@@ -167,7 +158,7 @@ def test_older_form_is_what_perf_script_reads(program, tmp_path):
         key = ";".join(["%s-%s/%s" % m.group(1, 2, 3)] + frames[::-1])
         theirs[key] = theirs.get(key, 0) + int(m.group(4))
     assert len(theirs) == len(WAITS)
-    assert _folded(path, "--min-wait", "0") == theirs == _expected(WAITS)
+    assert offcpu_collapse(path, "--min-wait", "0") == theirs == _expected(WAITS)
 
 
 def test_newer_form(program, tmp_path):
@@ -175,14 +166,14 @@ def test_newer_form(program, tmp_path):
     path = tmp_path / "offcpu_new.data"
     path.write_bytes(_file(exe, COMMON | ST.RAW, _newer_form(funcs)))
     direct = [(tid, stack, ns) for tid, stack, ns, _ in DIRECT]
-    assert _folded(path, "--min-wait", "0") == _expected(WAITS + direct)
+    assert offcpu_collapse(path, "--min-wait", "0") == _expected(WAITS + direct)
     # a perf writing the direct samples' ids in the other order: the order
     # that names a known thread of the process is taken
     other = tmp_path / "offcpu_new_other_order.data"
     other.write_bytes(_file(exe, COMMON | ST.RAW, _newer_form(funcs, thread_first=False)))
-    assert _folded(other, "--min-wait", "0") == _expected(WAITS + direct)
+    assert offcpu_collapse(other, "--min-wait", "0") == _expected(WAITS + direct)
     # --time: the direct waits are clipped to it, the sums (no time) counted whole
-    got = _folded(path, "--time", "4.900000,5.050000")
+    got = offcpu_collapse(path, "--time", "4.900000,5.050000")
     assert got == _expected(WAITS + [(WORKER, ["piper", "wait_pipe"], 100_000_000),
                                      (MAIN, ["waker", "wake_cond"], 30_000_000)])
     # the thread table: the worker's waits, state S|D; its wall from its direct wait
