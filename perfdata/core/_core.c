@@ -1384,6 +1384,30 @@ static PyObject *SampleText_take(SampleText *self, PyObject *unused);
  *          is a return address, space, key)
  * The body is read within its length only: the callchain's nr is taken
  * only where nr entries and the fields after them fit. */
+/* A Record's misc and body (its buffer held in *body, for the caller to
+ * release): 0, or -1 on an error (nothing held).  The SAMPLE consumers'
+ * one reading of a Record. */
+static int record_misc_body(PyObject *record, long *misc, Py_buffer *body) {
+    PyObject *misc_obj = PyObject_GetAttr(record, s_misc);
+    if (misc_obj == NULL)
+        return -1;
+    long m = PyLong_AsLong(misc_obj);
+    Py_DECREF(misc_obj);
+    if (m == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *body_obj = PyObject_GetAttr(record, s_body);
+    if (body_obj == NULL)
+        return -1;
+    int rc = PyObject_GetBuffer(body_obj, body, PyBUF_SIMPLE);   /* (holds body_obj) */
+    Py_DECREF(body_obj);
+    if (rc < 0)
+        return -1;
+    *misc = m;
+    return 0;
+}
+
+static int consume_record(SampleText *core, PyObject *record, Py_ssize_t ordinal);
+
 static int consume_sample(SampleText *self, PyObject *attr, const unsigned char *p,
                           Py_ssize_t len, long misc, Py_ssize_t ordinal, SampleRef *ref) {
     int result = -1;
@@ -1682,45 +1706,12 @@ static PyObject *SampleText_consume(SampleText *self, PyObject *args) {
     Py_ssize_t ordinal;
     if (!PyArg_ParseTuple(args, "On", &record, &ordinal))
         return NULL;
-    PyObject *result = NULL, *attr = NULL, *misc_obj = NULL, *body_obj = NULL;
-    Py_buffer body;
-    int have_body = 0;
-    attr = PyObject_GetAttr(record, s_attr);
-    if (attr == NULL)
-        goto done;
-    int made = 0;
-    if (attr != Py_None) {
-        misc_obj = PyObject_GetAttr(record, s_misc);
-        if (misc_obj == NULL)
-            goto done;
-        long misc = PyLong_AsLong(misc_obj);
-        if (misc == -1 && PyErr_Occurred())
-            goto done;
-        body_obj = PyObject_GetAttr(record, s_body);
-        if (body_obj == NULL)
-            goto done;
-        if (PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) < 0)
-            goto done;
-        have_body = 1;
-        SampleRef ref = {Py_NewRef(record), NULL, NULL, NULL};
-        made = consume_sample(self, attr, body.buf, body.len, misc, ordinal, &ref);
-        Py_DECREF(ref.record);
-        if (made < 0)
-            goto done;
-    } else {
-        self->handed_back++;
-    }
+    int made = consume_record(self, record, ordinal);
+    if (made < 0)
+        return NULL;
     if (!made)
-        result = Py_NewRef(Py_False);
-    else
-        result = self->out.len >= OUT_KEPT ? SampleText_take(self, NULL) : Py_NewRef(Py_True);
-done:
-    if (have_body)
-        PyBuffer_Release(&body);
-    Py_XDECREF(attr);
-    Py_XDECREF(misc_obj);
-    Py_XDECREF(body_obj);
-    return result;
+        return Py_NewRef(Py_False);
+    return self->out.len >= OUT_KEPT ? SampleText_take(self, NULL) : Py_NewRef(Py_True);
 }
 
 static PyMethodDef SampleText_methods[] = {
@@ -2152,17 +2143,12 @@ static int leaf_consume_record(LeafCounter *self, PyObject *record) {
         return -1;
     int made = -1;
     Py_buffer body;
-    PyObject *misc_obj = PyObject_GetAttr(record, s_misc);
-    PyObject *body_obj = misc_obj == NULL ? NULL : PyObject_GetAttr(record, s_body);
-    long misc = misc_obj == NULL ? -1 : PyLong_AsLong(misc_obj);
-    if (body_obj != NULL && !(misc == -1 && PyErr_Occurred()) &&
-        PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) == 0) {
+    long misc;
+    if (record_misc_body(record, &misc, &body) == 0) {
         made = leaf_consume(self, attr, body.buf, body.len, misc);
         PyBuffer_Release(&body);
     }
     Py_DECREF(attr);
-    Py_XDECREF(misc_obj);
-    Py_XDECREF(body_obj);
     return made;
 }
 
@@ -2498,19 +2484,14 @@ static int consume_record(SampleText *core, PyObject *record, Py_ssize_t ordinal
     }
     int made = -1;
     Py_buffer body;
-    PyObject *misc_obj = PyObject_GetAttr(record, s_misc);
-    PyObject *body_obj = misc_obj == NULL ? NULL : PyObject_GetAttr(record, s_body);
-    long misc = misc_obj == NULL ? -1 : PyLong_AsLong(misc_obj);
-    if (body_obj != NULL && !(misc == -1 && PyErr_Occurred()) &&
-        PyObject_GetBuffer(body_obj, &body, PyBUF_SIMPLE) == 0) {
+    long misc;
+    if (record_misc_body(record, &misc, &body) == 0) {
         SampleRef ref = {Py_NewRef(record), NULL, NULL, NULL};
         made = consume_sample(core, attr, body.buf, body.len, misc, ordinal, &ref);
         Py_DECREF(ref.record);
         PyBuffer_Release(&body);
     }
     Py_DECREF(attr);
-    Py_XDECREF(misc_obj);
-    Py_XDECREF(body_obj);
     return made;
 }
 
