@@ -317,6 +317,7 @@ class Run:
         for ea in events:
             counter.set_layout(ea, rng.choice(offsets), rng.choice(offsets),
                                rng.choice(offsets), rng.choice((-1,) + offsets),
+                               rng.choice((-1,) + offsets), rng.choice(offsets),
                                rng.choice(HOSTILE), rng.random() < 0.8)
         for _ in range(rng.randint(0, 8)):
             start = rng.choice(HOSTILE + tuple(rng.randrange(1 << 64) for _ in range(2)))

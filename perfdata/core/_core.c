@@ -1768,6 +1768,7 @@ static PyTypeObject SampleTextType = {
 typedef struct {
     PyObject *attr;             /* the event (held), compared by identity */
     Py_ssize_t ip, pid, tid, period;    /* offsets in the body; period -1: none */
+    Py_ssize_t callchain, size;         /* the body's shape (core/annotate.py LeafLayout) */
     unsigned long long default_period;  /* the attr's sample_period (no PERIOD) */
     int wanted;                 /* 0: the run annotates another event: dropped */
     unsigned long long samples, total;  /* counted here */
@@ -1980,6 +1981,18 @@ static int leaf_add(LeafCounter *self, uint64_t space, uint64_t ip, uint64_t per
     return 0;
 }
 
+/* Whether body[0:len] has the layout's shape (core/annotate.py body_fits):
+ * the size of its fields but the callchain's entries, plus 8 bytes an entry
+ * where it has a callchain; a body the decoder would refuse goes back */
+static int leaf_fits(const LeafLayout *l, const unsigned char *p, Py_ssize_t len) {
+    if (l->callchain < 0)
+        return len == l->size;
+    if (l->callchain > len - 8 || len < l->size)
+        return 0;
+    uint64_t nr = u64_at(p, l->callchain);
+    return nr <= (uint64_t)(len - l->size) / 8 && (Py_ssize_t)(nr * 8) == len - l->size;
+}
+
 /* One SAMPLE: 1 counted (or of an event not annotated: dropped), 0 the
  * Python path's, -1 error.  body[0:len] is read within its length only. */
 static int leaf_consume(LeafCounter *self, PyObject *attr, const unsigned char *p,
@@ -1993,7 +2006,7 @@ static int leaf_consume(LeafCounter *self, PyObject *attr, const unsigned char *
     if (!l->wanted)
         return 1;
     if (len < 8 || l->ip > len - 8 || l->pid > len - 4 || l->tid > len - 4 ||
-        (l->period >= 0 && l->period > len - 8))
+        (l->period >= 0 && l->period > len - 8) || !leaf_fits(l, p, len))
         goto hand_back;
     uint64_t ip = u64_at(p, l->ip);
     uint32_t pid = u32_at(p, l->pid);
@@ -2033,20 +2046,23 @@ hand_back:
     return 0;
 }
 
-/* set_layout(attr, ip, pid, tid, period, default_period, wanted): where
- * the event's sample body holds the ip (u64), pid and tid (u32) and period
- * (u64; -1: none, default_period counts), from the sample's schema; wanted
- * false: the run annotates another event (its samples are dropped) */
+/* set_layout(attr, ip, pid, tid, period, callchain, size, default_period,
+ * wanted): where the event's sample body holds the ip (u64), pid and tid
+ * (u32) and period (u64; -1: none, default_period counts), and its shape
+ * (callchain: the offset of its nr, -1: none; size: every field's but the
+ * callchain's entries), from the sample's schema; wanted false: the run
+ * annotates another event (its samples are dropped) */
 static PyObject *LeafCounter_set_layout(LeafCounter *self, PyObject *args) {
     PyObject *attr;
-    Py_ssize_t ip, pid, tid, period;
+    Py_ssize_t ip, pid, tid, period, callchain, size;
     unsigned long long default_period;
     int wanted;
-    if (!PyArg_ParseTuple(args, "OnnnnKp", &attr, &ip, &pid, &tid, &period, &default_period,
-                          &wanted))
+    if (!PyArg_ParseTuple(args, "OnnnnnnKp", &attr, &ip, &pid, &tid, &period, &callchain,
+                          &size, &default_period, &wanted))
         return NULL;
-    if (ip < 0 || pid < 0 || tid < 0 || period < -1 || ip > 65536 || pid > 65536 ||
-        tid > 65536 || period > 65536) {
+    if (ip < 0 || pid < 0 || tid < 0 || period < -1 || callchain < -1 || size < 0 ||
+        ip > 65536 || pid > 65536 || tid > 65536 || period > 65536 || callchain > 65536 ||
+        size > 65536) {
         PyErr_SetString(PyExc_ValueError, "set_layout: offsets out of range");
         return NULL;
     }
@@ -2065,6 +2081,8 @@ static PyObject *LeafCounter_set_layout(LeafCounter *self, PyObject *args) {
     l->pid = pid;
     l->tid = tid;
     l->period = period;
+    l->callchain = callchain;
+    l->size = size;
     l->default_period = default_period;
     l->wanted = wanted;
     Py_RETURN_NONE;

@@ -23,6 +23,8 @@ import sys
 from array import array
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import construct as cs
+
 from ..format import SampleType as ST, field
 from ..resolve.frames import KERNEL_MODES
 from . import walk
@@ -42,26 +44,57 @@ _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 class LeafLayout(NamedTuple):
     """Where a sample body holds what the leaf counters read: offsets of
     the ip (u64), pid and tid (u32), the period (u64; -1: the sample has
-    none, and the attr's sample_period counts)."""
+    none, and the attr's sample_period counts); and the body's shape: the
+    offset of the callchain's nr (-1: no callchain) and the size of every
+    field but the callchain's entries.  A body is counted only where its
+    length is that size plus 8 bytes an entry: one the decoder would refuse
+    (a callchain's nr past the body's end) goes to the Python path, which
+    says what is wrong and skips it."""
     ip: int
     pid: int
     tid: int
     period: int
+    callchain: int
+    size: int
 
 
 def leaf_layout(ea: EventAttr) -> LeafLayout | None:
     """The event's LeafLayout, from the sample's construct schema (every
     field before the period is of fixed size); None for an event whose
     samples the leaf counters leave to the Python path (another byte order,
-    no ip or tid, a read of counters)."""
+    no ip or tid, a read of counters, a field of variable size other than
+    the callchain: the user registers and stack of a DWARF recording, raw
+    data)."""
     from ..format import sample_schema
     if ea.little != (sys.byteorder == "little") or not ea.sample_type & ST.IP or \
             not ea.sample_type & ST.TID or ea.sample_type & ST.READ or ea.reads_group:
         return None
     schema = sample_schema(ea.sample_type)
+    size, variable = 0, []
+    for sub in schema.subcons:
+        try:
+            size += sub.sizeof()
+        except cs.SizeofError:
+            variable.append(sub.name)
+    if variable not in ([], ["callchain"]):
+        return None
+    callchain = field(schema, "callchain").offset if variable else -1
     period = field(schema, "period").offset if ea.sample_type & ST.PERIOD else -1
     return LeafLayout(field(schema, "ip").offset, field(schema, "pid").offset,
-                      field(schema, "tid").offset, period)
+                      field(schema, "tid").offset, period, callchain,
+                      size + 8 if variable else size)
+
+
+def body_fits(layout: LeafLayout, body: bytes | memoryview) -> bool:
+    """Whether a sample body has the layout's shape (LeafLayout): the
+    Python counter's test, as the compiled counter's leaf_fits."""
+    at = layout.callchain
+    if at < 0:
+        return len(body) == layout.size
+    if at + 8 > len(body):
+        return False
+    nr = int.from_bytes(body[at:at + 8], sys.byteorder)
+    return len(body) - layout.size == 8 * nr
 
 
 class MapNamed(NamedTuple):

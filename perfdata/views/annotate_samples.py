@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.annotate import LeafLayout, compiled_leaves, leaf_layout
+from ..core.annotate import LeafLayout, body_fits, compiled_leaves, leaf_layout
 from ..format import MISC_CPUMODE_MASK
 from ..resolve.frames import KERNEL_MODES
 from ..resolve.symbolized import SymbolizedSample
@@ -141,13 +141,15 @@ class _Layout:
     """Where an event's sample body holds what LeafCounts reads (core.
     annotate.leaf_layout: the sample's schema, as the compiled counter
     takes it), and the event's samples and period counted there so far."""
-    __slots__ = ("name", "wanted", "index", "ip", "read", "fixed_period", "samples", "total")
+    __slots__ = ("name", "wanted", "index", "ip", "read", "fixed_period", "samples", "total",
+                 "shape")
 
     def __init__(self, ea: EventAttr, layout: LeafLayout, wanted: bool, index: int) -> None:
         self.name = ea.name
         self.wanted = wanted
         self.index = index
         self.ip = layout.ip
+        self.shape = layout
         self.fixed_period = ea.attr["sample_period"]
         # ip, pid, tid and the period (where the sample has none: the attr's
         # sample_period, as Sample.period) in one unpack from the ip on
@@ -248,10 +250,9 @@ class LeafCounts:
                 return False
             if not layout.wanted:
                 return True
-            try:
-                ip, pid, tid, period = layout.read(rec.body, layout.ip)
-            except struct.error:
-                return False        # (a short body: the Python path says what is wrong)
+            if not body_fits(layout.shape, rec.body):
+                return False        # (the Python path says what is wrong)
+            ip, pid, tid, period = layout.read(rec.body, layout.ip)
             if pid > 0x7FFFFFFF:
                 return False
             named = named_by_pid.get(pid)

@@ -168,3 +168,39 @@ def test_each_event_alone_equals_pure(monkeypatch: pytest.MonkeyPatch, name: str
         pure = run_cli(args)
         monkeypatch.delenv(CORE_ENV)
         assert run_cli(args) == pure
+
+
+def _callchains_cut(src: Path, dst: Path, every: int) -> int:
+    """dst: src with every `every`-th sample's callchain nr made to run past
+    its body's end (the decoder refuses such a sample: 'count N of 8-byte
+    items exceeds the bytes left'); the number of samples spoilt."""
+    from perfdata.core.annotate import leaf_layout
+    from perfdata.format import PerfFile
+    data = bytearray(src.read_bytes())
+    spoilt = 0
+    for n, rec in enumerate(r for r in PerfFile(str(src)).records() if r.type == 9):
+        layout = leaf_layout(rec.attr)
+        assert layout is not None and layout.callchain >= 0
+        if n % every == every - 1:
+            at = rec.offset + 8 + layout.callchain     # (after the 8-byte header)
+            data[at:at + 8] = ((len(rec.body) - layout.size) // 8 + 1).to_bytes(8, "little")
+            spoilt += 1
+    dst.write_bytes(bytes(data))
+    return spoilt
+
+
+@requires_core
+def test_samples_the_decoder_refuses_are_not_counted(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """A sample whose callchain runs past its end is skipped by the decoder
+    with a warning; neither counter may count it by its ip alone, also where
+    a good sample at the same address was counted before (a fuzz input
+    found the compiled counter doing so)."""
+    src = SAMPLES / "plt_loop.fp.data"
+    spoilt = _callchains_cut(src, tmp_path / "cut.data", 3)
+    assert spoilt > 10
+    _, good_totals, _ = _gathered(src, SAMPLE_SYMBOL_ARGS)
+    _assert_equal(monkeypatch, tmp_path / "cut.data", SAMPLE_SYMBOL_ARGS)
+    _, totals, _ = _gathered(tmp_path / "cut.data", SAMPLE_SYMBOL_ARGS)
+    assert sum(n for n, _ in totals.values()) == \
+        sum(n for n, _ in good_totals.values()) - spoilt
