@@ -31,3 +31,15 @@ def uleb(value):
         out.append(byte | (0x80 if value else 0))
         if not value:
             return bytes(out)
+
+
+def sleb(v):
+    """Signed LEB128."""
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
+            out.append(b)
+            return bytes(out)
+        out.append(b | 0x80)

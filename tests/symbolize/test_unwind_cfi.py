@@ -19,6 +19,7 @@ from symbolize.unwind.arch import X86_64
 from symbolize.unwind.cfi import (CfiError, CfiTable, StackOutOfRange, evaluate_expression,
                            RULE_EXPRESSION, RULE_OFFSET, RULE_REGISTER, RULE_SAME_VALUE,
                            RULE_UNDEFINED, RULE_VAL_EXPRESSION, RULE_VAL_OFFSET)
+from limits import sleb
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LD_SO = "/lib64/ld-linux-x86-64.so.2"
@@ -176,17 +177,6 @@ def test_plt_cfa_expression_follows_the_psabi_layout():
 
 
 # --- expressions ----------------------------------------------------------------
-
-def sleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
-
 
 def ev(expr, regs=None, memory=None, initial=()):
     regs = regs or {}

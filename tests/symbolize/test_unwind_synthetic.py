@@ -9,20 +9,9 @@ from symbolize.unwind.arch import AARCH64, X86_64, get_arch
 from symbolize.unwind.cfi import CfiTable
 from symbolize.unwind.unwinder import (INNERMOST, STOP_REASONS, StackSnapshot, UnwindModule,
                               Unwinder, UnwindStop, unwind_dwarf)
-from limits import uleb
+from limits import sleb, uleb
 
 EH_ADDR = 0x100000      # where the synthetic .eh_frame "is loaded"
-
-
-def sleb(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
 
 
 def pad(body):
