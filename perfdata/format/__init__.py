@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .header import feature_bits
     from .layout import Field, LayoutError, field
     from .records import body_schemas, event_header_schema, event_header_struct
-    from .sample import sample_schema, weight_and_ins_lat
+    from .sample import read_offcpu_raw, sample_schema, weight_and_ins_lat
     from .samplescan import id_offset, sample_offsets, scan_samples, why_not_scanned
     from .tracing import (EventFormat, FieldFormat, TracingData, parse_tracing_data,
                           tracing_data_schema)
@@ -67,7 +67,7 @@ _MODULE_OF = {
     "feature_bits": "header",
     **dict.fromkeys(("Field", "LayoutError", "field"), "layout"),
     **dict.fromkeys(("body_schemas", "event_header_schema", "event_header_struct"), "records"),
-    **dict.fromkeys(("sample_schema", "weight_and_ins_lat"), "sample"),
+    **dict.fromkeys(("read_offcpu_raw", "sample_schema", "weight_and_ins_lat"), "sample"),
     **dict.fromkeys(("id_offset", "sample_offsets", "scan_samples", "why_not_scanned"),
                     "samplescan"),
     **dict.fromkeys(("EventFormat", "FieldFormat", "TracingData", "parse_tracing_data",

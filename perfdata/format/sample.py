@@ -23,6 +23,29 @@ def _regs(u64: cs.Construct, mask: int) -> cs.Struct:
     return cs.Struct("abi" / u64, "regs" / cs.If(cs.this.abi != 0, cs.Array(count, u64)))
 
 
+def _callchain(u64: cs.Construct) -> cs.Struct:
+    return cs.Struct("nr" / u64, "ips" / cs.Array(cs.this.nr, u64))
+
+
+@functools.lru_cache(maxsize=None)
+def offcpu_raw_schema(little: bool = True) -> cs.Struct:
+    """The raw data of an `offcpu-time` sample of perf 6.14 on (util/evsel.c,
+    __set_offcpu_sample): two thread ids in a u64, the period, the callchain
+    (its first ip PERF_CONTEXT_USER), then the cgroup id, not read here."""
+    i = ints(little)
+    return cs.Struct("pid" / i.u32, "tid" / i.u32, "period" / i.u64,
+                     "callchain" / _callchain(i.u64))
+
+
+def read_offcpu_raw(data: bytes, little: bool = True) -> Any:
+    """offcpu_raw_schema's fields of `data`, or None where the data is too
+    short for what it claims."""
+    try:
+        return offcpu_raw_schema(little).parse(data)
+    except cs.ConstructError:
+        return None
+
+
 @functools.lru_cache(maxsize=None)
 def sample_schema(sample_type: int, read_format: int = 0, branch_sample_type: int = 0,
                   regs_user_mask: int = 0, regs_intr_mask: int = 0,
@@ -53,7 +76,7 @@ def sample_schema(sample_type: int, read_format: int = 0, branch_sample_type: in
         f.append("read" / read_format_schema(read_format, little))
     if sample_type & ST.CALLCHAIN:
         # Return addresses and PERF_CONTEXT_* markers, leaf first.
-        f.append("callchain" / cs.Struct("nr" / u64, "ips" / cs.Array(cs.this.nr, u64)))
+        f.append("callchain" / _callchain(u64))
     if sample_type & ST.RAW:
         # The kernel pads size+data to 8 bytes and counts the padding in size.
         f.append("raw" / cs.Struct("size" / u32, "data" / cs.Bytes(cs.this.size)))

@@ -26,7 +26,6 @@ a software event named `offcpu-time` (PERF_COUNT_SW_BPF_OUTPUT).
 """
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -54,14 +53,12 @@ def read_offcpu_sample(s: SymbolizedSample, machine: Machine, little: bool = Tru
     raw = (s.fields.get("raw") or {}).get("data")
     if raw is None:
         return timed(s.time)
-    order = "<" if little else ">"
-    data = bytes(raw)
-    if len(data) < 24:
+    from ..format import read_offcpu_raw
+    fields = read_offcpu_raw(bytes(raw), little)
+    if fields is None:
         return None
-    first, second, period, nr = struct.unpack_from(order + "IIQQ", data, 0)
-    if nr > (len(data) - 24) // 8:
-        return None
-    ips = list(struct.unpack_from(order + "%dQ" % nr, data, 24))
+    first, second, period = fields.pid, fields.tid, fields.period
+    nr, ips = fields.callchain.nr, list(fields.callchain.ips)
     is_timed = timed(s.time)
     pid, tid = (second, first) if is_timed else (first, second)
     if not _known(machine, pid, tid) and _known(machine, tid, pid):
