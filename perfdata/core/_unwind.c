@@ -134,6 +134,39 @@ static PyObject *compact_row(PyObject *rows, PyObject *fill, uint64_t lookup)
     return row;
 }
 
+/* Where the `width` bytes at address cfa + off (exact, not wrapped) lie in
+ * the snapshot of `len` bytes at `base`: their offset there (cfa + off -
+ * base), or -1 where any falls outside.  Worked out in uint64s, each step
+ * within its range (C99 has no wider integer to hold cfa + off). */
+static Py_ssize_t snapshot_at(uint64_t cfa, int64_t off, int64_t width, uint64_t base,
+                              Py_ssize_t len)
+{
+    if (width < 0 || len < 0)
+        return -1;
+    uint64_t rel;
+    if (cfa >= base) {
+        uint64_t ahead = cfa - base;
+        if (off >= 0) {
+            if (ahead > (uint64_t)len || (uint64_t)off > (uint64_t)len - ahead)
+                return -1;
+            rel = ahead + (uint64_t)off;
+        } else {
+            uint64_t back = (uint64_t)0 - (uint64_t)off;
+            if (ahead < back)
+                return -1;
+            rel = ahead - back;
+        }
+    } else {
+        uint64_t behind = base - cfa;
+        if (off < 0 || (uint64_t)off < behind)
+            return -1;
+        rel = (uint64_t)off - behind;
+    }
+    if (rel > (uint64_t)len || (uint64_t)width > (uint64_t)len - rel)
+        return -1;
+    return (Py_ssize_t)rel;
+}
+
 /* One fast step: 1 done (out, *ra, *cfa set), 2 the walk stops there
  * (*cfa set: the outermost frame), 0 where the step is Python's, -1 on an
  * error.  As Unwinder.step and _apply_row do with a row whose saved_slots
@@ -181,17 +214,15 @@ static int fast_step(const Consts *c, uint64_t ip, int kind, const Regs *in,
     if (in->present & ~c->css_sp_mask)
         out->present = in->present & c->cs_mask;
     /* every slot inside the snapshot: [cfa + first, + size) */
-    __int128 at = (__int128)cfa + head[R_FIRST];
-    if (head[R_SIZE] < 0 || at < (__int128)base ||
-            at + head[R_SIZE] > (__int128)base + len)
+    if (snapshot_at(cfa, head[R_FIRST], head[R_SIZE], base, len) < 0)
         goto out;
     for (int64_t k = 0; k < n; k++) {
         int64_t pair[2];
         memcpy(pair, pairs + 16 * k, sizeof pair);
-        __int128 slot = (__int128)cfa + pair[1] - base;
-        if (pair[0] < 0 || pair[0] >= NCOLS || slot < 0 || slot + 8 > len)
+        Py_ssize_t slot = snapshot_at(cfa, pair[1], 8, base, len);
+        if (pair[0] < 0 || pair[0] >= NCOLS || slot < 0)
             goto out;
-        out->val[pair[0]] = read_u64le(data + (Py_ssize_t)slot);
+        out->val[pair[0]] = read_u64le(data + slot);
         out->present |= (uint64_t)1 << pair[0];
     }
     uint64_t ra;
