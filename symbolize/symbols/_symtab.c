@@ -10,7 +10,7 @@
  * the names the caller keeps (demangled, as perf compares an ELF table's).
  *
  * read_symbols() reads an ELF symbol section's entries (Elf32_Sym or
- * Elf64_Sym) and keeps those perf keeps (symtab._read_elf_symbols).  It
+ * Elf64_Sym) and keeps those perf keeps (elfsymbols._read_elf_symbols).  It
  * knows no layout: each field's offset and width come from Python, which
  * takes them from pyelftools' struct (Binary.struct_layout).
  *
@@ -394,7 +394,7 @@ parse_fields(PyObject *fields, Py_ssize_t entry_size, Field *out)
     return 0;
 }
 
-/* Whether an entry is kept (symtab._read_elf_symbols' filters); *name_at
+/* Whether an entry is kept (elfsymbols._read_elf_symbols' filters); *name_at
  * and *name_len then say where its name is in the string table. */
 static int
 kept_entry(const unsigned char *e, const Field *f, int little, const Py_buffer *strtab,
