@@ -53,8 +53,10 @@ def _perf_jit_functions(injected):
     for line in report.splitlines():
         # (JavaScript's code; not V8's builtins, which are in node's own
         # text too, where perfdata names them from node's symbols:
-        # test_script_jit.test_jitdump_read_without_perf_inject)
-        m = re.match(r"^\s+[\d.]+%\s+(jitted-\d+-\d+\.so)\s+\[\.\] JS:", line)
+        # test_script_jit.test_jitdump_read_without_perf_inject; V8 names
+        # them JS:, V8 before 11 (Debian 12's node 18) LazyCompile: or Function:)
+        m = re.match(r"^\s+[\d.]+%\s+(jitted-\d+-\d+\.so)\s+\[\.\] (?:JS|LazyCompile|Function):",
+                     line)
         if m and m.group(1) not in dsos:
             dsos.append(m.group(1))
     res = subprocess.run([PERF, "annotate", "-i", str(injected), "--stdio", "--dsos",
