@@ -10,44 +10,24 @@ from setuptools import Extension, setup
 # dependency beyond Python.h.
 _C_FLAGS = ["-std=c99", "-O2", "-Wall"]
 
+
+def _extension(name: str, depends: tuple[str, ...] = ()) -> Extension:
+    """The optional extension `name`, built from its one C file."""
+    return Extension(name, sources=[name.replace(".", "/") + ".c"], depends=list(depends),
+                     extra_compile_args=_C_FLAGS, optional=True)
+
+
 EXTENSIONS = [
-    Extension(
-        "perfdata.core._core",
-        sources=["perfdata/core/_core.c"],
-        depends=["perfdata/core/_framing.h"],
-        extra_compile_args=_C_FLAGS,
-        optional=True,
-    ),
+    _extension("perfdata.core._core", depends=("perfdata/core/_framing.h",)),
     # the record walk of `perfdata stats` (perfdata/core/records.py)
-    Extension(
-        "perfdata.core._records",
-        sources=["perfdata/core/_records.c"],
-        depends=["perfdata/core/_framing.h"],
-        extra_compile_args=_C_FLAGS,
-        optional=True,
-    ),
+    _extension("perfdata.core._records", depends=("perfdata/core/_framing.h",)),
     # a first run's symbol tables: perf's fixups, ELF symbol sections and
     # kallsyms texts read (symbolize/symbols/symtab.py, kallsyms.py)
-    Extension(
-        "symbolize.symbols._symtab",
-        sources=["symbolize/symbols/_symtab.c"],
-        extra_compile_args=_C_FLAGS,
-        optional=True,
-    ),
+    _extension("symbolize.symbols._symtab"),
     # the DWARF unwinder's walk (perfdata/resolve/unwinding.py, compiled_walk)
-    Extension(
-        "perfdata.core._unwind",
-        sources=["perfdata/core/_unwind.c"],
-        extra_compile_args=_C_FLAGS,
-        optional=True,
-    ),
+    _extension("perfdata.core._unwind"),
     # the waits of a scheduler recording without stacks (perfdata/core/switches.py)
-    Extension(
-        "perfdata.core._switches",
-        sources=["perfdata/core/_switches.c"],
-        extra_compile_args=_C_FLAGS,
-        optional=True,
-    ),
+    _extension("perfdata.core._switches"),
 ]
 
 setup(ext_modules=EXTENSIONS)
