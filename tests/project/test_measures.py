@@ -9,25 +9,14 @@ from __future__ import annotations
 import os
 import re
 
-from test_symbolize_measures import ROOT, measures
+from test_symbolize_measures import ROOT, measures, python_modules
 
 # What is still over (shrinks to nothing; nothing now).
 LEFT: set[str] = set()
 
 
-def _modules() -> list[tuple[str, str]]:
-    out = []
-    for dirpath, _dirs, files in os.walk(os.path.join(ROOT, "perfdata")):
-        for f in sorted(files):
-            if f.endswith(".py"):
-                path = os.path.join(dirpath, f)
-                with open(path, encoding="utf-8") as fh:
-                    out.append((os.path.relpath(path, ROOT), fh.read()))
-    return sorted(out)
-
-
 def test_perfdata_modules_and_functions_are_small():
-    modules = _modules()
+    modules = python_modules(os.path.join(ROOT, "perfdata"))
     assert len(modules) > 60
     # (the sizes as N: a listed module may change size while it is cut)
     over = {re.sub(r"\b\d+ (lines|parameters)", r"N \1", m) for m in measures(modules)}

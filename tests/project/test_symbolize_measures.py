@@ -19,9 +19,10 @@ MAX_CONSTRUCTOR_PARAMETERS = 8
 CONSTRUCTORS_LEFT: set[tuple[str, str]] = set()
 
 
-def _modules() -> list[tuple[str, str]]:
+def python_modules(package: str = SYMBOLIZE) -> list[tuple[str, str]]:
+    """(path from the checkout, text) of each .py file below `package`."""
     out = []
-    for dirpath, _dirs, files in os.walk(SYMBOLIZE):
+    for dirpath, _dirs, files in os.walk(package):
         for f in sorted(files):
             if f.endswith(".py"):
                 path = os.path.join(dirpath, f)
@@ -54,7 +55,7 @@ def measures(modules: list[tuple[str, str]]) -> list[str]:
 
 
 def test_symbolize_modules_and_functions_are_small():
-    modules = _modules()
+    modules = python_modules()
     assert len(modules) > 40
     assert measures(modules) == []
 
@@ -72,7 +73,7 @@ def test_cache_tags_name_modules_that_exist():
     """Every 'dir/module.py' a symbolize module names (the lists of the
     modules whose code decides a cache entry) is a file under symbolize/."""
     named = []
-    for rel, text in _modules():
+    for rel, text in python_modules():
         for node in ast.walk(ast.parse(text, rel)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     re.fullmatch(r"[a-z_/]+\.py", node.value):
