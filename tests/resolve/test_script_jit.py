@@ -1,6 +1,7 @@
 """JIT code named from /tmp/perf-PID.map, as perf does: a program that runs
 code from anonymous executable memory and describes it in a perf map."""
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -196,7 +197,8 @@ def test_jitdump_read_without_perf_inject(tmp_path):
     names each frame as `perf inject --jit` and perf script of the injected
     file name it (the code at the address at the sample's time): the same
     function and offset on every line, at the process address with the
-    jitdump as dso where perf prints the jitted-PID-N.so's."""
+    jitdump as dso where perf prints the jitted-PID-N.so's (but for a chain
+    perf discards whole: _discarded_chain_times)."""
     data, injected = tmp_path / "node.data", tmp_path / "node.jit.data"
     rec = subprocess.run([PERF, "record", "-q", "-k", "1", "-g", "-o", str(data), "--", NODE,
                           "--perf-prof", "-e", _NODE_WORK], capture_output=True, text=True,
@@ -213,6 +215,8 @@ def test_jitdump_read_without_perf_inject(tmp_path):
     assert rc == 0, err
     assert "not-elf" not in err, err
     ours = ours.split("\n")
+    discarded = _discarded_chain_times(data)
+    ours, theirs = _without_discarded_chains(ours, theirs, discarded)
     assert len(ours) == len(theirs), _first_difference(ours, theirs)
     jit = 0
     for mine, perf_line in zip(ours, theirs):
@@ -227,6 +231,57 @@ def test_jitdump_read_without_perf_inject(tmp_path):
     assert jit > 100
     rc, diag, err = run_cli(["diagnose", str(data)])
     assert rc == 0 and "resolved-jitdump" in diag and "jit-no-perfmap" not in diag, diag
+
+
+def _discarded_chain_times(data):
+    """(tid, perf script's time) of each sample whose -g chain holds a word at
+    or above PERF_CONTEXT_MAX that is no context marker: the kernel's
+    frame-pointer walk read garbage (node's own C++ code, V8's compiler
+    threads among it, keeps no frame pointers: whether a walk meets such a
+    word depends on where the sample lands, hence once in some runs).  perf 6.1 discards such a chain
+    whole and prints no frame (machine.c add_callchain_ip, "invalid
+    callchain context"); perfdata prints the frames before the word: a
+    deliberate difference (docs/differences.md)."""
+    from perfdata.format import CallchainContext, PerfFile
+    contexts = {int(c) for c in CallchainContext if c != CallchainContext.MAX}
+    out = set()
+    with PerfFile(str(data)) as pf:
+        for rec in pf.samples():
+            sample = pf.parse_record(rec)
+            ips = (sample.get("callchain") or {}).get("ips") or []
+            if any(ip >= CallchainContext.MAX and ip not in contexts for ip in ips):
+                out.add((sample["tid"], "%d.%06d:" % divmod(sample["time"] // 1000, 10 ** 6)))
+    return out
+
+
+def _without_discarded_chains(ours, theirs, discarded):
+    """Both texts (lists of lines) with the samples `discarded` names left
+    out where perf printed no frame for them (only there: any other
+    difference of those samples still fails), for a line-by-line compare."""
+    if not discarded:
+        return ours, theirs
+    def blocks(lines):
+        out, cur = [], []
+        for line in lines:
+            cur.append(line)
+            if not line:
+                out.append(cur)
+                cur = []
+        return out + ([cur] if cur else [])
+    def key(header):      # "comm tid time:", comm may hold spaces
+        m = re.search(r" (\d+) +(\d+\.\d{6}):", header)
+        return (int(m.group(1)), m.group(2) + ":") if m else None
+    a, b = blocks(ours), blocks(theirs)
+    if len(a) != len(b):
+        return ours, theirs
+    keep_a, keep_b = [], []
+    for x, y in zip(a, b):
+        if ([line for line in y if line] == y[:1] and x[0] == y[0]
+                and key(y[0]) in discarded):
+            continue
+        keep_a += x
+        keep_b += y
+    return keep_a, keep_b
 
 
 def _first_difference(ours, theirs):
