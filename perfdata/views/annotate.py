@@ -258,9 +258,9 @@ def as_json(a: Annotation) -> dict[str, Any]:
             "start": fs.start, "samples": fs.total_hits, "period": fs.total_period,
             "percent_type": a.percent_type, "problem": a.problem,
             "instructions": [{"address": i.address, "text": i.text, "hits": i.hits,
-                              "period": i.period, "percent": round(i.percent, 4),
+                              "period": i.period, "percent": i.percent,
                               "srcline": i.srcline} for i in a.instructions],
-            "lines": [{"percent": round(p, 4), "srcline": s} for p, s in a.line_summary()]}
+            "lines": [{"percent": p, "srcline": s} for p, s in a.line_summary()]}
 
 
 # ------------------------------------------------------------ the command

@@ -38,11 +38,11 @@ def test_annotations_are_the_commands(percent_type: str) -> None:
         assert (a.event, a.dso, a.build_id, a.start, a.samples, a.period, a.percent_type,
                 a.problem) == (w["event"], w["dso"], w["build_id"], w["start"], w["samples"],
                                w["period"], w["percent_type"], w["problem"])
-        assert [(i.address, i.text, i.samples, i.period, round(i.percent, 4), i.srcline)
+        assert [(i.address, i.text, i.samples, i.period, i.percent, i.srcline)
                 for i in a.instructions] == \
             [(i["address"], i["text"], i["hits"], i["period"], i["percent"], i["srcline"])
              for i in w["instructions"]]
-        assert [(round(p, 4), s) for p, s in a.summary] == \
+        assert [(p, s) for p, s in a.summary] == \
             [(line["percent"], line["srcline"]) for line in w["lines"]]
         for line in a.lines:
             mine = [i for i in a.instructions if i.srcline == line.srcline]
