@@ -470,22 +470,10 @@ def _hist_filters(options: ResolveOptions
     split_hist_filters makes them of the command line."""
     import dataclasses
 
-    from ..resolve.filters import leaf_filter, sample_filter
-    thread_keep = sample_filter(options.pids, options.tids, options.comms)
-    leaf_keep = leaf_filter(options.symbols, options.dsos)
+    from ..resolve.filters import hist_filter_of
     stream = dataclasses.replace(options, pids=None, tids=None, comms=None, symbols=None,
                                  dsos=None)
-
-    def hist_filter(sampler: SampleSymbolizer) -> HistFilter | None:
-        if thread_keep is None and leaf_keep is None:
-            return None
-
-        def keep(sample: SymbolizedSample) -> bool:
-            if thread_keep is not None and not thread_keep(sample):
-                return False
-            return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
-        return keep
-    return stream, hist_filter
+    return stream, hist_filter_of(options)
 
 
 def _line_symbolizer(symbolizer: Symbolizer) -> Callable[[], Symbolizer]:

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ..format.container import PerfFile
     from ..session.stream import Sample
     from .frames import StackFrame
+    from .pipeline import ResolveOptions
+    from .symbolized import SampleSymbolizer, SymbolizedSample
 
     # --time: [(start_ns or None, stop_ns or None)]
     TimeRanges = Sequence[tuple[int | None, int | None]]
@@ -108,6 +110,28 @@ def leaf_filter(symbols: tuple[Collection[str], Collection[int]] | None = None,
             return mapped and sample.ip in addrs  # type: ignore[operator]  # (-S: addrs too)
         return True
     return keep
+
+
+def hist_filter_of(options: ResolveOptions
+                   ) -> Callable[[SampleSymbolizer], Callable[[SymbolizedSample], bool] | None]:
+    """perf report's filters by pid, tid, comm, symbol and dso
+    (HIST_FILTER_*), which leave a sample in its event's total where -C and
+    --time drop it: of a pass's SampleSymbolizer, the keep(sample) of the
+    options' pids, tids, comms, symbols and dsos, or None where none is
+    given."""
+    thread_keep = sample_filter(options.pids, options.tids, options.comms)
+    leaf_keep = leaf_filter(options.symbols, options.dsos)
+
+    def hist_filter(sampler: SampleSymbolizer) -> Callable[[SymbolizedSample], bool] | None:
+        if thread_keep is None and leaf_keep is None:
+            return None
+
+        def keep(sample: SymbolizedSample) -> bool:
+            if thread_keep is not None and not thread_keep(sample):
+                return False
+            return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
+        return keep
+    return hist_filter
 
 
 def _module_name(path: str) -> str | None:

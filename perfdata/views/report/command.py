@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ...format import PerfFile
-    from ...resolve.symbolized import SampleSymbolizer, SymbolizedSample
+    from ...resolve.symbolized import SampleSymbolizer
     from .histogram import HistFilter
 
 
@@ -117,24 +117,12 @@ def split_hist_filters(args: argparse.Namespace
     or None; {sort key: the one name its filter list gave} for the elided
     columns)."""
     import argparse as _argparse
-    from ...resolve.filters import leaf_filter, sample_filter
+    from ...resolve.filters import hist_filter_of
     from ..options import name_list, option_value, symbol_list
     stream_args = _argparse.Namespace(**vars(args))
     for name in _HIST_FILTER_ARGS:
         setattr(stream_args, name, None)
-    given = resolve_options(args)
-    thread_keep = sample_filter(given.pids, given.tids, given.comms)
-    leaf_keep = leaf_filter(given.symbols, given.dsos)
-
-    def hist_filter(sampler: SampleSymbolizer) -> HistFilter | None:
-        if thread_keep is None and leaf_keep is None:
-            return None
-
-        def keep(sample: SymbolizedSample) -> bool:
-            if thread_keep is not None and not thread_keep(sample):
-                return False
-            return leaf_keep is None or leaf_keep(sample, sampler.leaf_frames(sample))
-        return keep
+    hist_filter = hist_filter_of(resolve_options(args))
 
     lists: dict[str, set[str]] = {}
     if args.comm is not None:
