@@ -27,6 +27,7 @@ import construct as cs
 
 from ..format import SampleType as ST, field
 from ..resolve.frames import KERNEL_MODES
+from ..resolve.jit_sources import JIT_PATHS
 from . import walk
 
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from ..format import EventAttr, Record
     from ..session.maps import Map
     from ..resolve.symbolized import SampleSymbolizer
-
-# The paths of JIT code (FrameResolver's _JIT_PATHS): named at each sample.
-_JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 
 
 class LeafLayout(NamedTuple):
@@ -159,10 +157,10 @@ class CompiledLeaves:
     def add_user_map(self, pid: int, m: Map) -> bool:
         """Count the process's later samples in m, a map of a binary file
         (not a JIT's): whether the counter took it."""
-        if not m.path.startswith("/") or m.path.startswith(_JIT_PATHS):
+        if not m.path.startswith("/") or m.path.startswith(JIT_PATHS):
             return False
         path, bid = self.samples.dso_of(m)
-        if path.startswith(_JIT_PATHS):
+        if path.startswith(JIT_PATHS):
             return False
         n = self._number((path, bid, m.path, m.start, m.end, m.pgoff),
                          MapNamed(m, path, bid, False))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..format.constants import CallchainContext as CC, MISC_GUEST_KERNEL, MISC_HYPERVISOR, MISC_KERNEL
 from ..session.machine import KERNEL_DSO
 from .dsos import KERNEL_HALF, DsoResolver
-from .jit_sources import JitSources
+from .jit_sources import JIT_PATHS, JitSources
 from .stack_caches import StackCaches, all_in_code_maps
 
 if TYPE_CHECKING:
@@ -46,8 +46,6 @@ _KERNEL_CONTEXTS = (CC.KERNEL, CC.GUEST_KERNEL, CC.HV)
 # CC.MAX is a garbage word of a frame-pointer walk (often -1), see
 # _frames_for_callchain.
 _CONTEXTS = frozenset(int(c) for c in CC if c != CC.MAX)
-# Paths whose code perf looks up in a JIT's /tmp/perf-PID.map.
-_JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Frames named by a JIT's own description, not by a binary: no DWARF to
 # find inline chains in (asking for the "binary" //anon only warned).
 _NO_DWARF_SOURCES = ("perfmap", "jitdump")
@@ -252,7 +250,7 @@ class FrameResolver:
                                 addr, m.path, True)[-1]
         path, bid = self.dso_of(m)
         file_offset = addr - m.start + m.pgoff
-        if path.startswith(_JIT_PATHS) or path.startswith("["):
+        if path.startswith(JIT_PATHS) or path.startswith("["):
             # anonymous memory, the stack, the heap: no file to name it from
             return StackFrame(addr, file_offset, None, None, m.path, note="no-symbol")
         try:
@@ -460,7 +458,7 @@ class FrameResolver:
         # memory only; a memfd mapping is a file it cannot open (map-relative
         # addresses, [unknown]): so here too, unless the process wrote a map
         # (a JIT that double-maps its code through a memfd).
-        if path.startswith(_JIT_PATHS) and (
+        if path.startswith(JIT_PATHS) and (
                 path.startswith("//anon") or path == "[anon]" or (
                     path.startswith("/memfd:") and
                     self.jit.perfmap_exists(self.jit.perfmap_of(sample)))):

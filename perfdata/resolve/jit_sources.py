@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
     from ..session.stream import Sample
 
+# Paths of code without a file (anonymous memory, a memfd), whose code perf
+# looks up in a JIT's /tmp/perf-PID.map.
+JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # perf record -k 1 (CLOCK_MONOTONIC): the clock a jitdump's timestamps are on
 _CLOCK_MONOTONIC = 1
 

@@ -19,6 +19,8 @@ from symbolize.unwind.unwinder import (FRAME_POINTER, INNERMOST, INTERRUPTED, RE
                                        StackSnapshot, UnwindModule, UnwindResult, UnwindStop,
                                        Unwinder, plt_stub_sections)
 
+from .jit_sources import JIT_PATHS
+
 if TYPE_CHECKING:
     import types
     from collections.abc import Callable
@@ -233,8 +235,7 @@ def _file_backed(m: Map) -> bool:
     """Is the map's code in a file (whose CFI can be read)?  Not anonymous
     memory, a memfd, or a pseudo-file but the vdso."""
     path = m.path
-    return not (path.startswith("//anon") or path.startswith("/memfd:") or path == "[anon]" or
-                (path.startswith("[") and path != "[vdso]"))
+    return not (path.startswith(JIT_PATHS) or (path.startswith("[") and path != "[vdso]"))
 
 
 def _no_module(avma: int) -> None:
