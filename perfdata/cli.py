@@ -154,7 +154,13 @@ def cmd_completion(args: argparse.Namespace, out: TextIO) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """A command line refused in one line (perf's usage text aside), exit 2."""
+    """A command line refused in one line (perf's usage text aside), exit 2;
+    its help laid out by _HelpFormatter, as its commands' (add_parser makes
+    their parsers of this class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
@@ -165,12 +171,36 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     leaves the commands' names out of its column width when the commands
     have a metavar, and puts the long ones' help on the next line)."""
 
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        # (argparse's own default width imports shutil, and with it bz2 and
+        # lzma, 2 ms of each command's start-up: argparse makes a formatter
+        # for every option added, to check its metavar)
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
+
     def add_argument(self, action: argparse.Action) -> None:
         super().add_argument(action)
         if isinstance(action, argparse._SubParsersAction) and action.choices:
             # (each name indented under COMMAND: two more columns)
             width = self._current_indent + 2 + max(len(n) for n in action.choices)
             self._action_max_length = max(self._action_max_length, width)
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the width of the
+    terminal on standard output, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    stdout = sys.__stdout__
+    if columns <= 0 and stdout is not None:
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 class _VersionAction(argparse.Action):
@@ -283,7 +313,6 @@ def _finish_commands(parser: argparse.ArgumentParser, prefix: str = "") -> None:
         for name, p in action.choices.items():
             if "--strict" not in p._option_string_actions:
                 _add_global_options(p, command=True)
-            p.formatter_class = _HelpFormatter
             p.epilog = _examples(prefix + name)
             _finish_commands(p, prefix + name + " ")
 
@@ -300,7 +329,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
         description="Read Linux perf.data files; print their samples with stacks "
         "symbolized from\nbinaries and debug info found by build-id.",
         epilog="%s\n'perfdata COMMAND --help' shows a command's options and examples."
-        % _examples("perfdata"), formatter_class=_HelpFormatter)
+        % _examples("perfdata"))
     parser.add_argument("--version", action=_VersionAction,
                         help="the version, the core in use (compiled or pure Python), "
                              "Python's version and the optional packages found")
@@ -463,6 +492,12 @@ def _join_dash_values(argv: Iterable[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The collector's thresholds (below) from the start: the command's
+    # modules, imported from here on (its view, the core, symbolize), make
+    # some 60,000 objects, none of them garbage, which the default
+    # thresholds walked in ~30 young and 3 older collections, 6 ms of a
+    # 80 ms run (`perfdata script` of a small -g recording, installed).
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *GC_OLDER_THRESHOLDS)
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # The shell asks for completions (argcomplete's protocol): they are
         # written to its descriptor and the process ends there.
@@ -493,9 +528,9 @@ def main(argv: list[str] | None = None) -> int:
     # CPython's default collector (a young-generation pass every 700
     # allocations, full passes over every cached frame as the caches grow)
     # costs a large part of a symbolizing run and finds nothing (no cycles
-    # are made on the hot paths: see GC_YOUNG_THRESHOLD).  Collect rarely.
+    # are made on the hot paths: see GC_YOUNG_THRESHOLD).  Collect rarely
+    # (the thresholds set at the start of main).
     gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *GC_OLDER_THRESHOLDS)
     try:
         args.func(args, out)
         out.flush()

@@ -6,8 +6,6 @@ Decompression is bounded, so a hostile section cannot exhaust memory.
 """
 from __future__ import annotations
 
-import lzma
-
 from ..elffile import Binary
 
 MAX_DECOMPRESSED = 256 << 20
@@ -24,6 +22,7 @@ def load_minidebuginfo(binary: Binary, *, max_size: int = MAX_DECOMPRESSED) -> B
     data = binary.section_data(sec)
     if not data:
         return None
+    import lzma     # (here: most binaries have no such section; start-up time)
     try:
         dec = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
         out = dec.decompress(bytes(data), max_length=max_size)
