@@ -11,6 +11,7 @@ address, and never raises for bad input: problems become entries in
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,13 +24,10 @@ from .debuginfo.minidebuginfo import load_minidebuginfo
 from .addresses import address_for_lookup
 from .symbols.demangle import demangle as _demangle
 from .symbols.frame import Frame
-from .symbols.jitmaps import JitMaps
 from .symbols.kallsyms import KernelSymbols
 from .symbols.kernel import KernelTables
 from .symbols.naming import AddressNamer
-from .symbols.perfmap import is_perfmap_path
 from .symbols.tables import LineInfos, SymbolTables, damaged, table_kinds
-from .unwind.jit import JitUnwinding
 from .warninglog import WarningLog
 
 if TYPE_CHECKING:
@@ -39,9 +37,10 @@ if TYPE_CHECKING:
     from .elffile import Binary
     from .symbols.answers import AddressAnswers
     from .symbols.jitdump import JitDump
+    from .symbols.jitmaps import JitMaps
     from .symbols.lines import LineInfo
     from .symbols.symtab import SymbolTable
-    from .unwind.jit import JitUnwindTable
+    from .unwind.jit import JitUnwinding, JitUnwindTable
 
 __all__ = ["Symbolizer", "SymbolizerOptions", "Frame", "BinaryChoice", "NO_FILE_MAPPINGS",
            "STATUSES", "running_kernel_is", "address_for_lookup"]
@@ -139,8 +138,15 @@ class Symbolizer:
         self._where: dict[tuple, tuple] = {}
         self._frames: dict[tuple, tuple] = {}
         self._names: dict[str, str] = {}
-        self.jit_maps = JitMaps(self.finder.jit_file, self.log)
         self._jit_unwinding: dict[str, JitUnwinding] = {}
+
+    @functools.cached_property
+    def jit_maps(self) -> JitMaps:
+        """The JITs' perf maps and jitdumps, each read once: made at the
+        first one met (their modules' import, 2 ms, is left out of the
+        runs that meet none)."""
+        from .symbols.jitmaps import JitMaps
+        return JitMaps(self.finder.jit_file, self.log)
 
     def _mode(self) -> str:
         """The naming mode: "s" signatures, "p" perf's demangled names, "r"
@@ -366,7 +372,7 @@ class Symbolizer:
                 path not in USER_PSEUDO_MAPPINGS):
             # perf names kernel modules "[ext4]"; their symbols are in kallsyms.
             where: tuple = (_IN_KERNEL, bid)
-        elif path.startswith("/tmp/perf-") and is_perfmap_path(path):
+        elif path.startswith("/tmp/perf-") and _is_perfmap_path(path):
             where = (_IN_PERFMAP,)
         else:
             dso = self._dso(path, build_id)
@@ -441,6 +447,7 @@ class Symbolizer:
         carries any (CODE_UNWINDING_INFO)."""
         unwinding = self._jit_unwinding.get(path)
         if unwinding is None:
+            from .unwind.jit import JitUnwinding
             unwinding = self._jit_unwinding[path] = JitUnwinding(self.jitdump(path))
         return unwinding.table(time)
 
@@ -467,3 +474,10 @@ class Symbolizer:
 
 def _as_read(name: str) -> str:
     return name
+
+
+def _is_perfmap_path(path: str) -> bool:
+    """symbols.perfmap.is_perfmap_path, its module imported for such a path
+    only."""
+    from .symbols.perfmap import is_perfmap_path
+    return is_perfmap_path(path)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from symbolize import is_jitdump_path
-
 from .dsos import in_process_root
 
 if TYPE_CHECKING:
@@ -51,6 +49,9 @@ class JitSources:
             return None
         if got == (id(maps), maps.generation):
             return None
+        # (here, for JIT code's frames only: its module, symbolize's jitdump
+        # reader, is not imported by a run that meets none)
+        from symbolize import is_jitdump_path
         for m in maps:
             if is_jitdump_path(m.path, pid):
                 self._jitdump_of_pid[pid] = m.path

@@ -29,7 +29,9 @@ NOT_NEEDED = ("perfdata.views.flamegraph", "perfdata.views.report", "perfdata.vi
               # no tracepoint in the profile: no tracepoint printer
               "perfdata.tracefmt",
               # no debuginfod URL, no .gnu_debugdata, no help text to lay out
-              "urllib.parse", "ipaddress", "lzma", "shutil", "bz2")
+              "urllib.parse", "ipaddress", "lzma", "shutil", "bz2",
+              # construct's one question to it answered by its stand-in
+              "platform")
 
 PROBE = r"""
 import gc, io, json, sys
@@ -49,12 +51,17 @@ print(json.dumps({"rc": rc, "lines": out.getvalue().count("\n"),
 """
 
 
-def run_probe(*args):
-    # (-S: no site, whose .pth files may import what is looked for here, as
-    # a virtualenv's do not; this interpreter's path instead)
+def without_site(code, *args):
+    """`python -c code args` without site, whose .pth files may import what
+    is looked for here (a virtualenv's do not): this interpreter's path
+    instead."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-S", "-c", PROBE] + list(args), capture_output=True,
+    return subprocess.run([sys.executable, "-S", "-c", code] + list(args), capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=120)
+
+
+def run_probe(*args):
+    proc = without_site(PROBE, *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -118,13 +125,19 @@ assert str(signature(lambda a, b=1: 0)) == "(a, b=1)"
 import traceback
 assert "ZeroDivisionError" in "".join(traceback.format_exception(ZeroDivisionError("x")))
 assert sys.modules["pdb"].Pdb is pdb.Pdb and "pdb" not in still_deferred()
+import os, platform
+from construct.lib import ONWINDOWS
+# (construct asked platform.system() of the stand-in, which answered it)
+assert "platform" in still_deferred() and ONWINDOWS is False
+assert platform.system() == os.uname().sysname and "platform" in still_deferred()
+assert platform.python_implementation() and "platform" not in still_deferred()
+assert platform.system() == os.uname().sysname and platform.system.__module__ == "platform"
 try:
     pdb.no_such_name
 except AttributeError:
     print("ok")
 """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)
+    proc = without_site(code)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
@@ -162,6 +175,7 @@ def test_library_import_keeps_the_standard_modules():
     code = r"""
 import sys, types
 import perfdata, perfdata.resolve.symbolized
+perfdata.PerfFile    # (its module imports construct)
 for name in ("pdb", "inspect", "traceback", "pickle", "hashlib"):
     m = sys.modules[name]
     assert m.__doc__ != "(imported at its first use)" and hasattr(m, "__file__"), name
