@@ -28,13 +28,14 @@
 
 /* ------------------------------------------------------------ answers */
 /* the first item of the tuple a SampleText returns when it needs something */
-enum { NEED_PLAN = 1, NEED_MAPS = 2, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME = 5 };
+enum { NEED_PLAN = 1, NEED_BINARY = 3, NEED_FRAME = 4, NEED_NAME = 5 };
 
 /* a map's binary: not asked yet, or one the Python path must handle */
 #define BINARY_UNKNOWN (-1)
 #define BINARY_CAREFUL (-2)
 #define SPACE_KERNEL 0
 #define SPACE_NO_MAP 1
+#define FIRST_BINARY_SPACE 2  /* binaries' spaces from here */
 
 /* a frame's flags (what _frames_for_callchain reads of its last symbol) */
 #define FRAME_INTERRUPT 1     /* a kernel interrupt entry: the next is an ip */
@@ -270,6 +271,7 @@ typedef struct {
 
 typedef struct {
     int set;
+    int kernel;               /* the kernel's (kallsyms: KernelSymbols.lookup, no nesting) */
     Py_buffer starts, sizes;
     Py_ssize_t n;
     Segment *segments;
@@ -317,10 +319,16 @@ typedef struct {
     size_t *entries;          /* (start, length) in line of each entry's text */
     Py_ssize_t nentries, entries_cap;
     Buffer folded;
+    PyObject *bound;          /* {Map: the space of its binary} (bind) */
+    PyObject *by_path;        /* {(path, build-id): space} where that decides (bind) */
 } SampleText;
 
+/* Map objects whose binary is kept (cleared when full: a Map is never
+ * changed once in a group, and forked processes share them) */
+#define BOUND_KEPT (1 << 16)
+
 static PyObject *s_generation, *s_process, *s_maps, *s_comm, *s_attr, *s_misc, *s_body,
-    *s_start, *s_end, *s_pgoff, *s_type, *s_time;
+    *s_start, *s_end, *s_pgoff, *s_type, *s_time, *s_in_order, *s_path, *s_build_id;
 
 static void space_free(Space *s) {
     Py_CLEAR(s->group);
@@ -459,6 +467,10 @@ static int SampleText_init(SampleText *self, PyObject *args, PyObject *kwds) {
     self->ksymbols_seen = PyList_GET_SIZE(ksymbols);
     if (self->plan_index == NULL && (self->plan_index = PyDict_New()) == NULL)
         return -1;
+    if (self->bound == NULL && (self->bound = PyDict_New()) == NULL)
+        return -1;
+    if (self->by_path == NULL && (self->by_path = PyDict_New()) == NULL)
+        return -1;
     if (self->frames.slots == NULL && frames_init(&self->frames, 1 << 10) < 0) {
         PyErr_NoMemory();
         return -1;
@@ -483,6 +495,8 @@ static void SampleText_dealloc(SampleText *self) {
         table_free(&self->tables[i]);
     PyMem_Free(self->tables);
     Py_CLEAR(self->plan_index);
+    Py_CLEAR(self->bound);
+    Py_CLEAR(self->by_path);
     Py_CLEAR(self->thread_of);
     Py_CLEAR(self->answer);
     Py_CLEAR(self->kernel_maps);
@@ -554,20 +568,49 @@ static PyObject *SampleText_set_plan(SampleText *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_maps(group, generation, maps, known): the maps of an address space
- * at a generation: maps the group's Map objects in order, known the
- * driver's {id(Map): (the Map, the space of its binary)} (a map not in it
- * is BINARY_UNKNOWN: asked for at its first frame) */
-static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
-    PyObject *group, *objects, *known;
-    long long generation;
-    if (!PyArg_ParseTuple(args, "OLO!O!", &group, &generation, &PyList_Type, &objects,
-                          &PyDict_Type, &known))
+/* The binary the driver bound a map to (bind): by the Map, or (a process's
+ * map) by its path and build-id where the driver said they decide;
+ * BINARY_UNKNOWN else (asked for at its first frame), or BINARY_ERROR with
+ * an error set. */
+#define BINARY_ERROR (-3)
+static long long bound_binary(SampleText *self, PyObject *m, int kernel) {
+    PyObject *got = PyDict_GetItemWithError(self->bound, m);
+    if (got == NULL && !kernel && !PyErr_Occurred() && PyDict_GET_SIZE(self->by_path) > 0) {
+        PyObject *path = PyObject_GetAttr(m, s_path);
+        PyObject *bid = path == NULL ? NULL : PyObject_GetAttr(m, s_build_id);
+        PyObject *key = bid == NULL ? NULL : PyTuple_Pack(2, path, bid);
+        Py_XDECREF(path);
+        Py_XDECREF(bid);
+        if (key == NULL)
+            return BINARY_ERROR;
+        got = PyDict_GetItemWithError(self->by_path, key);    /* (borrowed: the dict's) */
+        Py_DECREF(key);
+    }
+    if (got == NULL)
+        return PyErr_Occurred() ? BINARY_ERROR : BINARY_UNKNOWN;
+    long long binary = PyLong_AsLongLong(got);
+    return binary == -1 && PyErr_Occurred() ? BINARY_ERROR : binary;
+}
+
+/* The core's maps of an address space (a MapGroup) at a generation, read
+ * from the group (MapGroup.in_order: its Map objects by start), each with
+ * the binary it was bound to: the space, or NULL with an error */
+static Space *load_space(SampleText *self, PyObject *group, long long generation) {
+    PyObject *objects = PyObject_CallMethodNoArgs(group, s_in_order);
+    if (objects == NULL)
         return NULL;
+    if (!PyList_Check(objects)) {
+        Py_DECREF(objects);
+        PyErr_SetString(PyExc_TypeError, "MapGroup.in_order: not a list");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(objects);
     MapEntry *maps = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(MapEntry));
-    if (maps == NULL)
-        return PyErr_NoMemory();
+    if (maps == NULL) {
+        Py_DECREF(objects);
+        PyErr_NoMemory();
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n && !PyErr_Occurred(); i++) {
         PyObject *m = PyList_GET_ITEM(objects, i);
         PyObject *names[3] = {s_start, s_end, s_pgoff};
@@ -584,18 +627,13 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
         maps[i].start = v[0];
         maps[i].end = v[1];
         maps[i].pgoff = v[2];
-        maps[i].binary = BINARY_UNKNOWN;
-        PyObject *key = PyLong_FromVoidPtr(m);      /* id(m) */
-        PyObject *got = key == NULL ? NULL : PyDict_GetItemWithError(known, key);
-        Py_XDECREF(key);
-        if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2 &&
-            PyTuple_GET_ITEM(got, 0) == m)
-            maps[i].binary = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
+        maps[i].binary = bound_binary(self, m, group == self->kernel_maps);
         if (!PyErr_Occurred() && i > 0 && maps[i].start < maps[i - 1].end)
-            PyErr_SetString(PyExc_ValueError, "set_maps: not sorted, or overlapping");
+            PyErr_SetString(PyExc_ValueError, "a MapGroup's maps: not sorted, or overlapping");
     }
     if (PyErr_Occurred()) {
         PyMem_Free(maps);
+        Py_DECREF(objects);
         return NULL;
     }
     Space *s = space_of(self, group);
@@ -612,23 +650,45 @@ static PyObject *SampleText_set_maps(SampleText *self, PyObject *args) {
     s->generation = generation;
     s->maps = maps;
     s->n = n;
-    s->objects = Py_NewRef(objects);
-    Py_RETURN_NONE;
+    s->objects = objects;
+    return s;
 }
 
-/* bind(group, index, binary): the binary of the group's map at index */
+/* bind(group, index, binary[, by_path]): the binary of the group's map at
+ * index; by_path: of every map of its path and build-id too */
 static PyObject *SampleText_bind(SampleText *self, PyObject *args) {
     PyObject *group;
     Py_ssize_t index;
     long long binary;
-    if (!PyArg_ParseTuple(args, "OnL", &group, &index, &binary))
+    int by_path = 0;
+    if (!PyArg_ParseTuple(args, "OnL|p", &group, &index, &binary, &by_path))
         return NULL;
     Space *s = space_of(self, group);
-    if (s == NULL || index < 0 || index >= s->n) {
+    if (s == NULL || index < 0 || index >= s->n || index >= PyList_GET_SIZE(s->objects)) {
         PyErr_SetString(PyExc_IndexError, "bind: no such map");
         return NULL;
     }
     s->maps[index].binary = binary;
+    PyObject *m = PyList_GET_ITEM(s->objects, index);
+    if (PyDict_GET_SIZE(self->bound) >= BOUND_KEPT)
+        PyDict_Clear(self->bound);
+    PyObject *value = PyLong_FromLongLong(binary);
+    PyObject *key = NULL;
+    int r = value == NULL ? -1 : PyDict_SetItem(self->bound, m, value);
+    if (r == 0 && by_path) {
+        PyObject *path = PyObject_GetAttr(m, s_path);
+        PyObject *bid = path == NULL ? NULL : PyObject_GetAttr(m, s_build_id);
+        key = bid == NULL ? NULL : PyTuple_Pack(2, path, bid);
+        Py_XDECREF(path);
+        Py_XDECREF(bid);
+        if (key != NULL && PyDict_GET_SIZE(self->by_path) >= BOUND_KEPT)
+            PyDict_Clear(self->by_path);
+        r = key == NULL ? -1 : PyDict_SetItem(self->by_path, key, value);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    if (r < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -651,14 +711,19 @@ static PyObject *SampleText_add_frame(SampleText *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* set_table(space, starts, sizes, segments, dso): a binary's table (see
- * Table): starts and sizes u64 buffers of one length, segments a bytes of
- * (offset, filesz, memsz, vaddr, page) u64 quintuples, dso bytes */
+/* set_table(space, starts, sizes, segments, dso[, kernel]): a binary's
+ * table (see Table): starts and sizes u64 buffers of one length, segments a
+ * bytes of (offset, filesz, memsz, vaddr, page) u64 quintuples, dso bytes;
+ * kernel: the kernel's symbols (looked up as KernelSymbols.lookup does: no
+ * symbol nested in another), for the frames of a kernel map, keyed by
+ * their address (one segment mapping every address to itself) */
 static PyObject *SampleText_set_table(SampleText *self, PyObject *args) {
     Py_ssize_t space;
     PyObject *starts_obj, *sizes_obj, *dso;
     Py_buffer segs;
-    if (!PyArg_ParseTuple(args, "nOOy*S", &space, &starts_obj, &sizes_obj, &segs, &dso))
+    int kernel = 0;
+    if (!PyArg_ParseTuple(args, "nOOy*S|p", &space, &starts_obj, &sizes_obj, &segs, &dso,
+                          &kernel))
         return NULL;
     Table t;
     memset(&t, 0, sizeof t);
@@ -677,6 +742,7 @@ static PyObject *SampleText_set_table(SampleText *self, PyObject *args) {
         return NULL;
     }
     t.set = 1;
+    t.kernel = kernel;
     if (t.starts.itemsize != 8 || t.sizes.itemsize != 8 || t.starts.len != t.sizes.len ||
         t.starts.format == NULL || t.sizes.format == NULL ||
         (strcmp(t.starts.format, "Q") != 0 && strcmp(t.starts.format, "L") != 0) ||
@@ -789,6 +855,8 @@ static Py_ssize_t table_lookup(const Table *t, uint64_t svma) {
         return -1;
     if (svma - starts[i] < sizes[i])
         return i;
+    if (t->kernel)
+        return -1;
     /* a symbol nested in a larger one: the enclosing one covers the rest */
     for (Py_ssize_t j = i - 1; j > i - 4 && j >= 0; j--)
         if (starts[j] <= svma && svma - starts[j] < sizes[j])
@@ -1378,7 +1446,6 @@ static PyObject *SampleText_take(SampleText *self, PyObject *unused);
  * (None: hand back), body[0:len] its body, misc its header's.  What the
  * core lacks it asks the driver's answer() for, then goes on:
  *   answer(NEED_PLAN, attr)
- *   answer(NEED_MAPS, group)
  *   answer(NEED_BINARY, group, index of the map, the Map)
  *   answer(NEED_FRAME, record, thread, address, kernel context,
  *          is a return address, space, key)
@@ -1407,6 +1474,19 @@ static int record_misc_body(PyObject *record, long *misc, Py_buffer *body) {
 }
 
 static int consume_record(SampleText *core, PyObject *record, Py_ssize_t ordinal);
+
+/* the core's maps of group (a MapGroup) at the group's generation, read
+ * again where it changed; NULL with an error */
+static Space *current_space(SampleText *self, PyObject *group) {
+    int ok = 1;
+    long long generation = int_attr(group, s_generation, &ok);
+    if (!ok)
+        return NULL;
+    Space *space = space_of(self, group);
+    if (space != NULL && space->generation == generation)
+        return space;
+    return load_space(self, group, generation);
+}
 
 static int consume_sample(SampleText *self, PyObject *attr, const unsigned char *p,
                           Py_ssize_t len, long misc, Py_ssize_t ordinal, SampleRef *ref) {
@@ -1506,7 +1586,7 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
     long depth = 0;
     /* the thread's address space at its generation (looked up again after
      * any answer: an answer may set maps) */
-    Space *space = NULL;
+    Space *space = NULL, *kspace = NULL;   /* (kspace: the kernel's maps) */
     for (uint64_t i = 0; i < nr; i++) {
         uint64_t ip = u64_at(ips, (Py_ssize_t)(8 * i));
         if (ip >= self->context_max && (plan.header & H_IP_LEAF))
@@ -1527,25 +1607,37 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
         int asked = 0;
     again:
         if (kernel) {
+            /* a kernel map's frames are its binary's (ScriptCore._bind: the
+             * kernel's symbols, printed with the map's name), keyed by the
+             * address; an address in no kernel map is asked for as it is */
             key_space = SPACE_KERNEL;
             key = ip;
+            if (kspace == NULL) {
+                space = NULL;       /* (a space read may clear the others) */
+                if ((kspace = current_space(self, self->kernel_maps)) == NULL)
+                    goto done;
+            }
+            Py_ssize_t index = 0;
+            const MapEntry *m = find_map(kspace, ip, &index);
+            if (m != NULL && m->binary == BINARY_UNKNOWN) {
+                if (asked++ > 2) {
+                    PyErr_SetString(PyExc_RuntimeError, "answer(NEED_BINARY) bound nothing");
+                    goto done;
+                }
+                int r = ask(self, Py_BuildValue("(iOnO)", NEED_BINARY, self->kernel_maps, index,
+                                                PyList_GET_ITEM(kspace->objects, index)));
+                space = kspace = NULL;
+                if (r < 0)
+                    goto done;
+                goto again;
+            }
+            if (m != NULL && m->binary >= FIRST_BINARY_SPACE)
+                key_space = m->binary;
         } else {
             if (space == NULL) {
-                int ok = 1;
-                long long generation = int_attr(group, s_generation, &ok);
-                if (!ok)
+                kspace = NULL;      /* (a space read may clear the others) */
+                if ((space = current_space(self, group)) == NULL)
                     goto done;
-                space = space_of(self, group);
-                if (space == NULL || space->generation != generation) {
-                    space = NULL;
-                    if (asked++ > 2) {
-                        PyErr_SetString(PyExc_RuntimeError, "answer(NEED_MAPS) set no maps");
-                        goto done;
-                    }
-                    if (ask(self, Py_BuildValue("(iO)", NEED_MAPS, group)) < 0)
-                        goto done;
-                    goto again;
-                }
             }
             Py_ssize_t index = 0;
             const MapEntry *m = find_map(space, ip, &index);
@@ -1573,7 +1665,7 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
                 }
                 int r = ask(self, Py_BuildValue("(iOnO)", NEED_BINARY, group, index,
                                                 PyList_GET_ITEM(space->objects, index)));
-                space = NULL;
+                space = kspace = NULL;
                 if (r < 0)
                     goto done;
                 goto again;
@@ -1608,7 +1700,7 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
                 int asked_ok = ask(self, Py_BuildValue("(innK)", NEED_NAME,
                                                        (Py_ssize_t)key_space, index,
                                                        (unsigned long long)at));
-                space = NULL;
+                space = kspace = NULL;
                 if (asked_ok < 0)
                     goto done;
                 goto again;
@@ -1621,7 +1713,10 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
                 int at_ip = first;
                 first = 0;
                 depth++;
-                if (!at_ip && (tflags & FRAME_BOTTOM))
+                if (kernel) {
+                    if (tflags & FRAME_INTERRUPT)
+                        first = 1;
+                } else if (!at_ip && (tflags & FRAME_BOTTOM))
                     break;
                 continue;
             }
@@ -1635,7 +1730,7 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
                                                    (unsigned long long)ip, kernel, (int)is_ret,
                                                    (long long)key_space,
                                                    (unsigned long long)key));
-            space = NULL;
+            space = kspace = NULL;
             if (asked_ok < 0)
                 goto done;
             f = frames_find(&self->frames, kept_as, key, is_ret);
@@ -1723,7 +1818,6 @@ static PyMethodDef SampleText_methods[] = {
     {"set_name", (PyCFunction)SampleText_set_name, METH_VARARGS, "a symbol's name"},
     {"table_text", (PyCFunction)SampleText_table_text, METH_VARARGS, "a tabled frame's lines"},
     {"set_plan", (PyCFunction)SampleText_set_plan, METH_VARARGS, "an event's plan"},
-    {"set_maps", (PyCFunction)SampleText_set_maps, METH_VARARGS, "an address space's maps"},
     {"bind", (PyCFunction)SampleText_bind, METH_VARARGS, "the binary of a map"},
     {"add_frame", (PyCFunction)SampleText_add_frame, METH_VARARGS, "a frame's text"},
     {"counts", (PyCFunction)SampleText_counts, METH_NOARGS, "samples made, handed back"},
@@ -2311,6 +2405,7 @@ typedef struct {
     int width[SIDE_FIELDS];         /* 4, 8, or 0: a NUL-terminated UTF-8 name */
     long misc_mask;                 /* header misc bits of another form (MMAP2's build-id) */
     int64_t guard_at;               /* a byte where '/' or '[' means another form, or -1 */
+    PyObject *call;                 /* call(misc, time, *fields), or NULL: apply(dict) */
 } SideLayout;
 
 static void side_free(SideLayout *l) {
@@ -2318,6 +2413,7 @@ static void side_free(SideLayout *l) {
         return;
     for (int i = 0; i < l->n; i++)
         Py_XDECREF(l->names[i]);
+    Py_XDECREF(l->call);
     PyMem_Free(l);
 }
 
@@ -2532,44 +2628,62 @@ static int walk_apply(RecordWalk *w, const Entry *e) {
     if (l->guard_at >= 0 && fits(&b, (size_t)l->guard_at, 1) &&
         (b.p[l->guard_at] == '/' || b.p[l->guard_at] == '['))
         return 0;
-    PyObject *fields = PyDict_New();
-    if (fields == NULL)
-        return -1;
+    /* args: misc, the time, the fields in the schema's order */
+    PyObject *args[2 + SIDE_FIELDS];
+    int nargs = 0, result = -1;
+    if ((args[nargs++] = PyLong_FromLong(misc)) == NULL)
+        goto done;
+    if ((args[nargs++] = PyLong_FromUnsignedLongLong(e->has_time ? e->time : 0)) == NULL)
+        goto done;
     for (int i = 0; i < l->n; i++) {
         const size_t off = (size_t)l->offset[i];
         PyObject *v;
         if (l->width[i] == 0) {
             const uint8_t *nul = off < b.n ? memchr(b.p + off, 0, b.n - off) : NULL;
             if (nul == NULL) {
-                Py_DECREF(fields);
-                return 0;
+                result = 0;
+                goto done;
             }
             v = PyUnicode_DecodeUTF8((const char *)b.p + off, nul - (b.p + off), "strict");
             if (v == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
                 PyErr_Clear();
-                Py_DECREF(fields);
-                return 0;
+                result = 0;
+                goto done;
             }
         } else if (!fits(&b, off, (size_t)l->width[i])) {
-            Py_DECREF(fields);
-            return 0;
+            result = 0;
+            goto done;
         } else {
             v = l->width[i] == 4 ? PyLong_FromUnsignedLong(rd32(&b, off))
                                  : PyLong_FromUnsignedLongLong(rd64(&b, off));
         }
-        if (v == NULL || PyDict_SetItem(fields, l->names[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(fields);
-            return -1;
-        }
-        Py_DECREF(v);
+        if (v == NULL)
+            goto done;
+        args[nargs++] = v;
     }
-    PyObject *r = PyObject_CallFunction(w->apply, "INlK", (unsigned)e->rtype, fields, misc,
-                                        (unsigned long long)(e->has_time ? e->time : 0));
+    PyObject *r;
+    if (l->call != NULL) {
+        r = PyObject_Vectorcall(l->call, args, (size_t)nargs, NULL);
+    } else {
+        PyObject *fields = PyDict_New();
+        if (fields == NULL)
+            goto done;
+        for (int i = 0; i < l->n; i++)
+            if (PyDict_SetItem(fields, l->names[i], args[2 + i]) < 0) {
+                Py_DECREF(fields);
+                goto done;
+            }
+        r = PyObject_CallFunction(w->apply, "INOO", (unsigned)e->rtype, fields, args[0],
+                                  args[1]);
+    }
     if (r == NULL)
-        return -1;
+        goto done;
     Py_DECREF(r);
-    return 1;
+    result = 1;
+done:
+    for (int i = 0; i < nargs; i++)
+        Py_DECREF(args[i]);
+    return result;
 }
 
 /* The next record of ready the stream is to have (a new reference), the
@@ -2991,8 +3105,10 @@ static PyObject *RecordWalk_push(RecordWalk *w, PyObject *record) {
 
 /* set_apply(apply, layouts): side records applied here (walk_apply):
  * apply is Machine.apply; layouts {record type: (fields, misc_mask,
- * guard_at)}, fields ((name, offset, width), ...) with width 4 or 8 (a u32
- * or u64) or 0 (a NUL-terminated UTF-8 name) */
+ * guard_at[, call])}, fields ((name, offset, width), ...) with width 4 or 8
+ * (a u32 or u64) or 0 (a NUL-terminated UTF-8 name); call, where given (not
+ * None), is called as call(misc, time, *the fields' values) in place of
+ * apply(type, {name: value}, misc, time) */
 static PyObject *RecordWalk_set_apply(RecordWalk *w, PyObject *args) {
     PyObject *apply, *layouts;
     if (!PyArg_ParseTuple(args, "OO!", &apply, &PyDict_Type, &layouts))
@@ -3006,11 +3122,11 @@ static PyObject *RecordWalk_set_apply(RecordWalk *w, PyObject *args) {
     Py_ssize_t pos = 0;
     while (PyDict_Next(layouts, &pos, &key, &value)) {
         long t = PyLong_AsLong(key);
-        PyObject *fields;
+        PyObject *fields, *call = Py_None;
         long mask;
         long long guard;
         if ((t == -1 && PyErr_Occurred()) ||
-            !PyArg_ParseTuple(value, "O!lL", &PyTuple_Type, &fields, &mask, &guard))
+            !PyArg_ParseTuple(value, "O!lL|O", &PyTuple_Type, &fields, &mask, &guard, &call))
             return NULL;
         Py_ssize_t n = PyTuple_GET_SIZE(fields);
         if (t < 0 || t >= NTYPES || t == w->params[P_SAMPLE] || n > SIDE_FIELDS ||
@@ -3023,6 +3139,7 @@ static PyObject *RecordWalk_set_apply(RecordWalk *w, PyObject *args) {
             return PyErr_NoMemory();
         l->misc_mask = mask;
         l->guard_at = guard;
+        l->call = call == Py_None ? NULL : Py_NewRef(call);
         w->sides[t] = l;
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *name;
@@ -3137,7 +3254,8 @@ PyMODINIT_FUNC PyInit__core(void) {
         {&s_generation, "generation"}, {&s_process, "process"}, {&s_maps, "maps"},
         {&s_start, "start"}, {&s_end, "end"}, {&s_pgoff, "pgoff"},
         {&s_comm, "comm"}, {&s_attr, "attr"}, {&s_misc, "misc"}, {&s_body, "body"},
-        {&s_type, "type"}, {&s_time, "time"},
+        {&s_type, "type"}, {&s_time, "time"}, {&s_in_order, "in_order"}, {&s_path, "path"},
+        {&s_build_id, "build_id"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
@@ -3157,7 +3275,6 @@ PyMODINIT_FUNC PyInit__core(void) {
         add_framing_names(m) < 0 ||
         PyModule_AddIntConstant(m, "HANDBACK", WALK_HANDBACK) < 0 ||
         PyModule_AddIntConstant(m, "NEED_PLAN", NEED_PLAN) < 0 ||
-        PyModule_AddIntConstant(m, "NEED_MAPS", NEED_MAPS) < 0 ||
         PyModule_AddIntConstant(m, "NEED_BINARY", NEED_BINARY) < 0 ||
         PyModule_AddIntConstant(m, "NEED_FRAME", NEED_FRAME) < 0 ||
         PyModule_AddIntConstant(m, "NEED_NAME", NEED_NAME) < 0 ||

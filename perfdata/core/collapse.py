@@ -36,6 +36,9 @@ class CollapseCore(ScriptCore):
     """The samples of a SampleSymbolizer the Python path counts (the core
     added the others to `counts` itself), symbolized."""
 
+    # (kernel frames asked for: the kernel's table is the script lines')
+    _KERNEL_TABLES = False
+
     def __init__(self, module: types.ModuleType, samples: SampleSymbolizer,
                  opts: CollapseOptions, events: EventFilter, counts: dict[str, int]) -> None:
         self.opts = opts

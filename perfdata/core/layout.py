@@ -10,12 +10,11 @@ and a field whose width is not the one the C reads with is refused
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
+
+import construct as cs
 
 from ..format import LayoutError, RecordType as RT, body_schemas, event_header_schema, field
-
-if TYPE_CHECKING:
-    import construct as cs
 
 
 def _fixed(schema: cs.Struct, name: str, width: int) -> int:
@@ -54,3 +53,33 @@ def name_offsets() -> dict[int, int]:
 def lost_samples_offset() -> int:
     """Offset of `lost` (u64) in a LOST_SAMPLES body."""
     return _fixed(body_schemas(True)[RT.LOST_SAMPLES], "lost", 8)
+
+
+def sample_offsets(schema: cs.Struct) -> tuple[int, int, int, int, int, int, int]:
+    """(pid, tid, time, cpu, period, callchain, after) of a sample's
+    schema: the offsets of its fixed fields (-1: absent), of the callchain,
+    and the fixed size of what follows the callchain.  Every field the core
+    reads must be before the callchain, of the width it reads, in little-
+    endian order (the machine's: applies() checked); LayoutError else."""
+    names = [sub.name for sub in schema.subcons]
+    if "callchain" not in names:
+        raise LayoutError("no callchain")
+    callchain = field(schema, "callchain").offset
+    out = []
+    for name, width in (("pid", 4), ("tid", 4), ("time", 8), ("cpu", 4), ("period", 8)):
+        if name not in names:
+            out.append(-1)
+            continue
+        got = field(schema, name)
+        sub = schema.subcons[names.index(name)]
+        fmt = getattr(getattr(sub, "subcon", sub), "fmtstr", "")
+        if got.width != width or not fmt.startswith("<") or got.offset >= callchain:
+            raise LayoutError("%s: %d bytes %r at %d" % (name, got.width, fmt, got.offset))
+        out.append(got.offset)
+    after = 0
+    for sub in schema.subcons[names.index("callchain") + 1:]:
+        try:
+            after += sub.sizeof()
+        except cs.SizeofError:
+            raise LayoutError("%s after the callchain has no fixed size" % sub.name)
+    return out[0], out[1], out[2], out[3], out[4], callchain, after

@@ -107,6 +107,9 @@ class ReportCore(ScriptCore):
     """Fills a Report: the samples the core counts into its counts, the
     others through Report.add (see `fill`)."""
 
+    # (kernel frames asked for: the kernel's table is the script lines')
+    _KERNEL_TABLES = False
+
     def __init__(self, module: types.ModuleType, samples: SampleSymbolizer,
                  report: Report) -> None:
         self.report = report

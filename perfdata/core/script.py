@@ -29,13 +29,13 @@ import sys
 from array import array
 from typing import TYPE_CHECKING, Any, Protocol
 
-import construct as cs
-
-from ..format import AttrType, CallchainContext as CC, LayoutError, SampleType as ST, field
+from ..format import AttrType, CallchainContext as CC, LayoutError, SampleType as ST
 from ..resolve.frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
+from ..session.machine import KERNEL_DSO
 from ..session.stream import BuildId, SideEvent, pid_t
 from ..resolve.symbolized import SymbolizedSample
 from . import walk
+from .layout import sample_offsets
 
 if TYPE_CHECKING:
     import types
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..session.maps import Map, MapGroup
     from ..session.threads import Thread
     from ..resolve.symbolized import SampleSymbolizer
-    from symbolize import SymbolTable
+    from symbolize import KernelSymbols, SymbolTable
 
     class ScriptFormatter(Protocol):
         """What the driver asks of the view's formatter (views/script_formatter.py
@@ -78,6 +78,9 @@ if TYPE_CHECKING:
 _JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Binaries get spaces from here (0: kernel addresses, 1: user ones in no map).
 _FIRST_BINARY = 2
+# The build-id of a kernel map's binary in _binaries: the kernel's symbols
+# (a map's own path is only the dso printed), not a binary of that path.
+_KERNEL_MAP = "kernel map"
 # Kernel addresses (x86_64, aarch64): the upper half (FrameResolver looks
 # a user address there in no user map up in the kernel's maps).
 _KERNEL_HALF = 1 << 63
@@ -89,8 +92,7 @@ _NANOSECS = 128
 # the fields whose lines the core prints (the header's, and the stack's,
 # which the formatter's frame_lines makes)
 _CORE_FIELDS = frozenset(_HEADER_BITS) | {"ip", "sym", "symoff", "dso", "srcline"}
-# Map objects whose binary is kept (cleared when full)
-_MAPS_KEPT = 1 << 16
+_ALL = (1 << 64) - 1
 
 
 def utf8_buffer(out: Any) -> Any:
@@ -147,24 +149,21 @@ class ScriptCore:
         self.samples = samples
         self.formatter = formatter
         self.resolver = samples.resolver
-        machine = samples.machine
+        machine = self.machine = samples.machine
         self.core = module.SampleText(machine.thread, self._answer, machine.kernel_maps,
                                       machine.ksymbols, _CONTEXTS, _KERNEL_CONTEXTS,
                                       int(CC.MAX), samples.max_stack, block, counts,
                                       as_bytes)
         self.module = module
         self._answers: dict[int, Callable[..., None]] = {
-            module.NEED_MAPS: self._set_maps, module.NEED_BINARY: self._bind,
+            module.NEED_BINARY: self._bind,
             module.NEED_FRAME: self._add_frame, module.NEED_NAME: self._name,
             module.NEED_PLAN: self._set_plan}
         # {(path, build-id, shown path): its space}, and the other way
         self._binaries: dict[tuple[str, str | None, str], int] = {}
         self._space_binary: dict[int, tuple[str, str | None, str]] = {}
         # {space: its SymbolTable, or None where the core has none of it}
-        self._tables: dict[int, SymbolTable | None] = {}
-        # {id(Map): (the Map, its space)}: a Map is never changed once in a
-        # group, and forked processes share them
-        self._map_binary: dict[int, tuple[Map, int]] = {}
+        self._tables: dict[int, SymbolTable | KernelSymbols | None] = {}
         self._plans: dict[EventAttr, Plan | None] = {}
         # {event: the (before, after) texts of the first user frame in no map
         # the Python path made} (see _learn_no_map)
@@ -173,6 +172,10 @@ class ScriptCore:
         self._formats: dict[tuple[str, ...], int] = {}
         # the sample a frame was last asked for (record, the sample)
         self._asked: tuple[Record | None, SymbolizedSample | None] = (None, None)
+
+    # whether the frames of kernel maps are named by the core from the kernel's
+    # symbols (script's lines; a subclass counting other texts: asked for)
+    _KERNEL_TABLES = True
 
     @staticmethod
     def applies(samples: SampleSymbolizer, args: Any) -> bool:
@@ -329,26 +332,36 @@ class ScriptCore:
     @staticmethod
     def _offsets(event: EventAttr) -> tuple[int, int, int, int, int, int, int] | None:
         try:
-            return _sample_offsets(event.schema)
+            return sample_offsets(event.schema)
         except LayoutError:
             return None
 
-    def _set_maps(self, group: MapGroup) -> None:
-        """The maps of an address space, and the binaries of those whose
-        binary is known (a Map is never changed once in a group)."""
-        self.core.set_maps(group, group.generation, group.in_order(), self._map_binary)
-
     def _bind(self, group: MapGroup, index: int, m: Map) -> None:
         """The binary behind a map, as the resolver names it (dso_of, at the
-        first frame in that map: as the Python path, which asks it there)."""
+        first frame in that map: as the Python path, which asks it there); a
+        kernel map's: the kernel's symbols, printed with the map's path
+        (FrameResolver.frames_in_kernel_map), one space a path.  The core
+        reads the maps of an address space from its MapGroup itself, and
+        keeps each Map's binary; where dso_of alone names it (a function of
+        the path and build-id: its cache's key), every map of that path and
+        build-id's too: a process's binaries are asked for once a run, not
+        once a process."""
         resolver = self.resolver
         careful = self.module.BINARY_CAREFUL
-        if m.build_id is None and m.path in resolver.build_id_choices:
+        by_path = False
+        if group is self.machine.kernel_maps:
+            key: tuple[str, str | None, str] = (KERNEL_DSO, _KERNEL_MAP, m.path)
+            space = self._binaries.get(key, -1)
+            if space < 0:
+                space = self._binaries[key] = _FIRST_BINARY + len(self._binaries)
+                self._space_binary[space] = key
+        elif m.build_id is None and m.path in resolver.build_id_choices:
             # (which of a path's build-ids is this map's changes as its
             # other files' maps come: asked again at every frame)
             space = careful
         else:
             path, bid = resolver.dso_of(m)
+            by_path = True
             if path.startswith(_JIT_PATHS):
                 space = careful
             else:
@@ -357,10 +370,7 @@ class ScriptCore:
                 if space < 0:
                     space = self._binaries[key] = _FIRST_BINARY + len(self._binaries)
                     self._space_binary[space] = key
-        if len(self._map_binary) > _MAPS_KEPT:
-            self._map_binary.clear()
-        self._map_binary[id(m)] = (m, space)
-        self.core.bind(group, index, space)
+        self.core.bind(group, index, space, by_path)
 
     def _sample(self, record: Record, thread: Thread) -> SymbolizedSample:
         """The record as the stream makes it a sample (its fields by the
@@ -403,7 +413,7 @@ class ScriptCore:
             data, flags = b"", module.FRAME_CAREFUL
         self.core.add_frame(space + (self._format_of(event) << 32),  # type: ignore[arg-type]
                             key, is_ret, flags, data)
-        if space >= _FIRST_BINARY and not kernel:
+        if space >= _FIRST_BINARY and (self._KERNEL_TABLES or not kernel):
             self._check_table(space, key, is_ret, data)
         if space == module.SPACE_NO_MAP and avma < _KERNEL_HALF and not kernel and \
                 flags == 0:
@@ -446,12 +456,14 @@ class ScriptCore:
             core.drop_table(space)
             self._tables[space] = None
 
-    def _table(self, space: int) -> SymbolTable | None:
+    def _table(self, space: int) -> SymbolTable | KernelSymbols | None:
         """Give the core the binary's symbol table, where it alone names
         the binary's addresses (AddressNamer.frames_anew: no DWARF inline
         frames or lines asked for, a file whose segments map offsets): its
         starts and sizes, the load segments, the dso's text."""
         path, bid, shown = self._space_binary[space]
+        if bid == _KERNEL_MAP:
+            return self._kernel_table(space, shown)
         if not path.startswith("/") or path.startswith("/tmp/perf-"):
             return None         # (the kernel's, a module's, a JIT's: the symbolizer's own)
         symbolizer = self.samples.symbolizer
@@ -486,10 +498,14 @@ class ScriptCore:
         sym = table.lookup(at) if table is not None else None
         name = None
         flags = 0
+        symbolizer = self.samples.symbolizer
+        kernel = self._space_binary[space][1] == _KERNEL_MAP
         if sym is not None and table is not None:
             starts, sizes = table.bounds()
             if sym.start == starts[index] and sym.size == sizes[index]:
-                name = self.samples.symbolizer.demangle_name(sym.name)
+                # (a kernel symbol demangled only where the symbolizer would)
+                name = symbolizer.demangle_name(sym.name) if not kernel or \
+                    symbolizer.demangle_kernel else sym.name
         data = None
         if name is not None:
             try:
@@ -498,7 +514,28 @@ class ScriptCore:
                 pass
             if name in STACK_BOTTOMS:
                 flags = self.module.FRAME_BOTTOM
+            if kernel and name.startswith(INTERRUPT_ENTRIES):
+                flags = self.module.FRAME_INTERRUPT
         self.core.set_name(space, index, data, flags)
+
+    def _kernel_table(self, space: int, shown: str) -> KernelSymbols | None:
+        """Give the core the kernel's symbols for the frames of a kernel map
+        (FrameResolver.frames_in_kernel_map: the kernel's table, whatever the
+        map, printed with the map's path), where they are usable."""
+        resolver = self.resolver
+        if not resolver.dsos.kernel_symbols_usable():
+            return None
+        table = self.samples.symbolizer.kernel_symbols(resolver.build_ids.get(KERNEL_DSO))
+        try:
+            dso = self._table_dso(shown).encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        # (copies: the cache file's mapping stays the symbolizer's to close)
+        starts, sizes = (array("Q", column) for column in table.bounds())
+        # (one segment mapping every address to itself: the key is the address)
+        self.core.set_table(space, starts, sizes, array("Q", (0, _ALL, _ALL, 0, 0x1000)).tobytes(),
+                            dso, True)
+        return table
 
     def _learn_no_map(self, event: EventAttr, avma: int, data: bytes) -> None:
         """A frame-pointer walk's garbage is mostly addresses in no map, each
@@ -537,33 +574,3 @@ class LazySample:
         if self._made is None:
             self._made = self._make()
         return getattr(self._made, name)
-
-
-def _sample_offsets(schema: cs.Struct) -> tuple[int, int, int, int, int, int, int]:
-    """(pid, tid, time, cpu, period, callchain, after) of a sample's
-    schema: the offsets of its fixed fields (-1: absent), of the callchain,
-    and the fixed size of what follows the callchain.  Every field the core
-    reads must be before the callchain, of the width it reads, in little-
-    endian order (the machine's: applies() checked); LayoutError else."""
-    names = [sub.name for sub in schema.subcons]
-    if "callchain" not in names:
-        raise LayoutError("no callchain")
-    callchain = field(schema, "callchain").offset
-    out = []
-    for name, width in (("pid", 4), ("tid", 4), ("time", 8), ("cpu", 4), ("period", 8)):
-        if name not in names:
-            out.append(-1)
-            continue
-        got = field(schema, name)
-        sub = schema.subcons[names.index(name)]
-        fmt = getattr(getattr(sub, "subcon", sub), "fmtstr", "")
-        if got.width != width or not fmt.startswith("<") or got.offset >= callchain:
-            raise LayoutError("%s: %d bytes %r at %d" % (name, got.width, fmt, got.offset))
-        out.append(got.offset)
-    after = 0
-    for sub in schema.subcons[names.index("callchain") + 1:]:
-        try:
-            after += sub.sizeof()
-        except cs.SizeofError:
-            raise LayoutError("%s after the callchain has no fixed size" % sub.name)
-    return out[0], out[1], out[2], out[3], out[4], callchain, after

@@ -203,6 +203,15 @@ class KernelSymbols:
             return None
         return syms.starts[own[0]], syms.starts[own[-1]] + syms.sizes[own[-1]]
 
+    def bounds(self) -> tuple[Sequence[int], Sequence[int]]:
+        """The symbols' starts and sizes, sorted by start: what lookup()
+        searches (for a caller that searches them in compiled code, as
+        perfdata.core does, and asks lookup() for the symbol it found)."""
+        syms = self._syms
+        if isinstance(syms, _LazySymbols):
+            return syms.starts, syms.sizes
+        return self._starts, [s.size for s in syms]
+
     def lookup(self, address: int) -> KernelSymbol | None:
         if not isinstance(address, int):
             return None

@@ -12,7 +12,7 @@ import pytest
 
 import perfdata
 from perfdata.core import CORE_ENV, compiled
-from perfdata.core.script import _sample_offsets
+from perfdata.core.layout import sample_offsets
 from perfdata.format.constants import RecordType as RT
 
 from conftest import SAMPLE_SYMBOL_ARGS, run_cli
@@ -31,7 +31,7 @@ def _samples(path: Path) -> list[tuple[int, int, int]]:
     with perfdata.open(str(path)) as pf:
         for rec in pf.records("file"):
             if rec.type == RT.SAMPLE and rec.attr is not None:
-                chain = _sample_offsets(rec.attr.schema)[5]
+                chain = sample_offsets(rec.attr.schema)[5]
                 out.append((rec.offset + 8, len(rec.body), chain))
     return out
 
