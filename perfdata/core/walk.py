@@ -23,6 +23,7 @@ walk to the end, the C ordering and taking its samples all the same.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 from array import array
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,11 @@ _READ = SESSION_TYPES | {RT.LOST, RT.LOST_SAMPLES, RT.HEADER_BUILD_ID}
 # The side records the C applies to the machine itself where the stream
 # would do nothing else with them (not shown, no after_apply).
 _APPLIED = frozenset((RT.COMM, RT.FORK, RT.EXIT, RT.MMAP, RT.MMAP2))
+# The Machine's method taking each one's fields in its schema's order
+# (Machine.apply_mmap2 etc.), called in place of apply(type, {fields}).
+_APPLIED_BY_FIELDS: dict[int, str] = {
+    RT.COMM: "apply_comm", RT.FORK: "apply_fork", RT.EXIT: "apply_exit", RT.MMAP: "apply_mmap",
+    RT.MMAP2: "apply_mmap2"}
 
 
 def side_layouts(little: bool, types: frozenset[int]) -> dict[int, tuple[tuple[tuple[str, int,
@@ -80,6 +86,25 @@ def side_layouts(little: bool, types: frozenset[int]) -> dict[int, tuple[tuple[t
             mmap2 = rtype == RT.MMAP2
             out[int(rtype)] = (tuple(fields), MISC_MMAP_BUILD_ID if mmap2 else 0,
                                field(schema, "prot").offset if mmap2 else -1)
+    return out
+
+
+def by_fields(machine: object, layouts: dict[int, tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+    """side_layouts' layouts, each with the machine's method that takes the
+    record's fields positionally (misc, the record's time, then the fields)
+    where its parameters are named as the schema's fields, in their order:
+    else None (apply(type, {name: value}, misc, time) is called)."""
+    out = {}
+    for rtype, layout in layouts.items():
+        call = getattr(machine, _APPLIED_BY_FIELDS.get(rtype, ""), None)
+        try:
+            params = list(inspect.signature(call).parameters.values()) if call else []
+        except (TypeError, ValueError):
+            params = []
+        if [p.name for p in params[2:]] != [name for name, _, _ in layout[0]] or \
+                any(p.kind != p.POSITIONAL_OR_KEYWORD for p in params):
+            call = None
+        out[rtype] = layout + (call,)
     return out
 
 
@@ -129,8 +154,8 @@ class RecordDelivery:
             self._set_rules(walk)
             if stream.after_apply is None:
                 # (the side records the stream only applies: applied by the C)
-                walk.set_apply(stream.machine.apply,
-                               side_layouts(pf.little, _APPLIED - stream.side_events))
+                walk.set_apply(stream.machine.apply, by_fields(
+                    stream.machine, side_layouts(pf.little, _APPLIED - stream.side_events)))
             step = walk.next
             while True:
                 item = step()

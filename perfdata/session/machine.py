@@ -63,39 +63,68 @@ class Machine:
     # ----------------------------------------------------------- processing
     def apply(self, rtype: int, fields: dict[str, Any], misc: int = 0, time: int = 0) -> None:
         """Update the state with one parsed record."""
+        f = fields
         if rtype == _MMAP2 or rtype == _MMAP:
-            self._mmap(rtype, fields, misc, time)
+            get = f.get
+            self._mmap(misc, time, f["pid"], f["start"], f["len"], f["pgoff"], f["filename"],
+                       get("build_id"), get("prot"), get("flags", 0), get("maj", 0),
+                       get("min", 0), get("ino", 0))
         elif rtype == _COMM:
-            tid = fields["tid"]
-            th = self.threads.get(tid)
-            if th is None or th.pid != fields["pid"]:
-                th = self.thread(fields["pid"], tid)
-            exec_ = bool(misc & MISC_COMM_EXEC)
-            if exec_:
-                # perf keeps the old maps across exec (the new image's MMAPs
-                # replace what they overlap): samples taken inside execve after
-                # the COMM still point into the old image's libc.
-                self.counts["comm_exec"] += 1
-            th.set_comm(fields["comm"], time, exec_)
+            self.apply_comm(misc, time, f["pid"], f["tid"], f["comm"])
         elif rtype == _FORK:
-            self._fork(fields, time)
+            self._fork(f["pid"], f["ppid"], f["tid"], f["ptid"], time)
         elif rtype == _EXIT:
-            # (th is a Thread in another branch; here it may be None)
-            th = self.threads.get(fields["tid"])  # type: ignore[assignment]
-            if th is not None:
-                th.exited = time
-            self.counts["exit"] += 1
+            self._exit(f["tid"], time)
         elif rtype == _KSYMBOL:
-            self.ksymbols.append(KernelSymbol(fields["addr"], fields["len"], fields["name"],
-                                              fields["ksym_type"]))
+            self.ksymbols.append(KernelSymbol(f["addr"], f["len"], f["name"], f["ksym_type"]))
 
-    def _fork(self, f: dict[str, Any], time: int) -> None:
+    # The records of a type as apply() takes them, from the fields of the
+    # record's body given in its construct schema's order (the parameters
+    # after misc and the record's time are named as the schema's fields:
+    # perfdata/core/walk.py checks them), for the compiled walk, which
+    # makes no dict of them (80,000 MMAP2 records in a shell's 20,000
+    # children).
+    def apply_mmap(self, misc: int, at: int, pid: int, tid: int, start: int, len: int,
+                   pgoff: int, filename: str) -> None:
+        self._mmap(misc, at, pid, start, len, pgoff, filename, None, None, 0, 0, 0, 0)
+
+    def apply_mmap2(self, misc: int, at: int, pid: int, tid: int, start: int, len: int,
+                    pgoff: int, maj: int, min: int, ino: int, ino_generation: int, prot: int,
+                    flags: int, filename: str) -> None:
+        self._mmap(misc, at, pid, start, len, pgoff, filename, None, prot, flags, maj, min, ino)
+
+    def apply_comm(self, misc: int, at: int, pid: int, tid: int, comm: str) -> None:
+        th = self.threads.get(tid)
+        if th is None or th.pid != pid:
+            th = self.thread(pid, tid)
+        exec_ = bool(misc & MISC_COMM_EXEC)
+        if exec_:
+            # perf keeps the old maps across exec (the new image's MMAPs
+            # replace what they overlap): samples taken inside execve after
+            # the COMM still point into the old image's libc.
+            self.counts["comm_exec"] += 1
+        th.set_comm(comm, at, exec_)
+
+    def apply_fork(self, misc: int, at: int, pid: int, ppid: int, tid: int, ptid: int,
+                   time: int) -> None:
+        self._fork(pid, ppid, tid, ptid, at)
+
+    def apply_exit(self, misc: int, at: int, pid: int, ppid: int, tid: int, ptid: int,
+                   time: int) -> None:
+        self._exit(tid, at)
+
+    def _exit(self, tid: int, time: int) -> None:
+        th = self.threads.get(tid)
+        if th is not None:
+            th.exited = time
+        self.counts["exit"] += 1
+
+    def _fork(self, pid: int, ppid: int, tid: int, ptid: int, time: int) -> None:
         self.counts["fork"] += 1
-        pid, tid, ppid = f["pid"], f["tid"], f["ppid"]
         threads = self.threads
-        parent = threads.get(f["ptid"])
+        parent = threads.get(ptid)
         if parent is None or parent.pid != ppid:
-            parent = self.thread(ppid, f["ptid"])
+            parent = self.thread(ppid, ptid)
         old = threads.pop(tid, None)
         proc = self.processes.get(pid) if pid == ppid else None
         if proc is None:
@@ -110,19 +139,21 @@ class Machine:
             th.set_comm(old.comm, time)
         threads[tid] = th
 
-    def _mmap(self, rtype: int, f: dict[str, Any], misc: int, time: int) -> None:
+    def _mmap(self, misc: int, time: int, pid: int, start: int, length: int, pgoff: int,
+              filename: str, build_id: str | None, prot: int | None, flags: int, maj: int,
+              min_: int, ino: int) -> None:
+        """An MMAP or MMAP2 record's map (prot None: an MMAP, which has none)."""
         self.counts["mmap"] += 1
         # (one string a path, not one a map: each of a shell's children maps
         # libc, ld.so and its own binary)
-        filename = intern(f["filename"])
-        pid = f["pid"]
+        filename = intern(filename)
         is_data = bool(misc & MISC_MMAP_DATA)
-        get = f.get
+        if prot is None:
+            prot = 1 if is_data else 4
         # (positional: a shell's every child maps four files, and keyword
         # arguments cost a third more)
-        m = Map(f["start"], f["len"], f["pgoff"], filename, get("build_id"),
-                get("prot", 1 if is_data else 4), get("flags", 0), get("maj", 0),
-                get("min", 0), get("ino", 0), time, is_data, pid)
+        m = Map(start, length, pgoff, filename, build_id, prot, flags, maj, min_, ino, time,
+                is_data, pid)
         cpumode = misc & MISC_CPUMODE_MASK
         if pid == KERNEL_PID or cpumode == MISC_KERNEL or cpumode == MISC_GUEST_KERNEL:
             if filename.startswith(KERNEL_DSO) or filename.startswith("[guest.kernel"):

@@ -10,6 +10,8 @@ so that every record the walk delivers comes out and can be compared; the
 text the core makes of them is tests/core/test_core_equality.py's."""
 from __future__ import annotations
 
+import functools
+import inspect
 import random
 import shutil
 import struct
@@ -45,6 +47,17 @@ def _applied(rec: Any) -> tuple:
         return ("refused", rec.type, rec.offset)
 
 
+def _recorder(method: Any, rtype: int, out: list) -> Any:
+    """A stand-in for a Machine.apply_* method (its signature, which the
+    walk reads) that records what it is handed as apply's fields."""
+    names = list(inspect.signature(method).parameters)[2:]
+
+    @functools.wraps(method)
+    def record(misc: int, at: int, *values: Any) -> None:
+        out.append(("applied", rtype, dict(zip(names, values)), misc, at))
+    return record
+
+
 def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, list, list]:
     """(records delivered, SAMPLE records counted, warnings, skipped) of the
     compiled walk, which must apply.  The side records it applies to the
@@ -58,6 +71,10 @@ def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, l
         out: list = []
         machine.apply = lambda rtype, fields, misc, time: out.append(  # type: ignore[method-assign]
             ("applied", rtype, fields, misc, time))
+        for rtype, name in walk._APPLIED_BY_FIELDS.items():
+            # (the calls with the fields in the schema's order, the walk's
+            # where the method names them: recorded as the dict they stand for)
+            setattr(machine, name, _recorder(getattr(machine, name), rtype, out))
 
         def answer(kind: int, *args: Any) -> None:
             assert kind == _core.NEED_PLAN
