@@ -153,7 +153,7 @@ class ScriptCore:
         self.core = module.SampleText(machine.thread, self._answer, machine.kernel_maps,
                                       machine.ksymbols, _CONTEXTS, _KERNEL_CONTEXTS,
                                       int(CC.MAX), samples.max_stack, block, counts,
-                                      as_bytes)
+                                      as_bytes, machine.threads)
         self.module = module
         self._answers: dict[int, Callable[..., None]] = {
             module.NEED_BINARY: self._bind,
