@@ -141,6 +141,25 @@ class SymtabRun:
         if self.elves:
             self.elf(rng.choice(self.elves), rng, finding)
         self.t.compare_fixup(rng, rng.choice((2, 9, 64)))
+        self.fixup_names(rng)
+
+    def fixup_names(self, rng: random.Random) -> None:
+        """fixup() comparing names in C: random mangled-looking names (the
+        demangler on garbage), and a choose that empties the names list
+        (C reads it again after each call back)."""
+        from symbolize.symbols import _symtab as mod  # type: ignore[attr-defined]
+        n = rng.choice((2, 5, 40))
+        names = ["".join(rng.choice("_ZNRS1ySCEv9@ \x00\u00e9") for _ in range(rng.randrange(12)))
+                 for _ in range(n)]
+
+        def choose(a: int, b: int) -> bool:
+            if rng.random() < 0.3:
+                del names[rng.randrange(len(names) + 1):]
+            return rng.random() < 0.5
+        starts = array("Q", (rng.choice((0, 16)) for _ in range(n)))
+        sizes = array("Q", (rng.choice((0, 8)) for _ in range(n)))
+        bindings = bytes(rng.choice((0, 1, 2)) for _ in range(n))
+        mod.fixup(starts, sizes, bindings, choose, names, rng.choice((-1, 0, 3)))
 
     def elf(self, data: bytes, rng: random.Random, finding) -> None:
         from symbolize.symbols import _symtab as mod  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,184 @@ ask_python(void *ctx, Py_ssize_t a, Py_ssize_t b)
     return first;
 }
 
+/* ------------------------------------------------- names compared */
+
+/* libiberty's cplus_demangle_v3, from the library demangle.py loads
+ * (demangler()); NULL: none loaded, mangled names are Python's to compare. */
+typedef char *(*demangle_fn)(const char *mangled, int options);
+static demangle_fn cplus_demangle_v3;
+
+/* What choose_by_names looks at of a name: its leading underscores, its
+ * length, whether it starts with "SyS" or "compat_SyS"; known 0 where C
+ * cannot tell what Python compares (not ASCII, a suffix, a Rust name...). */
+typedef struct {
+    int known, sys;
+    Py_ssize_t underscores, length;
+} NameKey;
+
+static NameKey
+key_of(const char *s, Py_ssize_t len)
+{
+    NameKey k;
+    k.known = 1;
+    k.underscores = 0;
+    while (k.underscores < len && s[k.underscores] == '_')
+        k.underscores++;
+    k.length = len;
+    k.sys = (len >= 3 && memcmp(s, "SyS", 3) == 0) ||
+            (len >= 10 && memcmp(s, "compat_SyS", 10) == 0);
+    return k;
+}
+
+static int
+has_prefix(const char *s, Py_ssize_t len, const char *prefix)
+{
+    Py_ssize_t p = (Py_ssize_t)strlen(prefix);
+    return len >= p && memcmp(s, prefix, (size_t)p) == 0;
+}
+
+/* Whether s[0:len] holds `what` (of 3 bytes). */
+static int
+holds3(const char *s, Py_ssize_t len, const char *what)
+{
+    Py_ssize_t i;
+    for (i = 0; i + 3 <= len; i++)
+        if (s[i] == what[0] && s[i + 1] == what[1] && s[i + 2] == what[2])
+            return 1;
+    return 0;
+}
+
+/* The key of what demangle.demangle(name, params=flags != 0) gives, for an
+ * ASCII name (s NUL-terminated): unknown for a name whose demangling is
+ * Python's (a "@" suffix, a Rust name: "_R", or "_ZN" holding the "17h"
+ * of a legacy hash) or where no demangler is loaded. */
+static NameKey
+demangled_key(const char *s, Py_ssize_t len, int flags)
+{
+    NameKey k = {0, 0, 0, 0};
+    char *out;
+    Py_ssize_t n;
+    if (len == 0)
+        return key_of(s, len);
+    if (memchr(s, '@', (size_t)len) != NULL || memchr(s, 0, (size_t)len) != NULL ||
+            has_prefix(s, len, "_R") || has_prefix(s, len, "__R"))
+        return k;
+    if (has_prefix(s, len, "_ZN") || has_prefix(s, len, "__ZN")) {
+        if (holds3(s, len, "17h"))
+            return k;
+    }
+    else if (!has_prefix(s, len, "_Z") && !has_prefix(s, len, "___Z"))
+        return key_of(s, len);          /* not mangled: compared as it is */
+    if (cplus_demangle_v3 == NULL)
+        return k;
+    out = cplus_demangle_v3(s, flags);
+    if (out == NULL || out[0] == 0) {   /* (not demangled: the name itself) */
+        free(out);
+        return key_of(s, len);
+    }
+    n = (Py_ssize_t)strlen(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((unsigned char)out[i] >= 0x80) {    /* (Python decodes, then counts) */
+            free(out);
+            return k;
+        }
+    }
+    k = key_of(out, n);
+    free(out);
+    return k;
+}
+
+/* The names compared where sizes and bindings do not decide: the symbols'
+ * names (a list of str), compared as they are (flags -1) or demangled with
+ * those options; a pair C cannot tell apart goes to `choose`. */
+typedef struct {
+    PyObject *choose, *names;
+    int flags;
+    Py_ssize_t at[2];           /* the last two keys made, by index */
+    NameKey key[2];
+    int next;
+} NamesCompared;
+
+static NameKey
+name_key(NamesCompared *c, Py_ssize_t i)
+{
+    NameKey k = {0, 0, 0, 0};
+    PyObject *name;
+    const char *s;
+    Py_ssize_t len;
+    int j;
+    for (j = 0; j < 2; j++)
+        if (c->at[j] == i)
+            return c->key[j];
+    if (i < 0 || i >= PyList_GET_SIZE(c->names))
+        return k;
+    name = PyList_GET_ITEM(c->names, i);
+    if (PyUnicode_Check(name) && PyUnicode_IS_ASCII(name)) {
+        s = (const char *)PyUnicode_DATA(name);      /* (NUL-terminated) */
+        len = PyUnicode_GET_LENGTH(name);
+        k = c->flags < 0 ? key_of(s, len) : demangled_key(s, len, c->flags);
+    }
+    c->at[c->next] = i;
+    c->key[c->next] = k;
+    c->next ^= 1;
+    return k;
+}
+
+/* A name_choice: symtab.choose_by_names on the two names' keys, or the
+ * Python callable where C cannot make a key. */
+static int
+names_choice(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    NamesCompared *c = ctx;
+    NameKey ka = name_key(c, a), kb = name_key(c, b);
+    if (!ka.known || !kb.known)
+        return ask_python(c->choose, a, b);
+    if (kb.underscores > ka.underscores)
+        return 1;
+    if (ka.underscores > kb.underscores)
+        return 0;
+    if (ka.length != kb.length)
+        return ka.length > kb.length;
+    return !ka.sys;
+}
+
+PyDoc_STRVAR(demangler_doc,
+"demangler(paths) -> int\n\n"
+"Load the first of paths (shared libraries, as demangle.py's ctypes would:\n"
+"dlopen RTLD_NOW, then its cplus_demangle_v3) that loads and has it, for\n"
+"fixup() to demangle the names it compares; its index, -1 for none.");
+
+static PyObject *
+py_demangler(PyObject *self, PyObject *paths)
+{
+    Py_ssize_t i, n;
+    if (!PyTuple_Check(paths)) {
+        PyErr_SetString(PyExc_TypeError, "paths: a tuple of str");
+        return NULL;
+    }
+    n = PyTuple_GET_SIZE(paths);
+    for (i = 0; i < n; i++) {
+        PyObject *bytes;
+        void *lib, *fn;
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(paths, i))) {
+            PyErr_SetString(PyExc_TypeError, "paths: a tuple of str");
+            return NULL;
+        }
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(paths, i), &bytes))
+            return NULL;
+        lib = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL);
+        Py_DECREF(bytes);
+        if (lib == NULL)
+            continue;
+        fn = dlsym(lib, "cplus_demangle_v3");
+        if (fn == NULL)
+            continue;
+        cplus_demangle_v3 = (demangle_fn)fn;
+        return PyLong_FromSsize_t(i);
+    }
+    return PyLong_FromLong(-1);
+}
+
 /* A column of n unsigned 64-bit values handed over as a buffer. */
 static int
 u64_column(Py_buffer *view, Py_ssize_t n, const char *what)
@@ -232,12 +411,16 @@ columns_out(const Py_ssize_t *order, const uint64_t *sizes, Py_ssize_t kept,
 }
 
 PyDoc_STRVAR(fixup_doc,
-"fixup(starts, sizes, bindings, choose) -> (order, sizes, starts, bindings)\n\n"
+"fixup(starts, sizes, bindings, choose[, names, flags])\n"
+"    -> (order, sizes, starts, bindings)\n\n"
 "perf 6.1's symbol fixups (symtab.fixup_columns) over n symbols: starts and\n"
 "sizes buffers of n native unsigned 64-bit values, bindings n bytes (STB_*);\n"
 "choose(a, b) answers, for symbols a and b (indices) at one address that\n"
 "their sizes and bindings do not tell apart, whether a stays (their names\n"
-"decide).  Returns the indices of the symbols kept, by start, their sizes\n"
+"decide).  With names (a list of str, the symbols' names) C compares the\n"
+"names itself where it can, as they are (flags -1) or demangled with those\n"
+"cplus_demangle_v3 options (by the demangler() loaded), and asks choose\n"
+"for the rest.  Returns the indices of the symbols kept, by start, their sizes\n"
 "and their starts, as bytes of native unsigned 64-bit values, and their\n"
 "bindings, a byte each.");
 
@@ -245,12 +428,20 @@ static PyObject *
 py_fixup(PyObject *self, PyObject *args)
 {
     Py_buffer starts, sizes, bindings;
-    PyObject *choose, *out = NULL;
+    PyObject *choose, *names = Py_None, *out = NULL;
     Py_ssize_t n, kept, *order = NULL;
     uint64_t *in_starts = NULL, *in_sizes = NULL, *out_sizes = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*O:fixup", &starts, &sizes, &bindings, &choose))
+    NamesCompared compared = {NULL, NULL, -1, {-1, -1}, {{0, 0, 0, 0}, {0, 0, 0, 0}}, 0};
+    if (!PyArg_ParseTuple(args, "y*y*y*O|Oi:fixup", &starts, &sizes, &bindings, &choose,
+                          &names, &compared.flags))
         return NULL;
+    compared.choose = choose;
     n = bindings.len;
+    if (names != Py_None && !PyList_Check(names)) {
+        PyErr_SetString(PyExc_TypeError, "names: a list");
+        goto done;
+    }
+    compared.names = names != Py_None ? names : NULL;
     if (u64_column(&starts, n, "starts") < 0 || u64_column(&sizes, n, "sizes") < 0)
         goto done;
     order = PyMem_Malloc(n ? (size_t)n * sizeof(Py_ssize_t) : 1);
@@ -264,8 +455,14 @@ py_fixup(PyObject *self, PyObject *args)
     }
     memcpy(in_starts, starts.buf, (size_t)n * 8);
     memcpy(in_sizes, sizes.buf, (size_t)n * 8);
-    kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, ask_python,
-                 choose, order, out_sizes);
+    /* (choose may change the names list: name_key checks its size at each
+     * read, and makes a key without calling back into Python) */
+    if (compared.names != NULL)
+        kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, names_choice,
+                     &compared, order, out_sizes);
+    else
+        kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, ask_python,
+                     choose, order, out_sizes);
     if (kept >= 0)
         out = columns_out(order, out_sizes, kept, in_starts, (const uint8_t *)bindings.buf);
 done:
@@ -852,6 +1049,7 @@ py_parse_kallsyms(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"fixup", py_fixup, METH_VARARGS, fixup_doc},
+    {"demangler", py_demangler, METH_O, demangler_doc},
     {"read_symbols", py_read_symbols, METH_VARARGS, read_symbols_doc},
     {"parse_kallsyms", py_parse_kallsyms, METH_VARARGS, parse_kallsyms_doc},
     {NULL, NULL, 0, NULL}

@@ -103,6 +103,25 @@ def _libiberty() -> _Libiberty | Literal[False]:
     return _iberty
 
 
+def load_into(core: Any) -> bool:
+    """Load the library _libiberty() loads (or would) into the compiled
+    symbol tables (symbolize.symbols._symtab's demangler(), which fixup()
+    demangles the names it compares with): the same file, tried in the same
+    order, so that C and this module give the same names.  Whether one
+    loaded; once per process."""
+    global _loaded_into
+    if _loaded_into is None:
+        if _iberty is not None:
+            _loaded_into = bool(_iberty) and core.demangler((_iberty[2],)) == 0
+        else:
+            _loaded_into = any(path and os.path.isfile(path) and core.demangler((path,)) == 0
+                               for path in _libbfd_candidates())
+    return _loaded_into
+
+
+_loaded_into: bool | None = None
+
+
 def _cxx(name: str, params: bool) -> str | None:
     lib = _libiberty()
     if lib:

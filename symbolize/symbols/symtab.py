@@ -197,10 +197,18 @@ def _fixup_compiled(compiled: ModuleType,
     The starts and sizes come back as arrays, the bindings as bytes."""
     starts, sizes, bindings, names, sources = columns
     name_of = _compared_names(names, demangled)
+    flags = -1
+    if demangled:
+        # (C demangles the names it compares with demangle.py's library;
+        # Rust names and those with a version suffix are compared here)
+        from .demangle import DMGL_ANSI, DMGL_PARAMS, load_into
+        load_into(compiled)
+        flags = DMGL_PARAMS | DMGL_ANSI if demangled == "s" else 0
     try:
         order, fixed, kept_starts, kept_bindings = compiled.fixup(
             array("Q", starts), array("Q", sizes), bytes(bindings),
-            lambda a, b: choose_by_names(name_of(a), name_of(b)))
+            lambda a, b: choose_by_names(name_of(a), name_of(b)),
+            names if isinstance(names, list) else list(names), flags)
     except (OverflowError, ValueError, TypeError):
         return None
     kept = u64_array(order)
@@ -474,25 +482,44 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
                                                  objects))
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import synthesize_plt_symbols
-        # The table without the stubs, made only where a slot is an ifunc's
-        # (IRELATIVE: libc's): a second table of a large binary costs time.
-        first: SymbolTable | None = None
-
-        def ifunc_name(addr: int) -> str | None:
-            # perf's get_ifunc_name: the symbol (after alias choice) at the
-            # IRELATIVE addend names the slot.
-            nonlocal first
-            if first is None:
-                first = SymbolTable.from_columns(raw, demangled=demangled)
-            s = first.lookup(addr)
-            return s.name if s is not None and s.start == addr else None
-        plt_syms = synthesize_plt_symbols(binary, ifunc_name)
+        # perf's get_ifunc_name: the symbol the table without the stubs
+        # keeps at an IRELATIVE slot's addend names the slot (libc's)
+        plt_syms = synthesize_plt_symbols(binary, _AliasChosen(raw, demangled).name_at)
         if not plt_syms:
-            return first if first is not None else \
-                SymbolTable.from_columns(raw, demangled=demangled)
+            return SymbolTable.from_columns(raw, demangled=demangled)
         raw = raw.joined(SymbolColumns.of(RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC,
                                                     "plt") for p in plt_syms))
     return SymbolTable.from_columns(raw, demangled=demangled)
+
+
+class _AliasChosen:
+    """The name of the symbol perf's fixups keep at an address of a table
+    (symbols as read): the fixups of the symbols there and of the next one
+    (what a size of 0 runs to), which choose it as the whole table's would,
+    rather than the whole table's (libc's ~70 IRELATIVE slots in 3,700
+    symbols).  The index sorted once, at the first address asked for."""
+
+    def __init__(self, raw: SymbolColumns, demangled: str) -> None:
+        self.raw, self.demangled = raw, demangled
+        self.order: list[int] | None = None
+        self.starts: list[int] = []
+
+    def name_at(self, addr: int) -> str | None:
+        raw = self.raw
+        if self.order is None:
+            # (stable: symbols at one address in table order, as fixup_columns)
+            self.order = sorted(range(len(raw.starts)), key=raw.starts.__getitem__)
+            self.starts = list(map(raw.starts.__getitem__, self.order))
+        lo = bisect.bisect_left(self.starts, addr)
+        hi = bisect.bisect_right(self.starts, addr)
+        if lo == hi:
+            return None
+        pick = self.order[lo:hi + 1]
+        starts, sizes, names, _, _ = fixup_columns(
+            [raw.starts[i] for i in pick], [raw.sizes[i] for i in pick],
+            [raw.bindings[i] for i in pick], [raw.names[i] for i in pick],
+            demangled=self.demangled)
+        return names[0] if starts[0] == addr else None
 
 
 # ------------------------------------------------------------ on-disk cache

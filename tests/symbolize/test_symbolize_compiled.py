@@ -247,6 +247,17 @@ def test_read_symbols_refuses_fields_outside_the_entry():
 
 # ---------------------------------------------------------------- fixup
 
+# Names of each kind C compares itself or leaves to Python: plain, with
+# underscores, perf's "SyS" rule (a C++ class named SyS demangles to it),
+# C++ names (one not demangled), with a version suffix, Rust legacy (the
+# "17h" of its hash) and v0, the prefixes demangle.py tells apart, not ASCII.
+_FIXUP_NAMES = ("f", "_f", "__f", "SyS_f", "compat_SyS_g", "_ZN1a1bEv", "_ZN1a1cEv", "_ZN1aC1Ev",
+                "_ZN1aC2Ev", "_ZN3SySC1Ev", "_ZN3SySC2Ev", "_ZN4_abc1fEv", "_Z1fIiEvT_", "_Zxx",
+                "_Z1fv@@GLIBC_2.2.5", "_ZN4core3fmt5write17h0123456789abcdefE",
+                "_ZN1a17h0123456789abcdeE", "_RNvC1a1f", "__RNvC1a1f", "___Z1fv", "__ZN1a1bEv",
+                "__Z1fv", "longer_name", "f@plt", "", "é", "_ZN1\u00e91fEv")
+
+
 def compare_fixup(rng: random.Random, n: int) -> None:
     """fixup_columns on a random table (shared addresses, sizes of 0,
     weak, local and global aliases, mangled and underscored names) the
@@ -255,9 +266,7 @@ def compare_fixup(rng: random.Random, n: int) -> None:
               for _ in range(n)]
     sizes = [rng.choice((0, 0, 1, 16, rng.randrange(1 << 12))) for _ in range(n)]
     bindings = [rng.choice((0, 1, 2, 10)) for _ in range(n)]
-    names = [rng.choice(("f", "_f", "__f", "SyS_f", "compat_SyS_g", "_ZN1a1bEv", "_ZN1a1cEv",
-                         "_ZN1aC1Ev", "_ZN1aC2Ev", "longer_name", "f@plt", "", "é"))
-             for _ in range(n)]
+    names = [rng.choice(_FIXUP_NAMES) for _ in range(n)]
     sources = [rng.choice(("symtab", "plt")) for _ in range(n)]
     for demangled in ("", "p", "s"):
         pure, compiled = _both(lambda: [list(column) for column in fixup_columns(
