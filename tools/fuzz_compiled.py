@@ -183,6 +183,14 @@ class SymtabRun:
         try:
             mod.read_symbols(bufs[0][1], bufs[1][1], fields, size, rng.random() < 0.5,
                              bufs[2][1], rng.random() < 0.5, rng.random() < 0.5)
+            # the relocations' and the PLT stubs' readers on the same stretches
+            # (as relocations, symbol entries and names; as code)
+            mod.relocs(bufs[0][1], rng.choice((4, 8)), rng.random() < 0.5, rng.random() < 0.5,
+                       (6, 7, 37, 1026), bufs[0][1], size, (0, 4, rng.random() < 0.5),
+                       bufs[1][1])
+            mod.plt_slots(bufs[0][1], rng.choice((0, 1 << 63, (1 << 64) - 8)),
+                          rng.choice((0, 1, 16)), rng.choice((1, 6, 8, 16, 32)),
+                          rng.choice((0, 1, 2)), rng.choice((0, (1 << 64) - 1)))
         finally:
             for ptr, view in bufs:
                 view.release()

@@ -683,6 +683,281 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------- PLT stubs */
+
+/* An unsigned value of up to 16 bytes at p (width 1, 2, 4 or 8; little
+ * or big endian). */
+static uint64_t
+uint_at(const unsigned char *p, Py_ssize_t width, int little)
+{
+    uint64_t v = 0;
+    Py_ssize_t i;
+    for (i = 0; i < width; i++)
+        v = (v << 8) | p[little ? width - 1 - i : i];
+    return v;
+}
+
+/* The name of entry `index` of a symbol section (plt._SymbolNames.name):
+ * "" for entry 0, one past the end, or a name outside the string table. */
+static PyObject *
+symbol_name(const Py_buffer *syms, Py_ssize_t entry_size, const Field *name_field, int little,
+            const Py_buffer *strtab, uint64_t index)
+{
+    Py_ssize_t count = entry_size > 0 ? syms->len / entry_size : 0;
+    const char *names = (const char *)strtab->buf, *end;
+    uint64_t st_name;
+    if (index == 0 || index >= (uint64_t)count)
+        return PyUnicode_FromStringAndSize("", 0);
+    st_name = field_of((const unsigned char *)syms->buf + (Py_ssize_t)index * entry_size,
+                       name_field, little);
+    if (st_name >= (uint64_t)strtab->len)
+        return PyUnicode_FromStringAndSize("", 0);
+    end = memchr(names + st_name, 0, (size_t)(strtab->len - (Py_ssize_t)st_name));
+    return PyUnicode_DecodeUTF8(names + st_name,
+                                (end != NULL ? end - names : strtab->len) - (Py_ssize_t)st_name,
+                                "replace");
+}
+
+PyDoc_STRVAR(relocs_doc,
+"relocs(data, word, rela, little, wanted, syms, sym_entry_size, name_field, strtab)\n"
+"    -> list of (offset, type, name, addend)\n\n"
+"The relocations of a REL (rela false) or RELA section's entries (data)\n"
+"whose type is in wanted (a tuple of ints), as plt._read_relocs reads them:\n"
+"word 8 (ELF64: r_info's symbol index above bit 32) or 4 (ELF32: above bit\n"
+"8), in the file's byte order (little); each named after its symbol, entry\n"
+"r_info >> shift of syms (entries of sym_entry_size bytes, st_name at\n"
+"name_field's (offset, width, little)) in strtab (\"\" where there is none).");
+
+static PyObject *
+py_relocs(PyObject *self, PyObject *args)
+{
+    Py_buffer data, syms, strtab;
+    Py_ssize_t word, sym_entry_size, size, n, k, nwanted, i;
+    int rela, little;
+    PyObject *wanted, *name_field, *out = NULL;
+    Field nf;
+    long want[8];
+    int name_little;
+    if (!PyArg_ParseTuple(args, "y*nppOy*nOy*:relocs", &data, &word, &rela, &little, &wanted,
+                          &syms, &sym_entry_size, &name_field, &strtab))
+        return NULL;
+    if ((word != 4 && word != 8) || sym_entry_size <= 0) {
+        PyErr_SetString(PyExc_ValueError, "word: 4 or 8; sym_entry_size: positive");
+        goto done;
+    }
+    if (!PyArg_ParseTuple(name_field, "nnp", &nf.offset, &nf.width, &name_little))
+        goto done;
+    if (nf.offset < 0 || (nf.width != 1 && nf.width != 2 && nf.width != 4 && nf.width != 8) ||
+            nf.offset > sym_entry_size - nf.width) {
+        PyErr_SetString(PyExc_ValueError, "name_field: a field outside the entry");
+        goto done;
+    }
+    if (!PyTuple_Check(wanted) || PyTuple_GET_SIZE(wanted) > 8) {
+        PyErr_SetString(PyExc_ValueError, "wanted: a tuple of at most 8 types");
+        goto done;
+    }
+    nwanted = PyTuple_GET_SIZE(wanted);
+    for (i = 0; i < nwanted; i++) {
+        want[i] = PyLong_AsLong(PyTuple_GET_ITEM(wanted, i));
+        if (want[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
+    size = word * (rela ? 3 : 2);
+    n = data.len / size;
+    out = PyList_New(0);
+    if (out == NULL)
+        goto done;
+    for (k = 0; k < n; k++) {
+        const unsigned char *e = (const unsigned char *)data.buf + k * size;
+        uint64_t r_offset = uint_at(e, word, little), r_info = uint_at(e + word, word, little);
+        uint64_t type = word == 8 ? r_info & 0xFFFFFFFFu : r_info & 0xFF;
+        uint64_t sym = word == 8 ? r_info >> 32 : r_info >> 8;
+        int64_t addend = 0;
+        PyObject *name, *row;
+        for (i = 0; i < nwanted && (uint64_t)want[i] != type; i++)
+            ;
+        if (i == nwanted)
+            continue;
+        if (rela) {
+            uint64_t a = uint_at(e + 2 * word, word, little);
+            /* (signed: r_addend is Elf64_Sxword / Elf32_Sword) */
+            addend = word == 8 ? (int64_t)a : (int64_t)(int32_t)(uint32_t)a;
+        }
+        name = symbol_name(&syms, sym_entry_size, &nf, name_little, &strtab, sym);
+        if (name == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        row = Py_BuildValue("(KKNL)", (unsigned long long)r_offset, (unsigned long long)type,
+                            name, (long long)addend);
+        if (row == NULL || PyList_Append(out, row) < 0) {
+            Py_XDECREF(row);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(row);
+    }
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&syms);
+    PyBuffer_Release(&strtab);
+    return out;
+}
+
+/* An address of more than 64 bits while it is computed: what Python's
+ * integers give for a stub's GOT slot, exactly (a section's address near
+ * 2**64 plus a negative displacement comes back into range). */
+typedef struct {
+    int64_t hi;                 /* how many times 2**64 */
+    uint64_t lo;
+} Wide;
+
+static Wide
+wide_add(Wide w, int64_t d)
+{
+    uint64_t lo = w.lo + (uint64_t)d;
+    if (d >= 0)
+        w.hi += lo < w.lo;
+    else
+        w.hi -= lo > w.lo;
+    w.lo = lo;
+    return w;
+}
+
+static Wide
+wide_of(uint64_t base, uint64_t off)
+{
+    Wide w = {0, base + off};
+    w.hi = w.lo < base;
+    return w;
+}
+
+enum { PLT_X86_64, PLT_AARCH64, PLT_I386 };
+
+/* plt._x86_64_got_slot, _aarch64_got_slot, _i386_got_slot on code[0:len]
+ * of the stub at `at`: 1 with *got set, 0 where the jump is not decoded. */
+static int
+got_slot(const unsigned char *code, Py_ssize_t len, Wide at, int kind, uint64_t got_base,
+         Wide *got)
+{
+    static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+    static const unsigned char endbr32[4] = {0xf3, 0x0f, 0x1e, 0xfb};
+    Py_ssize_t i = 0;
+    if (kind == PLT_X86_64) {
+        if (len >= 4 && memcmp(code, endbr64, 4) == 0)
+            i = 4;
+        while (i < len - 5) {
+            if (code[i] == 0xF2) {
+                i++;
+                continue;
+            }
+            if (code[i] == 0xFF && code[i + 1] == 0x25) {
+                *got = wide_add(wide_add(at, i + 6), (int32_t)uint_at(code + i + 2, 4, 1));
+                return 1;
+            }
+            return 0;
+        }
+        return 0;
+    }
+    if (kind == PLT_I386) {
+        if (len >= 4 && memcmp(code, endbr32, 4) == 0)
+            i = 4;
+        if (i < len && code[i] == 0xF2)
+            i++;
+        if (len < i + 6 || code[i] != 0xFF)
+            return 0;
+        if (code[i + 1] == 0x25) {
+            Wide w = {0, uint_at(code + i + 2, 4, 1)};
+            *got = w;
+            return 1;
+        }
+        if (code[i + 1] == 0xA3) {
+            *got = wide_add(wide_of(got_base, 0), (int32_t)uint_at(code + i + 2, 4, 1));
+            return 1;
+        }
+        return 0;
+    }
+    /* AArch64: adrp x16, page; ldr x17, [x16, #off] (after a `bti c`) */
+    {
+        uint64_t adrp, ldr;
+        int64_t imm;
+        if (len >= 4 && uint_at(code, 4, 1) == 0xD503245Fu) {
+            code += 4;
+            len -= 4;
+            at = wide_add(at, 4);
+        }
+        if (len < 8)
+            return 0;
+        adrp = uint_at(code, 4, 1);
+        ldr = uint_at(code + 4, 4, 1);
+        if ((adrp & 0x9F00001Fu) != 0x90000010u || (ldr & 0xFFC003FFu) != 0xF9400211u)
+            return 0;
+        imm = (int64_t)((((adrp >> 5) & 0x7FFFF) << 2) | ((adrp >> 29) & 3));
+        if (imm & (1 << 20))
+            imm -= (int64_t)1 << 21;
+        at.lo &= ~(uint64_t)0xFFF;
+        *got = wide_add(wide_add(at, imm * 4096), (int64_t)((ldr >> 10) & 0xFFF) * 8);
+        return 1;
+    }
+}
+
+PyDoc_STRVAR(plt_slots_doc,
+"plt_slots(data, base, first, slot, kind, got_base) -> list\n\n"
+"The GOT slot each stub of a PLT section jumps through (plt.py's\n"
+"_*_got_slot): the stubs of `slot` bytes from offset `first` of the\n"
+"section's data, at address base + offset; kind 0 x86-64, 1 AArch64, 2\n"
+"i386 (got_base: .got.plt's address, for its PIC stubs).  Per stub: the\n"
+"slot's address, -1 for one outside 0 to 2**64 (no slot there), None\n"
+"where the jump is not decoded.");
+
+static PyObject *
+py_plt_slots(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    unsigned long long base, got_base;
+    Py_ssize_t first, slot, off;
+    int kind;
+    PyObject *out = NULL;
+    if (!PyArg_ParseTuple(args, "y*KnniK:plt_slots", &data, &base, &first, &slot, &kind,
+                          &got_base))
+        return NULL;
+    if (first < 0 || slot <= 0 || kind < PLT_X86_64 || kind > PLT_I386) {
+        PyErr_SetString(PyExc_ValueError, "first: 0 or more; slot: positive; kind: 0, 1 or 2");
+        goto done;
+    }
+    out = PyList_New(0);
+    if (out == NULL)
+        goto done;
+    /* (the stubs that fit whole: off + slot <= the data's length) */
+    for (off = first; off <= data.len - slot; off += slot) {
+        Wide got;
+        PyObject *v;
+        int r;
+        if (!got_slot((const unsigned char *)data.buf + off, slot, wide_of(base, (uint64_t)off),
+                      kind, got_base, &got)) {
+            Py_INCREF(Py_None);
+            v = Py_None;
+        }
+        else if (got.hi != 0)
+            v = PyLong_FromLong(-1);
+        else
+            v = PyLong_FromUnsignedLongLong(got.lo);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        r = PyList_Append(out, v);
+        Py_DECREF(v);
+        if (r < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+done:
+    PyBuffer_Release(&data);
+    return out;
+}
+
 /* ---------------------------------------------------------- kallsyms */
 
 /* A kept line of a kallsyms text: where its name and module are in it. */
@@ -1050,6 +1325,8 @@ py_parse_kallsyms(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"fixup", py_fixup, METH_VARARGS, fixup_doc},
     {"demangler", py_demangler, METH_O, demangler_doc},
+    {"relocs", py_relocs, METH_VARARGS, relocs_doc},
+    {"plt_slots", py_plt_slots, METH_VARARGS, plt_slots_doc},
     {"read_symbols", py_read_symbols, METH_VARARGS, read_symbols_doc},
     {"parse_kallsyms", py_parse_kallsyms, METH_VARARGS, parse_kallsyms_doc},
     {NULL, NULL, 0, NULL}

@@ -12,6 +12,7 @@ import struct
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..elffile import Binary, SectionHeader, SHT_NOBITS
+from .compiled import symtab_core
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -41,9 +42,10 @@ class _Reloc(NamedTuple):
 
 
 def _read_relocs(binary: Binary, sec: SectionHeader, wanted: Collection[int]
-                 ) -> list[_Reloc]:
+                 ) -> list[_Reloc] | list[tuple[int, int, str, int]]:
     """The relocations of one section whose type is among `wanted` (a PIE's
-    .rela.dyn holds thousands of R_*_RELATIVE ones, of no use here)."""
+    .rela.dyn holds thousands of R_*_RELATIVE ones, of no use here), as
+    (offset, type, sym_name, addend)."""
     data = binary.section_data(sec)
     if not data:
         return []
@@ -58,6 +60,12 @@ def _read_relocs(binary: Binary, sec: SectionHeader, wanted: Collection[int]
         sym_shift, type_mask = 8, 0xFF
     dynsym = binary.section_by_index(sec.link)
     names = _SymbolNames(binary, dynsym)
+    compiled = symtab_core()
+    if compiled is not None:
+        # (the loop in C: the same entries, types and names)
+        return compiled.relocs(data, 8 if binary.is_64 else 4, rela, binary.little_endian,
+                               tuple(wanted), names.data, names.entry_size, names.name_field,
+                               names.strtab)
     out = []
     n = len(data) // size
     for entry in struct.iter_unpack(fmt, bytes(data[:n * size])):
@@ -78,6 +86,9 @@ class _SymbolNames:
         self._data = self._strtab = b""
         self._count = 0
         self._names: dict[int, str] = {}
+        # (for the compiled loop: an entry's size and st_name's offset,
+        # width and byte order)
+        self.entry_size, self.name_field = 1, (0, 1, True)
         if symsec is None:
             return
         data = binary.section_data(symsec)
@@ -91,6 +102,18 @@ class _SymbolNames:
         self._name_field = fields.index("st_name")
         self._data, self._strtab = bytes(data), bytes(strtab)
         self._count = len(data) // self._entry.size
+        self.entry_size = self._entry.size
+        self.name_field = (struct.calcsize(fmt[0] + fmt[1:1 + self._name_field]),
+                           struct.calcsize(fmt[0] + fmt[1 + self._name_field]), fmt[0] == "<")
+
+    @property
+    def data(self) -> bytes:
+        """The section's entries (b"" where it has none or no names)."""
+        return self._data if self._count else b""
+
+    @property
+    def strtab(self) -> bytes:
+        return self._strtab
 
     def name(self, index: int) -> str:
         """The name of entry `index`; "" for entry 0 or one past the end."""
@@ -157,6 +180,13 @@ def _aarch64_got_slot(code: bytes, stub_addr: int) -> int | None:
     return page + ((ldr >> 10) & 0xFFF) * 8
 
 
+class PltColumns(NamedTuple):
+    """The stubs' symbols as columns (a symbol table's build takes them so)."""
+    names: list[str]
+    starts: list[int]
+    sizes: list[int]
+
+
 def synthesize_plt_symbols(binary: Binary,
                            name_for_address: Callable[[int], str | None] | None = None
                            ) -> list[PltSymbol]:
@@ -166,30 +196,40 @@ def synthesize_plt_symbols(binary: Binary,
     symbol but the address of an IFUNC resolver), as perf's get_ifunc_name does.
     Never raises for a malformed file; answers [] instead.
     """
+    return list(map(PltSymbol, *plt_columns(binary, name_for_address)))
+
+
+def plt_columns(binary: Binary, name_for_address: Callable[[int], str | None] | None = None
+                ) -> PltColumns:
+    """synthesize_plt_symbols, as columns."""
     try:
         return _synthesize(binary, name_for_address)
     except Exception as e:      # malformed sections: a warning, not a failure
         binary.warn(f"PLT synthesis: {type(e).__name__}: {e}")
-        return []
+        return PltColumns([], [], [])
 
 
 def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | None
-                ) -> list[PltSymbol]:
+                ) -> PltColumns:
     machine = binary.machine
+    got_base = 0
     if machine == "EM_X86_64":
         types, decode, header, default_slot = _X86_64, _x86_64_got_slot, 16, 16
+        kind = 0
     elif machine == "EM_AARCH64":
         types, decode, header, default_slot = _AARCH64, _aarch64_got_slot, 32, 16
+        kind = 1
     elif machine == "EM_386":
         gotplt = binary.get_section(".got.plt") or binary.get_section(".got")
-        base = gotplt.addr if gotplt is not None else 0
+        base = got_base = gotplt.addr if gotplt is not None else 0
         types, header, default_slot = _I386, 16, 16
+        kind = 2
 
         # (its parameter named otherwise: called positionally, as the others)
         def decode(code: bytes, addr: int) -> int | None:  # type: ignore[misc]
             return _i386_got_slot(code, addr, base)
     else:
-        return []
+        return PltColumns([], [], [])
     jump_names: list[str] = []        # the names of .rela.plt's slots, in order
     by_slot: dict[int, str] = {}
     irelative, named = types["IRELATIVE"], (types["JUMP_SLOT"], types["GLOB_DAT"])
@@ -198,38 +238,43 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
         if sec.type not in (SHT_RELA, SHT_REL):
             continue
         jumps = sec.name in (".rela.plt", ".rel.plt")
-        for r in _read_relocs(binary, sec, wanted):
-            name = r.sym_name
-            if r.type == irelative and not name and name_for_address:
-                name = name_for_address(r.addend) or ""
-            elif r.type not in named:
+        for offset, rtype, name, addend in _read_relocs(binary, sec, wanted):
+            if rtype == irelative and not name and name_for_address:
+                name = name_for_address(addend) or ""
+            elif rtype not in named:
                 continue
             if jumps:
                 jump_names.append(name)
             if name:
-                by_slot.setdefault(r.offset, name)
+                by_slot.setdefault(offset, name)
 
-    out: list[PltSymbol] = []
+    out = PltColumns([], [], [])
     plt = binary.get_section(".plt")
     plt_sec = binary.get_section(".plt.sec")
     plt_got = binary.get_section(".plt.got")
+    compiled = symtab_core()
 
     def stubs(sec: SectionHeader, first: int, slot: int, ordered: list[str]) -> None:
         data = binary.section_data(sec)
         if not data or sec.type == SHT_NOBITS:
             return
         data = bytes(data)
-        base, add, get = sec.addr, out.append, by_slot.get
-        for index, off in enumerate(range(first, len(data) - slot + 1, slot)):
-            got = decode(data[off:off + slot], base + off)
-            if got is not None:
-                name = get(got)
-            elif index < len(ordered):
-                name = ordered[index]
-            else:
-                name = None
-            if name:
-                add(PltSymbol(_unversioned(name) + "@plt", base + off, slot))
+        base, get = sec.addr, by_slot.get
+        if compiled is not None:
+            # (the jumps decoded in C: the same slots, -1 for one past 64 bits)
+            gots = compiled.plt_slots(data, base, first, slot, kind, got_base)
+        else:
+            gots = [decode(data[off:off + slot], base + off)
+                    for off in range(first, len(data) - slot + 1, slot)]
+        # (the slot's name where the jump was decoded, else .rela.plt's in order)
+        names = list(map(get, gots))
+        for index in range(min(len(ordered), len(gots))):
+            if gots[index] is None:
+                names[index] = ordered[index]
+        kept = [index for index, name in enumerate(names) if name]
+        out.names.extend(_unversioned(names[index]) + "@plt" for index in kept)
+        out.starts.extend(base + first + index * slot for index in kept)
+        out.sizes.extend([slot] * len(kept))
 
     if plt_sec is not None:
         # IBT: .plt holds only the lazy-binding trampolines; callers go through

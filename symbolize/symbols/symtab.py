@@ -481,14 +481,14 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
             raw = raw.joined(read_symbol_columns(minidebuginfo, ".symtab", "minidebuginfo",
                                                  objects))
     if plt and binary is not None and binary.ok and binary.has_code:
-        from .plt import synthesize_plt_symbols
+        from .plt import plt_columns
         # perf's get_ifunc_name: the symbol the table without the stubs
         # keeps at an IRELATIVE slot's addend names the slot (libc's)
-        plt_syms = synthesize_plt_symbols(binary, _AliasChosen(raw, demangled).name_at)
-        if not plt_syms:
-            return SymbolTable.from_columns(raw, demangled=demangled)
-        raw = raw.joined(SymbolColumns.of(RawSymbol(p.name, p.start, p.size, STB_GLOBAL, STT_FUNC,
-                                                    "plt") for p in plt_syms))
+        stubs = plt_columns(binary, _AliasChosen(raw, demangled).name_at)
+        n = len(stubs.names)
+        if n:
+            raw = raw.joined(SymbolColumns(stubs.starts, stubs.sizes, [STB_GLOBAL] * n,
+                                           [STT_FUNC] * n, stubs.names, ["plt"] * n))
     return SymbolTable.from_columns(raw, demangled=demangled)
 
 

@@ -453,3 +453,46 @@ def test_hostile_kallsyms_texts_the_same(tmp_path):
     texts = [t[:rng.randrange(len(t))][:40000] for t in _kallsyms_texts()] + [SYNTHETIC]
     for k in range(150):
         compare_kallsyms(mutate_kallsyms(rng.choice(texts), rng), str(tmp_path))
+
+
+# ------------------------------------------------------------ PLT stubs
+
+def _stub(rng: random.Random, kind: int) -> bytes:
+    """A PLT stub's bytes of each form plt.py decodes (and near misses)."""
+    if kind == 1:                                   # AArch64: [bti c] adrp x16; ldr x17
+        adrp = 0x90000010 | rng.randrange(1 << 32) & ~0x9F00001F & 0xFFFFFFFF
+        ldr = 0xF9400211 | (rng.randrange(1 << 12) << 10)
+        words = ([0xD503245F] if rng.random() < 0.3 else []) + [adrp, ldr, 0xD61F0220]
+        if rng.random() < 0.2:
+            words[-2] ^= 1
+        code = b"".join(w.to_bytes(4, "little") for w in words)
+    else:
+        endbr = (b"\xf3\x0f\x1e\xfa", b"\xf3\x0f\x1e\xfb")[kind == 2]
+        jump = rng.choice((b"\xff\x25", b"\xff\xa3", b"\xff\x15", b"\xe9\x00"))
+        code = (endbr if rng.random() < 0.4 else b"") + (b"\xf2" * rng.randrange(3)) + jump + \
+            rng.randbytes(4)
+    return (code + rng.randbytes(16))[:rng.choice((8, 16, 16, 32))]
+
+
+def test_plt_stubs_decoded_as_in_python():
+    """plt_slots (C) gives the GOT slot plt.py's decoders give, for each
+    machine's stub forms, at section addresses near 0 and 2**64 (a slot
+    outside 64 bits: -1, no slot in either path)."""
+    from symbolize.symbols import plt
+    core = symtab_core()
+    rng = random.Random(3)
+    for _ in range(600):
+        kind = rng.randrange(3)
+        slot = rng.choice((8, 16, 32))
+        data = b"".join(_stub(rng, kind).ljust(slot, b"\0")[:slot] for _ in range(4))
+        data += rng.randbytes(rng.randrange(slot))
+        base = rng.choice((0, 0x1000, (1 << 63), (1 << 64) - 64, (1 << 64) - 0x100000))
+        got_base = rng.choice((0, 0x2000, (1 << 64) - 1))
+        first = rng.choice((0, 16))
+        decode = (plt._x86_64_got_slot, plt._aarch64_got_slot,
+                  lambda code, addr: plt._i386_got_slot(code, addr, got_base))[kind]
+        want = [decode(data[off:off + slot], base + off)
+                for off in range(first, len(data) - slot + 1, slot)]
+        want = [g if g is None or 0 <= g < 1 << 64 else -1 for g in want]
+        assert core.plt_slots(data, base, first, slot, kind, got_base) == want, \
+            (kind, data.hex(), base, got_base)
