@@ -1200,41 +1200,23 @@ parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
     return 0;
 }
 
-/* The room a kept symbol's name (which 0) or module (which 1) takes. */
-static Py_ssize_t
-text_length(const KallsymsName *nm, int which)
-{
-    return which ? (nm->module_len > 0 ? nm->module_len : 0) : nm->name_len;
-}
-
-/* The kept symbols' names (or modules: which 1) one after another at *at,
- * and the offset where each ends at ends (native unsigned 64-bit). */
-static void
-put_texts(const char *text, const KallsymsName *names, const Py_ssize_t *order,
-          Py_ssize_t kept, int which, char *at, char *ends)
-{
-    Py_ssize_t i, used = 0;
-    for (i = 0; i < kept; i++) {
-        const KallsymsName *nm = &names[order[i]];
-        Py_ssize_t len = text_length(nm, which);
-        uint64_t end;
-        if (len > 0)
-            memcpy(at + used, text + (which ? nm->module_at : nm->name_at), (size_t)len);
-        used += len;
-        end = (uint64_t)used;
-        memcpy(ends + i * 8, &end, 8);
-    }
-}
+/* A kept symbol's flags byte in kallsyms.py's cache file: its binding
+ * (bits 0-1), 4 where its size is not the distance to the next symbol's
+ * start (the last, and perf's page rule: page_room), 8 where it has a
+ * module's name. */
+#define KSYM_ROOM 4
+#define KSYM_MODULE 8
 
 /* The parsed lines l as kallsyms.py's cache file holds a table (its
  * header and the identity left to Python: head and tail bytes of room):
- * starts, sizes, name ends, module ends (each kept native unsigned 64-bit
- * values), a binding byte each, the names, the modules.  Returns (bad,
- * all zero, kept, names' size, modules' size, the bytearray) or NULL. */
+ * the kept symbols' starts (native unsigned 64-bit), where each one's
+ * name is in the text (native unsigned 32-bit: the text is under 4 GiB)
+ * and a flags byte each; the names and modules stay in the text.  Returns
+ * (bad, all zero, kept, the bytearray) or NULL. */
 static PyObject *
 kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t tail)
 {
-    Py_ssize_t *order, kept, i, names_size = 0, modules_size = 0, total;
+    Py_ssize_t *order, kept, i, total;
     uint64_t *sizes, *zeros;
     char *o;
     PyObject *image, *out = NULL;
@@ -1255,11 +1237,7 @@ kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t t
                  order, sizes);
     if (kept < 0)
         goto done;
-    for (i = 0; i < kept; i++) {
-        names_size += text_length(&l->names[order[i]], 0);
-        modules_size += text_length(&l->names[order[i]], 1);
-    }
-    total = head + 33 * kept + names_size + modules_size + tail;
+    total = head + 13 * kept + tail;
     image = PyByteArray_FromStringAndSize(NULL, total);
     if (image == NULL)
         goto done;
@@ -1268,13 +1246,19 @@ kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t t
     memset(o + total - tail, 0, (size_t)tail);
     o += head;
     for (i = 0; i < kept; i++) {
-        memcpy(o + i * 8, &l->starts[order[i]], 8);
-        memcpy(o + (kept + i) * 8, &sizes[i], 8);
-        o[32 * kept + i] = (char)l->bindings[order[i]];
+        const KallsymsName *nm = &l->names[order[i]];
+        uint64_t start = l->starts[order[i]];
+        uint32_t at = (uint32_t)nm->name_at;
+        int flags = l->bindings[order[i]];
+        if (i + 1 == kept || sizes[i] != l->starts[order[i + 1]] - start)
+            flags |= KSYM_ROOM;
+        if (nm->module_len > 0)
+            flags |= KSYM_MODULE;
+        memcpy(o + i * 8, &start, 8);
+        memcpy(o + 8 * kept + i * 4, &at, 4);
+        o[12 * kept + i] = (char)flags;
     }
-    put_texts(text, l->names, order, kept, 0, o + 33 * kept, o + 16 * kept);
-    put_texts(text, l->names, order, kept, 1, o + 33 * kept + names_size, o + 24 * kept);
-    out = Py_BuildValue("ninnnN", l->bad, 0, kept, names_size, modules_size, image);
+    out = Py_BuildValue("ninN", l->bad, 0, kept, image);
 done:
     PyMem_Free(order);
     PyMem_Free(sizes);
@@ -1286,12 +1270,13 @@ PyDoc_STRVAR(parse_kallsyms_doc,
 "parse_kallsyms(text, head, tail) -> tuple | None\n\n"
 "A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does,\n"
 "in the layout of kallsyms.py's cache file: (malformed lines, every address\n"
-"0, symbols kept, bytes of names, bytes of modules, then, unless every\n"
-"address is 0, a bytearray: head bytes of room, the starts, sizes, name\n"
-"ends and module ends (native unsigned 64-bit values), a binding byte per\n"
-"symbol, the names and the modules one after another, tail bytes of room).\n"
-"None for a text the Python parse must read: a byte other than printable\n"
-"ASCII, tab and newline, or an address other than 1-16 hexadecimal digits.");
+"0, symbols kept, then, unless every address is 0, a bytearray: head bytes\n"
+"of room, the starts (native unsigned 64-bit), where each name is in the\n"
+"text (native unsigned 32-bit), a flags byte per symbol (its binding, 4: a\n"
+"size other than the distance to the next start, 8: a module), tail bytes\n"
+"of room).  None for a text the Python parse must read: a byte other than\n"
+"printable ASCII, tab and newline, an address other than 1-16 hexadecimal\n"
+"digits, or 4 GiB or more.");
 
 static PyObject *
 py_parse_kallsyms(PyObject *self, PyObject *args)
@@ -1308,7 +1293,8 @@ py_parse_kallsyms(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB");
         return NULL;
     }
-    r = parse_lines((const char *)text.buf, text.len, &l);
+    /* (the names' places are 32-bit offsets) */
+    r = text.len > (Py_ssize_t)0xFFFFFFFF ? 1 : parse_lines((const char *)text.buf, text.len, &l);
     if (r < 0)
         PyErr_NoMemory();
     else if (r > 0) {

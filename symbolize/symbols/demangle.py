@@ -111,8 +111,10 @@ def load_into(core: Any) -> bool:
     loaded; once per process."""
     global _loaded_into
     if _loaded_into is None:
-        if _iberty is not None:
-            _loaded_into = bool(_iberty) and core.demangler((_iberty[2],)) == 0
+        if _iberty:
+            _loaded_into = core.demangler((_iberty[2],)) == 0
+        elif _iberty is False:
+            _loaded_into = False
         else:
             _loaded_into = any(path and os.path.isfile(path) and core.demangler((path,)) == 0
                                for path in _libbfd_candidates())

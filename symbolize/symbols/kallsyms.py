@@ -13,10 +13,12 @@ import itertools
 import operator
 import struct
 from array import array
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..cachedir import DEFAULT, CacheDir, identity_key
+from . import kallsyms_text
 from .compiled import symtab_core
+from .kallsyms_text import KernelSymbol, TextSymbols
 
 if TYPE_CHECKING:
     import mmap
@@ -29,17 +31,6 @@ MAX_KALLSYMS_SIZE = 256 << 20
 KSYM_NAME_LEN = 512
 
 
-class KernelSymbol(NamedTuple):
-    name: str
-    start: int
-    size: int
-    module: str | None       # None for the kernel itself
-
-    @property
-    def end(self) -> int:
-        return self.start + self.size
-
-
 # The symbol types perf keeps from kallsyms (T, W, D, B in either case) and
 # their binding: lower case is local, W weak.
 _BINDINGS = {"T": STB_GLOBAL, "D": STB_GLOBAL, "B": STB_GLOBAL, "W": STB_WEAK,
@@ -48,12 +39,16 @@ _BINDINGS = {"T": STB_GLOBAL, "D": STB_GLOBAL, "B": STB_GLOBAL, "W": STB_WEAK,
 
 class KernelSymbols:
     def __init__(self, symbols: Iterable[KernelSymbol] = ()) -> None:
-        self._syms: list[KernelSymbol] | _LazySymbols = sorted(symbols, key=lambda s: s.start)
+        self._syms: list[KernelSymbol] | _LazySymbols | TextSymbols = sorted(
+            symbols, key=lambda s: s.start)
         self._starts: Sequence[int] = [s.start for s in self._syms]
         self.warnings: list[str] = []
         # (the identity and the cache file's bytes the compiled parse laid
         # the table out in, to be written as they are)
         self._image: tuple[bytes, bytearray] | None = None
+        # (the Python parse of a printable text: the text and where each
+        # kept symbol's name is in it, for the cache file)
+        self._name_at: tuple[bytes, list[int]] | None = None
 
     @classmethod
     def parse(cls, text: str | bytes, *, source: str = "kallsyms") -> "KernelSymbols":
@@ -65,26 +60,32 @@ class KernelSymbols:
         """parse(), on the compiled path laid out as the cache file of the
         text known by `identity` holds it."""
         compiled = symtab_core()
-        if compiled is not None and isinstance(text, (str, bytes, bytearray)) and text.isascii():
+        raw = None
+        if isinstance(text, (str, bytes, bytearray)) and text.isascii():
+            raw = text.encode("ascii") if isinstance(text, str) else bytes(text)
+        if compiled is not None and raw is not None:
             ident = identity.encode("utf-8", "surrogateescape")
-            parsed = compiled.parse_kallsyms(text.encode("ascii") if isinstance(text, str)
-                                             else text, _HEADER.size, len(ident))
+            parsed = compiled.parse_kallsyms(raw, kallsyms_text.HEADER.size, len(ident))
             if parsed is not None:
-                return cls._compiled(parsed, source, ident)
+                return cls._compiled(parsed, source, ident, raw)
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = ""
-        starts, kinds, names, bad = _columns(text)
+        # (a printable text is cached as its names' places in it)
+        at_names = raw is not None and kallsyms_text.printable(raw)
+        starts, kinds, names, bad, name_at = _columns(text, at_names)
         table = cls()
         if starts and not any(starts):
             table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
             return table
         # Kept as arrays and one string of names (120,000 KernelSymbols would
         # cost more than the parse); symbols are made when looked up.
-        fixed, sizes, names, bindings, _ = fixup_columns(
+        fixed, sizes, names, bindings, name_at = fixup_columns(
             starts, [0] * len(starts), list(map(_BINDINGS.__getitem__, kinds)), names,
-            is_kallsyms=True)
+            name_at, is_kallsyms=True)
+        if at_names:
+            table._name_at = (raw, name_at)  # type: ignore[assignment]
         modules = [""] * len(names)
         for i in itertools.compress(range(len(names)), map(operator.contains, names,
                                                             itertools.repeat("\t"))):
@@ -98,18 +99,20 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def _compiled(cls, parsed: tuple, source: str, ident: bytes) -> "KernelSymbols":
-        """The table the compiled parse laid out as a cache file (the same
-        symbols as parse() makes in Python, the reference)."""
+    def _compiled(cls, parsed: tuple, source: str, ident: bytes, text: bytes
+                  ) -> "KernelSymbols":
+        """The table the compiled parse laid out as a cache file over its
+        text (the same symbols as parse() makes in Python, the reference)."""
         bad, all_zero, count = parsed[:3]
         table = cls()
         if all_zero:
             table.warnings.append(f"{source}: every address is 0 (kptr_restrict?)")
             return table
-        names_size, modules_size, image = parsed[3:]
-        _HEADER.pack_into(image, 0, _MAGIC, count, names_size, modules_size, len(ident))
+        image = parsed[3]
+        kallsyms_text.HEADER.pack_into(image, 0, kallsyms_text.MAGIC, count, len(text),
+                                       len(ident))
         image[len(image) - len(ident):] = ident
-        syms = _mapped_symbols(image, count, names_size, modules_size)
+        syms = TextSymbols.of(image, count, text)
         assert syms is not None     # (the C's own layout)
         table._syms, table._starts, table._image = syms, syms.starts, (ident, image)
         if bad:
@@ -131,7 +134,7 @@ class KernelSymbols:
         # with modules and BPF programs) by the hash of its text.
         identity = _file_identity(path)
         if identity is not None:
-            cached = _load_cached(identity, cache)
+            cached = _load_cached(identity, cache, path)
             if cached is not None:
                 return cached
         data = _read_kallsyms(path)
@@ -141,7 +144,7 @@ class KernelSymbols:
             return t
         if identity is None:
             identity = _text_identity(data)
-            cached = _load_cached(identity, cache)
+            cached = _load_cached(identity, cache, data)
             if cached is not None:
                 return cached
         table = cls._parse(data, path, identity)
@@ -183,11 +186,11 @@ class KernelSymbols:
         kallsyms type (T, D, B global; t, d, b local; W, w weak); STB_GLOBAL
         where no type is known (a vmlinux's table, symbols given by hand)."""
         syms = self._syms
-        bindings = syms.bindings if isinstance(syms, _LazySymbols) else None
         i = bisect.bisect_left(self._starts, start)
-        if bindings is None or i >= len(self._starts) or self._starts[i] != start:
+        if not isinstance(syms, (_LazySymbols, TextSymbols)) or i >= len(self._starts) or \
+                self._starts[i] != start:
             return STB_GLOBAL
-        return bindings[i]
+        return syms.binding(i)
 
     def kernel_bounds(self) -> tuple[int, int] | None:
         """Where perf 6.1's kernel map runs once it has read a kallsyms
@@ -195,6 +198,8 @@ class KernelSymbols:
         kernel itself (no module's) to the end of its last.  None for a
         table of no kallsyms text (a vmlinux's: perf keeps the MMAP's)."""
         syms = self._syms
+        if isinstance(syms, TextSymbols):
+            return syms.kernel_bounds()
         if not isinstance(syms, _LazySymbols):
             return None
         ends = syms.module_ends
@@ -222,13 +227,17 @@ class KernelSymbols:
         return s if address < s.start + s.size else None
 
 
-def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
+def _columns(text: str, at_names: bool = False
+             ) -> tuple[list[int], list[str], list[str], int, list[int]]:
     """The kept symbols of a kallsyms text, as columns (addresses, types,
-    names with perf's in-band module marker "\\t[module]"), and how many
-    lines were malformed."""
-    starts, kinds, names = [], [], []
+    names with perf's in-band module marker "\\t[module]"), how many lines
+    were malformed, and with at_names (a printable text: its lines end at
+    newlines only) where each name is in the text."""
+    starts, kinds, names, name_at = [], [], [], []
     bad = 0
-    for line in text.splitlines():
+    line_at = 0
+    for line in text.split("\n") if at_names else text.splitlines():
+        at, line_at = line_at, line_at + len(line) + 1
         parts = line.split(None, 3)
         if len(parts) < 3 or len(parts[1]) != 1:
             if line.strip():
@@ -255,7 +264,9 @@ def _columns(text: str) -> tuple[list[int], list[str], list[str], int]:
         starts.append(addr)
         kinds.append(parts[1])
         names.append(name)
-    return starts, kinds, names, bad
+        if at_names:
+            name_at.append(at + kallsyms_text.name_offset(line))
+    return starts, kinds, names, bad, name_at
 
 
 def _read_kallsyms(path: str) -> bytes | str:
@@ -278,11 +289,12 @@ def _read_kallsyms(path: str) -> bytes | str:
 
 # ---------------------------------------------------------------- the cache
 # A parsed table is kept in one file the next run maps rather than reads (a
-# kernel's table is several MB, read and unpacked by every process): a
-# header, four arrays of native 64-bit numbers (starts, sizes, where each
-# name ends, where each module ends), a byte per symbol (its binding), then
-# the names, the modules and the identity of the kallsyms text it was
-# parsed from (UTF-8).  The identity
+# kernel's table is several MB, read and unpacked by every process).  A
+# printable text's (a real kallsyms): kallsyms_text.py's layout, the names
+# left in the text.  Any other's: a header, four arrays of native 64-bit
+# numbers (starts, sizes, where each name ends, where each module ends), a
+# byte per symbol (its binding), then the names, the modules and the
+# identity of the kallsyms text it was parsed from (UTF-8).  The identity
 # is checked on reading, so the short key in the file's name may collide.
 _MAGIC = 0x3573_6d79_736c_6c6b     # b"kllsyms5" read in native byte order
 # magic, symbols, bytes of names, of modules, of identity
@@ -314,31 +326,68 @@ def _cache_file(identity: str) -> str:
     return "kallsyms-%s.bin" % identity_key(identity)
 
 
-def _load_cached(identity: str, cache: CacheDir) -> "KernelSymbols | None":
+def _load_cached(identity: str, cache: CacheDir, text: str | bytes
+                 ) -> "KernelSymbols | None":
+    """The table cached for the kallsyms text known by identity; text: that
+    text (read: /proc/kallsyms) or the path of the file it is, mapped if
+    the table's names are in it."""
     mapped = cache.map(cache.file(_cache_file(identity)))
     if mapped is None:
         return None
+    syms: _LazySymbols | TextSymbols | None
     try:
-        magic, count, names_size, modules_size, identity_size = _HEADER.unpack_from(mapped, 0)
-        modules_end = _HEADER.size + 33 * count + names_size + modules_size
-        if magic != _MAGIC or modules_end + identity_size != len(mapped) or \
-                mapped[modules_end:].decode("utf-8", "surrogateescape") != identity:
-            return None
-        syms = _mapped_symbols(mapped, count, names_size, modules_size)
+        if kallsyms_text.HEADER.unpack_from(mapped, 0)[0] == kallsyms_text.MAGIC:
+            syms = _text_symbols(mapped, identity, text)
+        else:
+            syms = _mapped_symbols(mapped, identity)
     except (ValueError, TypeError, struct.error):
         return None
     if syms is None:
         return None
     table = KernelSymbols.__new__(KernelSymbols)
     table._syms, table._starts = syms, syms.starts
-    table.warnings, table._image = [], None
+    table.warnings, table._image, table._name_at = [], None, None
     return table
 
 
-def _mapped_symbols(mapped: "mmap.mmap | bytearray", count: int, names_size: int,
-                    modules_size: int) -> "_LazySymbols | None":
-    """The symbols of a cache file's bytes (its header read: the counts),
-    or None where the ends of the names or modules pass their text."""
+def _text_symbols(mapped: "mmap.mmap", identity: str, text: str | bytes) -> TextSymbols | None:
+    """The symbols of a cache file in kallsyms_text's layout, over their text."""
+    magic, count, text_size, identity_size = kallsyms_text.HEADER.unpack_from(mapped, 0)
+    end = kallsyms_text.HEADER.size + 13 * count
+    if end + identity_size != len(mapped) or \
+            mapped[end:].decode("utf-8", "surrogateescape") != identity:
+        return None
+    source = _map_text(text, identity) if isinstance(text, str) else text
+    if source is None or len(source) != text_size:
+        return None
+    return TextSymbols.of(mapped, count, source)
+
+
+def _map_text(path: str, identity: str) -> "mmap.mmap | None":
+    """The kallsyms file at path mapped, if it is still the file known by
+    identity (its size, modification time and inode: not changed since)."""
+    import mmap
+    import os
+    try:
+        with open(os.path.realpath(path), "rb") as f:
+            st = os.fstat(f.fileno())
+            if identity != "file\0%s\0%d\0%d\0%d\0%d" % (
+                    os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
+                return None
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def _mapped_symbols(mapped: "mmap.mmap", identity: str) -> "_LazySymbols | None":
+    """The symbols of a cache file's bytes in the layout with the names, or
+    None where it is not that file's or the ends of the names or modules
+    pass their text."""
+    magic, count, names_size, modules_size, identity_size = _HEADER.unpack_from(mapped, 0)
+    modules_end = _HEADER.size + 33 * count + names_size + modules_size
+    if magic != _MAGIC or modules_end + identity_size != len(mapped) or \
+            mapped[modules_end:].decode("utf-8", "surrogateescape") != identity:
+        return None
     at = _HEADER.size
     arrays_end = at + 4 * 8 * count
     bindings_end = arrays_end + count
@@ -395,6 +444,9 @@ class _LazySymbols:
     def _cut(text: str | _Text, ends: Sequence[int], i: int) -> str:
         return text[ends[i - 1] if i else 0:ends[i]]
 
+    def binding(self, i: int) -> int:
+        return self.bindings[i]
+
     def __getitem__(self, i: int) -> KernelSymbol:
         if i < 0:
             i += len(self.starts)
@@ -420,17 +472,29 @@ def _utf8(text: str, ends: Sequence[int], count: int) -> tuple[bytes, Sequence[i
 def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None:
     if not cache.enabled:
         return
+    mine = identity.encode("utf-8", "surrogateescape")
+    if table._image is None and table._name_at is not None:
+        # (the Python parse of a printable text: laid out as the C lays it out)
+        syms = table._syms
+        assert isinstance(syms, _LazySymbols)
+        text, name_at = table._name_at
+        image = kallsyms_text.layout(syms.starts, syms.sizes, syms.bindings,
+                                     [syms.modules[(syms.module_ends[i - 1] if i else 0):
+                                                   syms.module_ends[i]]
+                                      for i in range(len(syms))], name_at)
+        kallsyms_text.HEADER.pack_into(image, 0, kallsyms_text.MAGIC, len(syms), len(text), 0)
+        table._image = (b"", image)
     if table._image is not None:
         # (laid out by the compiled parse; for another identity than its own,
         # the same bytes with this one)
         ident, image = table._image
-        mine = identity.encode("utf-8", "surrogateescape")
         data: bytes | bytearray = image
         if ident != mine:
-            header = list(_HEADER.unpack_from(image, 0))
+            header = list(kallsyms_text.HEADER.unpack_from(image, 0))
             header[-1] = len(mine)
-            data = b"".join((_HEADER.pack(*header),
-                             memoryview(image)[_HEADER.size:len(image) - len(ident)], mine))
+            data = b"".join((kallsyms_text.HEADER.pack(*header),
+                             memoryview(image)[kallsyms_text.HEADER.size:len(image) - len(ident)],
+                             mine))
         cache.write(cache.file(_cache_file(identity)), data)
         return
     syms = table._syms
@@ -442,9 +506,8 @@ def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None
     count = len(syms)
     names, name_ends = _utf8(syms.names, syms.name_ends, count)
     modules, module_ends = _utf8(syms.modules, syms.module_ends, count)
-    ident = identity.encode("utf-8", "surrogateescape")
-    data = b"".join((_HEADER.pack(_MAGIC, count, len(names), len(modules), len(ident)),
+    data = b"".join((_HEADER.pack(_MAGIC, count, len(names), len(modules), len(mine)),
                      array("Q", syms.starts).tobytes(), array("Q", syms.sizes).tobytes(),
                      array("Q", name_ends).tobytes(), array("Q", module_ends).tobytes(),
-                     bytes(syms.bindings), names, modules, ident))
+                     bytes(syms.bindings), names, modules, mine))
     cache.write(cache.file(_cache_file(identity)), data)

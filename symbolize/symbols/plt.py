@@ -272,7 +272,7 @@ def _synthesize(binary: Binary, name_for_address: Callable[[int], str | None] | 
             if gots[index] is None:
                 names[index] = ordered[index]
         kept = [index for index, name in enumerate(names) if name]
-        out.names.extend(_unversioned(names[index]) + "@plt" for index in kept)
+        out.names.extend(_unversioned(names[index] or "") + "@plt" for index in kept)
         out.starts.extend(base + first + index * slot for index in kept)
         out.sizes.extend([slot] * len(kept))
 

@@ -234,7 +234,7 @@ def test_parse_by_columns_keeps_perfs_fixup_rules(in_order):
         lines.sort(key=lambda line: int(line[:16], 16))     # (stable: aliases keep their order)
     lines[17:17] = ["", "garbage", "zz T bad_hex", "ffffffff81000000 TT two_letters"]
     text = "\n".join(lines) + "\n"
-    starts, kinds, names, bad = kallsyms._columns(text)
+    starts, kinds, names, bad, _ = kallsyms._columns(text)
     assert bad == 3
     ents = [[s, s, kallsyms._BINDINGS[k], n, "kallsyms"] for s, k, n in zip(starts, kinds, names)]
     want = []
