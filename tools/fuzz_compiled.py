@@ -32,8 +32,11 @@ field set to a hostile value, a cut.  Each input goes through
   registers and rows (tools/fuzz_unwind.py);
 * every --script-every'th input, `perfdata script` on the compiled core
   (perfdata.core._core, where built) and `perfdata offcpu` (the sums of
-  perfdata.core._switches): exit 0 or 2, no traceback; and annotate's
-  counts (the compiled leaf counter's and the pure path's) the same.
+  perfdata.core._switches): exit 0 or 2, no traceback; script's compiled
+  record walk (RecordWalk) against PerfFile.records, with a SampleText,
+  then with or without one as one worker of a sharded run (set_shard) or
+  alone; and annotate's counts (the compiled leaf counter's and the pure
+  path's) the same.
 
 * every --symtab-every'th input, a mutated kallsyms text, a mutated ELF
   file and a random table through symbolize/symbols/_symtab.c, compared
@@ -310,7 +313,7 @@ class Run:
             got = self.cli(["script", str(self.path)], pure=False)
             if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
                 self.finding("script (compiled) exit %s: %s" % (got[0], got[2][-300:]), data)
-            self.walk(data)
+            self.walk(data, rng)
             # offcpu's sums of a file without stacks (perfdata/core/_switches.c)
             got = self.cli(["offcpu", str(self.path)], pure=False)
             if got[0] not in (0, 2) or "Traceback" in got[2] or "internal error" in got[2]:
@@ -403,10 +406,12 @@ class Run:
             self.unwinds += 1
             fuzz_walk(module, data, rng, exact_buffer, _LIBC.free)
 
-    def walk(self, data: bytes) -> None:
+    def walk(self, data: bytes, rng: random.Random) -> None:
         """The compiled record walk of script (perfdata/core/walk.py) against
         PerfFile.records: the same records in the same order, the same
-        warnings (tests/core/test_core_walk.py's comparison)."""
+        warnings (tests/core/test_core_walk.py's comparison), with a
+        SampleText, and without a core (a DWARF run's walk) as one worker
+        of a sharded run (RecordWalk.set_shard) or as the only process."""
         import perfdata
         from perfdata.core import walk
         from perfdata.session.stream import SessionStream
@@ -417,22 +422,26 @@ class Run:
                     return
         except perfdata.PerfDataError:
             return
-        self.walks += 1
-        got: object
-        try:
-            got = _walked(self.path)
-        except perfdata.PerfDataError as exc:
-            got = ("error", str(exc))
-        except AssertionError as exc:
-            self.finding("the compiled record walk: %s" % exc, data)
-            return
-        try:
-            want: object = _reference(self.path)
-        except perfdata.PerfDataError as exc:
-            want = ("error", str(exc))
-        if got != want:
-            self.finding("the compiled record walk delivers otherwise than PerfFile.records",
-                         data)
+        jobs = rng.randint(1, 3)
+        shard = None if rng.random() < 0.3 else (rng.choice((1, 2, 7, 512)), jobs,
+                                                 rng.randrange(jobs))
+        for with_core, part in ((True, None), (rng.random() < 0.5, shard)):
+            self.walks += 1
+            got: object
+            try:
+                got = _walked(self.path, (), with_core, part)
+            except perfdata.PerfDataError as exc:
+                got = ("error", str(exc))
+            except AssertionError as exc:
+                self.finding("the compiled record walk: %s" % exc, data)
+                return
+            try:
+                want: object = _reference(self.path, (), part)
+            except perfdata.PerfDataError as exc:
+                want = ("error", str(exc))
+            if got != want:
+                self.finding("the compiled record walk (core %s, shard %s) delivers otherwise "
+                             "than PerfFile.records" % (with_core, part), data)
 
     def layout(self, name: str, data: bytes) -> tuple[int, int, list[int], int]:
         """(data start, events, ids, trailer size) for the inputs of a seed,

@@ -2493,6 +2493,13 @@ typedef struct {
     int finished;             /* the data's end: every record released */
     PyObject *apply;          /* Machine.apply, for the side records it applies here, or NULL */
     SideLayout *sides[NTYPES];  /* by type: the fields apply reads, or NULL */
+    /* A worker's part of a sharded run (set_shard): the SAMPLEs of the
+     * blocks of shard_block samples that taken(k) says are its; the others
+     * are counted and dropped here.  shard_block 0: every sample. */
+    Py_ssize_t shard_block;
+    PyObject *shard_taken;
+    Py_ssize_t shard_current; /* the block last asked about (-1: none) */
+    int shard_is_taken;       /* ... and the answer */
 } RecordWalk;
 
 static int entries_add(Entries *q, const Entry *e) {
@@ -2725,6 +2732,23 @@ done:
     return result;
 }
 
+/* Whether block k of a sharded run is this worker's (set_shard): taken(k)
+ * asked once a block, in order; 1, 0, or -1 with an error set */
+static int walk_shard_takes(RecordWalk *w, Py_ssize_t k) {
+    if (k != w->shard_current) {
+        PyObject *got = PyObject_CallFunction(w->shard_taken, "n", k);
+        if (got == NULL)
+            return -1;
+        int taken = PyObject_IsTrue(got);
+        Py_DECREF(got);
+        if (taken < 0)
+            return -1;
+        w->shard_current = k;
+        w->shard_is_taken = taken;
+    }
+    return w->shard_is_taken;
+}
+
 /* The next record of ready the stream is to have (a new reference), the
  * texts made so far where they fill the core's buffer, or NULL: ready is
  * empty (no error set) or an error. */
@@ -2747,6 +2771,20 @@ static PyObject *walk_deliver(RecordWalk *w) {
         Py_ssize_t ordinal = ++w->ordinal;
         int made;
         PyObject *out = e.record;
+        if (w->shard_block > 0) {
+            int taken = walk_shard_takes(w, (ordinal - 1) / w->shard_block);
+            if (taken <= 0) {
+                Py_XDECREF(out);
+                if (taken < 0)
+                    return NULL;
+                continue;       /* (another worker's) */
+            }
+        }
+        if (w->core == NULL && w->leaves == NULL) {
+            /* (no core: the stream has every sample) */
+            w->seen = ordinal - 1;
+            return out != NULL ? out : walk_record(w, &e);
+        }
         if (w->leaves != NULL && e.record != NULL) {
             made = leaf_consume_record(w->leaves, e.record);
         } else if (w->leaves != NULL) {
@@ -2935,7 +2973,8 @@ static void walk_free_rules(RecordWalk *w) {
 }
 
 /* RecordWalk(core, make, fd, deliver): core the SampleText its samples go
- * to, or the LeafCounter that counts them (annotate); make(rtype, misc, size, offset, body, attr, time) a Record; fd the
+ * to, or the LeafCounter that counts them (annotate), or None (every sample
+ * delivered as a Record); make(rtype, misc, size, offset, body, attr, time) a Record; fd the
  * file's descriptor (read with pread: the walk keeps its own offset);
  * deliver a bytes of NTYPES flags, the record types the stream reads */
 static int RecordWalk_init(RecordWalk *w, PyObject *args, PyObject *kwds) {
@@ -2951,13 +2990,19 @@ static int RecordWalk_init(RecordWalk *w, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "deliver: NTYPES flags; fd: a descriptor");
         return -1;
     }
-    if (!PyObject_TypeCheck(core, &SampleTextType) && !PyObject_TypeCheck(core, &LeafCounterType)) {
-        PyErr_SetString(PyExc_TypeError, "core: a SampleText or a LeafCounter");
+    if (core != Py_None && !PyObject_TypeCheck(core, &SampleTextType) &&
+        !PyObject_TypeCheck(core, &LeafCounterType)) {
+        PyErr_SetString(PyExc_TypeError, "core: a SampleText, a LeafCounter or None");
         return -1;
     }
     Py_CLEAR(w->core);
     Py_CLEAR(w->leaves);
-    if (PyObject_TypeCheck(core, &LeafCounterType))
+    Py_CLEAR(w->shard_taken);
+    w->shard_block = 0;
+    w->shard_current = -1;
+    if (core == Py_None)
+        ;
+    else if (PyObject_TypeCheck(core, &LeafCounterType))
         w->leaves = (LeafCounter *)Py_NewRef(core);
     else
         w->core = (SampleText *)Py_NewRef(core);
@@ -2984,6 +3029,7 @@ static void RecordWalk_dealloc(RecordWalk *w) {
     Py_XDECREF(w->make);
     Py_XDECREF(w->attrs);
     Py_XDECREF(w->apply);
+    Py_XDECREF(w->shard_taken);
     for (int t = 0; t < NTYPES; t++)
         side_free(w->sides[t]);
     Py_TYPE(w)->tp_free((PyObject *)w);
@@ -3201,6 +3247,26 @@ static PyObject *RecordWalk_set_apply(RecordWalk *w, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_shard(block, taken): one worker's part of a sharded run: of the
+ * SAMPLE records in delivery order, in blocks of `block`, only those of
+ * the blocks for which taken(k) is true go on (to the core, or out); the
+ * others are counted (ordinal) and dropped.  taken is asked once a block,
+ * in order of k, at the block's first sample. */
+static PyObject *RecordWalk_set_shard(RecordWalk *w, PyObject *args) {
+    Py_ssize_t block;
+    PyObject *taken;
+    if (!PyArg_ParseTuple(args, "nO", &block, &taken))
+        return NULL;
+    if (block < 1 || !PyCallable_Check(taken)) {
+        PyErr_SetString(PyExc_ValueError, "set_shard: a block of 1 or more, a callable");
+        return NULL;
+    }
+    Py_XSETREF(w->shard_taken, Py_NewRef(taken));
+    w->shard_block = block;
+    w->shard_current = -1;
+    Py_RETURN_NONE;
+}
+
 /* finish(): the end of the data: every queued record released */
 static PyObject *RecordWalk_finish(RecordWalk *w, PyObject *unused) {
     w->framing = 0;
@@ -3266,6 +3332,7 @@ static PyMethodDef RecordWalk_methods[] = {
     {"push", (PyCFunction)RecordWalk_push, METH_O, "a record the Python walker made"},
     {"finish", (PyCFunction)RecordWalk_finish, METH_NOARGS, "the end of the data"},
     {"set_apply", (PyCFunction)RecordWalk_set_apply, METH_VARARGS, "side records applied here"},
+    {"set_shard", (PyCFunction)RecordWalk_set_shard, METH_VARARGS, "a worker's blocks only"},
     {"deliver", (PyCFunction)RecordWalk_deliver, METH_NOARGS, "the next ready item, or None"},
     {"next", (PyCFunction)RecordWalk_next, METH_NOARGS, "the next item, HANDBACK, or None"},
     {NULL, NULL, 0, NULL}

@@ -124,8 +124,6 @@ def why_not(pf: PerfFile, stream: SessionStream,
         return "a pipe or a directory"
     if pf.strict:
         return "a strict walk"
-    if stream.shard is not None:
-        return "one worker of a sharded run"
     if stream.order != "time":
         return "file order"
     if not isinstance(pf.path_arg, (str, os.PathLike)) or not os.path.isfile(pf.path):
@@ -135,12 +133,28 @@ def why_not(pf: PerfFile, stream: SessionStream,
     return _why_not_events(pf)
 
 
+def deliver_all(module: types.ModuleType, stream: SessionStream) -> bool:
+    """The stream's records from the compiled walk with no core (every
+    sample of the run, or of the worker's blocks, delivered as a Record),
+    where it applies (why_not): a run whose samples the Python path makes,
+    a DWARF one, reads its records in C all the same.  Whether it does."""
+    if why_not(stream.pf, stream, module) is not None:
+        return False
+    stream.records = RecordDelivery(module, None, stream)
+    return True
+
+
 class RecordDelivery:
     """The records of a stream in delivery order, the core taking the
-    samples it makes (the stream's `records`); sets the stream's ordinal
-    before each record to the SAMPLE records delivered before it."""
+    samples it makes (the stream's `records`; core None: every sample
+    delivered as a Record); sets the stream's ordinal before each record to
+    the SAMPLE records delivered before it.  In a worker of a sharded run
+    (stream.shard) only the samples of its blocks go on: the C asks the
+    stream's block_taken once a block and drops the others' samples
+    without a Python object each."""
 
     def __init__(self, module: types.ModuleType, core: Any, stream: SessionStream) -> None:
+        """core: the SampleText or LeafCounter the samples go to, or None."""
         self.module = module
         self.core = core
         self.stream = stream
@@ -157,6 +171,9 @@ class RecordDelivery:
             walk = module.RecordWalk(self.core, functools.partial(Record, pf.ctx), f.fileno(),
                                      bytes(deliver))
             self._set_rules(walk)
+            if stream.shard is not None:
+                assert stream.block_taken is not None   # (set as the stream's walk begins)
+                walk.set_shard(stream.shard[0], stream.block_taken)
             if stream.after_apply is None:
                 # (the side records the stream only applies: applied by the C)
                 walk.set_apply(stream.machine.apply, by_fields(

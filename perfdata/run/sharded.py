@@ -38,10 +38,11 @@ if TYPE_CHECKING:
     # A worker's warning: (0 the file's, 1 the symbolizer's; the block the
     # worker was at when it was said, -1 before the first; the text)
     WorkerWarning = tuple[int, int, str]
-    # run_sharded's produce(shard): yields (block index, text), returns
-    # (SAMPLE records seen, warnings, error or None)
+    # run_sharded's produce(shard): yields (block index, text: str, or
+    # bytes for a write that takes them), returns (SAMPLE records seen,
+    # warnings, error or None)
     WorkerReturn = tuple[int | None, list[WorkerWarning], ErrorFields | None]
-    Produce = Callable[[Shard], Generator[tuple[int, str], None, WorkerReturn]]
+    Produce = Callable[[Shard], Generator[tuple[int, str | bytes], None, WorkerReturn]]
     # gather_sharded's compute(shard): (result, warnings, error or None)
     Compute = Callable[[Shard], tuple[Any, list[WorkerWarning], ErrorFields | None]]
 
@@ -155,7 +156,7 @@ def describe_error(exc: PerfDataError) -> ErrorFields:
     return (type(exc).__name__, exc.message, exc.path, exc.offset)
 
 
-def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], object]
+def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[Any], object]
                 ) -> list[str]:
     """Run produce(shard) for shard = ClaimedShard(block, jobs, index) in
     `jobs` forked processes; write(text) the blocks in order here.  Returns
@@ -165,7 +166,7 @@ def run_sharded(jobs: int, block: int, produce: Produce, write: Callable[[str], 
     one it met it in)."""
     from multiprocessing.connection import wait
     with _forked(jobs, block, _worker, produce) as conns:
-        texts: dict[int, str] = {}      # blocks received, not yet written
+        texts: dict[int, str | bytes] = {}  # blocks received, not yet written
         # The last block each worker sent: all its blocks up to there are
         # here (each sends its own in order); _ENDED once it has ended.
         sent = [-1] * jobs

@@ -225,6 +225,10 @@ class SessionStream:
         # which takes the samples it makes the text of and sets `ordinal`
         # before each record: perfdata/core/walk.py); None: pf.records(order)
         self.records: Iterable[Record | list[Any]] | None = None
+        # block_taken(k), in a sharded run once the walk has begun: whether
+        # block k is this worker's, each block asked once (the compiled walk
+        # asks it for the samples it drops: perfdata/core/walk.py)
+        self.block_taken: Callable[[int], bool] | None = None
         self.ordinal = 0
         self.lost_chunks = 0
         self.lost_events = 0
@@ -247,14 +251,17 @@ class SessionStream:
             takes = (shard if isinstance(shard, Shard) else Shard(*shard)).takes
             current, taken = -1, False      # the block last asked about, the answer
 
-            def block_taken() -> bool:  # does the current block belong to this worker?
+            def block_taken(k: int) -> bool:    # does block k belong to this worker?
                 nonlocal current, taken
-                k = self.ordinal // block
                 if k != current:
                     current = k
                     taken = takes(k)
                 return taken
-            mine = block_taken
+
+            def record_taken() -> bool:     # ... the block of a record after `ordinal` samples?
+                return block_taken(self.ordinal // block)
+            mine = record_taken
+            self.block_taken = block_taken
         for rec in pf.records(self.order) if self.records is None else self.records:
             if isinstance(rec, list):
                 # (the texts the compiled core made, handed out as sample_text's)
@@ -264,7 +271,9 @@ class SessionStream:
             if rtype == _SAMPLE:
                 self.ordinal += 1
                 if shard is not None:
-                    # (block_taken() inlined: it is asked once a sample)
+                    # (block_taken(k) inlined: it is asked once a sample;
+                    # the compiled walk, which drops the other workers'
+                    # samples, has asked it already, and it said yes)
                     k = (self.ordinal - 1) // block
                     if k != current:
                         current = k

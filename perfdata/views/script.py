@@ -166,16 +166,22 @@ def _script_items(samples: SampleSymbolizer, fmt: ScriptFormatter, args: argpars
         return samples
     from ..core.script import ScriptCore
     if not ScriptCore.applies(samples, args):
+        # (the samples the Python path's; their records the C walk's)
+        from ..core.walk import deliver_all
+        deliver_all(module, samples.stream)
         return samples
     return ScriptCore(module, samples, fmt, block, as_bytes=as_bytes)
 
 
 def _script_blocks(args: argparse.Namespace, side: set[int],
-                   features: PipeFeaturePrinter | None, shard: Shard
-                   ) -> Generator[tuple[int, str], None,
+                   features: PipeFeaturePrinter | None, shard: Shard, errors: str | None = None
+                   ) -> Generator[tuple[int, str | bytes], None,
                                   tuple[int, list[WorkerWarning], ErrorFields | None]]:
     """One worker of a sharded run (sharded.run_sharded): (block, text) for
-    the blocks of shard; returns (SAMPLE records seen, warnings, error)."""
+    the blocks of shard; returns (SAMPLE records seen, warnings, error).
+    errors: each block's text as UTF-8 bytes, encoded with these errors
+    (the output's), for an output that takes them (utf8_buffer): no decode
+    and encode again in the printing process; None: as str."""
     from ..session.stream import SideEvent
     from ..run.profile import open_profile
     from ..run.sharded import describe_error, start_shard, worker_warnings
@@ -184,11 +190,11 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
     samples, fmt = _script_run(pf, args, side, features, shard)
     start_shard(pf, samples, shard)
     current: int | None
-    parts: list[str]
+    parts: list[str | bytes]
     error: ErrorFields | None
     current, parts, error = None, [], None
     try:
-        for item in _script_items(samples, fmt, args, block):
+        for item in _script_items(samples, fmt, args, block, as_bytes=errors is not None):
             if type(item) is SideEvent:
                 if args.json:
                     continue
@@ -202,15 +208,26 @@ def _script_blocks(args: argparse.Namespace, side: set[int],
                 text = sample_to_json(item) + "\n" if args.json else fmt.format(item)  # type: ignore[arg-type]
             if k != current:
                 if parts:
-                    yield current, "".join(parts)  # type: ignore[misc]  # (parts: current is set)
+                    yield current, _joined(parts, errors)  # type: ignore[misc]  # (parts: current is set)
                     parts = []
                 current = k
             parts.append(text)
     except PerfDataError as exc:
         error = describe_error(exc)
     if parts:
-        yield current, "".join(parts)  # type: ignore[misc]  # (as above)
+        yield current, _joined(parts, errors)  # type: ignore[misc]  # (as above)
     return samples.ordinal, worker_warnings(pf, samples), error
+
+
+def _joined(parts: list[str | bytes], errors: str | None) -> str | bytes:
+    """A block's texts as one: str (errors None), or UTF-8 bytes encoded
+    with `errors` (the compiled core's texts are UTF-8 bytes already)."""
+    if errors is None:
+        return "".join(parts)  # type: ignore[arg-type]  # (all str without as_bytes)
+    if not any(type(p) is bytes for p in parts):
+        return "".join(parts).encode("utf-8", errors)  # type: ignore[arg-type]  # (all str)
+    return b"".join(p if type(p) is bytes else p.encode("utf-8", errors)  # type: ignore[union-attr]
+                    for p in parts)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
@@ -236,10 +253,17 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     jobs = script_jobs(args, pf)
     if jobs > 1:
         from ..run.sharded import run_sharded
+        from ..core.script import utf8_buffer
+        # (the workers' texts, where out writes UTF-8, as bytes to its buffer)
+        buffer = utf8_buffer(out)
+        errors = (getattr(out, "errors", None) or "strict") if buffer is not None else None
+        if buffer is not None:
+            out.flush()
         try:
             warnings = run_sharded(jobs, SHARD_BLOCK,
-                                   lambda shard: _script_blocks(args, side, features, shard),
-                                   out.write)
+                                   lambda shard: _script_blocks(args, side, features, shard,
+                                                                errors),
+                                   out.write if buffer is None else buffer.write)
         except PerfDataError as exc:
             print_warnings(pf, getattr(exc, "warnings", ()))
             raise

@@ -58,14 +58,18 @@ def _recorder(method: Any, rtype: int, out: list) -> Any:
     return record
 
 
-def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, list, list]:
+def _walked(path: Path, side_events: tuple[int, ...] = (), with_core: bool = True,
+            shard: tuple[int, int, int] | None = None) -> tuple[list, int, list, list]:
     """(records delivered, SAMPLE records counted, warnings, skipped) of the
     compiled walk, which must apply.  The side records it applies to the
-    machine itself come as what it handed Machine.apply."""
+    machine itself come as what it handed Machine.apply.  with_core False:
+    the walk without a SampleText (every sample delivered by the C); shard
+    (block, jobs, index): one worker's samples (the blocks dealt in turn),
+    the C asking for each block once, in order."""
     from perfdata.core import walk
     with perfdata.open(str(path)) as pf:
         pf.resolve_event_names()      # (as the stream does first: the reference's too)
-        stream = SessionStream(pf, side_events)
+        stream = SessionStream(pf, side_events, shard=shard)
         assert walk.why_not(pf, stream) is None
         machine = stream.machine
         out: list = []
@@ -81,7 +85,11 @@ def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, l
             core.set_plan(args[0], None)        # (every sample handed back)
 
         core = _core.SampleText(machine.thread, answer, machine.kernel_maps, machine.ksymbols,
-                                (), (), (1 << 64) - 4096, 127, 0)
+                                (), (), (1 << 64) - 4096, 127, 0) if with_core else None
+        asked: list[int] = []
+        if shard is not None:
+            # (the stream sets its own as its walk begins)
+            stream.block_taken = lambda k: asked.append(k) or k % shard[1] == shard[2]
         ordinals = []
         for rec in walk.RecordDelivery(_core, core, stream):
             assert type(rec) is not list
@@ -92,12 +100,23 @@ def _walked(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, l
             if rec.type == RT.SAMPLE:
                 ordinals.append(stream.ordinal + 1)
         # (the stream's ordinal before each sample: the samples before it)
-        assert ordinals == list(range(1, len(ordinals) + 1))
+        assert ordinals == _taken(stream.ordinal, shard)
+        if shard is not None:
+            blocks = (stream.ordinal + shard[0] - 1) // shard[0]
+            assert asked == list(range(blocks))
         return out, stream.ordinal, list(pf.warnings), list(pf.skipped)
 
 
-def _reference(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int, list, list]:
-    """The same of PerfFile.records, filtered to what the walk delivers."""
+def _taken(n: int, shard: tuple[int, int, int] | None) -> list[int]:
+    """The ordinals of the samples of n a worker takes (all without a shard)."""
+    return [i for i in range(1, n + 1)
+            if shard is None or (i - 1) // shard[0] % shard[1] == shard[2]]
+
+
+def _reference(path: Path, side_events: tuple[int, ...] = (),
+               shard: tuple[int, int, int] | None = None) -> tuple[list, int, list, list]:
+    """The same of PerfFile.records, filtered to what the walk delivers
+    (with shard: the other workers' samples left out)."""
     from perfdata.core.walk import _APPLIED, _READ
     read = _READ | set(side_events) | {RT.SAMPLE}
     with perfdata.open(str(path)) as pf:
@@ -106,6 +125,15 @@ def _reference(path: Path, side_events: tuple[int, ...] = ()) -> tuple[list, int
                else _record(rec) for rec in pf.records("time")
                if rec.type in read or rec.type >= 256]
         n = sum(1 for r in out if r[0] == RT.SAMPLE)
+        if shard is not None:
+            kept, ordinal = [], 0
+            for r in out:
+                if r[0] == RT.SAMPLE:
+                    ordinal += 1
+                    if (ordinal - 1) // shard[0] % shard[1] != shard[2]:
+                        continue
+                kept.append(r)
+            out = kept
         return out, n, list(pf.warnings), list(pf.skipped)
 
 
@@ -131,6 +159,20 @@ def test_walk_delivers_as_perf_orders(name: str) -> None:
     _assert_same(SAMPLES / name)
     # (the side events a run may ask for: every type delivered)
     _assert_same(SAMPLES / name, tuple(int(t) for t in RT if t < 256))
+
+
+@requires_core
+@pytest.mark.parametrize("name", _walkable(BUNDLED))
+def test_walk_without_core_and_sharded(name: str) -> None:
+    """The walk without a SampleText (a DWARF run's, whose samples the
+    Python path makes) delivers every record the reference does; a worker's
+    (blocks of 7 dealt to 3, or of 1 to 2) only its blocks' samples, the
+    others dropped in C, and every other record all the same."""
+    path = SAMPLES / name
+    for with_core, shard in ((False, None), (False, (7, 3, 1)), (True, (1, 2, 0))):
+        got, want = _walked(path, (), with_core, shard), _reference(path, (), shard)
+        assert got[0] == want[0], (with_core, shard)
+        assert got[1:] == want[1:]
 
 
 @requires_core
@@ -225,3 +267,38 @@ def test_runs_take_their_records_from_the_walk(monkeypatch: pytest.MonkeyPatch,
     rc, out, _ = run_cli(command + ["-j", "1", str(SAMPLES / "threads.fp.data")] +
                          SAMPLE_SYMBOL_ARGS)
     assert rc == 0 and out and len(made) == 1
+
+
+@requires_core
+@pytest.mark.parametrize("recording", ["threads.fp.data", "threads.dwarf.data"])
+def test_script_workers_take_their_records_from_the_walk(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path,
+                                                         recording: str) -> None:
+    """`perfdata script`'s runs read the records through the compiled walk
+    in one process and in each worker of -j 3, whether the core makes the
+    samples' text (-g) or the Python path does (DWARF: the walk has no
+    core), and the workers' walks drop the other workers' samples (not
+    vacuous: tests/run/test_script_jobs.py compares the bytes with -j 1's)."""
+    import os
+    from perfdata.core import walk
+    from conftest import SAMPLE_SYMBOL_ARGS, run_cli
+    said = tmp_path / "walks"
+    init = walk.RecordDelivery.__init__
+
+    def watched(self: walk.RecordDelivery, *a: Any) -> None:
+        init(self, *a)
+        # (a file: the workers are forked processes)
+        with open(said, "a") as f:
+            f.write("%d %s %s\n" % (os.getpid(), self.core is not None,
+                                    self.stream.shard is not None))
+
+    monkeypatch.setattr(walk.RecordDelivery, "__init__", watched)
+    with_core = str(recording.endswith(".fp.data"))
+    for jobs in (1, 3):
+        said.write_text("")
+        rc, out, _ = run_cli(["script", "-j", str(jobs), str(SAMPLES / recording)] +
+                             SAMPLE_SYMBOL_ARGS)
+        walks = [line.split() for line in said.read_text().splitlines()]
+        assert rc == 0 and out
+        assert len(walks) == jobs and len({pid for pid, _, _ in walks}) == jobs
+        assert {(core, sharded) for _, core, sharded in walks} == {(with_core, str(jobs > 1))}

@@ -60,3 +60,24 @@ def test_damaged_file_same_text_then_the_same_error(small_blocks, tmp_path):
 def test_jobs_refused_as_a_bad_number():
     rc, out, err = run_cli(["script", str(SAMPLES / "pipe.data"), "-j", "0"])
     assert rc == 2 and out == "" and "-j" in err
+
+
+@pytest.mark.parametrize("name", ["threads.dwarf.data", "threads.fp.data"])
+def test_workers_text_as_bytes_to_standard_output(name):
+    """A run whose standard output writes UTF-8 (a process's, not run_cli's
+    StringIO) has its workers' blocks as UTF-8 bytes, written to the
+    output's buffer: the same bytes as one process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=repo, PYTHONIOENCODING="utf-8")
+    outs = []
+    for jobs in (1, 3):
+        res = subprocess.run([sys.executable, "-m", "perfdata", "script", str(SAMPLES / name),
+                              "-j", str(jobs), "--header"] + SAMPLE_SYMBOL_ARGS,
+                             capture_output=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        outs.append((res.stdout, res.stderr))
+    assert outs[0] == outs[1] and outs[0][0].count(b"\n\n") > 10
