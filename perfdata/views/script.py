@@ -121,16 +121,32 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     (--reltime and --deltatime carry the previous sample's time, --stitch
     the thread's other samples), where the input cannot be read again (a
     pipe) or is too small to gain, and by default where the compiled core
-    makes the samples' text (perfdata/core/script.py)."""
+    makes the samples' text (perfdata/core/script.py) or the stacks are
+    unwound by DWARF (dwarf_unwound)."""
     from ..run.sharded import default_jobs
     if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
             args.show_round_events:
         return 1
     if args.jobs is None:
         from ..core.script import takes_most_samples
-        if takes_most_samples(args, pf):
+        if takes_most_samples(args, pf) or dwarf_unwound(args, pf):
             return 1
     return default_jobs(args.jobs, pf)
+
+
+def dwarf_unwound(args: argparse.Namespace, pf: PerfFile) -> bool:
+    """Whether a run unwinds stacks by DWARF (--call-graph=dwarf events,
+    --unwind auto or dwarf): such a run is one process by default.  Each
+    worker learns every stack's CFI rows and frames again and walks every
+    record: on the 600 MB eight-CPython-runs recording -j 2 took 1.3x the
+    CPU of -j 1 and, on a busy machine (the scheduler's share is a
+    session's, whatever its processes), longer wall time (benchmarks/
+    RESULTS.md, issue 33's DWARF section)."""
+    from ..format import AttrType, SampleType as ST
+    if getattr(args, "unwind", "auto") not in ("auto", "dwarf"):
+        return False
+    return any(ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
+               for ea in pf.attrs if ea.attr["type"] != AttrType.TRACEPOINT)
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],

@@ -81,3 +81,26 @@ def test_workers_text_as_bytes_to_standard_output(name):
         assert res.returncode == 0, res.stderr
         outs.append((res.stdout, res.stderr))
     assert outs[0] == outs[1] and outs[0][0].count(b"\n\n") > 10
+
+
+@pytest.mark.parametrize("name, unwind, jobs", [
+    ("threads.dwarf.data", [], 1),
+    ("threads.dwarf.data", ["--unwind", "dwarf"], 1),
+    # (no unwinding: the ip only, the cores' workers)
+    ("threads.dwarf.data", ["--unwind", "none"], 2),
+    ("threads.dwarf.data", ["-j", "2"], 2),
+    ("tracepoint.data", [], 2),
+])
+def test_default_jobs_one_process_for_dwarf(monkeypatch, name, unwind, jobs):
+    """By default a run that unwinds stacks by DWARF is one process (each
+    worker would learn every stack's CFI rows and frames again: 1.3x the
+    CPU of one process on benchmarks/bench_real.py's python-runs); -j N
+    still shares it out."""
+    import perfdata
+    from perfdata.cli import build_parser
+    from perfdata.run import sharded
+    monkeypatch.setattr(sharded, "SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(sharded.os, "cpu_count", lambda: 2)
+    args = build_parser("script").parse_args(["script", str(SAMPLES / name)] + unwind)
+    with perfdata.open(str(SAMPLES / name)) as pf:
+        assert script_view.script_jobs(args, pf) == jobs
