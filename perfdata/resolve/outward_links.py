@@ -73,9 +73,14 @@ class OutwardLinks:
     def add(self, stack: UserStack) -> None:
         """Record the links a sample's own stack shows (frames 1 .. own-1)."""
         pcs, cfas, exact = stack.pcs, stack.cfas, stack.exact
-        n = min(stack.own, len(pcs))
+        n = stack.own
         # (frame 0's pc is in no key or link: the leaf's ip may differ)
-        shown = (tuple(pcs[1:n]), tuple(cfas[:n]), exact, stack.bottom and n == len(pcs))
+        if n == len(pcs):
+            # (a sample's own stack, as every one is here: one copy less)
+            shown = (tuple(pcs[1:]), tuple(cfas) if len(cfas) <= n else tuple(cfas[:n]),
+                     exact, stack.bottom)
+        else:
+            shown = (tuple(pcs[1:n]), tuple(cfas[:n]), exact, False)
         if shown in self.stacks:
             return
         links = self.links

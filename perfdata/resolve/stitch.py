@@ -67,6 +67,8 @@ NOT_COMPLETED_REASONS = (
     "ambiguous",        # the thread's samples showed a frame on the way with two callers
 )
 
+_NO_EXACT: frozenset[int] = frozenset()
+
 # What a comparison of a cut stack with another sample's stack concludes.
 _EXTENDED, _CONTRADICTS, _NO_INFO = "extended", "contradicts", "no-info"
 
@@ -92,6 +94,21 @@ class UserStack:
         self.exact = frozenset(exact)
         self.bottom = bottom
         self.own = len(self.pcs)
+
+    @classmethod
+    def of_lists(cls, pcs: list[int], cfas: list[int], sp: int, exact: Sequence[int],
+                 bottom: bool) -> UserStack:
+        """A UserStack that takes an unwind's own lists, not copies (the
+        stitcher copies a stack before it extends it): one is made for
+        every sample."""
+        s = cls.__new__(cls)
+        s.pcs = pcs
+        s.cfas = cfas if len(cfas) <= len(pcs) else cfas[:len(pcs)]
+        s.sp = sp
+        s.exact = frozenset(exact) if exact else _NO_EXACT
+        s.bottom = bottom
+        s.own = len(pcs)
+        return s
 
     def linkable(self) -> bool:
         """Has a return address whose slot's address is known: can be matched."""
@@ -150,11 +167,18 @@ def extend_from(cut: UserStack, other: UserStack) -> str:
     return _EXTENDED
 
 
-def _elsewhere(later_top: int, later_sp: int, earlier: UserStack) -> bool:
-    """Does a later stack (its top() and sp) lie on another stack than
-    `earlier`, certainly: entirely below it, or entirely above the end of a
-    stack known to its bottom?"""
-    return later_top < earlier.sp or (earlier.bottom and later_sp > earlier.top())
+def _elsewhere(later: UserStack, earlier: UserStack) -> bool:
+    """Does the later stack lie on another stack than `earlier`, certainly:
+    entirely below it, or entirely above the end of a stack known to its
+    bottom?  (Asked of every sample: top()'s max is taken only where a
+    frame's CFA does not answer first.)"""
+    cfas = later.cfas
+    if not (cfas and cfas[-1] >= earlier.sp) and later.top() < earlier.sp:
+        return True
+    if not earlier.bottom:
+        return False
+    cfas = earlier.cfas
+    return not (cfas and later.sp <= cfas[-1]) and later.sp > earlier.top()
 
 
 def _extend_from_recent(cut: UserStack, recent: list[UserStack]) -> str:
@@ -246,6 +270,23 @@ def _link_key(stack: UserStack) -> tuple[int, int, int | None]:
             stack.cfas[n - 1] if len(stack.cfas) >= n else None)
 
 
+def _remember(state: _ThreadState, latest: UserStack) -> None:
+    """The thread's latest stack first in its recent ones; an older one
+    stays while `latest` lies on another stack than it (see _elsewhere)."""
+    recent = state.recent
+    if not recent:
+        recent.append(latest)
+        return
+    if len(recent) == 1:
+        # (most threads have one stack: the list is kept, not made anew)
+        if _elsewhere(latest, recent[0]):
+            recent.insert(0, latest)
+        else:
+            recent[0] = latest
+        return
+    state.recent = [latest] + [r for r in recent if _elsewhere(latest, r)][:RECENT_STACKS - 1]
+
+
 def _extend_like(stack: UserStack, extended: UserStack, before: int) -> None:
     """Give `stack` (same link as `extended` had) what extend_from() added to
     `extended`, which had `before` frames."""
@@ -292,22 +333,52 @@ class StackStitcher:
         UserStack, or None when it has no unwound user stack.  shown=False:
         a sample the filters (--time, --cpu, -S ...) leave out, which still
         says what the thread's stack was then (it is not handed back)."""
-        held = _Held(sample, thread)
-        if shown:
-            self._queue.append(held)
+        if self.take_sample(sample, thread, stack, stop_reason, shown):
+            self._queue.append(_Held(sample))
+
+    def take_sample(self, sample: Any, thread: Hashable, stack: UserStack | None,
+                    stop_reason: str | None, shown: bool = True) -> bool:
+        """add_sample(), but a sample that nothing holds back (none before
+        it in the queue, itself not cut) is not queued: True says so, and
+        that the caller hands it out now (most samples, most of the time:
+        they skip the queue's work)."""
+        queue = self._queue
         if stack is None:
+            if not shown:
+                return False
+            if not queue:
+                return True
+            queue.append(_Held(sample, thread))
             self._bound()
-            return
+            return False
         state = self._threads.get(thread)
         if state is None:
             state = self._threads[thread] = _ThreadState()
         state.links.add(stack)      # (before `stack` names a working copy)
-        if stop_reason == CUT_REASON and not shown:
+        if stop_reason == CUT_REASON:
+            self._add_cut(_Held(sample, thread), stack, shown, state)
+            return False
+        # This sample is the "just after" of the thread's open cut samples.
+        if state.open:
+            self._compare_open(state, stack)
+        _remember(state, stack)
+        if not shown:
+            return False
+        if not queue:
+            return True
+        queue.append(_Held(sample, thread))
+        self._bound()
+        return False
+
+    def _add_cut(self, held: _Held, stack: UserStack, shown: bool, state: _ThreadState) -> None:
+        """take_sample() of a sample whose stack the snapshot cut."""
+        if not shown:
             if stack.linkable():
                 stack = stack.copy()
                 _extend_from_recent(stack, state.recent)
                 held.stack = stack
-        elif stop_reason == CUT_REASON:
+        else:
+            self._queue.append(held)
             self.counts["cut"] += 1
             if not stack.linkable():
                 self._close(held, "too-short")
@@ -323,13 +394,7 @@ class StackStitcher:
             self._compare_open(state, stack)
         if held.open:
             self._add_open(state, deque((held,)))
-        latest = held.stack if held.stack is not None else stack
-        if state.recent:
-            top, sp = latest.top(), latest.sp
-            state.recent = [latest] + [r for r in state.recent
-                                       if _elsewhere(top, sp, r)][:RECENT_STACKS - 1]
-        else:
-            state.recent = [latest]
+        _remember(state, held.stack if held.stack is not None else stack)
         self._bound()
 
     def _compare_open(self, state: _ThreadState, stack: UserStack) -> None:

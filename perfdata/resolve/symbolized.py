@@ -19,6 +19,7 @@ from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
 from ..format.errors import PerfDataError
 from .dsos import RecordedBinaries
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver
+from .stitch import BOTTOM_REASONS, DEFAULT_LOOKAHEAD, StackStitcher, UserStack
 from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from ..session.maps import Map
     from ..session.threads import Thread
     from . import unwinding
-    from .stitch import StackStitcher, UserStack
 
 
 # (bound once: a sample is built per SAMPLE record, and reading Sample.__init__
@@ -136,7 +136,6 @@ class SampleSymbolizer:
         # thread's other samples (a no-op without DWARF samples).
         self.stitcher: StackStitcher | None = None
         if stacks.stitch and self.unwinder is not None:
-            from .stitch import DEFAULT_LOOKAHEAD, StackStitcher
             self.stitcher = StackStitcher(self._finish_stitched,
                                           stacks.stitch_lookahead or DEFAULT_LOOKAHEAD)
             self.stream.after_apply = self._thread_restarts
@@ -314,13 +313,15 @@ class SampleSymbolizer:
         sample is held back, with what follows it, until a later sample of
         its thread completes it or the look-ahead is full)."""
         stitcher: StackStitcher = self.stitcher  # type: ignore[assignment]  # (called with one)
+        take_sample, user_stack, ready = stitcher.take_sample, self._user_stack, stitcher.ready
         for item in items:
             if type(item) is SymbolizedSample:
-                stitcher.add_sample(item, (item.pid, item.tid), self._user_stack(item),
-                                    item.stop_reason)
+                if take_sample(item, (item.pid, item.tid), user_stack(item), item.stop_reason):
+                    yield item      # (nothing held it back)
+                    continue
             else:
                 stitcher.add_other(item)
-            yield from stitcher.ready()
+            yield from ready()
         stitcher.close()
         yield from stitcher.ready()
 
@@ -328,12 +329,15 @@ class SampleSymbolizer:
                     ) -> UserStack | None:
         """The stitcher's view of a sample's unwound user stack (None: no
         view; also without a tid, as the thread would not be known)."""
-        from .stitch import BOTTOM_REASONS, UserStack
         result = result or sample.unwind
         if result is None or result.sp is None or sample.tid in (-1, None):
             return None
-        return UserStack(result.frames[:self.max_stack], result.cfas, result.sp,
-                         result.exact_ip_frames, result.stop_reason in BOTTOM_REASONS)
+        frames = result.frames
+        if len(frames) > self.max_stack:
+            frames = frames[:self.max_stack]
+        # (the unwind's lists: nothing else changes them)
+        return UserStack.of_lists(frames, result.cfas, result.sp, result.exact_ip_frames,
+                                  result.stop_reason in BOTTOM_REASONS)
 
     def _left_out(self, sample: SymbolizedSample) -> None:
         """A sample the filters leave out still tells the stitcher where its
