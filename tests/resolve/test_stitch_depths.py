@@ -89,15 +89,41 @@ def test_random_depth_recursion_completed_through_chains(recordings, mode):
 @requires_perf
 def test_recursion_reached_from_two_callers_is_refused(recordings):
     """entry_a and entry_b call the same descent at the same depth: its
-    frames have two outward stacks in the thread's samples, so a cut stack
-    is completed only where a neighbour in time shows which; the others are
-    refused as ambiguous, none completed wrongly."""
+    frames have two outward stacks in the thread's samples, so a stack cut
+    in it is refused as ambiguous, none completed wrongly (see
+    docs/checks.md, "Stack stitching": no rule can tell those samples'
+    callers apart)."""
     stats, counts, wrong = measure(recordings["callers"])
     print("callers: %s; %s" % (dict(stats), counts))
     assert stats["cut"] > 500
     assert wrong == []
     assert stats["equal"] == stats["completed"]
     assert counts["not-completed:ambiguous"] > stats["cut"] / 4
+
+
+@requires_perf
+def test_two_callers_samples_that_nothing_but_the_leaf_tells_apart(recordings):
+    """Why the refusal above is the only sound verdict: cut samples under
+    entry_a and under entry_b at the same depth whose frames beyond the
+    leaf's own are the same in every byte the sample holds (their CFAs,
+    return addresses and the stack copy from the leaf's CFA on).  What
+    tells them apart is the leaf function alone, which says nothing of
+    the caller to a rule that reads stacks."""
+    samples, _, _ = stitched_samples(recordings["callers"])
+    paths = collections.defaultdict(set)
+    for s in samples:
+        names = user_names(s)
+        m = LEAF.match(names[0] or "") if names else None
+        if m is None or s.stop_reason != "stack-exhausted":
+            continue
+        result, stack = s.unwind, s.fields["stack_user"]
+        copy = bytes(stack["data"][:stack["dyn_size"]])
+        beyond_leaf = copy[result.cfas[0] - result.sp:]
+        paths[(tuple(result.cfas), tuple(result.frames[1:]), beyond_leaf)].add(m.group(1))
+    both = [key for key, seen in paths.items() if seen == {"a", "b"}]
+    print("callers: %d distinct stacks beyond the leaf, %d of them seen under both callers"
+          % (len(paths), len(both)))
+    assert len(both) >= 10
 
 
 @requires_perf
