@@ -799,8 +799,10 @@ static PyObject *SampleText_drop_table(SampleText *self, PyObject *arg) {
     Py_ssize_t space = PyLong_AsSsize_t(arg);
     if (space == -1 && PyErr_Occurred())
         return NULL;
-    if (space >= 0 && space < self->ntables)
+    if (space >= 0 && space < self->ntables && self->tables[space].set) {
         table_free(&self->tables[space]);
+        frames_clear(&self->frames);    /* (the frames the table made: the Python path's now) */
+    }
     Py_RETURN_NONE;
 }
 
@@ -1745,7 +1747,11 @@ static int consume_sample(SampleText *self, PyObject *attr, const unsigned char 
                 goto again;
             }
             if (r == 1) {
-                if (mark_entry(self, entry_start) < 0)
+                /* (kept as a frame: the next sample's is a look-up, not two
+                 * searches of the table and a printf) */
+                if (frames_put(&self->frames, kept_as, key, is_ret, tflags, line->data + mark,
+                               (Py_ssize_t)(line->len - mark)) < 0 ||
+                    mark_entry(self, entry_start) < 0)
                     goto no_memory;
                 if ((plan.header & H_REPORT) && line->len > entry_start)
                     break;          /* (report's leaf) */
