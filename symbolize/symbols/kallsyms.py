@@ -215,6 +215,8 @@ class KernelSymbols:
         syms = self._syms
         if isinstance(syms, _LazySymbols):
             return syms.starts, syms.sizes
+        if isinstance(syms, TextSymbols):
+            return syms.starts, syms.sizes()
         return self._starts, [s.size for s in syms]
 
     def lookup(self, address: int) -> KernelSymbol | None:

@@ -17,8 +17,10 @@ line, stripped, is a module where it is "[module]".
 """
 from __future__ import annotations
 
+import operator
 import re
 import struct
+from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ _NAME = re.compile(rb"[^ \t\n]*")
 _BEFORE_NAME = re.compile(r"\s*\S+\s+\S+\s+")
 # flags -> 1 where MODULE is set, else 0
 _HAS_MODULE = bytes(1 if b & MODULE else 0 for b in range(256))
+# flags -> 0 where ROOM is set, else 1
+_NO_ROOM = bytes(0 if b & ROOM else 1 for b in range(256))
 
 
 class KernelSymbol(NamedTuple):
@@ -104,6 +108,21 @@ class TextSymbols:
         if self.flags[i] & ROOM or i + 1 >= len(self.starts):
             return page_room(start)
         return self.starts[i + 1] - start
+
+    def sizes(self) -> array[int]:
+        """size(i) of every symbol, as a u64 array (for KernelSymbols.bounds:
+        ~5 ms for 121,000 symbols, where size() of each takes 60)."""
+        starts = self.starts
+        out = array("Q", map(operator.sub, starts[1:], starts[:-1]))
+        out.append(0)
+        room = bytes(self.flags).translate(_NO_ROOM)
+        i = room.find(0)
+        while i >= 0:
+            out[i] = page_room(starts[i])
+            i = room.find(0, i + 1)
+        if len(starts):
+            out[-1] = page_room(starts[-1])
+        return out
 
     def binding(self, i: int) -> int:
         return self.flags[i] & 3

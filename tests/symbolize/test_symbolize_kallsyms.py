@@ -260,3 +260,24 @@ def test_kernel_names_demangled_only_when_asked():
     assert (got.name, got.offset) == (mangled, 0x10)
     named = asked.lookup("[kernel.kallsyms]", None, 0xffffffff81000010)[0].name
     assert named == asked.demangle_name(mangled) and named != mangled and "lock" in named
+
+
+def test_bounds_are_every_symbols_start_and_size(tmp_path, monkeypatch):
+    """bounds() (the columns the compiled core searches) holds each symbol's
+    start and size, in order, for every form of a table: parsed, mapped from
+    the cache (the text layout: sizes computed from the starts, perf's page
+    rule where the flags say), the names' layout, and symbols given."""
+    monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
+    good = "".join(line for line in TEXT.splitlines(True) if "not" not in line and "zz" not in line)
+    path = tmp_path / "kallsyms"
+    path.write_text(good)
+    tables = [KernelSymbols.parse(good), KernelSymbols.from_file(str(path)),
+              KernelSymbols.from_file(str(path)), KernelSymbols.parse(good + "ffff\u00e9 T x\n"),
+              KernelSymbols([KernelSymbol("b", 0x2000, 0x10, None),
+                             KernelSymbol("a", 0x1000, 0x30, "m")]), KernelSymbols()]
+    if os.access("/proc/kallsyms", os.R_OK):
+        tables.append(KernelSymbols.from_file("/proc/kallsyms"))
+        tables.append(KernelSymbols.from_file("/proc/kallsyms"))
+    for table in tables:
+        starts, sizes = table.bounds()
+        assert [(s.start, s.size) for s in table] == list(zip(starts, sizes))
