@@ -1087,6 +1087,35 @@ lines_grow(KallsymsLines *l)
     return 0;
 }
 
+static uint64_t bytes_equal(uint64_t w, unsigned char c);
+
+/* The value of each hexadecimal digit, -1 for any other byte. */
+static signed char hex_digit[256];
+
+static void
+hex_digits_init(void)
+{
+    int c;
+    for (c = 0; c < 256; c++)
+        hex_digit[c] = (signed char)hex_value((char)c);
+}
+
+/* Where the first blank (space or tab) of text[p:end] is, or end: eight
+ * bytes at a time (a name is ~25), each compared exactly. */
+static Py_ssize_t
+blank_at(const char *text, Py_ssize_t p, Py_ssize_t end)
+{
+    for (; p + 8 <= end; p += 8) {
+        uint64_t w;
+        memcpy(&w, text + p, 8);
+        if (bytes_equal(w, ' ') | bytes_equal(w, '\t'))
+            break;
+    }
+    while (p < end && !is_space(text[p]))
+        p++;
+    return p;
+}
+
 /* One line, text[at:end] (no newline): kallsyms._columns' rules.  Returns
  * 0 (kept, skipped or counted bad), 1 where the Python parse must decide
  * (an address that is not 1-16 hexadecimal digits), -1 out of memory. */
@@ -1096,6 +1125,26 @@ parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsLines *l)
     Py_ssize_t tok[3][2], i, p = at, rest, rest_end;
     uint64_t addr = 0;
     int binding, ntok = 0;
+    /* A line as the kernel writes it, "%016lx %c %s...": its tokens where
+     * the loop below would find them, without looking for them. */
+    if (end - at >= 20 && text[at + 16] == ' ' && !is_space(text[at + 17]) &&
+            text[at + 18] == ' ' && !is_space(text[at + 19])) {
+        int bad = 0;
+        for (i = at; i < at + 16; i++) {
+            int v = hex_digit[(unsigned char)text[i]];
+            bad |= v;                   /* (-1 sets every bit) */
+            addr = (addr << 4) | (uint64_t)(v & 15);
+        }
+        if (bad < 0)
+            return 1;
+        tok[0][0] = at;
+        tok[0][1] = at + 16;
+        tok[1][0] = at + 17;
+        tok[1][1] = at + 18;
+        tok[2][0] = at + 19;
+        tok[2][1] = p = blank_at(text, at + 19, end);
+        goto tokens;
+    }
     for (; ntok < 3; ntok++) {
         while (p < end && is_space(text[p]))
             p++;
@@ -1119,6 +1168,7 @@ parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsLines *l)
             return 1;
         addr = (addr << 4) | (uint64_t)v;
     }
+tokens:
     binding = kallsyms_binding(text[tok[1][0]]);
     if (binding < 0)
         return 0;               /* perf keeps types T, W, D and B only */
@@ -1157,23 +1207,35 @@ is_printable(unsigned char c)
     return (c >= 0x20 && c <= 0x7E) || c == '\t' || c == '\n';
 }
 
+/* The high bit of each byte of w that equals c (exactly: adding 0x7F to a
+ * byte's low seven bits carries into its high bit, never into the next
+ * byte's). */
+static uint64_t
+bytes_equal(uint64_t w, unsigned char c)
+{
+    const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
+    uint64_t x = w ^ (ones * c);
+    return ~(((x & low7) + low7) | x) & ~low7;
+}
+
 /* Whether text[0:len] is printable ASCII, tabs and newlines: eight bytes
- * at a time, a word with a byte below 0x20, of 0x7F or above (most hold
- * none; the newline's word) looked at byte by byte. */
+ * at a time, tabs and newlines made spaces, then each byte's high bit set
+ * where it is below 0x20 or 0x7F and above (exactly, as bytes_equal). */
 static int
 all_printable(const char *text, Py_ssize_t len)
 {
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    Py_ssize_t i = 0, j;
+    const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7F7F7F7F7F7F7F7FULL;
+    Py_ssize_t i = 0;
     for (; i + 8 <= len; i += 8) {
-        uint64_t w;
+        uint64_t w, blank, low;
         memcpy(&w, text + i, 8);
-        /* (has a byte < 0x20, or >= 0x80, or == 0x7F: w + 1 carries it to 0x80) */
-        if (((w - 0x20 * ones) | w | ((w & ~highs) + ones)) & highs) {
-            for (j = i; j < i + 8; j++)
-                if (!is_printable((unsigned char)text[j]))
-                    return 0;
-        }
+        blank = bytes_equal(w, '\t') | bytes_equal(w, '\n');
+        w += (blank >> 7) * 0x17;       /* (0x09, 0x0A -> 0x20, 0x21) */
+        /* (below 0x20: high bit clear, low seven bits + 0x60 do not carry;
+         * 0x7F and above: high bit set, or low seven bits + 1 carry) */
+        low = ~(((w & low7) + ones * 0x60) | w) & ~low7;
+        if ((low | w | ((w & low7) + ones)) & ~low7)
+            return 0;
     }
     for (; i < len; i++)
         if (!is_printable((unsigned char)text[i]))
@@ -1327,5 +1389,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__symtab(void)
 {
+    hex_digits_init();
     return PyModule_Create(&module);
 }

@@ -416,6 +416,12 @@ def test_kallsyms_files_cached_the_same(tmp_path):
     b"10 T a\x7f\n",
     b"ffffffffffffffff T top\n",
     b"fffffffffffff000 T near_top\nfffffffffffffff0 T a [m]\n",
+    # the kernel's own form, which C reads at fixed places, and near misses
+    b"ffffffff8100000g T bad_digit\nffffffff81000000 T a\n",
+    b" fffffff81000000 T leading_blank\nffffffff81000010 T b\n",
+    b"ffffffff81000000 T  two_blanks\nffffffff81000000 T\ttab\n",
+    b"ffffffff81000000 T name extra words [m]\nffffffff81000000 T name_a_bit_longer_still\n",
+    b"ffffffff81000000 t x\tyy\n", b"ffffffff81000000 T 0123456789abcdef\t[m o d]\t\n",
 ], ids=lambda t: repr(t[:24]))
 def test_kallsyms_edge_cases_the_same(text, tmp_path):
     compare_kallsyms(text, str(tmp_path))
@@ -496,3 +502,16 @@ def test_plt_stubs_decoded_as_in_python():
         want = [g if g is None or 0 <= g < 1 << 64 else -1 for g in want]
         assert core.plt_slots(data, base, first, slot, kind, got_base) == want, \
             (kind, data.hex(), base, got_base)
+
+
+def test_kallsyms_texts_of_other_bytes_left_to_python():
+    """The C parse takes printable ASCII, tabs and newlines only (it checks
+    eight bytes at a time): every other byte value, at each place in a
+    word, gives the text to the Python parse (None)."""
+    core = symtab_core()
+    printable = set(range(0x20, 0x7F)) | {9, 10}
+    for value in range(256):
+        for at in range(8):
+            text = b"ffffffff81000000 T name_" + b"x" * at + bytes([value]) + b"y" * 9 + b"\n"
+            parsed = core.parse_kallsyms(text, 0, 0)
+            assert (parsed is not None) == (value in printable), (value, at)
