@@ -1263,17 +1263,14 @@ parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
 }
 
 /* A kept symbol's flags byte in kallsyms.py's cache file: its binding
- * (bits 0-1), 4 where its size is not the distance to the next symbol's
- * start (the last, and perf's page rule: page_room), 8 where it has a
- * module's name. */
-#define KSYM_ROOM 4
+ * (bits 0-1), 8 where it has a module's name. */
 #define KSYM_MODULE 8
 
 /* The parsed lines l as kallsyms.py's cache file holds a table (its
  * header and the identity left to Python: head and tail bytes of room):
- * the kept symbols' starts (native unsigned 64-bit), where each one's
- * name is in the text (native unsigned 32-bit: the text is under 4 GiB)
- * and a flags byte each; the names and modules stay in the text.  Returns
+ * the kept symbols' starts and sizes (native unsigned 64-bit), where each
+ * one's name is in the text (native unsigned 32-bit: the text is under 4
+ * GiB) and a flags byte each; the names and modules stay in the text.  Returns
  * (bad, all zero, kept, the bytearray) or NULL. */
 static PyObject *
 kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t tail)
@@ -1299,7 +1296,7 @@ kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t t
                  order, sizes);
     if (kept < 0)
         goto done;
-    total = head + 13 * kept + tail;
+    total = head + 21 * kept + tail;
     image = PyByteArray_FromStringAndSize(NULL, total);
     if (image == NULL)
         goto done;
@@ -1312,13 +1309,12 @@ kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t t
         uint64_t start = l->starts[order[i]];
         uint32_t at = (uint32_t)nm->name_at;
         int flags = l->bindings[order[i]];
-        if (i + 1 == kept || sizes[i] != l->starts[order[i + 1]] - start)
-            flags |= KSYM_ROOM;
         if (nm->module_len > 0)
             flags |= KSYM_MODULE;
         memcpy(o + i * 8, &start, 8);
-        memcpy(o + 8 * kept + i * 4, &at, 4);
-        o[12 * kept + i] = (char)flags;
+        memcpy(o + 8 * kept + i * 8, &sizes[i], 8);
+        memcpy(o + 16 * kept + i * 4, &at, 4);
+        o[20 * kept + i] = (char)flags;
     }
     out = Py_BuildValue("ninN", l->bad, 0, kept, image);
 done:
@@ -1333,10 +1329,10 @@ PyDoc_STRVAR(parse_kallsyms_doc,
 "A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does,\n"
 "in the layout of kallsyms.py's cache file: (malformed lines, every address\n"
 "0, symbols kept, then, unless every address is 0, a bytearray: head bytes\n"
-"of room, the starts (native unsigned 64-bit), where each name is in the\n"
-"text (native unsigned 32-bit), a flags byte per symbol (its binding, 4: a\n"
-"size other than the distance to the next start, 8: a module), tail bytes\n"
-"of room).  None for a text the Python parse must read: a byte other than\n"
+"of room, the starts and sizes (native unsigned 64-bit), where each name is\n"
+"in the text (native unsigned 32-bit), a flags byte per symbol (its\n"
+"binding; 8: a module), tail bytes of room).  None for a text the Python\n"
+"parse must read: a byte other than\n"
 "printable ASCII, tab and newline, an address other than 1-16 hexadecimal\n"
 "digits, or 4 GiB or more.");
 

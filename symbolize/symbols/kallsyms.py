@@ -213,10 +213,8 @@ class KernelSymbols:
         searches (for a caller that searches them in compiled code, as
         perfdata.core does, and asks lookup() for the symbol it found)."""
         syms = self._syms
-        if isinstance(syms, _LazySymbols):
+        if isinstance(syms, (_LazySymbols, TextSymbols)):
             return syms.starts, syms.sizes
-        if isinstance(syms, TextSymbols):
-            return syms.starts, syms.sizes()
         return self._starts, [s.size for s in syms]
 
     def lookup(self, address: int) -> KernelSymbol | None:
@@ -355,7 +353,7 @@ def _load_cached(identity: str, cache: CacheDir, text: str | bytes
 def _text_symbols(mapped: "mmap.mmap", identity: str, text: str | bytes) -> TextSymbols | None:
     """The symbols of a cache file in kallsyms_text's layout, over their text."""
     magic, count, text_size, identity_size = kallsyms_text.HEADER.unpack_from(mapped, 0)
-    end = kallsyms_text.HEADER.size + 13 * count
+    end = kallsyms_text.HEADER.size + 21 * count
     if end + identity_size != len(mapped) or \
             mapped[end:].decode("utf-8", "surrogateescape") != identity:
         return None

@@ -2,25 +2,23 @@
 from: `TextSymbols`, and the cache file that holds it (kallsyms.py's, for a
 text of printable ASCII, as a real kallsyms is).
 
-The file holds, after its header, each kept symbol's start (native 64-bit),
-where its name is in the text (native 32-bit: a text is read up to 256 MiB)
-and a flags byte (its binding; ROOM: its size is perf's page rule's, not the
-distance to the next start; MODULE: its line names a module), then the
-identity of the text.  A warm run maps the text as well (perf's saved copy:
-the file whose identity it is; /proc/kallsyms: the text it read and hashed),
-so a first run writes 13 bytes a symbol instead of the 33 and the names of
-the columns it kept before (7 MB for this kernel's 121,000 symbols: writing
-a file of that size into the page cache cost a first run 5-90 ms CPU on
-this project's machines).  A name is cut out of the text when its symbol is
+The file holds, after its header, each kept symbol's start and size (native
+64-bit: the columns perfdata's core searches), where its name is in the
+text (native 32-bit: a text is read up to 256 MiB) and a flags byte (its
+binding; MODULE: its line names a module), then the identity of the text.
+A warm run maps the text as well (perf's saved copy: the file whose
+identity it is; /proc/kallsyms: the text it read and hashed), so a first
+run writes 21 bytes a symbol instead of the 33 and the names of the
+columns it kept before (7 MB for this kernel's 121,000 symbols: writing a
+file of that size into the page cache cost a first run 5-90 ms CPU on this
+project's machines).  A name is cut out of the text when its symbol is
 looked up, by the parse's rules: up to the next blank, and the rest of the
 line, stripped, is a module where it is "[module]".
 """
 from __future__ import annotations
 
-import operator
 import re
 import struct
-from array import array
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -31,8 +29,7 @@ if TYPE_CHECKING:
 # identity's size
 HEADER = struct.Struct("=QQQQ")
 MAGIC = 0x3673_6d79_736c_6c6b
-ROOM, MODULE = 4, 8
-PAGE = 4096
+MODULE = 8
 # What the C parse takes (and this layout holds): printable ASCII, tab, newline.
 _PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\n"
 _NAME = re.compile(rb"[^ \t\n]*")
@@ -40,8 +37,6 @@ _NAME = re.compile(rb"[^ \t\n]*")
 _BEFORE_NAME = re.compile(r"\s*\S+\s+\S+\s+")
 # flags -> 1 where MODULE is set, else 0
 _HAS_MODULE = bytes(1 if b & MODULE else 0 for b in range(256))
-# flags -> 0 where ROOM is set, else 1
-_NO_ROOM = bytes(0 if b & ROOM else 1 for b in range(256))
 
 
 class KernelSymbol(NamedTuple):
@@ -71,21 +66,15 @@ def name_offset(line: str) -> int:
     return m.end() if m else len(line)
 
 
-def page_room(start: int) -> int:
-    """The size perf gives a symbol of no size with no next one to run to
-    (to the end of the page after its start's)."""
-    r = start % PAGE
-    return 2 * PAGE - r if r else PAGE
-
-
 class TextSymbols:
     """The symbols of a table laid out as above: the layout's columns over
     the text; a KernelSymbol is made when one is asked for."""
-    __slots__ = ("text", "starts", "name_at", "flags")
+    __slots__ = ("text", "starts", "sizes", "name_at", "flags")
 
-    def __init__(self, text: bytes | mmap.mmap, starts: Sequence[int], name_at: Sequence[int],
-                 flags: Sequence[int]) -> None:
-        self.text, self.starts, self.name_at, self.flags = text, starts, name_at, flags
+    def __init__(self, text: bytes | mmap.mmap, starts: Sequence[int], sizes: Sequence[int],
+                 name_at: Sequence[int], flags: Sequence[int]) -> None:
+        self.text, self.starts, self.sizes = text, starts, sizes
+        self.name_at, self.flags = name_at, flags
 
     @classmethod
     def of(cls, image: bytes | bytearray | mmap.mmap, count: int,
@@ -93,36 +82,16 @@ class TextSymbols:
         """The symbols of a cache file's bytes (its header read: the count),
         or None where they do not fit the file or the text."""
         at = HEADER.size
-        if len(image) < at + 13 * count:
+        if len(image) < at + 21 * count:
             return None
         view = memoryview(image)
         return cls(text, view[at:at + 8 * count].cast("Q"),
-                   view[at + 8 * count:at + 12 * count].cast("I"),
-                   view[at + 12 * count:at + 13 * count])
+                   view[at + 8 * count:at + 16 * count].cast("Q"),
+                   view[at + 16 * count:at + 20 * count].cast("I"),
+                   view[at + 20 * count:at + 21 * count])
 
     def __len__(self) -> int:
         return len(self.starts)
-
-    def size(self, i: int) -> int:
-        start = self.starts[i]
-        if self.flags[i] & ROOM or i + 1 >= len(self.starts):
-            return page_room(start)
-        return self.starts[i + 1] - start
-
-    def sizes(self) -> array[int]:
-        """size(i) of every symbol, as a u64 array (for KernelSymbols.bounds:
-        ~5 ms for 121,000 symbols, where size() of each takes 60)."""
-        starts = self.starts
-        out = array("Q", map(operator.sub, starts[1:], starts[:-1]))
-        out.append(0)
-        room = bytes(self.flags).translate(_NO_ROOM)
-        i = room.find(0)
-        while i >= 0:
-            out[i] = page_room(starts[i])
-            i = room.find(0, i + 1)
-        if len(starts):
-            out[-1] = page_room(starts[-1])
-        return out
 
     def binding(self, i: int) -> int:
         return self.flags[i] & 3
@@ -141,7 +110,7 @@ class TextSymbols:
             rest = text[name_end:end if end >= 0 else len(text)].strip(b" \t")
             if len(rest) > 2 and rest[:1] == b"[" and rest[-1:] == b"]":
                 module = rest[1:-1].decode("ascii", "replace")
-        return KernelSymbol(name, self.starts[i], self.size(i), module)
+        return KernelSymbol(name, self.starts[i], self.sizes[i], module)
 
     def __iter__(self) -> Iterator[KernelSymbol]:
         return (self[i] for i in range(len(self.starts)))
@@ -152,20 +121,17 @@ class TextSymbols:
         first, last = own.find(b"\0"), own.rfind(b"\0")
         if first < 0:
             return None
-        return self.starts[first], self.starts[last] + self.size(last)
+        return self.starts[first], self.starts[last] + self.sizes[last]
 
 
 def layout(starts: Sequence[int], sizes: Sequence[int], bindings: Sequence[int],
            modules: Sequence[str], name_at: Sequence[int]) -> bytearray:
     """The cache file's bytes (the header's room left zero) of a table parsed
     in Python (the same bytes as the C lays out as it parses)."""
-    count = len(starts)
     flags = bytearray(bindings)
-    for i in range(count):
-        if i + 1 == count or sizes[i] != starts[i + 1] - starts[i]:
-            flags[i] |= ROOM
+    for i in range(len(starts)):
         if modules[i]:
             flags[i] |= MODULE
     from array import array
     return bytearray(HEADER.size) + array("Q", starts).tobytes() + \
-        array("I", name_at).tobytes() + flags
+        array("Q", sizes).tobytes() + array("I", name_at).tobytes() + flags

@@ -265,8 +265,8 @@ def test_kernel_names_demangled_only_when_asked():
 def test_bounds_are_every_symbols_start_and_size(tmp_path, monkeypatch):
     """bounds() (the columns the compiled core searches) holds each symbol's
     start and size, in order, for every form of a table: parsed, mapped from
-    the cache (the text layout: sizes computed from the starts, perf's page
-    rule where the flags say), the names' layout, and symbols given."""
+    the cache (the text layout: its sizes column), the names' layout, and
+    symbols given."""
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(tmp_path / "cache"))
     good = "".join(line for line in TEXT.splitlines(True) if "not" not in line and "zz" not in line)
     path = tmp_path / "kallsyms"
