@@ -51,6 +51,8 @@ from .outward_links import COMPLETED, REFUSED, OutwardLinks
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Iterable, Sequence
 
+    from symbolize.unwind.unwinder import UnwindResult
+
 #: stop reasons of an unwind that reached the real end of its stack
 BOTTOM_REASONS = frozenset(("outermost",))
 #: the stop reason of a stack cut by the snapshot
@@ -96,17 +98,20 @@ class UserStack:
         self.own = len(self.pcs)
 
     @classmethod
-    def of_lists(cls, pcs: list[int], cfas: list[int], sp: int, exact: Sequence[int],
-                 bottom: bool) -> UserStack:
-        """A UserStack that takes an unwind's own lists, not copies (the
+    def of_unwind(cls, result: UnwindResult, max_stack: int) -> UserStack:
+        """The UserStack of an unwind (its first max_stack frames), which
+        takes the unwind's own lists, not copies (nothing changes them: the
         stitcher copies a stack before it extends it): one is made for
         every sample."""
         s = cls.__new__(cls)
-        s.pcs = pcs
+        pcs = s.pcs = result.frames if len(result.frames) <= max_stack else \
+            result.frames[:max_stack]
+        cfas = result.cfas
         s.cfas = cfas if len(cfas) <= len(pcs) else cfas[:len(pcs)]
-        s.sp = sp
+        s.sp = result.sp  # type: ignore[assignment]  # (the caller's: not None)
+        exact = result.exact_ip_frames
         s.exact = frozenset(exact) if exact else _NO_EXACT
-        s.bottom = bottom
+        s.bottom = result.stop_reason in BOTTOM_REASONS
         s.own = len(pcs)
         return s
 
@@ -361,7 +366,11 @@ class StackStitcher:
         # This sample is the "just after" of the thread's open cut samples.
         if state.open:
             self._compare_open(state, stack)
-        _remember(state, stack)
+        recent = state.recent
+        if len(recent) == 1 and not _elsewhere(stack, recent[0]):
+            recent[0] = stack       # (_remember's commonest case, inline)
+        else:
+            _remember(state, stack)
         if not shown:
             return False
         if not queue:

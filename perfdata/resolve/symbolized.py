@@ -19,7 +19,7 @@ from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
 from ..format.errors import PerfDataError
 from .dsos import RecordedBinaries
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver
-from .stitch import BOTTOM_REASONS, DEFAULT_LOOKAHEAD, StackStitcher, UserStack
+from .stitch import DEFAULT_LOOKAHEAD, StackStitcher, UserStack
 from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
@@ -160,10 +160,7 @@ class SampleSymbolizer:
     # ------------------------------------------------------------ iteration
     def __iter__(self) -> Iterator[SymbolizedSample | SideEvent]:
         try:
-            if self.stitcher is not None:
-                yield from self._stitched(self._samples())
-            else:
-                yield from self._samples()
+            yield from self._samples()
         finally:
             # What the symbolizer learnt that outlives the run (inline names).
             flush = getattr(self.symbolizer, "flush", None)
@@ -172,13 +169,20 @@ class SampleSymbolizer:
 
     def _samples(self) -> Iterator[SymbolizedSample | SideEvent]:
         """The stream's samples filtered and symbolized, its side events as
-        they come; its build-ids kept."""
+        they come; its build-ids kept.  With a stitcher, the items with cut
+        stacks completed, in the same order (a cut sample is held back,
+        with what follows it, until a later sample of its thread completes
+        it or the look-ahead is full): in this loop, not a generator of its
+        own around it, which cost every sample a resumption more."""
         counts = self.counts
         filters = self.filters
         leaf_filter = self.leaf_filter
         leaf_frames = self.resolver.leaf_frames
         symbolize = self._symbolize_sample
         build_ids = self.build_ids
+        stitcher = self.stitcher
+        if stitcher is not None:
+            take_sample, user_stack, ready = stitcher.take_sample, self._user_stack, stitcher.ready
         event: Any      # (told apart by its exact type, kind, below)
         for event in self.stream:
             kind = type(event)
@@ -191,11 +195,22 @@ class SampleSymbolizer:
                     continue
                 symbolize(event)
                 counts["samples"] += 1
-                yield event
+                if stitcher is None or take_sample(event, (event.pid, event.tid),
+                                                   user_stack(event), event.stop_reason):
+                    yield event     # (nothing held it back)
+                else:
+                    yield from ready()
             elif kind is SideEvent:
-                yield event
+                if stitcher is None:
+                    yield event
+                else:
+                    stitcher.add_other(event)
+                    yield from ready()
             elif kind is BuildId:
                 build_ids.setdefault(event.path, event.build_id)
+        if stitcher is not None:
+            stitcher.close()
+            yield from ready()
 
     def _thread_restarts(self, rtype: int, record: Record, fields: dict[str, Any]) -> None:
         """A stack is never stitched across an exit or an exec (a FORK's tid
@@ -307,24 +322,6 @@ class SampleSymbolizer:
         return True
 
     # ------------------------------------------------------------ stitching
-    def _stitched(self, items: Iterable[SymbolizedSample | SideEvent]
-                  ) -> Iterator[SymbolizedSample | SideEvent]:
-        """The items with cut stacks completed, in the same order (a cut
-        sample is held back, with what follows it, until a later sample of
-        its thread completes it or the look-ahead is full)."""
-        stitcher: StackStitcher = self.stitcher  # type: ignore[assignment]  # (called with one)
-        take_sample, user_stack, ready = stitcher.take_sample, self._user_stack, stitcher.ready
-        for item in items:
-            if type(item) is SymbolizedSample:
-                if take_sample(item, (item.pid, item.tid), user_stack(item), item.stop_reason):
-                    yield item      # (nothing held it back)
-                    continue
-            else:
-                stitcher.add_other(item)
-            yield from ready()
-        stitcher.close()
-        yield from stitcher.ready()
-
     def _user_stack(self, sample: SymbolizedSample, result: UnwindResult | None = None
                     ) -> UserStack | None:
         """The stitcher's view of a sample's unwound user stack (None: no
@@ -332,12 +329,7 @@ class SampleSymbolizer:
         result = result or sample.unwind
         if result is None or result.sp is None or sample.tid in (-1, None):
             return None
-        frames = result.frames
-        if len(frames) > self.max_stack:
-            frames = frames[:self.max_stack]
-        # (the unwind's lists: nothing else changes them)
-        return UserStack.of_lists(frames, result.cfas, result.sp, result.exact_ip_frames,
-                                  result.stop_reason in BOTTOM_REASONS)
+        return UserStack.of_unwind(result, self.max_stack)
 
     def _left_out(self, sample: SymbolizedSample) -> None:
         """A sample the filters leave out still tells the stitcher where its
