@@ -56,24 +56,33 @@ class KernelSymbols:
         return cls._parse(text, source, "")
 
     @classmethod
-    def _parse(cls, text: str | bytes, source: str, identity: str) -> "KernelSymbols":
+    def _parse(cls, text: str | bytes | mmap.mmap, source: str, identity: str
+               ) -> "KernelSymbols":
         """parse(), on the compiled path laid out as the cache file of the
-        text known by `identity` holds it."""
+        text known by `identity` holds it (text: also a file mapped, whose
+        bytes the C checks itself)."""
         compiled = symtab_core()
-        raw = None
-        if isinstance(text, (str, bytes, bytearray)) and text.isascii():
-            raw = text.encode("ascii") if isinstance(text, str) else bytes(text)
+        raw: bytes | mmap.mmap | None = None
+        if isinstance(text, str):
+            raw = text.encode("ascii") if text.isascii() else None
+        elif isinstance(text, (bytes, bytearray)):
+            raw = bytes(text) if text.isascii() else None
+        else:
+            raw = text
         if compiled is not None and raw is not None:
             ident = identity.encode("utf-8", "surrogateescape")
             parsed = compiled.parse_kallsyms(raw, kallsyms_text.HEADER.size, len(ident))
             if parsed is not None:
                 return cls._compiled(parsed, source, ident, raw)
+        if not isinstance(text, (str, bytes, bytearray)):     # (mapped)
+            text = bytes(text)
+            raw = text if text.isascii() else None
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", "replace")
         elif not isinstance(text, str):
             text = ""
         # (a printable text is cached as its names' places in it)
-        at_names = raw is not None and kallsyms_text.printable(raw)
+        at_names = isinstance(raw, bytes) and kallsyms_text.printable(raw)
         starts, kinds, names, bad, name_at = _columns(text, at_names)
         table = cls()
         if starts and not any(starts):
@@ -99,7 +108,7 @@ class KernelSymbols:
         return table
 
     @classmethod
-    def _compiled(cls, parsed: tuple, source: str, ident: bytes, text: bytes
+    def _compiled(cls, parsed: tuple, source: str, ident: bytes, text: bytes | mmap.mmap
                   ) -> "KernelSymbols":
         """The table the compiled parse laid out as a cache file over its
         text (the same symbols as parse() makes in Python, the reference)."""
@@ -133,16 +142,23 @@ class KernelSymbols:
         # ms to read: the kernel writes it out line by line, and it changes
         # with modules and BPF programs) by the hash of its text.
         identity = _file_identity(path)
+        data: bytes | str | mmap.mmap | None = None
         if identity is not None:
             cached = _load_cached(identity, cache, path)
             if cached is not None:
                 return cached
-        data = _read_kallsyms(path)
+            # (mapped, not read: its table's names are left in it)
+            data = _map_text(path, identity)
+            if data is not None and len(data) > MAX_KALLSYMS_SIZE:
+                data = None
+        if data is None:
+            data = _read_kallsyms(path)
         if isinstance(data, str):
             t = cls()
             t.warnings.append(data)
             return t
         if identity is None:
+            assert isinstance(data, bytes)      # (_read_kallsyms')
             identity = _text_identity(data)
             cached = _load_cached(identity, cache, data)
             if cached is not None:
