@@ -514,6 +514,8 @@ class _AliasChosen:
         hi = bisect.bisect_right(self.starts, addr)
         if lo == hi:
             return None
+        if hi == lo + 1:
+            return raw.names[self.order[lo]]     # (no alias: the fixups keep it)
         pick = self.order[lo:hi + 1]
         starts, sizes, names, _, _ = fixup_columns(
             [raw.starts[i] for i in pick], [raw.sizes[i] for i in pick],
