@@ -135,10 +135,21 @@ class SampleSymbolizer:
         # --stitch: DWARF stacks cut by the snapshot completed from the
         # thread's other samples (a no-op without DWARF samples).
         self.stitcher: StackStitcher | None = None
+        # (see let_go_of_stack_copies)
+        self._stack_copies_kept = True
         if stacks.stitch and self.unwinder is not None:
             self.stitcher = StackStitcher(self._finish_stitched,
                                           stacks.stitch_lookahead or DEFAULT_LOOKAHEAD)
             self.stream.after_apply = self._thread_restarts
+
+    def let_go_of_stack_copies(self) -> None:
+        """With a stitcher: a sample once unwound keeps neither its
+        record's body nor its stack copy (fields["stack_user"]["data"]
+        None; size and dyn_size stay), for a caller that reads its fields
+        and frames only (script's text).  The look-ahead holds 4,096 items
+        behind a cut sample: their records' bytes, most of them the stack
+        copy, made a third of the run's memory and missed the cache."""
+        self._stack_copies_kept = False
 
     @property
     def lost_samples(self) -> int:
@@ -195,8 +206,13 @@ class SampleSymbolizer:
                     continue
                 symbolize(event)
                 counts["samples"] += 1
-                if stitcher is None or take_sample(event, (event.pid, event.tid),
-                                                   user_stack(event), event.stop_reason):
+                if stitcher is None:
+                    yield event
+                    continue
+                stack = user_stack(event)
+                if not self._stack_copies_kept:
+                    _let_go_of_stack_copy(event)
+                if take_sample(event, (event.pid, event.tid), stack, event.stop_reason):
                     yield event     # (nothing held it back)
                 else:
                     yield from ready()
@@ -354,6 +370,14 @@ class SampleSymbolizer:
         returns = tuple(index not in exact for index in range(own, own + len(tail))) \
             if exact and max(exact) >= own else (True,) * len(tail)
         sample.frames = self.resolver.stitched_stack(sample, sample.frames, tail, returns)
+
+
+def _let_go_of_stack_copy(sample: SymbolizedSample) -> None:
+    """(SampleSymbolizer.let_go_of_stack_copies)"""
+    sample.record.body = b""
+    stack = sample.fields.get("stack_user")
+    if stack is not None:
+        stack["data"] = None
 
 
 def _recorded_release(pf: PerfFile) -> str | None:

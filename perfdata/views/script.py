@@ -286,6 +286,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
         print_warnings(pf, warnings)
         return
     samples, fmt = _script_run(pf, args, side, features)
+    # (the text needs a sample's fields and frames, not its record's bytes)
+    samples.let_go_of_stack_copies()
     from ..core.script import utf8_buffer
     # (the compiled core's texts, where out writes UTF-8, go to its buffer)
     buffer = utf8_buffer(out)
