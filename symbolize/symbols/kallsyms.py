@@ -243,6 +243,9 @@ class KernelSymbols:
         return s if address < s.start + s.size else None
 
 
+_BLANK_OR_END = ("", " ", "\t")
+
+
 def _columns(text: str, at_names: bool = False
              ) -> tuple[list[int], list[str], list[str], int, list[int]]:
     """The kept symbols of a kallsyms text, as columns (addresses, types,
@@ -281,7 +284,14 @@ def _columns(text: str, at_names: bool = False
         kinds.append(parts[1])
         names.append(name)
         if at_names:
-            name_at.append(at + kallsyms_text.name_offset(line))
+            # (the kernel's form, one blank after each of the first two
+            # tokens, at once; else as split found the name)
+            k = len(parts[0])
+            if line.startswith(parts[0]) and line[k + 1:k + 2] == parts[1] and \
+                    line[k + 3:k + 4] not in _BLANK_OR_END:
+                name_at.append(at + k + 3)
+            else:
+                name_at.append(at + kallsyms_text.name_offset(line))
     return starts, kinds, names, bad, name_at
 
 
