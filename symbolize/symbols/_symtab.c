@@ -43,6 +43,10 @@
 #define SHN_UNDEF 0
 #define SHN_LORESERVE 0xFF00
 #define KSYM_NAME_LEN 512
+/* The entry points' version (compiled.py's SYMTAB_VERSION): 2, fixup's
+ * names, demangler, relocs, plt_slots and parse_kallsyms' layout over the
+ * text. */
+#define SYMTAB_VERSION 2
 #define PAGE 4096
 
 /* ------------------------------------------------------------- fixup */
@@ -1385,6 +1389,14 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__symtab(void)
 {
+    PyObject *m;
     hex_digits_init();
-    return PyModule_Create(&module);
+    m = PyModule_Create(&module);
+    /* (what this build's entry points are: compiled.py takes no other, so
+     * that a module built from older sources falls back to Python) */
+    if (m != NULL && PyModule_AddIntConstant(m, "VERSION", SYMTAB_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

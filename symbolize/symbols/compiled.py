@@ -18,6 +18,10 @@ CORE_ENV = "PERFDATA_CORE"
 # The compiled module once imported (None: not built)
 _imported: list[types.ModuleType | None] = []
 
+# The version of _symtab.c's entry points this code calls (SYMTAB_VERSION
+# there): a module built from other sources is not used.
+SYMTAB_VERSION = 2
+
 
 def symtab_core() -> types.ModuleType | None:
     """The compiled module, or None where it is not built or is turned off."""
@@ -25,7 +29,9 @@ def symtab_core() -> types.ModuleType | None:
         return None
     if not _imported:
         try:
-            _imported.append(importlib.import_module("._symtab", __package__))
+            module = importlib.import_module("._symtab", __package__)
         except ImportError:
-            _imported.append(None)
+            module = None
+        _imported.append(module if getattr(module, "VERSION", None) == SYMTAB_VERSION
+                         else None)
     return _imported[0]

@@ -515,3 +515,20 @@ def test_kallsyms_texts_of_other_bytes_left_to_python():
             text = b"ffffffff81000000 T name_" + b"x" * at + bytes([value]) + b"y" * 9 + b"\n"
             parsed = core.parse_kallsyms(text, 0, 0)
             assert (parsed is not None) == (value in printable), (value, at)
+
+
+def test_a_module_built_from_other_sources_is_not_used(monkeypatch):
+    """A _symtab built before its entry points changed (another VERSION)
+    leaves the tables to Python rather than being called wrongly."""
+    import types
+
+    from symbolize.symbols import compiled
+    monkeypatch.setattr(compiled, "_imported", [])
+    monkeypatch.setattr(compiled.importlib, "import_module",
+                        lambda name, package=None: types.SimpleNamespace(VERSION=1))
+    assert compiled.symtab_core() is None
+    monkeypatch.setattr(compiled, "_imported", [])
+    monkeypatch.setattr(compiled.importlib, "import_module",
+                        lambda name, package=None: types.SimpleNamespace(
+                            VERSION=compiled.SYMTAB_VERSION))
+    assert compiled.symtab_core() is not None
