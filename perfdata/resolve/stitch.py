@@ -347,15 +347,8 @@ class StackStitcher:
         it in the queue, itself not cut) is not queued: True says so, and
         that the caller hands it out now (most samples, most of the time:
         they skip the queue's work)."""
-        queue = self._queue
         if stack is None:
-            if not shown:
-                return False
-            if not queue:
-                return True
-            queue.append(_Held(sample, thread))
-            self._bound()
-            return False
+            return self._out_or_held(sample, thread, shown)
         state = self._threads.get(thread)
         if state is None:
             state = self._threads[thread] = _ThreadState()
@@ -371,11 +364,16 @@ class StackStitcher:
             recent[0] = stack       # (_remember's commonest case, inline)
         else:
             _remember(state, stack)
+        return self._out_or_held(sample, thread, shown)
+
+    def _out_or_held(self, sample: Any, thread: Hashable, shown: bool) -> bool:
+        """take_sample()'s answer for a sample that is not cut: handed out
+        now (True) where nothing before it is held, else queued behind."""
         if not shown:
             return False
-        if not queue:
+        if not self._queue:
             return True
-        queue.append(_Held(sample, thread))
+        self._queue.append(_Held(sample, thread))
         self._bound()
         return False
 
