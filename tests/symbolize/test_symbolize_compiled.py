@@ -504,6 +504,91 @@ def test_plt_stubs_decoded_as_in_python():
             (kind, data.hex(), base, got_base)
 
 
+class _RelocSection:
+    """A section of _RelocBinary: its type, link and bytes."""
+
+    def __init__(self, type: int | str, link: int, data: bytes) -> None:
+        self.type, self.link, self.data = type, link, data
+
+
+class _RelocBinary:
+    """What plt._read_relocs asks of a Binary: its class and byte order,
+    its sections by index and their bytes, and pyelftools' Elf_Sym layout
+    for that class and order (as Binary.struct_layout gives it)."""
+
+    def __init__(self, is_64: bool, little: bool, sections: list) -> None:
+        self.is_64, self.little_endian, self.sections = is_64, little, sections
+
+    def section_data(self, sec: _RelocSection) -> bytes:
+        return sec.data
+
+    def section_by_index(self, index: int) -> _RelocSection | None:
+        return self.sections[index] if 0 <= index < len(self.sections) else None
+
+    def struct_layout(self, name: str) -> tuple[str, list[str]]:
+        assert name == "Elf_Sym"
+        order = "<" if self.little_endian else ">"
+        if self.is_64:
+            return order + "LBBHQQ", ["st_name", "st_info", "st_other", "st_shndx",
+                                      "st_value", "st_size"]
+        return order + "LLLBBH", ["st_name", "st_value", "st_size", "st_info", "st_other",
+                                  "st_shndx"]
+
+
+def _reloc_binary(rng: random.Random, is_64: bool, little: bool, rela: bool):
+    """A relocation section (linked to a symbol section, linked to its
+    names) of random entries: types among the wanted and not, symbol
+    indices in and past the table, names past their table, unterminated or
+    not UTF-8, a cut entry at the end; sometimes no symbol or name section."""
+    import struct
+    from symbolize.symbols.plt import SHT_REL, SHT_RELA
+    order = "<" if little else ">"
+    strtab = b"\0" + b"\0".join(rng.choice((b"puts", b"malloc@GLIBC_2.2.5", b"\xff\xfe",
+                                               b"caf\xc3\xa9", b"")) for _ in range(8)) + \
+        rng.choice((b"\0", b"tail_without_nul"))
+    count = rng.randrange(1, 12)
+    binary = _RelocBinary(is_64, little, [])
+    fmt = binary.struct_layout("Elf_Sym")[0]
+    symtab = b"".join(struct.pack(fmt, *[rng.choice((0, 1, 5, len(strtab) - 3, len(strtab) + 9))
+                                         if i == 0 else 0 for i in range(len(fmt) - 1)])
+                      for _ in range(count))
+    symtab += rng.randbytes(rng.choice((0, 0, 3)))
+    entry = (order + ("QQq" if rela else "QQ")) if is_64 else (order + ("IIi" if rela else "II"))
+    shift = 32 if is_64 else 8
+    entries = []
+    for _ in range(rng.randrange(30)):
+        rtype = rng.choice((6, 7, 37, 1026, 0, 255))
+        index = rng.choice((0, 1, count - 1, count, count + 5))
+        info = (index << shift | rtype) & ((1 << (64 if is_64 else 32)) - 1)
+        values = [rng.randrange(1 << (64 if is_64 else 32)), info]
+        if rela:
+            values.append(rng.randrange(-(1 << (63 if is_64 else 31)), 1 << (63 if is_64 else 31)))
+        entries.append(struct.pack(entry, *values))
+    data = b"".join(entries) + rng.randbytes(rng.choice((0, 0, 5)))
+    link = rng.choice((1, 1, 1, 7))     # (7: no symbol section)
+    binary.sections = [_RelocSection(SHT_RELA if rela else SHT_REL, link, data),
+                       _RelocSection("SHT_DYNSYM", rng.choice((2, 2, 9)), symtab),
+                       _RelocSection("SHT_STRTAB", 0, strtab)]
+    return binary
+
+
+def test_relocations_read_as_in_python():
+    """relocs (C) gives plt._read_relocs' pure loop's (offset, type, name,
+    addend) for ELF64 and ELF32, REL and RELA, either byte order: the
+    wanted types only, names by symbol index (\"\" for entry 0 and past the
+    table, past the names' end, or with no symbol section), not-UTF-8
+    names replaced as Python decodes them."""
+    from symbolize.symbols import plt
+    rng = random.Random(7)
+    wanted = (6, 7, 37, 1026)
+    for k in range(400):
+        binary = _reloc_binary(rng, k % 2 == 0, k % 4 < 2, k % 8 < 4)
+        sec = binary.sections[0]
+        pure, compiled = _both(lambda: [tuple(r) for r in plt._read_relocs(
+            binary, sec, wanted)])  # type: ignore[arg-type]
+        assert pure == compiled, (k, binary.is_64, binary.little_endian, sec.type)
+
+
 def test_kallsyms_texts_of_other_bytes_left_to_python():
     """The C parse takes printable ASCII, tabs and newlines only (it checks
     eight bytes at a time): every other byte value, at each place in a
