@@ -161,6 +161,22 @@ def test_walk_delivers_as_perf_orders(name: str) -> None:
     _assert_same(SAMPLES / name, tuple(int(t) for t in RT if t < 256))
 
 
+@pytest.mark.parametrize("little", [True, False])
+def test_every_applied_record_handed_to_the_machine_by_its_fields(little: bool) -> None:
+    """Each side record the C applies has its Machine.apply_* method, whose
+    parameters are its schema's fields in their order (by_fields): a method
+    or a schema changed without the other would leave the walk calling
+    apply() with a dict of every record, the same state slower, which no
+    comparison of what was applied can see."""
+    from perfdata.core import walk
+    from perfdata.session.machine import Machine
+    layouts = walk.side_layouts(little, walk._APPLIED)
+    assert set(layouts) == set(walk._APPLIED)
+    calls = walk.by_fields(Machine(), layouts)
+    assert {rtype: call is not None and call.__name__ for rtype, (*_, call) in calls.items()} \
+        == walk._APPLIED_BY_FIELDS
+
+
 @requires_core
 @pytest.mark.parametrize("name", _walkable(BUNDLED))
 def test_walk_without_core_and_sharded(name: str) -> None:
