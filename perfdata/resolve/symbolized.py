@@ -118,9 +118,7 @@ class SampleSymbolizer:
         self.resolver = FrameResolver(self.machine, self.symbolizer, recorded, pf.warnings,
                                       max_stack, stacks.dwarf_inline, self.counts)
         self.unwinder: unwinding.SampleUnwinder | None = None
-        if unwind in ("auto", "dwarf") and any(
-                ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
-                for ea in pf.attrs):
+        if unwinds_by_dwarf(pf, unwind):
             from .unwinding import SampleUnwinder
             arch = "x86_64"
             try:
@@ -370,6 +368,14 @@ class SampleSymbolizer:
         returns = tuple(index not in exact for index in range(own, own + len(tail))) \
             if exact and max(exact) >= own else (True,) * len(tail)
         sample.frames = self.resolver.stitched_stack(sample, sample.frames, tail, returns)
+
+
+def unwinds_by_dwarf(pf: PerfFile, unwind: str) -> bool:
+    """Whether a run unwinds user stacks by DWARF: --unwind auto or dwarf,
+    and an event that records the user registers and stack
+    (--call-graph=dwarf; a tracepoint's samples too)."""
+    return unwind in ("auto", "dwarf") and any(
+        ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER for ea in pf.attrs)
 
 
 def _let_go_of_stack_copy(sample: SymbolizedSample) -> None:

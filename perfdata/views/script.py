@@ -142,11 +142,8 @@ def dwarf_unwound(args: argparse.Namespace, pf: PerfFile) -> bool:
     CPU of -j 1 and, on a busy machine (the scheduler's share is a
     session's, whatever its processes), longer wall time (benchmarks/
     RESULTS.md, issue 33's DWARF section)."""
-    from ..format import AttrType, SampleType as ST
-    if getattr(args, "unwind", "auto") not in ("auto", "dwarf"):
-        return False
-    return any(ea.sample_type & ST.REGS_USER and ea.sample_type & ST.STACK_USER
-               for ea in pf.attrs if ea.attr["type"] != AttrType.TRACEPOINT)
+    from ..resolve.symbolized import unwinds_by_dwarf
+    return unwinds_by_dwarf(pf, getattr(args, "unwind", "auto"))
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],

@@ -104,3 +104,23 @@ def test_default_jobs_one_process_for_dwarf(monkeypatch, name, unwind, jobs):
     args = build_parser("script").parse_args(["script", str(SAMPLES / name)] + unwind)
     with perfdata.open(str(SAMPLES / name)) as pf:
         assert script_view.script_jobs(args, pf) == jobs
+
+
+def test_a_tracepoints_dwarf_stacks_count_as_unwound():
+    """The default -j asks what SampleSymbolizer does before it unwinds
+    (resolve.symbolized.unwinds_by_dwarf): a tracepoint recorded with
+    --call-graph=dwarf has its stacks unwound too, so its run is one
+    process by default, as a sampling event's."""
+    import argparse
+    from types import SimpleNamespace
+
+    from perfdata.format import AttrType, SampleType as ST
+    dwarf = ST.REGS_USER | ST.STACK_USER
+    for kind, sample_type, unwind, want in (
+            (AttrType.TRACEPOINT, dwarf, "auto", True), (AttrType.HARDWARE, dwarf, "dwarf", True),
+            (AttrType.TRACEPOINT, dwarf, "fp", False), (AttrType.TRACEPOINT, ST.STACK_USER, "auto",
+                                                        False)):
+        pf = SimpleNamespace(attrs=[SimpleNamespace(sample_type=sample_type,
+                                                    attr={"type": kind})])
+        got = script_view.dwarf_unwound(argparse.Namespace(unwind=unwind), pf)  # type: ignore[arg-type]
+        assert got is want, (kind, sample_type, unwind)
