@@ -226,8 +226,8 @@ class KernelSymbols:
 
     def bounds(self) -> tuple[Sequence[int], Sequence[int]]:
         """The symbols' starts and sizes, sorted by start: what lookup()
-        searches (for a caller that searches them in compiled code, as
-        perfdata.core does, and asks lookup() for the symbol it found)."""
+        searches (for a caller that searches them in compiled code and
+        asks lookup() for the symbol it found)."""
         syms = self._syms
         if isinstance(syms, (_LazySymbols, TextSymbols)):
             return syms.starts, syms.sizes

@@ -3,9 +3,10 @@ from: `TextSymbols`, and the cache file that holds it (kallsyms.py's, for a
 text of printable ASCII, as a real kallsyms is).
 
 The file holds, after its header, each kept symbol's start and size (native
-64-bit: the columns perfdata's core searches), where its name is in the
-text (native 32-bit: a text is read up to 256 MiB) and a flags byte (its
-binding; MODULE: its line names a module), then the identity of the text.
+64-bit: KernelSymbols.bounds(), for a search in compiled code), where its
+name is in the text (native 32-bit: a text is read up to 256 MiB) and a
+flags byte (its binding; MODULE: its line names a module), then the
+identity of the text.
 A warm run maps the text as well (perf's saved copy: the file whose
 identity it is; /proc/kallsyms: the text it read and hashed), so a first
 run writes 21 bytes a symbol instead of the 33 and the names of the
