@@ -22,6 +22,7 @@ from .kallsyms_text import KernelSymbol, TextSymbols
 
 if TYPE_CHECKING:
     import mmap
+    import os
     from collections.abc import Iterable, Iterator, Sequence
 
     from ..cachedir import CacheWhere
@@ -339,6 +340,11 @@ def _file_identity(path: str) -> str | None:
         return None
     if real.startswith("/proc/") or not stat.S_ISREG(st.st_mode) or st.st_size == 0:
         return None
+    return _stat_identity(real, st)
+
+
+def _stat_identity(real: str, st: os.stat_result) -> str:
+    """_file_identity's text of a file's real path and its stat."""
     return "file\0%s\0%d\0%d\0%d\0%d" % (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
@@ -395,10 +401,9 @@ def _map_text(path: str, identity: str) -> "mmap.mmap | None":
     import mmap
     import os
     try:
-        with open(os.path.realpath(path), "rb") as f:
-            st = os.fstat(f.fileno())
-            if identity != "file\0%s\0%d\0%d\0%d\0%d" % (
-                    os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev):
+        real = os.path.realpath(path)
+        with open(real, "rb") as f:
+            if identity != _stat_identity(real, os.fstat(f.fileno())):
                 return None
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
