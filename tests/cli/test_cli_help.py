@@ -158,3 +158,17 @@ def test_unknown_sort_key_names_the_valid_ones():
         named = got.stderr[len(prefix):-2].split(", ")
         assert set(named) | {"symbol"} == set(SORT_KEYS)
         assert [parse_sort(k) for k in named] == [[k] for k in named]
+
+
+@pytest.mark.parametrize("columns", [None, "100", "37", "0", "-5", "wide", ""])
+def test_help_width_is_shutils(monkeypatch, columns):
+    """cli.terminal_columns, which spares argparse's help its shutil import,
+    gives shutil.get_terminal_size()'s columns for $COLUMNS set, unset, not
+    a number or not positive (a pytest run has no terminal on standard
+    output, so the fallback answers where $COLUMNS does not)."""
+    import shutil
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert cli.terminal_columns() == shutil.get_terminal_size().columns
