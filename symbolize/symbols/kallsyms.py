@@ -62,20 +62,21 @@ class KernelSymbols:
         """parse(), on the compiled path laid out as the cache file of the
         text known by `identity` holds it (text: also a file mapped, whose
         bytes the C checks itself)."""
+        import mmap     # (here: a warm run that parses no text never needs it)
         compiled = symtab_core()
         raw: bytes | mmap.mmap | None = None
         if isinstance(text, str):
             raw = text.encode("ascii") if text.isascii() else None
         elif isinstance(text, (bytes, bytearray)):
             raw = bytes(text) if text.isascii() else None
-        else:
+        elif isinstance(text, mmap.mmap):
             raw = text
         if compiled is not None and raw is not None:
             ident = identity.encode("utf-8", "surrogateescape")
             parsed = compiled.parse_kallsyms(raw, kallsyms_text.HEADER.size, len(ident))
             if parsed is not None:
                 return cls._compiled(parsed, source, ident, raw)
-        if not isinstance(text, (str, bytes, bytearray)):     # (mapped)
+        if isinstance(text, mmap.mmap):
             text = bytes(text)
             raw = text if text.isascii() else None
         if isinstance(text, (bytes, bytearray)):
