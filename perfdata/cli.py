@@ -530,6 +530,12 @@ def main(argv: list[str] | None = None) -> int:
     from perfdata.format import PerfDataError
     from perfdata.views.errors import CommandError
     out = sys.stdout
+    # perf writes a comm or a path as its bytes; a stream that cannot encode
+    # one (PYTHONIOENCODING=ascii, a Latin-1 locale) writes it escaped rather
+    # than ending the run on it.
+    if getattr(out, "errors", None) == "strict" and hasattr(out, "reconfigure") and \
+            (out.encoding or "").lower().replace("-", "") != "utf8":
+        out.reconfigure(errors="backslashreplace")
     # The run makes millions of small objects and keeps caches of them:
     # CPython's default collector (a young-generation pass every 700
     # allocations, full passes over every cached frame as the caches grow)

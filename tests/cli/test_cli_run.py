@@ -44,3 +44,19 @@ def test_exit_handlers_run(tmp_path):
                    env={"TMPDIR": str(tmp)})
     assert got.returncode == 0, got.stderr
     assert os.listdir(tmp) == []
+
+
+def test_names_an_ascii_stream_cannot_encode_are_written_escaped(tmp_path):
+    """A comm perf prints as its bytes ("thréad") on an output whose
+    encoding lacks it (PYTHONIOENCODING=ascii): written escaped, exit 0, the
+    same lines as a UTF-8 output's otherwise; not an internal error."""
+    data = (SAMPLES / "threads.fp.data").read_bytes()
+    assert data.count(b"threads\0")
+    renamed = tmp_path / "thread_e.data"
+    renamed.write_bytes(data.replace(b"threads\0", "thréad".encode() + b"\0"))   # (same length)
+    utf8 = _command(["script", str(renamed)], env={"PYTHONIOENCODING": "utf-8"})
+    assert utf8.returncode == 0 and "thréad " in utf8.stdout, utf8.stderr
+    for jobs in ("1", "3"):
+        got = _command(["script", "-j", jobs, str(renamed)], env={"PYTHONIOENCODING": "ascii"})
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == utf8.stdout.replace("é", "\\xe9")
