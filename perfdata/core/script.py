@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..format import AttrType, CallchainContext as CC, LayoutError, SampleType as ST
 from ..resolve.frames import INTERRUPT_ENTRIES, STACK_BOTTOMS
+from ..resolve.jit_sources import JIT_PATHS
 from ..session.machine import KERNEL_DSO
 from ..session.stream import BuildId, SideEvent, pid_t
 from ..resolve.symbolized import SymbolizedSample
@@ -73,9 +74,6 @@ if TYPE_CHECKING:
     Plan = tuple[int, bytes, bytes | None, bytes | None, int, int, int, int, int, int, int, int,
                  int]
 
-# Paths the resolver reads a JIT's perf map or jitdump for (FrameResolver's
-# _JIT_PATHS): their frames depend on more than the binary and the offset.
-_JIT_PATHS = ("//anon", "[anon]", "/memfd:")
 # Binaries get spaces from here (0: kernel addresses, 1: user ones in no map).
 _FIRST_BINARY = 2
 # The build-id of a kernel map's binary in _binaries: the kernel's symbols
@@ -362,7 +360,7 @@ class ScriptCore:
         else:
             path, bid = resolver.dso_of(m)
             by_path = True
-            if path.startswith(_JIT_PATHS):
+            if path.startswith(JIT_PATHS):    # (frames that depend on more than the offset)
                 space = careful
             else:
                 key = (path, bid, m.path)
