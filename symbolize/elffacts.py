@@ -15,6 +15,13 @@ class LoadSegment(NamedTuple):
     flags: int
     align: int
 
+    @property
+    def page(self) -> int:
+        """The page a mapping of this segment starts on below p_offset: its
+        alignment where that is a power of two of at least 4 KiB, else 4 KiB."""
+        align = self.align
+        return max(align, 0x1000) if align and (align & (align - 1)) == 0 else 0x1000
+
 
 class SectionHeader(NamedTuple):
     index: int  # type: ignore[assignment]  # (a field named as tuple.index, read as a field)

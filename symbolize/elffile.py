@@ -422,8 +422,7 @@ class Binary:
         # A mapping starts on a page boundary below its segment's p_offset, and
         # runs on past p_filesz into the zero-filled (bss) part; accept those.
         for s in segs:
-            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 else 0x1000
-            if s.offset & ~(page - 1) <= file_offset < s.offset + max(s.memsz, s.filesz):
+            if s.offset & ~(s.page - 1) <= file_offset < s.offset + max(s.memsz, s.filesz):
                 return s
         return None
 

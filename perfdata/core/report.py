@@ -319,9 +319,7 @@ class ReportCore(ScriptCore):
             return None
         found = None
         for s in src.load_segments:
-            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 \
-                else 0x1000
-            lo = s.vaddr - (s.offset - (s.offset & ~(page - 1)))
+            lo = s.vaddr - (s.offset - (s.offset & ~(s.page - 1)))
             hi = s.vaddr + max(s.memsz, s.filesz)
             if lo < start + size and start < hi:
                 if found is not None:

@@ -482,10 +482,7 @@ class ScriptCore:
             starts, sizes = array("Q", starts), array("Q", sizes)
         segments = array("Q")
         for s in src.load_segments:
-            # (Binary._segment_for_offset's page)
-            page = max(s.align, 0x1000) if s.align and (s.align & (s.align - 1)) == 0 \
-                else 0x1000
-            segments.extend((s.offset, s.filesz, s.memsz, s.vaddr, page))
+            segments.extend((s.offset, s.filesz, s.memsz, s.vaddr, s.page))
         self.core.set_table(space, starts, sizes, segments.tobytes(), dso)
         return table
 
