@@ -39,6 +39,13 @@ _SUFFIX = re.compile(r"(@plt|@@?[A-Za-z0-9_.]+)\Z")
 
 DMGL_PARAMS = 1 << 0
 DMGL_ANSI = 1 << 1
+
+
+def demangle_flags(params: bool) -> int:
+    """cplus_demangle_v3's options for a name with its signature (params)
+    or without: what this module and the compiled tables (fixup) pass."""
+    return DMGL_PARAMS | DMGL_ANSI if params else 0
+
 _LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
              "/usr/lib", "/lib/x86_64-linux-gnu", "/lib64", "/usr/local/lib")
 
@@ -133,7 +140,7 @@ def _cxx(name: str, params: bool) -> str | None:
             return None
         if b"\0" in raw:
             return None
-        ptr = lib[0](raw, (DMGL_PARAMS | DMGL_ANSI) if params else 0)
+        ptr = lib[0](raw, demangle_flags(params))
         if not ptr:
             return None
         try:

@@ -201,9 +201,9 @@ def _fixup_compiled(compiled: ModuleType,
     if demangled:
         # (C demangles the names it compares with demangle.py's library;
         # Rust names and those with a version suffix are compared here)
-        from .demangle import DMGL_ANSI, DMGL_PARAMS, load_into
+        from .demangle import demangle_flags, load_into
         load_into(compiled)
-        flags = DMGL_PARAMS | DMGL_ANSI if demangled == "s" else 0
+        flags = demangle_flags(demangled == "s")
     try:
         order, fixed, kept_starts, kept_bindings = compiled.fixup(
             array("Q", starts), array("Q", sizes), bytes(bindings),
