@@ -19,7 +19,6 @@ from ..format.constants import (CallchainContext as CC, Feature, MISC_COMM_EXEC,
 from ..format.errors import PerfDataError
 from .dsos import RecordedBinaries
 from .frames import DEFAULT_MAX_STACK, KERNEL_MODES, FrameResolver
-from .stitch import DEFAULT_LOOKAHEAD, StackStitcher, UserStack
 from ..session.stream import (BuildId, Sample, SessionStream, SideEvent,
                              recorded_build_id_choices, recorded_build_ids)
 
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from ..session.maps import Map
     from ..session.threads import Thread
     from . import unwinding
+    from .stitch import StackStitcher, UserStack
 
 
 # (bound once: a sample is built per SAMPLE record, and reading Sample.__init__
@@ -136,6 +136,9 @@ class SampleSymbolizer:
         # (see let_go_of_stack_copies)
         self._stack_copies_kept = True
         if stacks.stitch and self.unwinder is not None:
+            # (imported here: a run without --stitch never needs the module)
+            from .stitch import DEFAULT_LOOKAHEAD, StackStitcher, UserStack
+            self._stack_view = UserStack.of_unwind
             self.stitcher = StackStitcher(self._finish_stitched,
                                           stacks.stitch_lookahead or DEFAULT_LOOKAHEAD)
             self.stream.after_apply = self._thread_restarts
@@ -343,7 +346,7 @@ class SampleSymbolizer:
         result = result or sample.unwind
         if result is None or result.sp is None or sample.tid in (-1, None):
             return None
-        return UserStack.of_unwind(result, self.max_stack)
+        return self._stack_view(result, self.max_stack)
 
     def _left_out(self, sample: SymbolizedSample) -> None:
         """A sample the filters leave out still tells the stitcher where its
