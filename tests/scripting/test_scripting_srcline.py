@@ -84,4 +84,22 @@ def test_srcline_and_srccode_as_perf(debug, tmp_path):
             # where perfdata names the stub; docs/differences.md)
             sym_a, _, rest_a = a.partition(" ")
             sym_b, _, rest_b = b.partition(" ")
+            if sym_a == sym_b and _same_but_directory(rest_a, rest_b):
+                continue
             assert _is_plt_misname(sym_a) and sym_b.endswith("@plt") and rest_a == rest_b, (a, b)
+
+
+def _same_but_directory(theirs, mine):
+    """Whether two answers differ only in the directory of their file, the
+    same name and line: a DWARF 5 line table whose entries 0 (the unit's
+    own file) and 1 share a name in two directories, and rows that never set
+    the file, so file 1 by the standard's initial value; perf 6.1's
+    addr2line (binutils 2.40) names entry 0's directory (one CI run, libc's
+    __GI_strtoll at 0x48c10: `./stdlib/../sysdeps/wordsize-64/strtol.c`, 106,
+    where file 1 is `./stdlib/../stdlib/strtol.c`, whose line 106 is
+    strtol's code; docs/differences.md)."""
+    import re
+    path = re.compile(r"'([^']*/)([^'/]+)'")
+    if path.sub(r"'\2'", theirs) != path.sub(r"'\2'", mine):
+        return False
+    return path.findall(theirs) != path.findall(mine)
