@@ -183,7 +183,8 @@ class LineInfo:
             if self._native_arg and self.has_dwarf:
                 from . import native
                 if native.available():
-                    self._native = native.NativeIndex(self.binary, self.cache, self.cache_key)
+                    self._native = native.NativeIndex(self.binary, self.cache, self.cache_key,
+                                                      units=self)
         return self._native or None
 
     def _native_locations(self, svma: int) -> list[InlineFrame] | None:
@@ -255,6 +256,26 @@ class LineInfo:
         except Exception as e:
             self.binary.warn(f"DWARF line at {svma:#x}: {type(e).__name__}: {e}")
         return None
+
+    # ------------------------------------------------------------ for native
+    def unit_offset(self, svma: int) -> int | None:
+        """Offset in .debug_info of the unit .debug_aranges places svma in;
+        None where it places it in none, or the file has no .debug_aranges
+        (units are then found by walking them all: not worth it here)."""
+        if self.binary.get_section(".debug_aranges") is None:
+            return None
+        try:
+            return self._cu_offset_for(svma)
+        except Exception:
+            return None
+
+    def section_bytes(self) -> dict[str, bytes] | None:
+        """The DWARF sections read for pyelftools, by name, decompressed
+        (read once for both)."""
+        if self._dwarfinfo() is None or self._sections is None:
+            return None
+        return {name: d.stream.getvalue() for key, name in _SECTIONS.items()
+                if (d := self._sections.get(key)) is not None}
 
     # ------------------------------------------------------------ DWARFInfo
     def _dwarfinfo(self) -> DWARFInfo | None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from ..cachedir import CacheDir
 from ..elffile import Binary
@@ -49,6 +49,17 @@ _TAG = None
 _MISSING = object()
 # (_MISSING: not looked for yet)
 _symbolic: ModuleType | None = _MISSING  # type: ignore[assignment]
+
+
+class UnitSource(Protocol):
+    """Where the DWARF units of a file are found (lines.LineInfo): for the
+    symcaches of single units (unit_symcache.py)."""
+
+    def unit_offset(self, svma: int) -> int | None:
+        """Offset in .debug_info of the unit .debug_aranges places svma in."""
+
+    def section_bytes(self) -> dict[str, bytes] | None:
+        """The file's DWARF sections by name, decompressed."""
 
 
 def _module() -> ModuleType | None:
@@ -141,10 +152,16 @@ class NativeIndex:
     `names()` answers None wherever lines.py must answer instead."""
 
     def __init__(self, binary: Binary, cache: CacheWhere = None,
-                 cache_key: tuple[str, str] | None = None) -> None:
+                 cache_key: tuple[str, str] | None = None, units: UnitSource | None = None,
+                 unit_share: float = 0.5) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) the symcache is kept under (cache_prefix() plus
-        the tag); without them it is built in every run."""
+        the tag); without them it is built in every run.  units: where the
+        file's units are found, for answering from the symcaches of the
+        units asked about while no symcache of the whole file is kept and
+        they cost less (unit_symcache.py): a first run's case; unit_share:
+        of the DWARF's units, how much they may hold before the whole
+        file's index is built instead (UnitSymcaches' share)."""
         self.binary = binary
         self.cache = CacheDir.of(cache if cache_key else None)
         self.cache_prefix = cache_prefix(self.cache, *cache_key) if cache_key else None
@@ -156,6 +173,10 @@ class NativeIndex:
         self._base = segs[0].vaddr if segs else 0
         self.built = False                # built here (not read from the cache)
         self.error: str | None = None     # why symbolic could not build it
+        self._units = units
+        self._unit_share = unit_share
+        self._per_unit: Any = _MISSING    # unit_symcache.UnitSymcaches, or None
+        self._units_built = 0
 
     def _symcache(self) -> Any:
         if self._index is None and not self._failed:
@@ -227,6 +248,55 @@ class NativeIndex:
                 pass
         return sc
 
+    @property
+    def units_built(self) -> int:
+        """How many units' own symcaches answered lookups (unit_symcache.py)."""
+        units = self._per_unit
+        return units.built if units is not None and units is not _MISSING else self._units_built
+
+    def _found(self, svma: int) -> list | None:
+        """symbolic's SourceLocations at svma, from a unit's symcache or the
+        whole file's; None without either."""
+        units = self._unit_symcaches()
+        if units is not None:
+            from .unit_symcache import WHOLE
+            got = units.lookup(self._units.unit_offset(svma), svma)  # type: ignore[union-attr]
+            if got is not WHOLE:
+                return got
+            if units.exhausted:
+                self._units_built = units.built
+                self._per_unit = None
+        sc = self._symcache()
+        if sc is None or svma < self._base:
+            return None
+        try:
+            return list(sc.lookup(svma - self._base))
+        except Exception:
+            return None
+
+    def _unit_symcaches(self) -> Any:
+        """The units' symcaches where they answer: a units source, no
+        symcache of the whole file made or kept, a 64-bit little-endian file
+        whose DWARF has no supplementary file."""
+        if self._per_unit is _MISSING:
+            self._per_unit = None
+            b = self.binary
+            sym = _module()
+            arch = _ARCHES.get(b.machine or "")
+            if self._units is None or self._index is not None or sym is None or arch is None \
+                    or not (b.ok and b.is_64 and b.little_endian) or b.supplementary_link:
+                return None
+            if self.cache_prefix and os.path.isfile(
+                    "%s-%s.symc" % (self.cache_prefix, cache_tag())):
+                return None
+            sections = self._units.section_bytes()
+            if not sections or ".debug_info" not in sections:
+                return None
+            from .unit_symcache import E_MACHINE, UnitSymcaches
+            self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], sections,  # type: ignore[index]
+                                           self._unit_share)
+        return self._per_unit
+
     def prepare(self) -> None:
         """Read the symcache from the cache, or build and keep it, now."""
         self._symcache()
@@ -238,13 +308,7 @@ class NativeIndex:
         line; a unit of no known language).  The file is symbolic's path
         (normalized: "dir/./x.h" reads "dir/x.h"), so this is for callers
         that print base names or where the path need not be addr2line's."""
-        sc = self._symcache()
-        if sc is None or svma < self._base:
-            return None
-        try:
-            found = list(sc.lookup(svma - self._base))
-        except Exception:
-            return None
+        found = self._found(svma)
         if not found:
             return None
         out = []
@@ -257,12 +321,8 @@ class NativeIndex:
     def names(self, svma: int) -> tuple | None:
         """Names of the inline chain at svma, innermost first (() when DWARF
         has no function there), or None when lines.py must answer."""
-        sc = self._symcache()
-        if sc is None or svma < self._base:
-            return None
-        try:
-            found = sc.lookup(svma - self._base)
-        except Exception:
+        found = self._found(svma)
+        if found is None:
             return None
         out = []
         for loc in found:
