@@ -136,13 +136,13 @@ def rec(perf, out, opts, cmd, **kw):
 
 def installed_perfdata(venv):
     """[the perfdata console script] of a venv holding this checkout as
-    `pip install '.[native]'` installs it (docs/install.md's install with the
-    native DWARF index; the venv made the first time, the checkout installed
-    again each time, its dependencies kept)."""
+    the README's `pip install .` installs it (the compiled core, symbolic's
+    DWARF index and isal where wheels exist; the venv made the first time,
+    the checkout installed again each time, its dependencies kept)."""
     python = os.path.join(venv, "bin", "python")
     if not os.path.exists(python):
         sh([sys.executable, "-m", "venv", venv])
-        sh([python, "-m", "pip", "install", "-q", REPO + "[native]"])
+        sh([python, "-m", "pip", "install", "-q", REPO])
     else:
         sh([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", REPO])
     return [os.path.join(venv, "bin", "perfdata")]
@@ -339,7 +339,7 @@ def main(argv=None):
                     help="also time hotspot's perfparser (a build of KDAB/perfparser) "
                     "converting each file (--input FILE --output /dev/null), in a second table")
     ap.add_argument("--installed", action="store_true",
-                    help="run perfdata as `pip install '.[native]'` leaves it in a new venv "
+                    help="run perfdata as the README's `pip install .` leaves it in a new venv "
                     "(DIR/venv, "
                     "this checkout installed into it at each run): its console script, "
                     "without this interpreter's site-packages hooks or an editable install's "

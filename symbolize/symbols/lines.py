@@ -544,7 +544,7 @@ _NAMES_FORMAT = None
 # The modules whose code decides the inline names kept: a change to any of
 # them makes the kept names stale, so their text is part of the format tag.
 NAMES_MAKERS = ("symbols/lines.py", "symbols/dwarf_units.py", "elffile.py", "elfheader.py",
-                "elfcompress.py", "symbols/native.py")
+                "elfcompress.py", "symbols/native.py", "symbols/unit_symcache.py")
 
 
 def _names_format() -> str:

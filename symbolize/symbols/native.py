@@ -152,16 +152,13 @@ class NativeIndex:
     `names()` answers None wherever lines.py must answer instead."""
 
     def __init__(self, binary: Binary, cache: CacheWhere = None,
-                 cache_key: tuple[str, str] | None = None, units: UnitSource | None = None,
-                 unit_share: float = 0.5) -> None:
+                 cache_key: tuple[str, str] | None = None, units: UnitSource | None = None) -> None:
         """cache, cache_key: a CacheDir (or a directory's path) and the
         (build-id, which) the symcache is kept under (cache_prefix() plus
         the tag); without them it is built in every run.  units: where the
         file's units are found, for answering from the symcaches of the
         units asked about while no symcache of the whole file is kept and
-        they cost less (unit_symcache.py): a first run's case; unit_share:
-        of the DWARF's units, how much they may hold before the whole
-        file's index is built instead (UnitSymcaches' share)."""
+        they cost less (unit_symcache.py): a first run's case."""
         self.binary = binary
         self.cache = CacheDir.of(cache if cache_key else None)
         self.cache_prefix = cache_prefix(self.cache, *cache_key) if cache_key else None
@@ -174,7 +171,6 @@ class NativeIndex:
         self.built = False                # built here (not read from the cache)
         self.error: str | None = None     # why symbolic could not build it
         self._units = units
-        self._unit_share = unit_share
         self._per_unit: Any = _MISSING    # unit_symcache.UnitSymcaches, or None
         self._units_built = 0
 
@@ -293,8 +289,7 @@ class NativeIndex:
             if not sections or ".debug_info" not in sections:
                 return None
             from .unit_symcache import E_MACHINE, UnitSymcaches
-            self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], sections,  # type: ignore[index]
-                                           self._unit_share)
+            self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], sections)  # type: ignore[index]
         return self._per_unit
 
     def prepare(self) -> None:

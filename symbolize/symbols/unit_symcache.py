@@ -1,30 +1,31 @@
-"""Symcaches of single DWARF units, for the few units of a large debug file
-that a first run asks about (native.py builds the whole file's otherwise).
+"""Symcaches of single DWARF units, for the units of a debug file that a
+first run asks about (native.py builds the whole file's otherwise).
 
 A first `perfdata script` of a DWARF recording of sqlite3 asks libc's debug
 file (libc6-dbg: about 2,000 units, 5.8 MB of .debug_info) the inline chains
-of ~110 addresses in 19 units.  symbolic's symcache of the whole file costs
-0.12-0.2 s; the 19 units' own cost 22 ms together (benchmarks/RESULTS.md,
-"First runs: the units asked").  The answers are the same: each unit's
-symcache sees the unit's DIEs and line program exactly as the whole file's
-does, and tests/symbolize/test_native_index.py compares the two address by
-address on libc, a libpython and a C++ program.
+of ~110 addresses in 19 units: symbolic's symcache of the whole file costs
+0.12-0.2 s, the 19 units' own 8 ms together; a CPython recording asks 76 of
+libpython's units, 9.7 of its 14 MB, 0.27 s against the whole file's 0.35 s
+(benchmarks/RESULTS.md, "First runs: the units asked about").  The answers
+are the same: each unit's symcache sees the unit's DIEs and line program as
+the whole file's does, and tests/symbolize/test_unit_symcache.py compares the
+two address by address on libc, a libpython and C++ programs.
 
 Each unit's symcache is built from an ELF file assembled in memory: the unit
 alone as .debug_info (a unit's references to its own DIEs are relative to
-its start), the other DWARF sections whole, so abbreviations, line programs,
-strings and ranges are found at the offsets the unit names.  No symbol table
-and no program headers: the names are DWARF's, as native.py's copy with the
-symbol tables hidden gives them, and addresses are the file's own.  A unit
-that refers outside itself (DW_FORM_ref_addr, type signatures, a
-supplementary file's strings or DIEs, imported units: dwz and LTO output) or
-that is not a DWARF 2-5 compile unit of 32-bit offsets is not built this
-way: the whole file's index answers for it.
+its start), its abbreviation table and its line program alone (their
+offsets in the unit set to 0), the strings, ranges and addresses sections
+whole.  No symbol table and no program headers: the names are DWARF's, as
+native.py's copy with the symbol tables hidden gives them, and addresses are
+the file's own.  A unit that refers outside itself (DW_FORM_ref_addr, type
+signatures, a supplementary file's strings or DIEs, imported units: dwz and
+LTO output) or that is not a DWARF 2-5 compile unit of 32-bit offsets is not
+built this way: the whole file's index answers for it.
 """
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 # The sections a unit's symbolic reading goes to, whole, besides the unit and
 # its abbreviation table. .debug_aranges is not read (the unit is the only
@@ -48,30 +49,43 @@ WHOLE = object()
 """UnitSymcaches.lookup's answer where the whole file's index must answer."""
 
 
-def unit_span(info: bytes, offset: int) -> tuple[int, int, int] | None:
-    """(end, abbreviation table's offset, where the unit holds that offset)
-    of the unit at `offset` of a little-endian .debug_info, or None where it
-    is not a DWARF 2-5 compile unit of 32-bit offsets lying wholly in the
-    section."""
+class UnitHeader(NamedTuple):
+    end: int              # the unit's end in .debug_info
+    abbrev_offset: int    # its abbreviation table's offset in .debug_abbrev
+    abbrev_field: int     # where the unit holds that offset, from its start
+    size: int             # the header's size: the root DIE follows
+    address_size: int
+
+
+def unit_span(info: bytes, offset: int) -> UnitHeader | None:
+    """The header of the unit at `offset` of a little-endian .debug_info, or
+    None where it is not a DWARF 2-5 compile unit of 32-bit offsets lying
+    wholly in the section."""
     if offset < 0 or offset + 12 > len(info):
         return None
     length, version = struct.unpack_from("<IH", info, offset)
     end = offset + 4 + length
     if length >= 0xFFFFFFF0 or end > len(info):
         return None
-    if 2 <= version <= 4:
-        return end, struct.unpack_from("<I", info, offset + 6)[0], 6
-    if version == 5 and info[offset + 6] == _DW_UT_COMPILE:
-        return end, struct.unpack_from("<I", info, offset + 8)[0], 8
+    if 2 <= version <= 4 and length >= 7:
+        return UnitHeader(end, struct.unpack_from("<I", info, offset + 6)[0], 6, 11,
+                          info[offset + 10])
+    if version == 5 and info[offset + 6] == _DW_UT_COMPILE and length >= 8:
+        return UnitHeader(end, struct.unpack_from("<I", info, offset + 8)[0], 8, 12,
+                          info[offset + 7])
     return None
 
 
-def self_contained(abbrev: bytes, offset: int) -> int | None:
-    """The end of the abbreviation table at `offset` where it describes no
-    DIE that refers outside its unit (see _OUTWARD_FORMS); None where one
-    does, or the table runs past the section."""
+def self_contained(abbrev: bytes, offset: int,
+                   code: int = 1) -> tuple[int, list[tuple[int, int]]] | None:
+    """(the end of the abbreviation table at `offset`, the (attribute, form)
+    pairs of its declaration `code`) where it describes no DIE that refers
+    outside its unit (see _OUTWARD_FORMS); None where one does, or the table
+    runs past the section."""
     end = len(abbrev)
     pos = offset
+    wanted: list[tuple[int, int]] = []
+    this = False        # reading declaration `code`
     # (a loop of ULEB128 numbers, each read inline: this runs on every unit
     # a first run asks about, and a call per number tripled its cost)
     expect = 0          # 0: an abbreviation's code, 1: its tag, 2: an attribute, 3: a form
@@ -91,7 +105,8 @@ def self_contained(abbrev: bytes, offset: int) -> int | None:
             shift += 7
         if expect == 0:
             if value == 0:                       # the table's end
-                return pos
+                return pos, wanted
+            this = value == code
             expect = 1
         elif expect == 1:
             if value == _DW_TAG_IMPORTED_UNIT:
@@ -106,12 +121,84 @@ def self_contained(abbrev: bytes, offset: int) -> int | None:
                 return None
             if attr == 0 and value == 0:
                 expect = 0
-            elif value == _DW_FORM_IMPLICIT_CONST:
+                continue
+            if this:
+                wanted.append((attr, value))
+            if value == _DW_FORM_IMPLICIT_CONST:
                 expect = 4                       # its value next (SLEB128: the same bytes)
             else:
                 expect = 2
         else:
             expect = 2
+
+
+# Sizes of the forms a compile unit's root DIE may hold before its
+# DW_AT_stmt_list, by form: fixed, or read as noted in _skip_value.
+_FIXED_SIZES = {0x0b: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x0c: 1, 0x0e: 4, 0x11: 1, 0x12: 2,
+                0x13: 4, 0x14: 8, 0x17: 4, 0x19: 0, 0x1e: 16, 0x1f: 4, 0x21: 0, 0x25: 1,
+                0x26: 2, 0x27: 3, 0x28: 4, 0x29: 1, 0x2a: 2, 0x2b: 3, 0x2c: 4}
+_ULEB_FORMS = frozenset((0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f02))
+_DW_AT_STMT_LIST = 0x10
+
+
+def _uleb(data: bytes, pos: int) -> tuple[int, int] | None:
+    """(value, position after) of the ULEB128 number at pos, or None."""
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+    return None
+
+
+def stmt_list_at(unit: bytes, header: UnitHeader, attrs: list[tuple[int, int]]) -> int | None:
+    """Where in `unit` (its bytes from its start) the root DIE holds its
+    DW_AT_stmt_list as a 4-byte offset, or None: no such attribute, another
+    form, or a form before it this does not read."""
+    got = _uleb(unit, header.size)                 # the root's abbreviation code
+    if got is None:
+        return None
+    pos = got[1]
+    for attr, form in attrs:
+        if attr == _DW_AT_STMT_LIST:
+            return pos if form in (0x06, 0x17) and pos + 4 <= len(unit) else None
+        size = _FIXED_SIZES.get(form)
+        if size is not None:
+            pos += size
+        elif form == 0x01:                         # DW_FORM_addr
+            pos += header.address_size
+        elif form == 0x08:                         # DW_FORM_string
+            pos = unit.find(b"\0", pos) + 1
+            if pos == 0:
+                return None
+        elif form in _ULEB_FORMS or form in (0x09, 0x18):
+            got = _uleb(unit, pos)
+            if got is None:
+                return None
+            pos = got[1] + (got[0] if form in (0x09, 0x18) else 0)   # block, exprloc
+        elif form in (0x0a, 0x03, 0x04):           # block1, block2, block4
+            width = {0x0a: 1, 0x03: 2, 0x04: 4}[form]
+            if pos + width > len(unit):
+                return None
+            pos += width + int.from_bytes(unit[pos:pos + width], "little")
+        else:
+            return None
+        if pos > len(unit):
+            return None
+    return None
+
+
+def line_program_end(line: bytes, offset: int) -> int | None:
+    """The end of the 32-bit DWARF line program at `offset` of .debug_line,
+    or None where it is not one lying wholly in the section."""
+    if offset + 4 > len(line):
+        return None
+    length = struct.unpack_from("<I", line, offset)[0]
+    end = offset + 4 + length
+    return end if length < 0xFFFFFFF0 and end <= len(line) else None
 
 
 def assembled_elf(e_machine: int, unit: bytes, abbrev: bytes,
@@ -141,16 +228,12 @@ def assembled_elf(e_machine: int, unit: bytes, abbrev: bytes,
 
 class UnitSymcaches:
     """symbolic's symcaches of the units asked about, one per unit, while
-    building them costs less than the whole file's would (`budget`)."""
+    building them costs less than the whole file's would."""
 
     def __init__(self, symbolic: Any, arch: str, e_machine: int,
-                 sections: dict[str, bytes], share: float = 0.5) -> None:
+                 sections: dict[str, bytes]) -> None:
         """sections: the file's DWARF sections by name, decompressed; a
-        .debug_info among them.  share: of .debug_info's bytes, how much
-        the units built may hold before the whole file's index answers
-        (measured: libc's 19 units of a first run cost 22 ms, its whole
-        symcache 120-200 ms; ld.so's 10 units, 26% of its DWARF, about the
-        whole's 25 ms)."""
+        .debug_info among them."""
         self._symbolic = symbolic
         self._arch = arch
         self._e_machine = e_machine
@@ -158,21 +241,30 @@ class UnitSymcaches:
         self._abbrev = sections.get(".debug_abbrev", b"")
         self._kept = {n: sections[n] for n in KEPT_SECTIONS if n in sections}
         self._built: dict[int, Any] = {}       # unit offset: its symcache, or WHOLE
-        # The units stop where their own bytes pass `share` of .debug_info, or
-        # where the copies of the kept sections each one's file makes pass
-        # four times the whole file's DWARF (64 units at least).
-        kept = sum(len(d) for d in self._kept.values())
-        self._budget = int(len(self._info) * share)
-        self._copies_left = max(64, 4 * (len(self._info) + kept) // max(kept, 1))
-        self.exhausted = False                 # past the budget: the whole index answers
+        # A unit costs symbolic about what its share of the whole file would
+        # (libpython: 76 units, 9.7 of its 14 MB of .debug_info, 0.27 s; the
+        # whole file 0.35 s), plus copies of the kept sections: the units stop
+        # where those copies pass 16 times .debug_info's size (64 units at
+        # least).
+        kept = sum(len(d) for n, d in self._kept.items() if n != ".debug_line")
+        self._copies_left = max(64, 16 * len(self._info) // max(kept, 1))
+        self._aranges = sections.get(".debug_aranges")
+        self._all_listed: bool | None = None   # see _every_unit_listed
+        self.exhausted = False                 # too many built: the whole index answers
         self.built = 0                         # units whose symcache was built
 
     def lookup(self, unit: int | None, svma: int) -> list | Any:
         """symbolic's SourceLocations at svma from the symcache of the unit at
         offset `unit` of .debug_info, or WHOLE: no unit, one not built this
-        way, or the budget spent."""
-        if unit is None or self.exhausted:
+        way, or too many built."""
+        if self.exhausted:
             return WHOLE
+        if unit is None:
+            # In no unit: no DWARF function there when .debug_aranges lists
+            # every unit (libpython's PLT and _init, 0x109bf0: lines.py and
+            # the whole file's index find none either); otherwise the whole
+            # file's index looks.
+            return [] if self._every_unit_listed() else WHOLE
         sc = self._built.get(unit)
         if sc is None:
             sc = self._built[unit] = self._build(unit)
@@ -183,26 +275,69 @@ class UnitSymcaches:
         except Exception:
             return WHOLE
 
+    def _every_unit_listed(self) -> bool:
+        """Whether .debug_aranges has a set for every compile unit of
+        .debug_info (GCC writes one for each, an empty one for a unit
+        without code); False for a section this does not read."""
+        if self._all_listed is None:
+            self._all_listed = False
+            aranges = self._aranges
+            if aranges is None:
+                return False
+            listed = set()
+            at = 0
+            while at + 10 <= len(aranges):
+                length, _, info_offset = struct.unpack_from("<IHI", aranges, at)
+                if length >= 0xFFFFFFF0 or length < 6:
+                    return False
+                listed.add(info_offset)
+                at += 4 + length
+            info = self._info
+            at = 0
+            while at < len(info):
+                if at + 7 > len(info):
+                    return False
+                length, version = struct.unpack_from("<IH", info, at)
+                if length >= 0xFFFFFFF0 or at + 4 + length > len(info):
+                    return False
+                kind = info[at + 6] if version == 5 else _DW_UT_COMPILE
+                if kind == _DW_UT_COMPILE and at not in listed:
+                    return False
+                at += 4 + length
+            self._all_listed = True
+        return self._all_listed
+
     def _build(self, offset: int) -> Any:
-        span = unit_span(self._info, offset)
-        if span is None:
+        header = unit_span(self._info, offset)
+        if header is None:
             return WHOLE
-        end, abbrev_at, abbrev_field = span
-        abbrev_end = self_contained(self._abbrev, abbrev_at)
-        if abbrev_end is None:
+        root = _uleb(self._info, offset + header.size)
+        table = self_contained(self._abbrev, header.abbrev_offset, root[0] if root else 0)
+        if table is None:
             return WHOLE
-        size = end - offset
-        if size > self._budget or self._copies_left <= 0:
+        end = header.end
+        if self._copies_left <= 0:
             self.exhausted = True
             return WHOLE
-        self._budget -= size
         self._copies_left -= 1
         try:
-            # The unit with its own abbreviation table alone, at offset 0.
+            # The unit with its own abbreviation table alone, at offset 0,
+            # and its own line program (libpython's .debug_line is 3 MB: a
+            # copy of it a unit was most of a unit's cost).
             unit = bytearray(self._info[offset:end])
-            struct.pack_into("<I", unit, abbrev_field, 0)
-            elf = assembled_elf(self._e_machine, bytes(unit), self._abbrev[abbrev_at:abbrev_end],
-                                self._kept)
+            struct.pack_into("<I", unit, header.abbrev_field, 0)
+            kept = self._kept
+            line = kept.get(".debug_line")
+            at = stmt_list_at(unit, header, table[1]) if line is not None else None
+            if at is not None:
+                start = struct.unpack_from("<I", unit, at)[0]
+                stop = line_program_end(line, start)  # type: ignore[arg-type]
+                if stop is not None:
+                    struct.pack_into("<I", unit, at, 0)
+                    kept = dict(kept)
+                    kept[".debug_line"] = line[start:stop]  # type: ignore[index]
+            elf = assembled_elf(self._e_machine, bytes(unit),
+                                self._abbrev[header.abbrev_offset:table[0]], kept)
             obj = self._symbolic.debuginfo.Archive.from_bytes(elf).get_object(arch=self._arch)
             if obj is None:
                 return WHOLE

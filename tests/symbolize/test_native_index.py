@@ -209,9 +209,12 @@ def test_lineinfo_native_lines(tmp_path):
 
 
 @requires_libc_debug_here
-def test_dwarf_recording_against_perf(tmp_path, monkeypatch):
+@pytest.mark.parametrize("index", ["units", "whole"])
+def test_dwarf_recording_against_perf(tmp_path, monkeypatch, index):
     """perf script's inline frames on a DWARF recording equal perfdata's,
-    whose names came from the native index (its symcache file is written)."""
+    whose names came from the native index: on a first run the symcaches of
+    the units asked about (unit_symcache.py; no symcache file kept), or the
+    whole file's symcache where one is kept."""
     from conftest import _CAN_RECORD, PERF, run_cli
     from script_compare import compare as compare_text
     if PERF is None or not _CAN_RECORD:
@@ -222,11 +225,19 @@ def test_dwarf_recording_against_perf(tmp_path, monkeypatch):
     subprocess.run([PERF, "record", "-q", "--call-graph=dwarf", "-F", "2000", "-o", data, prog],
                    check=True, capture_output=True)
     cache = tmp_path / "cache"
+    kept = str(cache / "symcache" / "*" / "*.symc")
+    if index == "whole":
+        b = Binary(prog)
+        native.NativeIndex(b, CacheDir(cache), (b.build_id, "b")).prepare()
+        (whole,) = glob.glob(kept)
+        os.utime(whole, (1, os.stat(whole).st_mtime))  # last used long ago
     monkeypatch.setenv("PERFDATA_CACHE_DIR", str(cache))
     theirs = subprocess.run([PERF, "script", "-i", data], capture_output=True, text=True).stdout
     rc, ours, err = run_cli(["script", data])
     assert rc == 0, err
-    assert glob.glob(str(cache / "symcache" / "*" / "*.symc"))
+    assert bool(glob.glob(kept)) == (index == "whole")
+    if index == "whole":
+        assert os.stat(whole).st_atime > 1            # read by the run (marked used)
     # perf printed inlined frames of the program, and they are compared
     assert "acc<int>" in theirs or "twice" in theirs
     stats = compare_text(ours, theirs, include_kernel=False)

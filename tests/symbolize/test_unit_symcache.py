@@ -23,7 +23,8 @@ from symbolize.symbols import native, unit_symcache  # noqa: E402
 
 def units_and_whole(path, debug=None, count=2500, seed=7, share=0.4, most=48):
     """Addresses of `path`'s text in at most `most` units holding together at
-    most `share` of its .debug_info (within UnitSymcaches' budget), each looked up through a NativeIndex of units and
+    most `share` of its .debug_info (fewer units than UnitSymcaches builds
+    before the whole file's index answers), each looked up through a NativeIndex of units and
     through one of the whole file (lines.py's LineInfo as the units' source);
     (addresses, the units' index, the differences)."""
     f = Binary(debug or path)
@@ -45,7 +46,9 @@ def units_and_whole(path, debug=None, count=2500, seed=7, share=0.4, most=48):
     # then, in the units chosen, every few bytes (instructions' starts and middles)
     every = [a for a in range(lo, hi, 5) if lines.unit_offset(a) in sizes]
     addrs = every[::max(1, len(every) // count)]
-    per_unit = native.NativeIndex(f, units=lines, unit_share=max(share, 0.5))
+    # and addresses in no unit (PLT, start-up code, functions without DWARF)
+    addrs += [a for a in range(lo, hi, 3) if lines.unit_offset(a) is None][:300]
+    per_unit = native.NativeIndex(f, units=lines)
     whole = native.NativeIndex(f)
     diffs = [(hex(a), per_unit.names(a), whole.names(a), per_unit.locations(a), whole.locations(a))
              for a in addrs
@@ -79,7 +82,6 @@ def test_libpython_units_as_the_whole_file():
 def test_cpp_program_units_as_the_whole_file(tmp_path, flags):
     prog = compile_c(tmp_path, "inl", CPP, *flags, lang="cpp")
     lo, hi = text_range(prog)
-    # (one unit: all of the DWARF, so units are let hold all of it)
     addrs, per_unit, diffs = units_and_whole(prog, count=min(3000, hi - lo), share=1.0)
     assert diffs == [], diffs[:5]
     assert any(len(per_unit.names(a) or ()) > 1 for a in addrs)   # inlined calls compared
@@ -133,7 +135,10 @@ def test_abbreviation_tables_that_refer_outside_are_refused():
     plain = _abbrev((1, 0x11, 1, [(0x25, 0x0e), (0x13, 0x0b), (0x10, 0x17)]),
                     (2, 0x2e, 0, [(0x03, 0x08), (0x2007, 0x0e), (0x3b, 0x21, 7)]))
     lead = b"\x55" * 5
-    assert unit_symcache.self_contained(lead + plain, 5) == 5 + len(plain)
+    assert unit_symcache.self_contained(lead + plain, 5) == (5 + len(plain),
+                                                             [(0x25, 0x0e), (0x13, 0x0b), (0x10, 0x17)])
+    assert unit_symcache.self_contained(plain, 0, code=2)[1] == [(0x03, 0x08), (0x2007, 0x0e),
+                                                                (0x3b, 0x21)]
     for outward in (0x10, 0x20, 0x1f20, 0x1f21, 0x1c, 0x24, 0x1d, 0x16):
         table = _abbrev((1, 0x11, 1, [(0x25, 0x0e)]), (2, 0x2e, 0, [(0x31, outward)]))
         assert unit_symcache.self_contained(table, 0) is None, hex(outward)
@@ -146,14 +151,46 @@ def test_abbreviation_tables_that_refer_outside_are_refused():
 
 def test_unit_headers_outside_the_section_or_of_other_kinds_are_refused():
     v4 = struct.pack("<IHIB", 7, 4, 0x20, 8) + b"\0"
-    assert unit_symcache.unit_span(v4, 0) == (11, 0x20, 6)
+    assert unit_symcache.unit_span(v4, 0) == (11, 0x20, 6, 11, 8)
     v5 = struct.pack("<IHBBI", 8, 5, 1, 8, 0x30) + b"\0"
-    assert unit_symcache.unit_span(v5, 0) == (12, 0x30, 8)
+    assert unit_symcache.unit_span(v5, 0) == (12, 0x30, 8, 12, 8)
     assert unit_symcache.unit_span(v5 + b"\0" * 8, 1) is None
     assert unit_symcache.unit_span(struct.pack("<IHBBI", 8, 5, 2, 8, 0) + b"\0", 0) is None  # type unit
     assert unit_symcache.unit_span(struct.pack("<IHIB", 900, 4, 0, 8) + b"\0", 0) is None     # past the end
     assert unit_symcache.unit_span(struct.pack("<IHIB", 0xFFFFFFFF, 4, 0, 8) + b"\0" * 9, 0) is None
     assert unit_symcache.unit_span(struct.pack("<IHIB", 7, 6, 0, 8) + b"\0", 0) is None
+
+
+@pytest.mark.parametrize("which", ["libc", "cpp-dwarf4"])
+def test_line_program_found_as_pyelftools_finds_it(tmp_path, which):
+    """Where the root DIE's DW_AT_stmt_list is read (to give a unit its own
+    line program alone), it is the offset pyelftools reads, for every unit."""
+    if which == "libc":
+        path = libc_and_debug()[1]
+    else:
+        path = compile_c(tmp_path, "inl", CPP, "-O2", "-gdwarf-4", lang="cpp")
+    lines = LineInfo(Binary(path))
+    sections = lines.section_bytes()
+    info, abbrev = sections[".debug_info"], sections[".debug_abbrev"]
+    dwarf = lines._dwarfinfo()
+    found = 0
+    for cu in dwarf.iter_CUs():
+        header = unit_symcache.unit_span(info, cu.cu_offset)
+        assert header is not None and header.end == cu.cu_offset + cu.size
+        unit = info[cu.cu_offset:header.end]
+        root = unit_symcache._uleb(unit, header.size)[0]
+        table = unit_symcache.self_contained(abbrev, header.abbrev_offset, root)
+        assert table is not None
+        at = unit_symcache.stmt_list_at(unit, header, table[1])
+        want = cu.get_top_DIE().attributes.get("DW_AT_stmt_list")
+        if at is None:
+            assert want is None
+            continue
+        assert struct.unpack_from("<I", unit, at)[0] == want.value
+        found += 1
+        if found == 400:
+            break
+    assert found >= (1 if which != "libc" else 400)
 
 
 def test_damaged_units_answer_or_hand_back_never_raise(tmp_path):
@@ -172,7 +209,7 @@ def test_damaged_units_answer_or_hand_back_never_raise(tmp_path):
         for _ in range(rnd.randint(1, 20)):
             blob[rnd.randrange(len(blob))] = rnd.randrange(256)
         damaged[name] = bytes(blob)
-        index = unit_symcache.UnitSymcaches(symbolic, "x86_64", 62, damaged, share=1.0)
+        index = unit_symcache.UnitSymcaches(symbolic, "x86_64", 62, damaged)
         for unit in units:
             for a in addrs[::13]:
                 got = index.lookup(unit, a)
