@@ -154,7 +154,7 @@ def _uleb(data: bytes, pos: int) -> tuple[int, int] | None:
     return None
 
 
-def stmt_list_at(unit: bytes, header: UnitHeader, attrs: list[tuple[int, int]]) -> int | None:
+def stmt_list_at(unit: bytes | bytearray, header: UnitHeader, attrs: list[tuple[int, int]]) -> int | None:
     """Where in `unit` (its bytes from its start) the root DIE holds its
     DW_AT_stmt_list as a 4-byte offset, or None: no such attribute, another
     form, or a form before it this does not read."""
