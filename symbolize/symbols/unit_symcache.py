@@ -141,7 +141,7 @@ _ULEB_FORMS = frozenset((0x0d, 0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x1f01, 0x1f0
 _DW_AT_STMT_LIST = 0x10
 
 
-def _uleb(data: bytes, pos: int) -> tuple[int, int] | None:
+def _uleb(data: bytes | bytearray, pos: int) -> tuple[int, int] | None:
     """(value, position after) of the ULEB128 number at pos, or None."""
     value = shift = 0
     while pos < len(data):
@@ -154,7 +154,8 @@ def _uleb(data: bytes, pos: int) -> tuple[int, int] | None:
     return None
 
 
-def stmt_list_at(unit: bytes | bytearray, header: UnitHeader, attrs: list[tuple[int, int]]) -> int | None:
+def stmt_list_at(unit: bytes | bytearray, header: UnitHeader,
+                 attrs: list[tuple[int, int]]) -> int | None:
     """Where in `unit` (its bytes from its start) the root DIE holds its
     DW_AT_stmt_list as a 4-byte offset, or None: no such attribute, another
     form, or a form before it this does not read."""
