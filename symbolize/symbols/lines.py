@@ -35,7 +35,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..cachedir import CacheDir
-from ..elffile import Binary
+from ..elffile import SHF_COMPRESSED, Binary
 from .dwarf_units import (Scope, UnitData, UnitWalk, collect_functions, die_ranges,
                           function_at, load_lines, low_pc, unit_file)
 
@@ -121,6 +121,9 @@ class LineInfo:
         self._find_supplementary = supplementary
         self._supplementary: Binary | None | Literal[False] = False     # (False: not looked for)
         self._sup_dwarf: DWARFInfo | None = None
+        self._inflated: dict[str, bytes] = {}  # compressed sections, decompressed
+        self._aranges_from_section = False     # _aranges read from .debug_aranges
+        self._aranges_alone_tried = False
 
     @property
     def has_dwarf(self) -> bool:
@@ -260,22 +263,79 @@ class LineInfo:
     # ------------------------------------------------------------ for native
     def unit_offset(self, svma: int) -> int | None:
         """Offset in .debug_info of the unit .debug_aranges places svma in;
-        None where it places it in none, or the file has no .debug_aranges
-        (units are then found by walking them all: not worth it here)."""
-        if self.binary.get_section(".debug_aranges") is None:
+        None where it places it in none, or where units_by_aranges() is
+        False.  Reads .debug_aranges alone: the units' own symcaches need no
+        pyelftools section (native.py, unit_symcache.py)."""
+        if not self.units_by_aranges():
             return None
         try:
             return self._cu_offset_for(svma)
         except Exception:
             return None
 
-    def section_bytes(self) -> dict[str, bytes] | None:
-        """The DWARF sections read for pyelftools, by name, decompressed
-        (read once for both)."""
-        if self._dwarfinfo() is None or self._sections is None:
+    def units_by_aranges(self) -> bool:
+        """Whether units are found through .debug_aranges, read and holding
+        ranges (not by walking every unit: a file without aranges)."""
+        if self._aranges is None and not self._aranges_alone_tried and self._dwarf is None:
+            self._aranges_alone_tried = True
+            try:
+                alone = self._aranges_alone()
+            except Exception:
+                alone = None
+            if alone:
+                self._set_aranges(alone)
+                self._aranges_from_section = True
+        return self._aranges_from_section
+
+    def section_size(self, name: str) -> int | None:
+        """The size of a DWARF section, decompressed; None where absent."""
+        sec = self.binary.get_section(name)
+        if sec is None:
             return None
-        return {name: d.stream.getvalue() for key, name in _SECTIONS.items()
-                if (d := self._sections.get(key)) is not None}
+        if not sec.flags & SHF_COMPRESSED:
+            return sec.size
+        whole = self._whole_section(name)
+        return len(whole) if whole is not None else None
+
+    def section_part(self, name: str, offset: int, size: int) -> bytes | None:
+        """size bytes at offset of a DWARF section, decompressed, or None
+        past its end.  A compressed section is inflated once and kept (for
+        pyelftools too); another is read from the file, part by part: a
+        unit's own symcache needs its unit and line program, not the whole
+        of libpython's 14 MB of .debug_info."""
+        sec = self.binary.get_section(name)
+        if sec is None or offset < 0 or size < 0:
+            return None
+        if sec.flags & SHF_COMPRESSED:
+            whole = self._whole_section(name)
+            if whole is None or offset + size > len(whole):
+                return None
+            return whole[offset:offset + size]
+        if offset + size > sec.size:
+            return None
+        return self.binary.read(sec.offset + offset, size)
+
+    def _whole_section(self, name: str) -> bytes | None:
+        """A section's bytes, decompressed; a compressed one kept."""
+        if name in self._inflated:
+            return self._inflated[name]
+        sec = self.binary.get_section(name)
+        data = self.binary.section_data(sec) if sec is not None else None
+        if data is not None and sec is not None and sec.flags & SHF_COMPRESSED:
+            self._inflated[name] = data = bytes(data)
+        return data
+
+    def _aranges_alone(self) -> list[tuple[int, int, int]] | None:
+        """.debug_aranges' ranges read without pyelftools' DWARFInfo (its
+        layout from pyelftools' structs all the same), or None where
+        _read_aranges does not read them."""
+        data = self._whole_section(".debug_aranges")
+        if data is None:
+            return None
+        from elftools.dwarf.structs import DWARFStructs
+        b = self.binary
+        return _read_aranges(bytes(data), DWARFStructs(little_endian=b.little_endian, dwarf_format=32,
+                                                      address_size=8 if b.is_64 else 4))
 
     # ------------------------------------------------------------ DWARFInfo
     def _dwarfinfo(self) -> DWARFInfo | None:
@@ -298,7 +358,7 @@ class LineInfo:
         """Read (and decompress) the DWARF sections once, as pyelftools'
         section descriptors; and the supplementary file's, where the DWARF
         refers to one that is found."""
-        loaded = _dwarf_sections(self.binary)
+        loaded = _dwarf_sections(self.binary, read=self._whole_section)
         if loaded is None:
             return False
         self._sections, self._config = loaded
@@ -326,37 +386,40 @@ class LineInfo:
 
     # ------------------------------------------------------------ CUs
     def _cu_offset_for(self, addr: int) -> int | None:
-        dwarf = self._dwarfinfo()
-        if dwarf is None:
-            return None
         if self._aranges is None:
-            self._aranges = []
+            dwarf = self._dwarfinfo()
+            if dwarf is None:
+                return None
+            ranges = None
             try:
                 sec = self._sections.get("debug_aranges_sec") if self._sections else None
-                fast = _read_aranges(sec.stream.getvalue(), dwarf.structs) \
+                ranges = _read_aranges(sec.stream.getvalue(), dwarf.structs) \
                     if sec is not None else None
-                if fast is not None:
-                    self._aranges = sorted(fast)
-                else:
+                if ranges is None:
                     ar = dwarf.get_aranges()
                     if ar is not None:
-                        self._aranges = sorted(
-                            (e.begin_addr, e.begin_addr + e.length, e.info_offset)
-                            for e in ar.entries if e.length)
+                        ranges = [(e.begin_addr, e.begin_addr + e.length, e.info_offset)
+                                  for e in ar.entries if e.length]
             except Exception as e:
                 self.binary.warn(f".debug_aranges: {type(e).__name__}: {e}")
+            self._set_aranges(ranges)
+            self._aranges_from_section = bool(self._aranges)
             if not self._aranges:
                 # No aranges: index every CU by its top DIE's ranges, once.
-                self._aranges = self._index_units()
-            self._aranges_starts = [lo for lo, _, _ in self._aranges]
+                self._set_aranges(self._index_units())
         # .debug_aranges is authoritative when present: an address it does not
         # cover (padding, hand-written assembly) has no line info.
         i = bisect.bisect_right(self._aranges_starts, addr) - 1
+        assert self._aranges is not None    # (set above)
         for j in range(i, max(i - 8, -1), -1):
             lo, hi, off = self._aranges[j]
             if lo <= addr < hi:
                 return off
         return None
+
+    def _set_aranges(self, ranges: list[tuple[int, int, int]] | None) -> None:
+        self._aranges = sorted(ranges) if ranges else []
+        self._aranges_starts = [lo for lo, _, _ in self._aranges]
 
     def _index_units(self) -> list[tuple[int, int, int]]:
         dwarf = self._new_dwarfinfo()     # its abbreviation tables and DIEs are dropped after
@@ -377,7 +440,7 @@ class LineInfo:
 
     def _cu_for(self, addr: int) -> UnitData | None:
         off = self._cu_offset_for(addr)
-        if off is None:
+        if off is None or self._dwarfinfo() is None:   # (aranges may have come alone)
             return None
         if off not in self._cus:
             self._cus[off] = None         # a failure is not retried
@@ -462,16 +525,18 @@ class LineInfo:
         return out
 
 
-def _dwarf_sections(b: Binary, supplementary: bool = False) -> tuple[dict, Any] | None:
+def _dwarf_sections(b: Binary, supplementary: bool = False,
+                    read: Callable[[str], bytes | None] | None = None) -> tuple[dict, Any] | None:
     """The DWARF sections of a file, read (and decompressed) as pyelftools'
     section descriptors, with its DwarfConfig; None without .debug_info and
     .debug_abbrev (a supplementary file: without .debug_str and them; dwz
-    moves strings alone there where no DIE is shared)."""
+    moves strings alone there where no DIE is shared).  read: how to read a
+    section by name (LineInfo's, which keeps what it inflated)."""
     from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
     secs: dict = dict.fromkeys(_UNUSED_SECTIONS)
     for key, name in _SECTIONS.items():
         sec = b.get_section(name)
-        data = b.section_data(sec) if sec is not None else None
+        data = None if sec is None else read(name) if read is not None else b.section_data(sec)
         if data is None:
             secs[key] = None          # absent, or unreadable (already warned)
             continue

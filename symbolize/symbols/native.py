@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any
 
 from ..cachedir import CacheDir
 from ..elffile import Binary
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from ..cachedir import CacheWhere
+    from .unit_symcache import UnitSource
 
 # ELF machines symbolic names, by pyelftools' e_machine names.
 _ARCHES = {"EM_X86_64": "x86_64", "EM_AARCH64": "arm64"}
@@ -49,17 +50,6 @@ _TAG = None
 _MISSING = object()
 # (_MISSING: not looked for yet)
 _symbolic: ModuleType | None = _MISSING  # type: ignore[assignment]
-
-
-class UnitSource(Protocol):
-    """Where the DWARF units of a file are found (lines.LineInfo): for the
-    symcaches of single units (unit_symcache.py)."""
-
-    def unit_offset(self, svma: int) -> int | None:
-        """Offset in .debug_info of the unit .debug_aranges places svma in."""
-
-    def section_bytes(self) -> dict[str, bytes] | None:
-        """The file's DWARF sections by name, decompressed."""
 
 
 def _module() -> ModuleType | None:
@@ -256,7 +246,7 @@ class NativeIndex:
         units = self._unit_symcaches()
         if units is not None:
             from .unit_symcache import WHOLE
-            got = units.lookup(self._units.unit_offset(svma), svma)  # type: ignore[union-attr]
+            got = units.lookup(svma)
             if got is not WHOLE:
                 return got
             if units.exhausted:
@@ -285,11 +275,10 @@ class NativeIndex:
             if self.cache_prefix and os.path.isfile(
                     "%s-%s.symc" % (self.cache_prefix, cache_tag())):
                 return None
-            sections = self._units.section_bytes()
-            if not sections or ".debug_info" not in sections:
+            if not self._units.section_size(".debug_info"):
                 return None
             from .unit_symcache import E_MACHINE, UnitSymcaches
-            self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], sections)  # type: ignore[index]
+            self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], self._units)  # type: ignore[index]
         return self._per_unit
 
     def prepare(self) -> None:

@@ -25,13 +25,13 @@ built this way: the whole file's index answers for it.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-# The sections a unit's symbolic reading goes to, whole, besides the unit and
-# its abbreviation table. .debug_aranges is not read (the unit is the only
-# one), nor locations (no variable is looked up).
-KEPT_SECTIONS = (".debug_line", ".debug_line_str", ".debug_str",
-                 ".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists")
+# The sections a unit's symbolic reading goes to, whole, besides the unit, its
+# abbreviation table and its line program. .debug_aranges is not read (the
+# unit is the only one), nor locations (no variable is looked up).
+KEPT_SECTIONS = (".debug_line_str", ".debug_str", ".debug_str_offsets", ".debug_addr",
+                 ".debug_ranges", ".debug_rnglists")
 # ELF e_machine numbers, by pyelftools' names (the assembled file's header).
 E_MACHINE = {"EM_X86_64": 62, "EM_AARCH64": 183}
 
@@ -57,22 +57,21 @@ class UnitHeader(NamedTuple):
     address_size: int
 
 
-def unit_span(info: bytes, offset: int) -> UnitHeader | None:
-    """The header of the unit at `offset` of a little-endian .debug_info, or
-    None where it is not a DWARF 2-5 compile unit of 32-bit offsets lying
-    wholly in the section."""
-    if offset < 0 or offset + 12 > len(info):
+def unit_span(head: bytes, offset: int, section_size: int) -> UnitHeader | None:
+    """The header of the unit at `offset` of a little-endian .debug_info of
+    `section_size` bytes, from `head`, its first 12 bytes (fewer at the
+    section's end); None where it is not a DWARF 2-5 compile unit of 32-bit
+    offsets lying wholly in the section."""
+    if offset < 0 or len(head) < 12:
         return None
-    length, version = struct.unpack_from("<IH", info, offset)
+    length, version = struct.unpack_from("<IH", head, 0)
     end = offset + 4 + length
-    if length >= 0xFFFFFFF0 or end > len(info):
+    if length >= 0xFFFFFFF0 or end > section_size:
         return None
     if 2 <= version <= 4 and length >= 7:
-        return UnitHeader(end, struct.unpack_from("<I", info, offset + 6)[0], 6, 11,
-                          info[offset + 10])
-    if version == 5 and info[offset + 6] == _DW_UT_COMPILE and length >= 8:
-        return UnitHeader(end, struct.unpack_from("<I", info, offset + 8)[0], 8, 12,
-                          info[offset + 7])
+        return UnitHeader(end, struct.unpack_from("<I", head, 6)[0], 6, 11, head[10])
+    if version == 5 and head[6] == _DW_UT_COMPILE and length >= 8:
+        return UnitHeader(end, struct.unpack_from("<I", head, 8)[0], 8, 12, head[7])
     return None
 
 
@@ -192,22 +191,10 @@ def stmt_list_at(unit: bytes | bytearray, header: UnitHeader,
     return None
 
 
-def line_program_end(line: bytes, offset: int) -> int | None:
-    """The end of the 32-bit DWARF line program at `offset` of .debug_line,
-    or None where it is not one lying wholly in the section."""
-    if offset + 4 > len(line):
-        return None
-    length = struct.unpack_from("<I", line, offset)[0]
-    end = offset + 4 + length
-    return end if length < 0xFFFFFFF0 and end <= len(line) else None
-
-
-def assembled_elf(e_machine: int, unit: bytes, abbrev: bytes,
-                  sections: dict[str, bytes]) -> bytes:
-    """A little-endian ELF64 file whose sections are `unit` as .debug_info,
-    `abbrev` as .debug_abbrev and `sections` (name: bytes) as they are, and
-    nothing else."""
-    named = [(".debug_info", unit), (".debug_abbrev", abbrev)] + list(sections.items())
+def assembled_elf(e_machine: int, unit: bytes, sections: dict[str, bytes]) -> bytes:
+    """A little-endian ELF64 file whose sections are `unit` as .debug_info
+    and `sections` (name: bytes) as they are, and nothing else."""
+    named = [(".debug_info", unit)] + list(sections.items())
     names = b"\0" + b"".join(n.encode() + b"\0" for n, _ in named) + b".shstrtab\0"
     headers = [_SHDR.pack(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
     parts = []
@@ -227,39 +214,59 @@ def assembled_elf(e_machine: int, unit: bytes, abbrev: bytes,
     return b"".join([ehdr, *parts, bytes(pad), *headers])
 
 
+class UnitSource(Protocol):
+    """Where the DWARF units of a file are found (lines.LineInfo)."""
+
+    def unit_offset(self, svma: int) -> int | None:
+        """Offset in .debug_info of the unit .debug_aranges places svma in."""
+
+    def units_by_aranges(self) -> bool:
+        """Whether unit_offset's None means "in no unit" (.debug_aranges read)."""
+
+    def section_size(self, name: str) -> int | None:
+        """A DWARF section's size, decompressed; None where it is absent."""
+
+    def section_part(self, name: str, offset: int, size: int) -> bytes | None:
+        """size bytes at offset of a DWARF section, decompressed."""
+
+
 class UnitSymcaches:
     """symbolic's symcaches of the units asked about, one per unit, while
     building them costs less than the whole file's would."""
 
-    def __init__(self, symbolic: Any, arch: str, e_machine: int,
-                 sections: dict[str, bytes]) -> None:
-        """sections: the file's DWARF sections by name, decompressed; a
-        .debug_info among them."""
+    def __init__(self, symbolic: Any, arch: str, e_machine: int, source: UnitSource) -> None:
+        """source: the file's DWARF sections and units (a .debug_info there)."""
         self._symbolic = symbolic
         self._arch = arch
         self._e_machine = e_machine
-        self._info = sections[".debug_info"]
-        self._abbrev = sections.get(".debug_abbrev", b"")
-        self._kept = {n: sections[n] for n in KEPT_SECTIONS if n in sections}
+        self._source = source
+        self._info_size = source.section_size(".debug_info") or 0
+        self._line_size = source.section_size(".debug_line")
+        self._abbrev = self._whole(".debug_abbrev") or b""
+        self._kept = {n: d for n in KEPT_SECTIONS if (d := self._whole(n)) is not None}
         self._built: dict[int, Any] = {}       # unit offset: its symcache, or WHOLE
         # A unit costs symbolic about what its share of the whole file would
         # (libpython: 76 units, 9.7 of its 14 MB of .debug_info, 0.27 s; the
         # whole file 0.35 s), plus copies of the kept sections: the units stop
         # where those copies pass 16 times .debug_info's size (64 units at
         # least).
-        kept = sum(len(d) for n, d in self._kept.items() if n != ".debug_line")
-        self._copies_left = max(64, 16 * len(self._info) // max(kept, 1))
-        self._aranges = sections.get(".debug_aranges")
+        kept = sum(len(d) for d in self._kept.values())
+        self._copies_left = max(64, 16 * self._info_size // max(kept, 1))
         self._all_listed: bool | None = None   # see _every_unit_listed
         self.exhausted = False                 # too many built: the whole index answers
         self.built = 0                         # units whose symcache was built
 
-    def lookup(self, unit: int | None, svma: int) -> list | Any:
-        """symbolic's SourceLocations at svma from the symcache of the unit at
-        offset `unit` of .debug_info, or WHOLE: no unit, one not built this
-        way, or too many built."""
+    def _whole(self, name: str) -> bytes | None:
+        size = self._source.section_size(name)
+        return self._source.section_part(name, 0, size) if size is not None else None
+
+    def lookup(self, svma: int) -> list | Any:
+        """symbolic's SourceLocations at svma from the symcache of the unit
+        the source places it in, or WHOLE: no unit known, one not built
+        this way, or too many built."""
         if self.exhausted:
             return WHOLE
+        unit = self._source.unit_offset(svma)
         if unit is None:
             # In no unit: no DWARF function there when .debug_aranges lists
             # every unit (libpython's PLT and _init, 0x109bf0: lines.py and
@@ -277,31 +284,33 @@ class UnitSymcaches:
             return WHOLE
 
     def _every_unit_listed(self) -> bool:
-        """Whether .debug_aranges has a set for every compile unit of
-        .debug_info (GCC writes one for each, an empty one for a unit
-        without code); False for a section this does not read."""
+        """Whether units are found by .debug_aranges and it has a set for
+        every compile unit of .debug_info (GCC writes one for each, an empty
+        one for a unit without code); False for a section this does not
+        read."""
         if self._all_listed is None:
             self._all_listed = False
-            aranges = self._aranges
-            if aranges is None:
+            aranges = self._whole(".debug_aranges")
+            if aranges is None or not self._source.units_by_aranges():
                 return False
             listed = set()
             at = 0
-            while at + 10 <= len(aranges):
-                length, _, info_offset = struct.unpack_from("<IHI", aranges, at)
-                if length >= 0xFFFFFFF0 or length < 6:
+            while at + 12 <= len(aranges):
+                length, _, info_offset, address_size, segment_size = \
+                    struct.unpack_from("<IHIBB", aranges, at)
+                if length >= 0xFFFFFFF0 or length < 8 or segment_size or address_size not in (4, 8):
                     return False
                 listed.add(info_offset)
                 at += 4 + length
-            info = self._info
             at = 0
-            while at < len(info):
-                if at + 7 > len(info):
+            while at < self._info_size:
+                head = self._source.section_part(".debug_info", at, 7)
+                if head is None:
                     return False
-                length, version = struct.unpack_from("<IH", info, at)
-                if length >= 0xFFFFFFF0 or at + 4 + length > len(info):
+                length, version = struct.unpack_from("<IH", head, 0)
+                if length >= 0xFFFFFFF0 or at + 4 + length > self._info_size:
                     return False
-                kind = info[at + 6] if version == 5 else _DW_UT_COMPILE
+                kind = head[6] if version == 5 else _DW_UT_COMPILE
                 if kind == _DW_UT_COMPILE and at not in listed:
                     return False
                 at += 4 + length
@@ -309,36 +318,42 @@ class UnitSymcaches:
         return self._all_listed
 
     def _build(self, offset: int) -> Any:
-        header = unit_span(self._info, offset)
+        read = self._source.section_part
+        head = read(".debug_info", offset, min(12, self._info_size - offset))
+        header = unit_span(head, offset, self._info_size) if head is not None else None
         if header is None:
             return WHOLE
-        root = _uleb(self._info, offset + header.size)
+        got = read(".debug_info", offset, header.end - offset)
+        if got is None:
+            return WHOLE
+        unit = bytearray(got)
+        root = _uleb(unit, header.size)
         table = self_contained(self._abbrev, header.abbrev_offset, root[0] if root else 0)
         if table is None:
             return WHOLE
-        end = header.end
         if self._copies_left <= 0:
             self.exhausted = True
             return WHOLE
         self._copies_left -= 1
         try:
-            # The unit with its own abbreviation table alone, at offset 0,
-            # and its own line program (libpython's .debug_line is 3 MB: a
-            # copy of it a unit was most of a unit's cost).
-            unit = bytearray(self._info[offset:end])
+            # The unit with its own abbreviation table and line program alone,
+            # their offsets in it set to 0 (libpython's .debug_line is 3 MB:
+            # a copy of it a unit was most of a unit's cost).
             struct.pack_into("<I", unit, header.abbrev_field, 0)
-            kept = self._kept
-            line = kept.get(".debug_line")
-            at = stmt_list_at(unit, header, table[1]) if line is not None else None
-            if at is not None:
+            sections = dict(self._kept)
+            sections[".debug_abbrev"] = self._abbrev[header.abbrev_offset:table[0]]
+            at = stmt_list_at(unit, header, table[1])
+            if at is not None and self._line_size is not None:
                 start = struct.unpack_from("<I", unit, at)[0]
-                stop = line_program_end(line, start)  # type: ignore[arg-type]
-                if stop is not None:
+                program = self._line_program(start)
+                if program is not None:
                     struct.pack_into("<I", unit, at, 0)
-                    kept = dict(kept)
-                    kept[".debug_line"] = line[start:stop]  # type: ignore[index]
-            elf = assembled_elf(self._e_machine, bytes(unit),
-                                self._abbrev[header.abbrev_offset:table[0]], kept)
+                    sections[".debug_line"] = program
+            if ".debug_line" not in sections and self._line_size is not None:
+                whole = self._whole(".debug_line")
+                if whole is not None:
+                    sections[".debug_line"] = whole
+            elf = assembled_elf(self._e_machine, bytes(unit), sections)
             obj = self._symbolic.debuginfo.Archive.from_bytes(elf).get_object(arch=self._arch)
             if obj is None:
                 return WHOLE
@@ -347,3 +362,14 @@ class UnitSymcaches:
             return sc
         except Exception:
             return WHOLE
+
+    def _line_program(self, offset: int) -> bytes | None:
+        """The 32-bit DWARF line program at `offset` of .debug_line, or None
+        where it is not one lying wholly in the section."""
+        head = self._source.section_part(".debug_line", offset, 4)
+        if head is None:
+            return None
+        length = struct.unpack_from("<I", head, 0)[0]
+        if length >= 0xFFFFFFF0:
+            return None
+        return self._source.section_part(".debug_line", offset, 4 + length)
