@@ -15,10 +15,11 @@ line states pyelftools cached in it (kept, they made 193 MiB for the 180 CUs
 of benchmarks/bench_lines.py, against 16 MiB for the index and the sections).
 
 What is done here rather than by pyelftools, because it cannot:
-- Section bytes come from `Binary.section_data`, which inflates SHF_COMPRESSED
-  sections compressed with zstd as well as zlib, within a size limit;
-  pyelftools 0.33 inflates only zlib, to whatever size the header claims.
-  They are handed to pyelftools' `DWARFInfo` as `DebugSectionDescriptor`s.
+- Section bytes come from `Binary.section_data` (dwarf_sections.py), which
+  inflates SHF_COMPRESSED sections compressed with zstd as well as zlib,
+  within a size limit; pyelftools 0.33 inflates only zlib, to whatever size
+  the header claims. They are handed to pyelftools' `DWARFInfo` as
+  `DebugSectionDescriptor`s, and read in parts by the native index's units.
 - The walk over a DIE's children (`_children`): pyelftools' `iter_children`
   follows DW_AT_sibling without checking that it moves forward, so one
   corrupt sibling link makes it loop forever. The walk here uses the same
@@ -30,12 +31,11 @@ What is done here rather than by pyelftools, because it cannot:
 from __future__ import annotations
 
 import bisect
-import io
-import struct
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..cachedir import CacheDir
-from ..elffile import SHF_COMPRESSED, Binary
+from ..elffile import Binary
+from .dwarf_sections import DwarfSections, pyelftools_sections, read_aranges
 from .dwarf_units import (Scope, UnitData, UnitWalk, collect_functions, die_ranges,
                           function_at, load_lines, low_pc, unit_file)
 
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from elftools.dwarf.dwarfinfo import DWARFInfo
-    from elftools.dwarf.structs import DWARFStructs
 
     from ..cachedir import CacheWhere
     from .native import NativeIndex
@@ -60,25 +59,6 @@ class InlineFrame(NamedTuple):
         return f"{self.file}:{self.line}" if self.file else None
 
 
-# Sections pyelftools' DWARFInfo takes, by its keyword. .debug_loc(lists) are
-# needed although no location is read: pyelftools resolves DW_FORM_loclistx
-# while it parses a DIE.
-_SECTIONS = {
-    "debug_info_sec": ".debug_info",
-    "debug_aranges_sec": ".debug_aranges",
-    "debug_abbrev_sec": ".debug_abbrev",
-    "debug_str_sec": ".debug_str",
-    "debug_line_sec": ".debug_line",
-    "debug_line_str_sec": ".debug_line_str",
-    "debug_str_offsets_sec": ".debug_str_offsets",
-    "debug_addr_sec": ".debug_addr",
-    "debug_ranges_sec": ".debug_ranges",
-    "debug_rnglists_sec": ".debug_rnglists",
-    "debug_loc_sec": ".debug_loc",
-    "debug_loclists_sec": ".debug_loclists",
-}
-_UNUSED_SECTIONS = ("debug_frame_sec", "eh_frame_sec", "debug_pubtypes_sec", "debug_pubnames_sec",
-                    "debug_sup_sec", "gnu_debugaltlink_sec", "debug_types_sec")
 # ---------------------------------------------------------------- the index
 class LineInfo:
     """DWARF line and inline information of one ELF file (the binary itself or
@@ -121,7 +101,7 @@ class LineInfo:
         self._find_supplementary = supplementary
         self._supplementary: Binary | None | Literal[False] = False     # (False: not looked for)
         self._sup_dwarf: DWARFInfo | None = None
-        self._inflated: dict[str, bytes] = {}  # compressed sections, decompressed
+        self.sections = DwarfSections(binary)  # read part by part, or whole
         self._aranges_from_section = False     # _aranges read from .debug_aranges
         self._aranges_alone_tried = False
 
@@ -279,7 +259,7 @@ class LineInfo:
         if self._aranges is None and not self._aranges_alone_tried and self._dwarf is None:
             self._aranges_alone_tried = True
             try:
-                alone = self._aranges_alone()
+                alone = self.sections.aranges()
             except Exception:
                 alone = None
             if alone:
@@ -288,54 +268,12 @@ class LineInfo:
         return self._aranges_from_section
 
     def section_size(self, name: str) -> int | None:
-        """The size of a DWARF section, decompressed; None where absent."""
-        sec = self.binary.get_section(name)
-        if sec is None:
-            return None
-        if not sec.flags & SHF_COMPRESSED:
-            return sec.size
-        whole = self._whole_section(name)
-        return len(whole) if whole is not None else None
+        """The size of a DWARF section, decompressed (DwarfSections.size)."""
+        return self.sections.size(name)
 
     def section_part(self, name: str, offset: int, size: int) -> bytes | None:
-        """size bytes at offset of a DWARF section, decompressed, or None
-        past its end.  A compressed section is inflated once and kept (for
-        pyelftools too); another is read from the file, part by part: a
-        unit's own symcache needs its unit and line program, not the whole
-        of libpython's 14 MB of .debug_info."""
-        sec = self.binary.get_section(name)
-        if sec is None or offset < 0 or size < 0:
-            return None
-        if sec.flags & SHF_COMPRESSED:
-            whole = self._whole_section(name)
-            if whole is None or offset + size > len(whole):
-                return None
-            return whole[offset:offset + size]
-        if offset + size > sec.size:
-            return None
-        return self.binary.read(sec.offset + offset, size)
-
-    def _whole_section(self, name: str) -> bytes | None:
-        """A section's bytes, decompressed; a compressed one kept."""
-        if name in self._inflated:
-            return self._inflated[name]
-        sec = self.binary.get_section(name)
-        data = self.binary.section_data(sec) if sec is not None else None
-        if data is not None and sec is not None and sec.flags & SHF_COMPRESSED:
-            self._inflated[name] = data = bytes(data)
-        return data
-
-    def _aranges_alone(self) -> list[tuple[int, int, int]] | None:
-        """.debug_aranges' ranges read without pyelftools' DWARFInfo (its
-        layout from pyelftools' structs all the same), or None where
-        _read_aranges does not read them."""
-        data = self._whole_section(".debug_aranges")
-        if data is None:
-            return None
-        from elftools.dwarf.structs import DWARFStructs
-        b = self.binary
-        return _read_aranges(bytes(data), DWARFStructs(little_endian=b.little_endian, dwarf_format=32,
-                                                      address_size=8 if b.is_64 else 4))
+        """Bytes of a DWARF section, decompressed (DwarfSections.part)."""
+        return self.sections.part(name, offset, size)
 
     # ------------------------------------------------------------ DWARFInfo
     def _dwarfinfo(self) -> DWARFInfo | None:
@@ -358,14 +296,14 @@ class LineInfo:
         """Read (and decompress) the DWARF sections once, as pyelftools'
         section descriptors; and the supplementary file's, where the DWARF
         refers to one that is found."""
-        loaded = _dwarf_sections(self.binary, read=self._whole_section)
+        loaded = pyelftools_sections(self.binary, read=self.sections.whole)
         if loaded is None:
             return False
         self._sections, self._config = loaded
         sup = self.supplementary()
         if sup is not None:
             from elftools.dwarf.dwarfinfo import DWARFInfo
-            got = _dwarf_sections(sup, supplementary=True)
+            got = pyelftools_sections(sup, supplementary=True)
             if got is not None:
                 # Long-lived: its DIEs are read by offset, its strings by
                 # offset, from every unit of this file.
@@ -393,7 +331,7 @@ class LineInfo:
             ranges = None
             try:
                 sec = self._sections.get("debug_aranges_sec") if self._sections else None
-                ranges = _read_aranges(sec.stream.getvalue(), dwarf.structs) \
+                ranges = read_aranges(sec.stream.getvalue(), dwarf.structs) \
                     if sec is not None else None
                 if ranges is None:
                     ar = dwarf.get_aranges()
@@ -525,91 +463,12 @@ class LineInfo:
         return out
 
 
-def _dwarf_sections(b: Binary, supplementary: bool = False,
-                    read: Callable[[str], bytes | None] | None = None) -> tuple[dict, Any] | None:
-    """The DWARF sections of a file, read (and decompressed) as pyelftools'
-    section descriptors, with its DwarfConfig; None without .debug_info and
-    .debug_abbrev (a supplementary file: without .debug_str and them; dwz
-    moves strings alone there where no DIE is shared).  read: how to read a
-    section by name (LineInfo's, which keeps what it inflated)."""
-    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
-    secs: dict = dict.fromkeys(_UNUSED_SECTIONS)
-    for key, name in _SECTIONS.items():
-        sec = b.get_section(name)
-        data = None if sec is None else read(name) if read is not None else b.section_data(sec)
-        if data is None:
-            secs[key] = None          # absent, or unreadable (already warned)
-            continue
-        data = bytes(data)
-        # (data: the section is there)
-        secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
-    has_units = secs["debug_info_sec"] is not None and secs["debug_abbrev_sec"] is not None
-    if not (has_units or (supplementary and secs["debug_str_sec"] is not None)):
-        return None
-    return secs, DwarfConfig(little_endian=b.little_endian, machine_arch=b.machine or "",
-                             default_address_size=8 if b.is_64 else 4)
-
-
-def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
-    """(struct format, names) of a pyelftools struct of numbers: for each
-    field the first fixed-size number found in it (for the initial length,
-    its 32-bit form); None when a field has none."""
-    fmt, names = "", []
-    for sub in construct.subcons:
-        inner = sub
-        while not hasattr(inner, "packer"):
-            if hasattr(inner, "subcon"):
-                inner = inner.subcon
-            elif getattr(inner, "subcons", None):
-                inner = inner.subcons[0]
-            else:
-                return None
-        fmt += inner.packer.format[-1:] if fmt else inner.packer.format
-        names.append(sub.name)
-    return fmt, names
-
-
-def _read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
-    """(begin, end, CU offset) of every range of .debug_aranges, read as
-    pyelftools' ARanges reads them but with struct: its construct parse of
-    each address costs more than a lookup saves on a libc's ranges.  The set header layout
-    is derived from pyelftools' Dwarf_aranges_header.  None (pyelftools then
-    reads it) for 64-bit DWARF or segmented addresses."""
-    layout = _fixed_layout(structs.Dwarf_aranges_header)
-    if layout is None:
-        return None
-    header = struct.Struct(layout[0])
-    names = layout[1]
-    endian = layout[0][0]
-    out = []
-    offset = 0
-    while offset + header.size <= len(data):
-        h = dict(zip(names, header.unpack_from(data, offset)))
-        if h["unit_length"] >= 0xFFFFFFF0 or h["segment_size"] != 0 or \
-                h["address_size"] not in (4, 8):
-            return None
-        end = offset + 4 + h["unit_length"]
-        pair = struct.Struct(endian + ("II" if h["address_size"] == 4 else "QQ"))
-        pos = offset + header.size
-        pos = -(-pos // pair.size) * pair.size      # tuples align to their size
-        while pos + pair.size <= min(end, len(data)):
-            addr, length = pair.unpack_from(data, pos)
-            pos += pair.size
-            if addr == 0 and length == 0:
-                break
-            if length:
-                out.append((addr, addr + length, h["debug_info_offset"]))
-        if end <= offset:
-            return None
-        offset = end
-    return out
-
-
 _NAMES_FORMAT = None
 # The modules whose code decides the inline names kept: a change to any of
 # them makes the kept names stale, so their text is part of the format tag.
 NAMES_MAKERS = ("symbols/lines.py", "symbols/dwarf_units.py", "elffile.py", "elfheader.py",
-                "elfcompress.py", "symbols/native.py", "symbols/unit_symcache.py")
+                "elfcompress.py", "symbols/native.py", "symbols/unit_symcache.py",
+                "symbols/dwarf_sections.py")
 
 
 def _names_format() -> str:

@@ -286,7 +286,7 @@ def test_sibling_link_pointing_back(prog, tmp_path):
 
 
 def _aranges_both(binary):
-    from symbolize.symbols.lines import _read_aranges
+    from symbolize.symbols.dwarf_sections import read_aranges as _read_aranges
     li = LineInfo(binary)
     dwarf = li._dwarfinfo()
     sec = li._sections.get("debug_aranges_sec") if li._sections else None
@@ -312,7 +312,7 @@ def test_aranges_read_as_pyelftools_reads_them(variant):
 
 
 def test_aranges_damaged_never_raise_or_loop(prog):
-    from symbolize.symbols.lines import _read_aranges
+    from symbolize.symbols.dwarf_sections import read_aranges as _read_aranges
     li = LineInfo(Binary(prog))
     dwarf = li._dwarfinfo()
     data = li._sections["debug_aranges_sec"].stream.getvalue()

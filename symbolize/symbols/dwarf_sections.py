@@ -1,0 +1,177 @@
+"""The DWARF sections of an ELF file, as lines.py and unit_symcache.py read
+them: a part at a time (a unit, a line program) or whole, a compressed
+section inflated once and kept for both; pyelftools' section descriptors of
+them; .debug_aranges read with struct."""
+from __future__ import annotations
+
+import io
+import struct
+from typing import TYPE_CHECKING, Any
+
+from ..elffile import SHF_COMPRESSED, Binary
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from elftools.dwarf.structs import DWARFStructs
+
+
+class DwarfSections:
+    """One file's DWARF sections, read part by part or whole."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self._inflated: dict[str, bytes] = {}  # compressed sections, decompressed
+
+    def size(self, name: str) -> int | None:
+        """The size of a section, decompressed; None where it is absent."""
+        sec = self.binary.get_section(name)
+        if sec is None:
+            return None
+        if not sec.flags & SHF_COMPRESSED:
+            return sec.size
+        whole = self.whole(name)
+        return len(whole) if whole is not None else None
+
+    def part(self, name: str, offset: int, size: int) -> bytes | None:
+        """size bytes at offset of a section, decompressed, or None past its
+        end.  A compressed section is inflated once and kept; another is
+        read from the file, part by part: a unit's own symcache needs its
+        unit and line program, not the whole of libpython's 14 MB of
+        .debug_info."""
+        sec = self.binary.get_section(name)
+        if sec is None or offset < 0 or size < 0:
+            return None
+        if sec.flags & SHF_COMPRESSED:
+            whole = self.whole(name)
+            if whole is None or offset + size > len(whole):
+                return None
+            return whole[offset:offset + size]
+        if offset + size > sec.size:
+            return None
+        return self.binary.read(sec.offset + offset, size)
+
+    def whole(self, name: str) -> bytes | None:
+        """A section's bytes, decompressed (a compressed one kept), or None."""
+        if name in self._inflated:
+            return self._inflated[name]
+        sec = self.binary.get_section(name)
+        data = self.binary.section_data(sec) if sec is not None else None
+        if data is not None and sec is not None and sec.flags & SHF_COMPRESSED:
+            self._inflated[name] = data = bytes(data)
+        return data
+
+    def aranges(self) -> list[tuple[int, int, int]] | None:
+        """.debug_aranges' ranges (read_aranges), read without a pyelftools
+        DWARFInfo; None where it is absent or read_aranges does not read it."""
+        data = self.whole(".debug_aranges")
+        if data is None:
+            return None
+        from elftools.dwarf.structs import DWARFStructs
+        b = self.binary
+        structs = DWARFStructs(little_endian=b.little_endian, dwarf_format=32,
+                               address_size=8 if b.is_64 else 4)
+        return read_aranges(bytes(data), structs)
+
+
+# Sections pyelftools' DWARFInfo takes, by its keyword. .debug_loc(lists) are
+# needed although no location is read: pyelftools resolves DW_FORM_loclistx
+# while it parses a DIE.
+SECTIONS = {
+    "debug_info_sec": ".debug_info",
+    "debug_aranges_sec": ".debug_aranges",
+    "debug_abbrev_sec": ".debug_abbrev",
+    "debug_str_sec": ".debug_str",
+    "debug_line_sec": ".debug_line",
+    "debug_line_str_sec": ".debug_line_str",
+    "debug_str_offsets_sec": ".debug_str_offsets",
+    "debug_addr_sec": ".debug_addr",
+    "debug_ranges_sec": ".debug_ranges",
+    "debug_rnglists_sec": ".debug_rnglists",
+    "debug_loc_sec": ".debug_loc",
+    "debug_loclists_sec": ".debug_loclists",
+}
+UNUSED_SECTIONS = ("debug_frame_sec", "eh_frame_sec", "debug_pubtypes_sec", "debug_pubnames_sec",
+                   "debug_sup_sec", "gnu_debugaltlink_sec", "debug_types_sec")
+
+
+def pyelftools_sections(b: Binary, supplementary: bool = False,
+                        read: Callable[[str], bytes | None] | None = None) -> tuple[dict, Any] | None:
+    """The DWARF sections of a file, read (and decompressed) as pyelftools'
+    section descriptors, with its DwarfConfig; None without .debug_info and
+    .debug_abbrev (a supplementary file: without .debug_str and them; dwz
+    moves strings alone there where no DIE is shared).  read: how to read a
+    section by name (DwarfSections.whole, which keeps what it inflated)."""
+    from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
+    secs: dict = dict.fromkeys(UNUSED_SECTIONS)
+    for key, name in SECTIONS.items():
+        sec = b.get_section(name)
+        data = None if sec is None else read(name) if read is not None else b.section_data(sec)
+        if data is None:
+            secs[key] = None          # absent, or unreadable (already warned)
+            continue
+        data = bytes(data)
+        # (data: the section is there)
+        secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
+    has_units = secs["debug_info_sec"] is not None and secs["debug_abbrev_sec"] is not None
+    if not (has_units or (supplementary and secs["debug_str_sec"] is not None)):
+        return None
+    return secs, DwarfConfig(little_endian=b.little_endian, machine_arch=b.machine or "",
+                             default_address_size=8 if b.is_64 else 4)
+
+
+def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
+    """(struct format, names) of a pyelftools struct of numbers: for each
+    field the first fixed-size number found in it (for the initial length,
+    its 32-bit form); None when a field has none."""
+    fmt, names = "", []
+    for sub in construct.subcons:
+        inner = sub
+        while not hasattr(inner, "packer"):
+            if hasattr(inner, "subcon"):
+                inner = inner.subcon
+            elif getattr(inner, "subcons", None):
+                inner = inner.subcons[0]
+            else:
+                return None
+        fmt += inner.packer.format[-1:] if fmt else inner.packer.format
+        names.append(sub.name)
+    return fmt, names
+
+
+def read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
+    """(begin, end, CU offset) of every range of .debug_aranges, read as
+    pyelftools' ARanges reads them but with struct: its construct parse of
+    each address costs more than a lookup saves on a libc's ranges.  The set header layout
+    is derived from pyelftools' Dwarf_aranges_header.  None (pyelftools then
+    reads it) for 64-bit DWARF or segmented addresses."""
+    layout = _fixed_layout(structs.Dwarf_aranges_header)
+    if layout is None:
+        return None
+    header = struct.Struct(layout[0])
+    names = layout[1]
+    endian = layout[0][0]
+    out = []
+    offset = 0
+    while offset + header.size <= len(data):
+        h = dict(zip(names, header.unpack_from(data, offset)))
+        if h["unit_length"] >= 0xFFFFFFF0 or h["segment_size"] != 0 or \
+                h["address_size"] not in (4, 8):
+            return None
+        end = offset + 4 + h["unit_length"]
+        pair = struct.Struct(endian + ("II" if h["address_size"] == 4 else "QQ"))
+        pos = offset + header.size
+        pos = -(-pos // pair.size) * pair.size      # tuples align to their size
+        while pos + pair.size <= min(end, len(data)):
+            addr, length = pair.unpack_from(data, pos)
+            pos += pair.size
+            if addr == 0 and length == 0:
+                break
+            if length:
+                out.append((addr, addr + length, h["debug_info_offset"]))
+        if end <= offset:
+            return None
+        offset = end
+    return out
+
+
