@@ -280,6 +280,20 @@ def default_jobs(jobs: int | None, pf: PerfFile) -> int:
     return jobs
 
 
+def dwarf_unwound(args: Any, pf: PerfFile) -> bool:
+    """Whether a run unwinds stacks by DWARF (--call-graph=dwarf events,
+    --unwind auto or dwarf): such a run of script, collapse, report or
+    flamegraph is one process by default.  Each worker learns every stack's
+    CFI rows and frames again, and indexes the DWARF units it asks about
+    again: on the 600 MB eight-CPython-runs recording -j 2 took 1.3x the
+    CPU of -j 1 and, on a busy machine (the scheduler's share is a
+    session's, whatever its processes), longer wall time; sqlite's report
+    took 0.48 s of CPU warm with two workers, 0.28 s with one (benchmarks/
+    RESULTS.md, issue 33)."""
+    from ..resolve.symbolized import unwinds_by_dwarf
+    return unwinds_by_dwarf(pf, getattr(args, "unwind", "auto"))
+
+
 def _gather_worker(conn: Connection, compute: Compute, shard: Shard) -> None:
     try:
         conn.send(("done",) + tuple(compute(shard)))

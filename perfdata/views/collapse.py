@@ -148,9 +148,13 @@ SHARD_BLOCK = 512
 def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | None) -> int:
     """Worker processes for collapse (and flamegraph): -j, but one where the
     counted event is the first one seen (no --event-filter and several
-    non-tracepoint events: only the whole file's order says which)."""
-    from ..run.sharded import default_jobs, event_names
+    non-tracepoint events: only the whole file's order says which), and by
+    default where the compiled core counts or the stacks are unwound by
+    DWARF (sharded.dwarf_unwound)."""
+    from ..run.sharded import default_jobs, dwarf_unwound, event_names
     if getattr(args, "stitch", False):
+        return 1
+    if args.jobs is None and dwarf_unwound(args, pf):
         return 1
     if args.jobs is None and not getattr(args, "addrs", False):
         from ..core.script import takes_most_samples

@@ -123,7 +123,7 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     pipe) or is too small to gain, and by default where the compiled core
     makes the samples' text (perfdata/core/script.py) or the stacks are
     unwound by DWARF (dwarf_unwound)."""
-    from ..run.sharded import default_jobs
+    from ..run.sharded import default_jobs, dwarf_unwound
     if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
             args.show_round_events:
         return 1
@@ -132,18 +132,6 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
         if takes_most_samples(args, pf) or dwarf_unwound(args, pf):
             return 1
     return default_jobs(args.jobs, pf)
-
-
-def dwarf_unwound(args: argparse.Namespace, pf: PerfFile) -> bool:
-    """Whether a run unwinds stacks by DWARF (--call-graph=dwarf events,
-    --unwind auto or dwarf): such a run is one process by default.  Each
-    worker learns every stack's CFI rows and frames again and walks every
-    record: on the 600 MB eight-CPython-runs recording -j 2 took 1.3x the
-    CPU of -j 1 and, on a busy machine (the scheduler's share is a
-    session's, whatever its processes), longer wall time (benchmarks/
-    RESULTS.md, issue 33's DWARF section)."""
-    from ..resolve.symbolized import unwinds_by_dwarf
-    return unwinds_by_dwarf(pf, getattr(args, "unwind", "auto"))
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],

@@ -60,9 +60,12 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile, filtered: bool = False) 
     """Worker processes for the table: -j, but one with --stitch (it needs
     the thread's other samples), and by default one where the compiled core
     counts the samples (filtered: a histogram filter is given, which the
-    core leaves to the Python path)."""
-    from ...run.sharded import default_jobs
+    core leaves to the Python path) or the stacks are unwound by DWARF
+    (sharded.dwarf_unwound)."""
+    from ...run.sharded import default_jobs, dwarf_unwound
     if getattr(args, "stitch", False):
+        return 1
+    if args.jobs is None and dwarf_unwound(args, pf):
         return 1
     if args.jobs is None and not args.children and not filtered:
         from ...core.report import takes_most_samples
