@@ -5,9 +5,15 @@ tests/progs/offcpu_wakeups.c is built and recorded now (per process, with
 the wakeups' callchains, as docs/offcpu.md says): its waker thread wakes
 `piper` from wake_pipe (a write to a pipe) and `condwaiter` from wake_cond
 (a condition variable's signal); each measures its own time in its wait
-function.  At least 95% of that time must be in wakeup chains whose woken
-half holds the wait function and whose waker half holds the waker's
-function, ending at the waker thread.
+function.  Of the waits the recording holds a wakeup of (a sleep, `S`, from
+the thread's sched_switch out to its switch in, with a sched_wakeup or
+sched_waking of it between, as `perf script` prints them), at least 95% of
+the time must be in wakeup chains whose woken half holds the wait function
+and whose waker half holds the waker's function, ending at the waker
+thread; at most the time measured is.  (Not every wait has its wakeup in
+the file: a wakeup the kernel queues to the woken thread's cpu fires
+sched_wakeup there, in an untraced task's context. On two cores running
+four such recordings, piper's first two wakeups of 25 were missing.)
 """
 import re
 import shutil
@@ -49,6 +55,33 @@ def _record(tmp_path_factory, events):
     return data, waits, waker
 
 
+def _woken_sleeps(data, tid):
+    """ns of the thread's sleeps that the recording holds a wakeup of, by
+    perf script: from a sched_switch out of it in state S to its next
+    PERF_RECORD_SWITCH in, with a sched_wakeup or sched_waking of it between."""
+    text = subprocess.run([PERF, "script", "-i", str(data), "--show-switch-events",
+                           "-F", "tid,time,event,trace"],
+                          capture_output=True, text=True, timeout=120).stdout
+    total, out, woken = 0, None, False
+    for line in text.splitlines():
+        m = re.match(r"\s*(\d+)\s+(\d+)\.(\d+):\s+(\S+)\s*(.*)", line)
+        if m is None:
+            continue
+        ns = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0")[:9])
+        event, rest = m.group(4), m.group(5)
+        if event in ("sched:sched_wakeup:", "sched:sched_waking:"):
+            woken = woken or re.search(r"\bpid=%d\b" % tid, rest) is not None
+        elif int(m.group(1)) != tid:
+            continue
+        elif event == "sched:sched_switch:":
+            out, woken = (ns if re.search(r"\bprev_state=S\b", rest) else None), False
+        elif event == "PERF_RECORD_SWITCH" and rest.startswith("IN"):
+            if out is not None and woken:
+                total += ns - out
+            out = None
+    return total
+
+
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory):
     """The recipe of docs/offcpu.md: sched_wakeup."""
@@ -85,7 +118,10 @@ def test_waits_attributed_to_their_waker_and_its_stack(which, request):
                     if root.endswith("/%d" % tid) and func in woken
                     and WAKER_OF[func] in by and end.endswith("/%d" % waker)
                     and end.startswith("waker-"))
-        assert found >= 0.95 * measured, (comm, func, found, measured)
+        woken = _woken_sleeps(data, tid)
+        # (the recording holds most of the waits: the comparison is not empty)
+        assert woken > 0.5 * measured, (comm, woken, measured)
+        assert found >= 0.95 * woken, (comm, func, found, woken, measured)
         # (the scheduling latency after the wakeup, at most, beside it)
         assert found <= 1.05 * measured + 2000000, (comm, func, found, measured)
     # the waker's half is leaf first: the wake function before its caller
