@@ -262,10 +262,19 @@ def worker_error(fields: ErrorFields, warnings: Iterable[str] = ()) -> Exception
     return error
 
 
-def default_jobs(jobs: int | None, pf: PerfFile) -> int:
-    """Worker processes for a run over pf: -j N as given, else the machine's
-    cores for an input of SHARD_MIN_BYTES or more; one for a pipe (it cannot
-    be read again) and for counter reads (PERF_SAMPLE_READ)."""
+def default_jobs(args: Any, pf: PerfFile) -> int:
+    """Worker processes for a run over pf: -j N (args.jobs) as given, else
+    the machine's cores for an input of SHARD_MIN_BYTES or more; one for a
+    pipe (it cannot be read again), for counter reads (PERF_SAMPLE_READ),
+    and by default where stacks are unwound by DWARF (--call-graph=dwarf
+    events, --unwind auto or dwarf).  Each worker would learn every stack's
+    CFI rows and frames again, and index the DWARF units it asks about
+    again: on the 600 MB eight-CPython-runs recording -j 2 took 1.3x the
+    CPU of -j 1 and, on a busy machine (the scheduler's share is a
+    session's, whatever its processes), longer wall time; sqlite's report
+    took 0.48 s of CPU warm with two workers, 0.26 s with one (benchmarks/
+    RESULTS.md, issue 33)."""
+    jobs = args.jobs
     if jobs is not None and jobs <= 1 or pf.is_pipe:
         return 1
     if any(ea.sample_type & SampleType.READ for ea in pf.attrs):
@@ -273,25 +282,14 @@ def default_jobs(jobs: int | None, pf: PerfFile) -> int:
         # since the sample before, which another worker may hold.
         return 1
     if jobs is None:
+        from ..resolve.symbolized import unwinds_by_dwarf
+        if unwinds_by_dwarf(pf, getattr(args, "unwind", "auto")):
+            return 1
         size = sum(os.path.getsize(p) for p in pf.input_paths if os.path.isfile(p))
         if size < SHARD_MIN_BYTES:
             return 1
         jobs = os.cpu_count() or 1
     return jobs
-
-
-def dwarf_unwound(args: Any, pf: PerfFile) -> bool:
-    """Whether a run unwinds stacks by DWARF (--call-graph=dwarf events,
-    --unwind auto or dwarf): such a run of script, collapse, report or
-    flamegraph is one process by default.  Each worker learns every stack's
-    CFI rows and frames again, and indexes the DWARF units it asks about
-    again: on the 600 MB eight-CPython-runs recording -j 2 took 1.3x the
-    CPU of -j 1 and, on a busy machine (the scheduler's share is a
-    session's, whatever its processes), longer wall time; sqlite's report
-    took 0.48 s of CPU warm with two workers, 0.28 s with one (benchmarks/
-    RESULTS.md, issue 33)."""
-    from ..resolve.symbolized import unwinds_by_dwarf
-    return unwinds_by_dwarf(pf, getattr(args, "unwind", "auto"))
 
 
 def _gather_worker(conn: Connection, compute: Compute, shard: Shard) -> None:

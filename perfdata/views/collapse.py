@@ -150,11 +150,9 @@ def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | No
     counted event is the first one seen (no --event-filter and several
     non-tracepoint events: only the whole file's order says which), and by
     default where the compiled core counts or the stacks are unwound by
-    DWARF (sharded.dwarf_unwound)."""
-    from ..run.sharded import default_jobs, dwarf_unwound, event_names
+    DWARF (sharded.default_jobs)."""
+    from ..run.sharded import default_jobs, event_names
     if getattr(args, "stitch", False):
-        return 1
-    if args.jobs is None and dwarf_unwound(args, pf):
         return 1
     if args.jobs is None and not getattr(args, "addrs", False):
         from ..core.script import takes_most_samples
@@ -162,7 +160,7 @@ def collapse_jobs(args: argparse.Namespace, pf: PerfFile, event_filter: str | No
             return 1        # (the compiled core counts the samples: see script_jobs)
     if event_filter is None and len(event_names(pf, tracepoints=False)) > 1:
         return 1
-    return default_jobs(args.jobs, pf)
+    return default_jobs(args, pf)
 
 
 def _collapse_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int,

@@ -122,16 +122,16 @@ def script_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     the thread's other samples), where the input cannot be read again (a
     pipe) or is too small to gain, and by default where the compiled core
     makes the samples' text (perfdata/core/script.py) or the stacks are
-    unwound by DWARF (dwarf_unwound)."""
-    from ..run.sharded import default_jobs, dwarf_unwound
+    unwound by DWARF (sharded.default_jobs)."""
+    from ..run.sharded import default_jobs
     if args.reltime or args.deltatime or getattr(args, "stitch", False) or \
             args.show_round_events:
         return 1
     if args.jobs is None:
         from ..core.script import takes_most_samples
-        if takes_most_samples(args, pf) or dwarf_unwound(args, pf):
+        if takes_most_samples(args, pf):
             return 1
-    return default_jobs(args.jobs, pf)
+    return default_jobs(args, pf)
 
 
 def _script_run(pf: PerfFile, args: argparse.Namespace, side: set[int],

@@ -141,11 +141,10 @@ def test_a_tracepoints_dwarf_stacks_count_as_unwound():
     (resolve.symbolized.unwinds_by_dwarf): a tracepoint recorded with
     --call-graph=dwarf has its stacks unwound too, so its run is one
     process by default, as a sampling event's."""
-    import argparse
     from types import SimpleNamespace
 
     from perfdata.format import AttrType, SampleType as ST
-    from perfdata.run import sharded
+    from perfdata.resolve.symbolized import unwinds_by_dwarf
     dwarf = ST.REGS_USER | ST.STACK_USER
     for kind, sample_type, unwind, want in (
             (AttrType.TRACEPOINT, dwarf, "auto", True), (AttrType.HARDWARE, dwarf, "dwarf", True),
@@ -153,5 +152,5 @@ def test_a_tracepoints_dwarf_stacks_count_as_unwound():
                                                         False)):
         pf = SimpleNamespace(attrs=[SimpleNamespace(sample_type=sample_type,
                                                     attr={"type": kind})])
-        got = sharded.dwarf_unwound(argparse.Namespace(unwind=unwind), pf)  # type: ignore[arg-type]
+        got = unwinds_by_dwarf(pf, unwind)  # type: ignore[arg-type]
         assert got is want, (kind, sample_type, unwind)

@@ -76,15 +76,15 @@ def flamegraph_jobs(args: argparse.Namespace, pf: PerfFile) -> int:
     """Worker processes for a flame graph: -j, but one for a file of several
     events (the graph is of the first one seen: only the whole file's order
     says which), and by default where the compiled core counts or the
-    stacks are unwound by DWARF (sharded.dwarf_unwound)."""
-    from ...run.sharded import default_jobs, dwarf_unwound, event_names
+    stacks are unwound by DWARF (sharded.default_jobs)."""
+    from ...run.sharded import default_jobs, event_names
     if getattr(args, "stitch", False) or len(event_names(pf)) > 1:
         return 1
     if args.jobs is None:
         from ...core.script import takes_most_samples
-        if dwarf_unwound(args, pf) or takes_most_samples(args, pf):
+        if takes_most_samples(args, pf):
             return 1        # (the compiled core counts the samples: see script_jobs)
-    return default_jobs(args.jobs, pf)
+    return default_jobs(args, pf)
 
 
 def _build_sharded(args: argparse.Namespace, opts: CollapseOptions, jobs: int, pf: PerfFile,

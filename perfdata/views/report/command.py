@@ -61,17 +61,15 @@ def report_jobs(args: argparse.Namespace, pf: PerfFile, filtered: bool = False) 
     the thread's other samples), and by default one where the compiled core
     counts the samples (filtered: a histogram filter is given, which the
     core leaves to the Python path) or the stacks are unwound by DWARF
-    (sharded.dwarf_unwound)."""
-    from ...run.sharded import default_jobs, dwarf_unwound
+    (sharded.default_jobs)."""
+    from ...run.sharded import default_jobs
     if getattr(args, "stitch", False):
-        return 1
-    if args.jobs is None and dwarf_unwound(args, pf):
         return 1
     if args.jobs is None and not args.children and not filtered:
         from ...core.report import takes_most_samples
         if takes_most_samples(args, pf):
             return 1        # (a second worker costs more than it saves: see script_jobs)
-    return default_jobs(args.jobs, pf)
+    return default_jobs(args, pf)
 
 
 def _report_sharded(args: argparse.Namespace, keys: list[str], jobs: int, pf: PerfFile,
