@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..elffile import SHF_COMPRESSED, Binary
 
@@ -22,6 +22,8 @@ class DwarfSections:
     def __init__(self, binary: Binary) -> None:
         self.binary = binary
         self._inflated: dict[str, bytes] = {}  # compressed sections, decompressed
+        # (aranges_sets of .debug_aranges; False: not read yet)
+        self._sets: list[tuple[int, list[tuple[int, int]]]] | None | Literal[False] = False
 
     def size(self, name: str) -> int | None:
         """The size of a section, decompressed; None where it is absent."""
@@ -63,15 +65,25 @@ class DwarfSections:
 
     def aranges(self) -> list[tuple[int, int, int]] | None:
         """.debug_aranges' ranges (read_aranges), read without a pyelftools
-        DWARFInfo; None where it is absent or read_aranges does not read it."""
-        data = self.whole(".debug_aranges")
-        if data is None:
-            return None
-        from elftools.dwarf.structs import DWARFStructs
-        b = self.binary
-        structs = DWARFStructs(little_endian=b.little_endian, dwarf_format=32,
-                               address_size=8 if b.is_64 else 4)
-        return read_aranges(bytes(data), structs)
+        DWARFInfo; None where it is absent or aranges_sets does not read it."""
+        return _ranges_of(self._aranges_sets())
+
+    def listed_units(self) -> set[int] | None:
+        """The units .debug_aranges has a set for (aranges_sets), or None."""
+        sets = self._aranges_sets()
+        return None if sets is None else {unit for unit, _ in sets}
+
+    def _aranges_sets(self) -> list[tuple[int, list[tuple[int, int]]]] | None:
+        if self._sets is False:
+            self._sets = None
+            data = self.whole(".debug_aranges")
+            if data is not None:
+                from elftools.dwarf.structs import DWARFStructs
+                b = self.binary
+                structs = DWARFStructs(little_endian=b.little_endian, dwarf_format=32,
+                                       address_size=8 if b.is_64 else 4)
+                self._sets = aranges_sets(bytes(data), structs)
+        return self._sets
 
 
 # Sections pyelftools' DWARFInfo takes, by its keyword. .debug_loc(lists) are
@@ -140,9 +152,24 @@ def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
 
 
 def read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
-    """(begin, end, CU offset) of every range of .debug_aranges, read as
-    pyelftools' ARanges reads them but with struct: its construct parse of
-    each address costs more than a lookup saves on a libc's ranges.  The set header layout
+    """(begin, end, CU offset) of every range of .debug_aranges (aranges_sets,
+    flattened), or None where aranges_sets does not read the section."""
+    return _ranges_of(aranges_sets(data, structs))
+
+
+def _ranges_of(sets: list[tuple[int, list[tuple[int, int]]]] | None
+               ) -> list[tuple[int, int, int]] | None:
+    """aranges_sets' ranges as (begin, end, CU offset)."""
+    return None if sets is None else [(lo, hi, unit) for unit, ranges in sets
+                                      for lo, hi in ranges]
+
+
+def aranges_sets(data: bytes, structs: DWARFStructs
+                 ) -> list[tuple[int, list[tuple[int, int]]]] | None:
+    """Each set of .debug_aranges: its unit's offset in .debug_info and its
+    (begin, end) ranges (none for a unit without code), read as pyelftools'
+    ARanges reads them but with struct: its construct parse of each address
+    costs more than a lookup saves on a libc's ranges.  The set header layout
     is derived from pyelftools' Dwarf_aranges_header.  None (pyelftools then
     reads it) for 64-bit DWARF or segmented addresses."""
     layout = _fixed_layout(structs.Dwarf_aranges_header)
@@ -162,16 +189,16 @@ def read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int
         pair = struct.Struct(endian + ("II" if h["address_size"] == 4 else "QQ"))
         pos = offset + header.size
         pos = -(-pos // pair.size) * pair.size      # tuples align to their size
+        ranges = []
         while pos + pair.size <= min(end, len(data)):
             addr, length = pair.unpack_from(data, pos)
             pos += pair.size
             if addr == 0 and length == 0:
                 break
             if length:
-                out.append((addr, addr + length, h["debug_info_offset"]))
+                ranges.append((addr, addr + length))
+        out.append((h["debug_info_offset"], ranges))
         if end <= offset:
             return None
         offset = end
     return out
-
-

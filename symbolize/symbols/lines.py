@@ -267,6 +267,11 @@ class LineInfo:
                 self._aranges_from_section = True
         return self._aranges_from_section
 
+    def listed_units(self) -> set[int] | None:
+        """The units .debug_aranges has a set for, where units are found by
+        it (units_by_aranges), else None."""
+        return self.sections.listed_units() if self.units_by_aranges() else None
+
     def section_size(self, name: str) -> int | None:
         """The size of a DWARF section, decompressed (DwarfSections.size)."""
         return self.sections.size(name)

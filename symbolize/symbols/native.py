@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..cachedir import CacheDir
 from ..elffile import Binary
+from .unit_symcache import E_MACHINE, WHOLE, UnitSymcaches
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -162,7 +163,6 @@ class NativeIndex:
         self.error: str | None = None     # why symbolic could not build it
         self._units = units
         self._per_unit: Any = _MISSING    # unit_symcache.UnitSymcaches, or None
-        self._units_built = 0
 
     def _symcache(self) -> Any:
         if self._index is None and not self._failed:
@@ -171,8 +171,7 @@ class NativeIndex:
             arch = _ARCHES.get(self.binary.machine or "")
             if sym is None or arch is None:
                 return None
-            if self.cache_prefix:
-                self.cache_file = "%s-%s.symc" % (self.cache_prefix, cache_tag())
+            self.cache_file = self._kept_file()
             self._index = self._load(sym) or self._build(sym, arch)
             self._failed = self._index is None
         return self._index
@@ -238,20 +237,16 @@ class NativeIndex:
     def units_built(self) -> int:
         """How many units' own symcaches answered lookups (unit_symcache.py)."""
         units = self._per_unit
-        return units.built if units is not None and units is not _MISSING else self._units_built
+        return units.built if isinstance(units, UnitSymcaches) else 0
 
     def _found(self, svma: int) -> list | None:
         """symbolic's SourceLocations at svma, from a unit's symcache or the
         whole file's; None without either."""
         units = self._unit_symcaches()
         if units is not None:
-            from .unit_symcache import WHOLE
             got = units.lookup(svma)
             if got is not WHOLE:
                 return got
-            if units.exhausted:
-                self._units_built = units.built
-                self._per_unit = None
         sc = self._symcache()
         if sc is None or svma < self._base:
             return None
@@ -272,14 +267,15 @@ class NativeIndex:
             if self._units is None or self._index is not None or sym is None or arch is None \
                     or not (b.ok and b.is_64 and b.little_endian) or b.supplementary_link:
                 return None
-            if self.cache_prefix and os.path.isfile(
-                    "%s-%s.symc" % (self.cache_prefix, cache_tag())):
+            kept = self._kept_file()
+            if kept and os.path.isfile(kept) or not self._units.section_size(".debug_info"):
                 return None
-            if not self._units.section_size(".debug_info"):
-                return None
-            from .unit_symcache import E_MACHINE, UnitSymcaches
             self._per_unit = UnitSymcaches(sym, arch, E_MACHINE[b.machine], self._units)  # type: ignore[index]
         return self._per_unit
+
+    def _kept_file(self) -> str | None:
+        """Where the whole file's symcache is kept, or None without a cache."""
+        return "%s-%s.symc" % (self.cache_prefix, cache_tag()) if self.cache_prefix else None
 
     def prepare(self) -> None:
         """Read the symcache from the cache, or build and keep it, now."""

@@ -220,8 +220,9 @@ class UnitSource(Protocol):
     def unit_offset(self, svma: int) -> int | None:
         """Offset in .debug_info of the unit .debug_aranges places svma in."""
 
-    def units_by_aranges(self) -> bool:
-        """Whether unit_offset's None means "in no unit" (.debug_aranges read)."""
+    def listed_units(self) -> set[int] | None:
+        """The units .debug_aranges has a set for, where unit_offset finds
+        units by it (its None then means "in no unit"); None otherwise."""
 
     def section_size(self, name: str) -> int | None:
         """A DWARF section's size, decompressed; None where it is absent."""
@@ -290,18 +291,9 @@ class UnitSymcaches:
         read."""
         if self._all_listed is None:
             self._all_listed = False
-            aranges = self._whole(".debug_aranges")
-            if aranges is None or not self._source.units_by_aranges():
+            listed = self._source.listed_units()
+            if listed is None:
                 return False
-            listed = set()
-            at = 0
-            while at + 12 <= len(aranges):
-                length, _, info_offset, address_size, segment_size = \
-                    struct.unpack_from("<IHIBB", aranges, at)
-                if length >= 0xFFFFFFF0 or length < 8 or segment_size or address_size not in (4, 8):
-                    return False
-                listed.add(info_offset)
-                at += 4 + length
             at = 0
             while at < self._info_size:
                 head = self._source.section_part(".debug_info", at, 7)

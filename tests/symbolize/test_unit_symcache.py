@@ -209,8 +209,8 @@ class HeldSections:
     def unit_offset(self, svma):
         return self.lines.unit_offset(svma)
 
-    def units_by_aranges(self):
-        return self.lines.units_by_aranges()
+    def listed_units(self):
+        return self.lines.listed_units()
 
     def section_size(self, name):
         return len(self.sections[name]) if name in self.sections else None
