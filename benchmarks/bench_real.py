@@ -140,11 +140,16 @@ def installed_perfdata(venv):
     DWARF index and isal where wheels exist; the venv made the first time,
     the checkout installed again each time, its dependencies kept)."""
     python = os.path.join(venv, "bin", "python")
+    # (pip compiles the modules as it installs them, as a user's shell has
+    # it do: not where PYTHONDONTWRITEBYTECODE is set, which would leave
+    # every run compiling the modules changed since in memory)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if not os.path.exists(python):
-        sh([sys.executable, "-m", "venv", venv])
-        sh([python, "-m", "pip", "install", "-q", REPO])
+        sh([sys.executable, "-m", "venv", venv], env=env)
+        sh([python, "-m", "pip", "install", "-q", REPO], env=env)
     else:
-        sh([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", REPO])
+        sh([python, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", REPO],
+           env=env)
     return [os.path.join(venv, "bin", "perfdata")]
 
 

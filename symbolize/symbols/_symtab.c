@@ -109,20 +109,26 @@ sort_by_key(Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_t n, const uint64_t *keys
 
 /* symtab.fixup_columns over n symbols: order[] gets the indices of the
  * symbols kept, by start, and out_sizes[] their sizes; in_module (kallsyms
- * only, else NULL) says which symbols' names hold a "[".  Returns how many
- * are kept, or -1 with an exception set. */
+ * only, else NULL) says which symbols' names hold a "[" (bit 0).  sizes
+ * NULL: every size 0.  order NULL: the symbols are in order already (the
+ * caller sorted them), and keep[] (n bytes, the caller's) says which are
+ * kept, out_sizes[] theirs first.  Returns how many are kept, or -1 with an
+ * exception set. */
 static Py_ssize_t
 fixup(Py_ssize_t n, const uint64_t *starts, const uint64_t *sizes, const uint8_t *bindings,
       const uint8_t *in_module, name_choice names, void *ctx, Py_ssize_t *order,
-      uint64_t *out_sizes)
+      uint64_t *out_sizes, uint8_t *keep)
 {
     Py_ssize_t i, kept, winner = -1;
-    uint8_t *keep;
+    uint8_t *own_keep = NULL;
     int sorted = 1;
-    for (i = 0; i < n; i++)
-        order[i] = i;
-    for (i = 1; i < n && sorted; i++)
-        sorted = starts[i - 1] <= starts[i];
+#define AT(i) (order != NULL ? order[i] : (i))
+    if (order != NULL) {
+        for (i = 0; i < n; i++)
+            order[i] = i;
+        for (i = 1; i < n && sorted; i++)
+            sorted = starts[i - 1] <= starts[i];
+    }
     if (!sorted) {
         Py_ssize_t *tmp = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
         if (tmp == NULL) {
@@ -135,35 +141,37 @@ fixup(Py_ssize_t n, const uint64_t *starts, const uint64_t *sizes, const uint8_t
     /* symbols__fixup_end: a symbol of no size runs to the next one's start
      * (ends - starts: never above 2**64, as each start is below the next) */
     for (i = 0; i < n; i++) {
-        uint64_t start = starts[order[i]], size = sizes[order[i]];
+        uint64_t start = starts[AT(i)], size = sizes != NULL ? sizes[AT(i)] : 0;
         if (size)
             out_sizes[i] = size;
         else if (i + 1 < n)
-            out_sizes[i] = starts[order[i + 1]] - start;
+            out_sizes[i] = starts[AT(i + 1)] - start;
         else
             out_sizes[i] = page_room(start);
         if (in_module != NULL && i + 1 < n && !size &&
-                in_module[order[i]] != in_module[order[i + 1]])
+                (in_module[AT(i)] & 1) != (in_module[AT(i + 1)] & 1))
             out_sizes[i] = page_room(start);
     }
-    keep = PyMem_Malloc(n ? (size_t)n : 1);
     if (keep == NULL) {
-        PyErr_NoMemory();
-        return -1;
+        keep = own_keep = PyMem_Malloc(n ? (size_t)n : 1);
+        if (keep == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
     }
     memset(keep, 1, (size_t)n);
     /* symbols__fixup_duplicate */
     for (i = 0; i + 1 < n; i++) {
         Py_ssize_t next = i + 1;
         int first;
-        if (starts[order[i]] != starts[order[next]])
+        if (starts[AT(i)] != starts[AT(next)])
             continue;
-        if (winner < 0 || starts[order[winner]] != starts[order[i]])
+        if (winner < 0 || starts[AT(winner)] != starts[AT(i)])
             winner = i;
-        first = choose_best(out_sizes[winner], out_sizes[next], bindings[order[winner]],
-                            bindings[order[next]], names, ctx, order[winner], order[next]);
+        first = choose_best(out_sizes[winner], out_sizes[next], bindings[AT(winner)],
+                            bindings[AT(next)], names, ctx, AT(winner), AT(next));
         if (first < 0) {
-            PyMem_Free(keep);
+            PyMem_Free(own_keep);
             return -1;
         }
         if (first)
@@ -173,15 +181,17 @@ fixup(Py_ssize_t n, const uint64_t *starts, const uint64_t *sizes, const uint8_t
             winner = next;
         }
     }
+#undef AT
     kept = 0;
     for (i = 0; i < n; i++) {
         if (keep[i]) {
-            order[kept] = order[i];
+            if (order != NULL)
+                order[kept] = order[i];
             out_sizes[kept] = out_sizes[i];
             kept++;
         }
     }
-    PyMem_Free(keep);
+    PyMem_Free(own_keep);
     return kept;
 }
 
@@ -463,10 +473,10 @@ py_fixup(PyObject *self, PyObject *args)
      * read, and makes a key without calling back into Python) */
     if (compared.names != NULL)
         kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, names_choice,
-                     &compared, order, out_sizes);
+                     &compared, order, out_sizes, NULL);
     else
         kept = fixup(n, in_starts, in_sizes, (const uint8_t *)bindings.buf, NULL, ask_python,
-                     choose, order, out_sizes);
+                     choose, order, out_sizes, NULL);
     if (kept >= 0)
         out = columns_out(order, out_sizes, kept, in_starts, (const uint8_t *)bindings.buf);
 done:
@@ -964,16 +974,22 @@ done:
 
 /* ---------------------------------------------------------- kallsyms */
 
-/* A kept line of a kallsyms text: where its name and module are in it. */
-typedef struct {
-    Py_ssize_t name_at, name_len;
-    Py_ssize_t module_at, module_len;   /* module_len -1: no "\t[module]" marker */
-} KallsymsName;
+/* A kallsyms text's kept lines, in text order, laid out as columns of the
+ * cache file's image while it is parsed (cap entries each: the text's lines
+ * that can hold a symbol, so nothing grows or is copied), and a byte per
+ * line of what its module is (module[]).  A name's length and module are
+ * not kept: read again from the text where two names are compared. */
+#define IN_MODULE 1         /* its name holds a "[" or its line a module */
+#define NAMES_MODULE 2      /* its line names a module of one byte or more */
 
 typedef struct {
     const char *text;
-    const KallsymsName *names;
-} KallsymsNames;
+    Py_ssize_t len;
+    uint64_t *starts, *sizes;
+    uint32_t *name_at;
+    uint8_t *bindings, *module;
+    Py_ssize_t n, cap, bad;
+} KallsymsColumns;
 
 static Py_ssize_t
 underscores(const char *s, Py_ssize_t len)
@@ -989,29 +1005,6 @@ starts_with(const char *s, Py_ssize_t len, const char *prefix)
 {
     size_t p = strlen(prefix);
     return (size_t)len >= p && memcmp(s, prefix, p) == 0;
-}
-
-/* symtab.choose_by_names over two kallsyms names, each perf's in-band
- * "name\t[module]" where it has a module (its length counts): the one with
- * fewer leading underscores, else the longer, else the first unless it is
- * a "SyS" syscall alias.  (The marker follows a tab, so the underscores and
- * the prefixes are the name's own.) */
-static int
-kallsyms_choice(void *ctx, Py_ssize_t a, Py_ssize_t b)
-{
-    const KallsymsNames *k = ctx;
-    const KallsymsName *na = &k->names[a], *nb = &k->names[b];
-    const char *sa = k->text + na->name_at, *sb = k->text + nb->name_at;
-    Py_ssize_t ua = underscores(sa, na->name_len), ub = underscores(sb, nb->name_len);
-    Py_ssize_t la = na->name_len + (na->module_len >= 0 ? na->module_len + 3 : 0);
-    Py_ssize_t lb = nb->name_len + (nb->module_len >= 0 ? nb->module_len + 3 : 0);
-    if (ub > ua)
-        return 1;
-    if (ua > ub)
-        return 0;
-    if (la != lb)
-        return la > lb;
-    return !(starts_with(sa, na->name_len, "SyS") || starts_with(sa, na->name_len, "compat_SyS"));
 }
 
 /* kallsyms.py's _BINDINGS: the kept types and their binding, -1 others. */
@@ -1048,49 +1041,6 @@ hex_value(char c)
     return -1;
 }
 
-/* The parsed lines of a kallsyms text, in text order. */
-typedef struct {
-    uint64_t *starts;
-    uint8_t *bindings, *in_module;
-    KallsymsName *names;
-    Py_ssize_t n, cap, bad;
-} KallsymsLines;
-
-static void
-lines_free(KallsymsLines *l)
-{
-    PyMem_Free(l->starts);
-    PyMem_Free(l->bindings);
-    PyMem_Free(l->in_module);
-    PyMem_Free(l->names);
-}
-
-static int
-lines_grow(KallsymsLines *l)
-{
-    Py_ssize_t cap = l->cap ? 2 * l->cap : 4096;
-    uint64_t *s = PyMem_Realloc(l->starts, (size_t)cap * 8);
-    uint8_t *b, *m;
-    KallsymsName *nm;
-    if (s == NULL)
-        return -1;
-    l->starts = s;
-    b = PyMem_Realloc(l->bindings, (size_t)cap);
-    if (b == NULL)
-        return -1;
-    l->bindings = b;
-    m = PyMem_Realloc(l->in_module, (size_t)cap);
-    if (m == NULL)
-        return -1;
-    l->in_module = m;
-    nm = PyMem_Realloc(l->names, (size_t)cap * sizeof(KallsymsName));
-    if (nm == NULL)
-        return -1;
-    l->names = nm;
-    l->cap = cap;
-    return 0;
-}
-
 static uint64_t bytes_equal(uint64_t w, unsigned char c);
 
 /* The value of each hexadecimal digit, -1 for any other byte. */
@@ -1120,13 +1070,63 @@ blank_at(const char *text, Py_ssize_t p, Py_ssize_t end)
     return p;
 }
 
+/* The length of the module text[p:end] names (what follows a line's name,
+ * stripped, where it is "[module]"), -1 for none. */
+static Py_ssize_t
+module_len(const char *text, Py_ssize_t p, Py_ssize_t end)
+{
+    while (p < end && is_space(text[p]))
+        p++;
+    while (end > p && is_space(text[end - 1]))
+        end--;
+    if (end - p >= 2 && text[p] == '[' && text[end - 1] == ']')
+        return end - p - 2;
+    return -1;
+}
+
+/* The name of kept line i (at name_at[i], up to the next blank) and the
+ * length of its module's (-1: none), read again from its line. */
+static const char *
+kallsyms_name(const KallsymsColumns *c, Py_ssize_t i, Py_ssize_t *len, Py_ssize_t *module)
+{
+    Py_ssize_t at = c->name_at[i], end;
+    const char *nl = memchr(c->text + at, '\n', (size_t)(c->len - at));
+    end = nl != NULL ? nl - c->text : c->len;
+    *len = blank_at(c->text, at, end) - at;
+    *module = module_len(c->text, at + *len, end);
+    return c->text + at;
+}
+
+/* symtab.choose_by_names over two kallsyms names, each perf's in-band
+ * "name\t[module]" where it has a module (its length counts): the one with
+ * fewer leading underscores, else the longer, else the first unless it is
+ * a "SyS" syscall alias.  (The marker follows a tab, so the underscores and
+ * the prefixes are the name's own.) */
+static int
+kallsyms_choice(void *ctx, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t na, nb, ma, mb, ua, ub, la, lb;
+    const char *sa = kallsyms_name(ctx, a, &na, &ma), *sb = kallsyms_name(ctx, b, &nb, &mb);
+    ua = underscores(sa, na);
+    ub = underscores(sb, nb);
+    la = na + (ma >= 0 ? ma + 3 : 0);
+    lb = nb + (mb >= 0 ? mb + 3 : 0);
+    if (ub > ua)
+        return 1;
+    if (ua > ub)
+        return 0;
+    if (la != lb)
+        return la > lb;
+    return !(starts_with(sa, na, "SyS") || starts_with(sa, na, "compat_SyS"));
+}
+
 /* One line, text[at:end] (no newline): kallsyms._columns' rules.  Returns
  * 0 (kept, skipped or counted bad), 1 where the Python parse must decide
- * (an address that is not 1-16 hexadecimal digits), -1 out of memory. */
+ * (an address that is not 1-16 hexadecimal digits). */
 static int
-parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsLines *l)
+parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsColumns *c)
 {
-    Py_ssize_t tok[3][2], i, p = at, rest, rest_end;
+    Py_ssize_t tok[3][2], i, p = at, module;
     uint64_t addr = 0;
     int binding, ntok = 0;
     /* A line as the kernel writes it, "%016lx %c %s...": its tokens where
@@ -1161,7 +1161,7 @@ parse_line(const char *text, Py_ssize_t at, Py_ssize_t end, KallsymsLines *l)
     }
     if (ntok < 3 || tok[1][1] - tok[1][0] != 1) {
         if (ntok > 0)           /* a line of more than blanks */
-            l->bad++;
+            c->bad++;
         return 0;
     }
     if (tok[0][1] - tok[0][0] > 16)
@@ -1177,31 +1177,19 @@ tokens:
     if (binding < 0)
         return 0;               /* perf keeps types T, W, D and B only */
     if (tok[2][1] - tok[2][0] >= KSYM_NAME_LEN) {
-        l->bad++;
+        c->bad++;
         return 0;
     }
-    if (l->n == l->cap && lines_grow(l) < 0)
-        return -1;
-    l->starts[l->n] = addr;
-    l->bindings[l->n] = (uint8_t)binding;
-    l->names[l->n].name_at = tok[2][0];
-    l->names[l->n].name_len = tok[2][1] - tok[2][0];
-    l->names[l->n].module_at = 0;
-    l->names[l->n].module_len = -1;
-    l->in_module[l->n] = memchr(text + tok[2][0], '[', (size_t)(tok[2][1] - tok[2][0])) != NULL;
-    /* the rest, stripped: "[module]" */
-    rest = p;
-    while (rest < end && is_space(text[rest]))
-        rest++;
-    rest_end = end;
-    while (rest_end > rest && is_space(text[rest_end - 1]))
-        rest_end--;
-    if (rest_end - rest >= 2 && text[rest] == '[' && text[rest_end - 1] == ']') {
-        l->names[l->n].module_at = rest + 1;
-        l->names[l->n].module_len = rest_end - rest - 2;
-        l->in_module[l->n] = 1;
-    }
-    l->n++;
+    /* (a kept line has five bytes or more: count_lines gave it room) */
+    if (c->n >= c->cap)
+        return 1;
+    c->starts[c->n] = addr;
+    c->bindings[c->n] = (uint8_t)binding;
+    c->name_at[c->n] = (uint32_t)tok[2][0];
+    module = module_len(text, p, end);
+    c->module[c->n] = module >= 0 ? IN_MODULE | (module > 0 ? NAMES_MODULE : 0) :
+        memchr(text + tok[2][0], '[', (size_t)(tok[2][1] - tok[2][0])) != NULL;
+    c->n++;
     return 0;
 }
 
@@ -1247,18 +1235,31 @@ all_printable(const char *text, Py_ssize_t len)
     return 1;
 }
 
-/* The text's lines parsed into l: 0, 1 where the Python parse must take
- * the text, -1 out of memory. */
-static int
-parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
+/* How many of the text's lines could hold a symbol: five bytes or more
+ * ("0 T x"). */
+static Py_ssize_t
+count_lines(const char *text, Py_ssize_t len)
 {
-    Py_ssize_t at = 0;
-    if (!all_printable(text, len))
-        return 1;               /* Python's splitlines and split decide */
+    Py_ssize_t at = 0, n = 0;
     while (at < len) {
         const char *nl = memchr(text + at, '\n', (size_t)(len - at));
         Py_ssize_t end = nl != NULL ? nl - text : len;
-        int r = parse_line(text, at, end, l);
+        n += end - at >= 5;
+        at = end + 1;
+    }
+    return n;
+}
+
+/* The text's lines parsed into c: 0, 1 where the Python parse must take
+ * the text. */
+static int
+parse_lines(KallsymsColumns *c)
+{
+    Py_ssize_t at = 0;
+    while (at < c->len) {
+        const char *nl = memchr(c->text + at, '\n', (size_t)(c->len - at));
+        Py_ssize_t end = nl != NULL ? nl - c->text : c->len;
+        int r = parse_line(c->text, at, end, c);
         if (r != 0)
             return r;
         at = end + 1;
@@ -1266,65 +1267,140 @@ parse_lines(const char *text, Py_ssize_t len, KallsymsLines *l)
     return 0;
 }
 
+/* The kept lines put in the order of their starts (stable, as the Python
+ * parse sorts them), where they are not in it already (a kernel's own
+ * symbols are; its modules' follow in their own order).  0, or -1 out of
+ * memory. */
+static int
+sort_columns(KallsymsColumns *c)
+{
+    Py_ssize_t i, n = c->n, *order, *tmp;
+    uint64_t *u64;
+    uint32_t *u32;
+    uint8_t *u8;
+    for (i = 1; i < n && c->starts[i - 1] <= c->starts[i]; i++)
+        ;
+    if (i >= n)
+        return 0;
+    order = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    tmp = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    if (order == NULL || tmp == NULL) {
+        PyMem_Free(order);
+        PyMem_Free(tmp);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        order[i] = i;
+    sort_by_key(order, tmp, n, c->starts);
+    /* (tmp, free again, holds each column in order while it is copied back) */
+    u64 = (uint64_t *)tmp;
+    for (i = 0; i < n; i++)
+        u64[i] = c->starts[order[i]];
+    memcpy(c->starts, u64, (size_t)n * 8);
+    u32 = (uint32_t *)tmp;
+    for (i = 0; i < n; i++)
+        u32[i] = c->name_at[order[i]];
+    memcpy(c->name_at, u32, (size_t)n * 4);
+    u8 = (uint8_t *)tmp;
+    for (i = 0; i < n; i++)
+        u8[i] = c->bindings[order[i]];
+    memcpy(c->bindings, u8, (size_t)n);
+    for (i = 0; i < n; i++)
+        u8[i] = c->module[order[i]];
+    memcpy(c->module, u8, (size_t)n);
+    PyMem_Free(order);
+    PyMem_Free(tmp);
+    return 0;
+}
+
 /* A kept symbol's flags byte in kallsyms.py's cache file: its binding
  * (bits 0-1), 8 where it has a module's name. */
 #define KSYM_MODULE 8
 
-/* The parsed lines l as kallsyms.py's cache file holds a table (its
- * header and the identity left to Python: head and tail bytes of room):
- * the kept symbols' starts and sizes (native unsigned 64-bit), where each
- * one's name is in the text (native unsigned 32-bit: the text is under 4
- * GiB) and a flags byte each; the names and modules stay in the text.  Returns
- * (bad, all zero, kept, the bytearray) or NULL. */
+/* A kallsyms text parsed as kallsyms.py's cache file holds its table (its
+ * header and the identity left to Python: head and tail bytes of room): the
+ * kept symbols' starts and sizes (native unsigned 64-bit), where each one's
+ * name is in the text (native unsigned 32-bit: the text is under 4 GiB) and
+ * a flags byte each; the names and modules stay in the text.  The columns
+ * are laid out in the image for every line that could be kept, fixed up
+ * there, then moved down to the symbols kept: the image is the parse's one
+ * large allocation (on this project's machines each page a process touches
+ * for the first time costs as much as parsing 200 lines).  Returns (bad,
+ * all zero, kept, the bytearray), None for a text the Python parse must
+ * read, or NULL. */
 static PyObject *
-kallsyms_table(const char *text, KallsymsLines *l, Py_ssize_t head, Py_ssize_t tail)
+kallsyms_table(const char *text, Py_ssize_t len, Py_ssize_t head, Py_ssize_t tail)
 {
-    Py_ssize_t *order, kept, i, total;
-    uint64_t *sizes, *zeros;
-    char *o;
+    KallsymsColumns c;
+    Py_ssize_t cap = count_lines(text, len), kept, i, k, total;
     PyObject *image, *out = NULL;
-    KallsymsNames ctx = {text, l->names};
-    int all_zero = l->n > 0;
-    for (i = 0; i < l->n && all_zero; i++)
-        all_zero = l->starts[i] == 0;
-    if (all_zero)
-        return Py_BuildValue("nin", l->bad, 1, (Py_ssize_t)0);
-    order = PyMem_Malloc(l->n ? (size_t)l->n * sizeof(Py_ssize_t) : 1);
-    sizes = PyMem_Malloc(l->n ? (size_t)l->n * 8 : 1);
-    zeros = PyMem_Calloc(l->n ? (size_t)l->n : 1, 8);     /* (kallsyms has no sizes) */
-    if (order == NULL || sizes == NULL || zeros == NULL) {
+    uint8_t *keep = NULL;
+    char *o;
+    int all_zero;
+    total = head + 21 * cap + tail;
+    image = PyByteArray_FromStringAndSize(NULL, total);
+    c.module = PyMem_Malloc(cap ? (size_t)cap : 1);
+    keep = PyMem_Malloc(cap ? (size_t)cap : 1);
+    if (image == NULL || c.module == NULL || keep == NULL) {
+        if (image != NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    o = PyByteArray_AS_STRING(image) + head;
+    c.text = text;
+    c.len = len;
+    c.starts = (uint64_t *)o;
+    c.sizes = (uint64_t *)(o + 8 * cap);
+    c.name_at = (uint32_t *)(o + 16 * cap);
+    c.bindings = (uint8_t *)(o + 20 * cap);
+    c.n = 0;
+    c.cap = cap;
+    c.bad = 0;
+    if (parse_lines(&c) > 0) {
+        Py_INCREF(Py_None);
+        out = Py_None;
+        goto done;
+    }
+    all_zero = c.n > 0;
+    for (i = 0; i < c.n && all_zero; i++)
+        all_zero = c.starts[i] == 0;
+    if (all_zero) {
+        out = Py_BuildValue("nin", c.bad, 1, (Py_ssize_t)0);
+        goto done;
+    }
+    if (sort_columns(&c) < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    kept = fixup(l->n, l->starts, zeros, l->bindings, l->in_module, kallsyms_choice, &ctx,
-                 order, sizes);
+    kept = fixup(c.n, c.starts, NULL, c.bindings, c.module, kallsyms_choice, &c, NULL,
+                 c.sizes, keep);
     if (kept < 0)
         goto done;
-    total = head + 21 * kept + tail;
-    image = PyByteArray_FromStringAndSize(NULL, total);
-    if (image == NULL)
-        goto done;
-    o = PyByteArray_AS_STRING(image);
-    memset(o, 0, (size_t)head);
-    memset(o + total - tail, 0, (size_t)tail);
-    o += head;
-    for (i = 0; i < kept; i++) {
-        const KallsymsName *nm = &l->names[order[i]];
-        uint64_t start = l->starts[order[i]];
-        uint32_t at = (uint32_t)nm->name_at;
-        int flags = l->bindings[order[i]];
-        if (nm->module_len > 0)
-            flags |= KSYM_MODULE;
-        memcpy(o + i * 8, &start, 8);
-        memcpy(o + 8 * kept + i * 8, &sizes[i], 8);
-        memcpy(o + 16 * kept + i * 4, &at, 4);
-        o[20 * kept + i] = (char)flags;
+    /* The kept symbols' columns (fixup put their sizes first), then each
+     * moved down to where kept symbols' columns are (each to below its
+     * own place, past the columns before it). */
+    for (i = 0, k = 0; i < c.n; i++) {
+        if (keep[i]) {
+            c.starts[k] = c.starts[i];
+            c.name_at[k] = c.name_at[i];
+            c.bindings[k] = (uint8_t)(c.bindings[i] |
+                                      (c.module[i] & NAMES_MODULE ? KSYM_MODULE : 0));
+            k++;
+        }
     }
-    out = Py_BuildValue("ninN", l->bad, 0, kept, image);
+    memmove(o + 8 * kept, c.sizes, (size_t)kept * 8);
+    memmove(o + 16 * kept, c.name_at, (size_t)kept * 4);
+    memmove(o + 20 * kept, c.bindings, (size_t)kept);
+    total = head + 21 * kept + tail;
+    memset(PyByteArray_AS_STRING(image), 0, (size_t)head);
+    memset(o + 21 * kept, 0, (size_t)tail);
+    if (PyByteArray_Resize(image, total) < 0)
+        goto done;
+    out = Py_BuildValue("ninO", c.bad, 0, kept, image);
 done:
-    PyMem_Free(order);
-    PyMem_Free(sizes);
-    PyMem_Free(zeros);
+    Py_XDECREF(image);
+    PyMem_Free(c.module);
+    PyMem_Free(keep);
     return out;
 }
 
@@ -1335,8 +1411,8 @@ PyDoc_STRVAR(parse_kallsyms_doc,
 "0, symbols kept, then, unless every address is 0, a bytearray: head bytes\n"
 "of room, the starts and sizes (native unsigned 64-bit), where each name is\n"
 "in the text (native unsigned 32-bit), a flags byte per symbol (its\n"
-"binding; 8: a module), tail bytes of room).  None for a text the Python\n"
-"parse must read: a byte other than\n"
+"binding; 8: a module), tail bytes of room).  head: a multiple of 8.  None\n"
+"for a text the Python parse must read: a byte other than\n"
 "printable ASCII, tab and newline, an address other than 1-16 hexadecimal\n"
 "digits, or 4 GiB or more.");
 
@@ -1344,28 +1420,23 @@ static PyObject *
 py_parse_kallsyms(PyObject *self, PyObject *args)
 {
     Py_buffer text;
-    KallsymsLines l = {NULL, NULL, NULL, NULL, 0, 0, 0};
-    PyObject *out = NULL;
+    PyObject *out;
     Py_ssize_t head, tail;
-    int r;
     if (!PyArg_ParseTuple(args, "y*nn:parse_kallsyms", &text, &head, &tail))
         return NULL;
-    if (head < 0 || tail < 0 || head > (1 << 20) || tail > (1 << 20)) {
+    /* (head a multiple of 8: the columns of 64-bit numbers are aligned) */
+    if (head < 0 || tail < 0 || head > (1 << 20) || tail > (1 << 20) || head % 8) {
         PyBuffer_Release(&text);
-        PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB");
+        PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB, head a multiple of 8");
         return NULL;
     }
     /* (the names' places are 32-bit offsets) */
-    r = text.len > (Py_ssize_t)0xFFFFFFFF ? 1 : parse_lines((const char *)text.buf, text.len, &l);
-    if (r < 0)
-        PyErr_NoMemory();
-    else if (r > 0) {
+    if (text.len > (Py_ssize_t)0xFFFFFFFF || !all_printable((const char *)text.buf, text.len)) {
         Py_INCREF(Py_None);
-        out = Py_None;
+        out = Py_None;          /* Python's splitlines and split decide */
     }
     else
-        out = kallsyms_table((const char *)text.buf, &l, head, tail);
-    lines_free(&l);
+        out = kallsyms_table((const char *)text.buf, text.len, head, tail);
     PyBuffer_Release(&text);
     return out;
 }

@@ -427,6 +427,35 @@ def test_kallsyms_edge_cases_the_same(text, tmp_path):
     compare_kallsyms(text, str(tmp_path))
 
 
+def kernel_with_modules(rng: random.Random) -> bytes:
+    """A kallsyms text as a kernel with modules writes it: the kernel's own
+    symbols in order (aliases at one address among them), then each
+    module's in its own order, not the addresses' (the compiled parse sorts
+    those columns in place), with "\t[module]" markers, then BPF's."""
+    lines, at = [], 0xffffffff81000000
+    for i in range(3000):
+        at += rng.choice((0, 0x10, 0x40, 0x1000))
+        kind = rng.choice("TTtttWDdbB")
+        lines.append(b"%016x %s %s%s" % (at, kind.encode(), rng.choice((b"", b"_", b"__")),
+                                         b"sym%d" % i))
+    for m in range(6):
+        base = 0xffffffffc0000000 + m * 0x10000 + rng.randrange(4) * 0x10
+        syms = [b"%016x %s m%d_%d\t[mod%d]" % (base + rng.randrange(0x800) * 0x10,
+                                               rng.choice(b"tTdbw").to_bytes(1, "little"),
+                                               m, j, m) for j in range(200)]
+        rng.shuffle(syms)
+        lines.extend(syms)
+    lines += [b"%016x t bpf_prog_%d\t[bpf]" % (0xffffffffa0000000 + i * 0x40, i)
+              for i in range(40, 0, -1)]
+    return b"\n".join(lines) + b"\n"
+
+
+def test_kallsyms_of_a_kernel_with_modules_the_same(tmp_path):
+    rng = random.Random(5)
+    for _ in range(4):
+        assert compare_kallsyms(kernel_with_modules(rng), str(tmp_path)) > 3000
+
+
 def mutate_kallsyms(text: bytes, rng: random.Random) -> bytes:
     """A kallsyms text with hostile changes: bytes changed, whitespace and
     brackets put in, lines cut, doubled or moved, addresses made equal."""
@@ -617,3 +646,16 @@ def test_a_module_built_from_other_sources_is_not_used(monkeypatch):
                         lambda name, package=None: types.SimpleNamespace(
                             VERSION=compiled.SYMTAB_VERSION))
     assert compiled.symtab_core() is not None
+
+
+def test_kallsyms_room_asked_for_is_checked():
+    """parse_kallsyms' head and tail: 0 to 1 MiB, head a multiple of 8 (the
+    columns of 64-bit numbers after it stay aligned); anything else refused."""
+    core = symtab_core()
+    if core is None:
+        pytest.skip("symbolize.symbols._symtab is not built")
+    text = b"ffffffff81000000 T a\n"
+    assert core.parse_kallsyms(text, 8, 3)[2] == 1
+    for head, tail in ((1, 0), (12, 0), (-8, 0), (0, -1), (2 << 20, 0), (0, 2 << 20)):
+        with pytest.raises(ValueError):
+            core.parse_kallsyms(text, head, tail)
