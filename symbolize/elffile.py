@@ -186,20 +186,38 @@ class Binary:
         """size bytes at offset, or None when that runs past the file."""
         if not self._within(offset, size):
             return None
-        buf = self._buf
-        data = buf[offset:offset + size]
-        if size >= RELEASE_AFTER_COPY and isinstance(buf, mmap.mmap):
-            # What was copied (a symbol table, .eh_frame, a DWARF section)
-            # need not stay resident in the mapping too: its pages are given
-            # back (MADV_DONTNEED: they stay in the page cache, and are read
-            # from there again if asked for): a DWARF recording's first run
-            # reads large sections of many binaries.
-            start = offset - offset % mmap.PAGESIZE
-            try:
-                buf.madvise(mmap.MADV_DONTNEED, start, offset + size - start)
-            except (AttributeError, OSError, ValueError):
-                pass            # (no madvise here: the pages stay, as they did)
+        data = self._buf[offset:offset + size]
+        if size >= RELEASE_AFTER_COPY:
+            self.let_go(offset, size)
         return data
+
+    def view(self, offset: int, size: int) -> memoryview | bytes | None:
+        """As read(), without a copy: a view of the mapping (released by
+        the caller before the binary closes; let_go() then gives its pages
+        back).  What a compiled reader takes whole once (a symbol table and
+        its names: 2 MB for cc1) is not copied into memory first touched
+        for it."""
+        if not self._within(offset, size):
+            return None
+        buf = self._buf
+        if isinstance(buf, mmap.mmap):
+            return memoryview(buf)[offset:offset + size]
+        return buf[offset:offset + size]
+
+    def let_go(self, offset: int, size: int) -> None:
+        """The mapping's pages at offset given back (MADV_DONTNEED: they
+        stay in the page cache, and are read from there again if asked
+        for): what was copied or read whole (a symbol table, .eh_frame, a
+        DWARF section) need not stay resident; a DWARF recording's first
+        run reads large sections of many binaries."""
+        buf = self._buf
+        if not isinstance(buf, mmap.mmap) or not self._within(offset, size):
+            return
+        start = offset - offset % mmap.PAGESIZE
+        try:
+            buf.madvise(mmap.MADV_DONTNEED, start, offset + size - start)
+        except (AttributeError, OSError, ValueError):
+            pass            # (no madvise here: the pages stay, as they did)
 
     def read_code(self, offset: int, size: int) -> bytes | None:
         """As read(), for a few bytes here and there (the instruction before
@@ -374,13 +392,23 @@ class Binary:
 
     def section_data(self, sec: SectionHeader | str | None) -> bytes | None:
         """Contents of a section (decompressed if SHF_COMPRESSED), or None."""
+        return self._section(sec, self.read)
+
+    def section_view(self, sec: SectionHeader | str | None) -> memoryview | bytes | None:
+        """section_data(), a view of the mapping where the section is stored
+        as it is (see view())."""
+        return self._section(sec, self.view)
+
+    def _section(self, sec: SectionHeader | str | None,
+                 read: Callable[[int, int], memoryview | bytes | None]
+                 ) -> memoryview | bytes | None:
         if isinstance(sec, str):
             sec = self.get_section(sec)
         if sec is None or sec.type == SHT_NOBITS:
             return None
         if sec.flags & SHF_COMPRESSED:
             return self._guard(f"section {sec.name}", lambda: decompress_section(self, sec))
-        data = self.read(sec.offset, sec.size)
+        data = read(sec.offset, sec.size)
         if data is None:
             self.warn(f"section {sec.name} runs past the end of the file")
         return data

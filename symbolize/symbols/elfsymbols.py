@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from contextlib import contextmanager
 from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -16,7 +17,7 @@ from ..elffile import SHF_ALLOC
 from .compiled import symtab_core
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
     from types import ModuleType
 
     from ..elffile import Binary
@@ -37,11 +38,13 @@ class RawSymbol(NamedTuple):
 
 
 class SymbolColumns(NamedTuple):
-    """Symbols as read, before perf's fixups, a list per field: what the
+    """Symbols as read, before perf's fixups, a column per field: what the
     fixups take (a column costs a C loop where a RawSymbol a symbol costs an
-    object each)."""
-    starts: list[int]
-    sizes: list[int]
+    object each).  The starts and sizes: lists, or arrays of unsigned 64-bit
+    values as the compiled reader hands them over (an int object each of
+    cc1's 27,000 symbols would be 2 MB made for the fixups to read once)."""
+    starts: list[int] | array[int]
+    sizes: list[int] | array[int]
     bindings: list[int]
     types: list[int]
     names: list[str]
@@ -59,11 +62,13 @@ class SymbolColumns(NamedTuple):
         return list(map(RawSymbol, self.names, self.starts, self.sizes, self.bindings,
                         self.types, self.sources))
 
-    def joined(self, other: SymbolColumns) -> SymbolColumns:
-        """These symbols, then other's."""
-        return SymbolColumns(self.starts + other.starts, self.sizes + other.sizes,
-                             self.bindings + other.bindings, self.types + other.types,
-                             self.names + other.names, self.sources + other.sources)
+    def extend(self, other: SymbolColumns) -> SymbolColumns:
+        """These symbols, then other's: each column extended in place (its
+        lists or arrays are this reading's own), not copied (cc1's 27,000
+        symbols and its PLT's 490), and returned."""
+        for mine, theirs in zip(self, other):
+            mine.extend(theirs)     # type: ignore[attr-defined]
+        return self
 
 
 def read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
@@ -84,25 +89,36 @@ def read_symbol_columns(binary: Binary, section_name: str, source: str, objects:
         return SymbolColumns.of(())
 
 
-def symbol_section(binary: Binary, section_name: str) -> tuple[bytes, bytes] | None:
+@contextmanager
+def symbol_section(binary: Binary, section_name: str
+                   ) -> Iterator[tuple[memoryview | bytes, memoryview | bytes] | None]:
     """(the entries, the string table they name) of a symbol section, or
-    None where either is missing or empty."""
+    None where either is missing or empty: views of the binary's mapping
+    where they are stored as they are (Binary.view), for the block's time;
+    after it their pages are given back, as a copy's are."""
     symsec = binary.get_section(section_name)
-    if symsec is None:
-        return None
-    data = binary.section_data(symsec)
-    strsec = binary.section_by_index(symsec.link)
-    strtab = binary.section_data(strsec) if strsec is not None else None
-    if not data or not strtab:
-        return None
-    return bytes(data), bytes(strtab)
+    strsec = binary.section_by_index(symsec.link) if symsec is not None else None
+    data = binary.section_view(symsec) if symsec is not None else None
+    strtab = binary.section_view(strsec) if strsec is not None else None
+    try:
+        yield (data, strtab) if data and strtab else None
+    finally:
+        for sec, view in ((symsec, data), (strsec, strtab)):
+            if isinstance(view, memoryview) and sec is not None:
+                view.release()
+                binary.let_go(sec.offset, sec.size)
 
 
 def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: bool = False
                       ) -> SymbolColumns:
-    tables = symbol_section(binary, section_name)
-    if tables is None:
-        return SymbolColumns.of(())
+    with symbol_section(binary, section_name) as tables:
+        if tables is None:
+            return SymbolColumns.of(())
+        return _read_symbols(binary, tables, source, objects)
+
+
+def _read_symbols(binary: Binary, tables: tuple[memoryview | bytes, memoryview | bytes],
+                  source: str, objects: bool) -> SymbolColumns:
     data, strtab = tables
     fmt, names = binary.struct_layout("Elf_Sym")
     order = tuple(names.index(n) for n in
@@ -111,6 +127,7 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: b
     compiled = symtab_core()
     if compiled is not None:
         return _read_compiled(compiled, binary, tables, (fmt, order), source, objects)
+    data, strtab = bytes(data), bytes(strtab)   # (the reference reads copies)
     size = struct.calcsize(fmt)
     sec_by_index = {s.index: s for s in binary.sections}
     starts: list[int] = []
@@ -159,7 +176,8 @@ def _read_elf_symbols(binary: Binary, section_name: str, source: str, objects: b
     return SymbolColumns(starts, sizes, bindings, types, kept, [source] * len(kept))
 
 
-def _read_compiled(compiled: ModuleType, binary: Binary, tables: tuple[bytes, bytes],
+def _read_compiled(compiled: ModuleType, binary: Binary,
+                   tables: tuple[memoryview | bytes, memoryview | bytes],
                    layout: tuple[str, tuple[int, ...]], source: str, objects: bool
                    ) -> SymbolColumns:
     """_read_elf_symbols' loop in C: the entries' fields where pyelftools'
@@ -180,7 +198,7 @@ def _read_compiled(compiled: ModuleType, binary: Binary, tables: tuple[bytes, by
     starts, sizes, bindings, types, names = compiled.read_symbols(
         data, strtab, fields, offsets[-1], fmt[0] == "<", bytes(sections),
         binary.machine in ("EM_ARM", "EM_AARCH64"), objects)
-    return SymbolColumns(u64s(starts), u64s(sizes), list(bindings), list(types), names,
+    return SymbolColumns(u64_array(starts), u64_array(sizes), list(bindings), list(types), names,
                          [source] * len(names))
 
 
@@ -190,7 +208,3 @@ def u64_array(data: bytes) -> array[int]:
     column.frombytes(data)
     return column
 
-
-def u64s(data: bytes) -> list[int]:
-    """u64_array(data), as a list."""
-    return u64_array(data).tolist()

@@ -58,14 +58,19 @@ def _read_relocs(binary: Binary, sec: SectionHeader, wanted: Collection[int]
         rela = sec.type == SHT_RELA
         fmt, size = (le + "IIi", 12) if rela else (le + "II", 8)
         sym_shift, type_mask = 8, 0xFF
-    dynsym = binary.section_by_index(sec.link)
-    names = _SymbolNames(binary, dynsym)
-    compiled = symtab_core()
-    if compiled is not None:
-        # (the loop in C: the same entries, types and names)
-        return compiled.relocs(data, 8 if binary.is_64 else 4, rela, binary.little_endian,
-                               tuple(wanted), names.data, names.entry_size, names.name_field,
-                               names.strtab)
+    with _SymbolNames(binary, binary.section_by_index(sec.link)) as names:
+        compiled = symtab_core()
+        if compiled is not None:
+            # (the loop in C: the same entries, types and names)
+            return compiled.relocs(data, 8 if binary.is_64 else 4, rela, binary.little_endian,
+                                   tuple(wanted), names.data, names.entry_size,
+                                   names.name_field, names.strtab)
+        return _relocs(data, fmt, size, rela, sym_shift, type_mask, wanted, names)
+
+
+def _relocs(data: bytes, fmt: str, size: int, rela: bool, sym_shift: int, type_mask: int,
+            wanted: Collection[int], names: _SymbolNames) -> list[_Reloc]:
+    """_read_relocs' loop in Python (the reference)."""
     out = []
     n = len(data) // size
     for entry in struct.iter_unpack(fmt, bytes(data[:n * size])):
@@ -83,36 +88,55 @@ class _SymbolNames:
     first asked for (the relocations name a few of .dynsym's thousands)."""
 
     def __init__(self, binary: Binary, symsec: SectionHeader | None) -> None:
-        self._data = self._strtab = b""
+        self._data: memoryview | bytes = b""
+        self._strtab: memoryview | bytes = b""
         self._count = 0
         self._names: dict[int, str] = {}
         # (for the compiled loop: an entry's size and st_name's offset,
         # width and byte order)
         self.entry_size, self.name_field = 1, (0, 1, True)
+        # (views of the binary's mapping, not copies: .dynsym and its names
+        # are 2 MB in cc1, and only a few hundred entries are named; given
+        # back when the block using them ends)
+        self._binary = binary
+        self._views: list[tuple[SectionHeader, memoryview | bytes | None]] = []
         if symsec is None:
             return
-        data = binary.section_data(symsec)
+        data = binary.section_view(symsec)
         strsec = binary.section_by_index(symsec.link)
-        strtab = binary.section_data(strsec) if strsec is not None else None
+        strtab = binary.section_view(strsec) if strsec is not None else None
+        self._views = [(symsec, data)] + ([(strsec, strtab)] if strsec is not None else [])
         if not data or strtab is None:
             return
         # (the entry's layout from pyelftools' Elf_Sym, as symtab reads it)
         fmt, fields = binary.struct_layout("Elf_Sym")
         self._entry = struct.Struct(fmt)
         self._name_field = fields.index("st_name")
-        self._data, self._strtab = bytes(data), bytes(strtab)
+        self._data, self._strtab = data, strtab
         self._count = len(data) // self._entry.size
         self.entry_size = self._entry.size
         self.name_field = (struct.calcsize(fmt[0] + fmt[1:1 + self._name_field]),
                            struct.calcsize(fmt[0] + fmt[1 + self._name_field]), fmt[0] == "<")
 
+    def __enter__(self) -> _SymbolNames:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._data = self._strtab = b""
+        self._count = 0
+        for sec, view in self._views:
+            if isinstance(view, memoryview):
+                view.release()
+                self._binary.let_go(sec.offset, sec.size)
+        self._views = []
+
     @property
-    def data(self) -> bytes:
+    def data(self) -> memoryview | bytes:
         """The section's entries (b"" where it has none or no names)."""
         return self._data if self._count else b""
 
     @property
-    def strtab(self) -> bytes:
+    def strtab(self) -> memoryview | bytes:
         return self._strtab
 
     def name(self, index: int) -> str:
@@ -124,6 +148,8 @@ class _SymbolNames:
             entry = self._entry
             st_name = entry.unpack_from(self._data, index * entry.size)[self._name_field]
             strtab = self._strtab
+            if isinstance(strtab, memoryview):     # (the Python loop's: a copy, once)
+                strtab = self._strtab = bytes(strtab)
             end = strtab.find(b"\0", st_name)
             got = (strtab[st_name:end if end >= 0 else len(strtab)].decode("utf-8", "replace")
                    if st_name < len(strtab) else "")

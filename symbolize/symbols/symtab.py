@@ -478,7 +478,7 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
         elif debug is not None and debug.ok:
             raw = read_symbol_columns(debug, ".dynsym", "dynsym", objects)
         if minidebuginfo is not None and minidebuginfo.ok:
-            raw = raw.joined(read_symbol_columns(minidebuginfo, ".symtab", "minidebuginfo",
+            raw = raw.extend(read_symbol_columns(minidebuginfo, ".symtab", "minidebuginfo",
                                                  objects))
     if plt and binary is not None and binary.ok and binary.has_code:
         from .plt import plt_columns
@@ -487,7 +487,7 @@ def build_symbol_table(binary: Binary | None, debug: Binary | None = None,
         stubs = plt_columns(binary, _AliasChosen(raw, demangled).name_at)
         n = len(stubs.names)
         if n:
-            raw = raw.joined(SymbolColumns(stubs.starts, stubs.sizes, [STB_GLOBAL] * n,
+            raw = raw.extend(SymbolColumns(stubs.starts, stubs.sizes, [STB_GLOBAL] * n,
                                            [STT_FUNC] * n, stubs.names, ["plt"] * n))
     return SymbolTable.from_columns(raw, demangled=demangled)
 

@@ -67,7 +67,9 @@ def elf_state(path: str, objects: bool, demangled: str) -> tuple:
     columns = {}
     if binary.ok:
         for section in (".symtab", ".dynsym"):
-            columns[section] = read_symbol_columns(binary, section, "x", objects)
+            # (each column's values: the compiled reader's numbers are arrays)
+            columns[section] = [list(c) for c in
+                                read_symbol_columns(binary, section, "x", objects)]
     return (table.to_bytes(), list(table), bindings, columns,
             list(getattr(binary, "warnings", [])))
 
@@ -538,6 +540,7 @@ class _RelocSection:
 
     def __init__(self, type: int | str, link: int, data: bytes) -> None:
         self.type, self.link, self.data = type, link, data
+        self.offset, self.size = 0, len(data)
 
 
 class _RelocBinary:
@@ -550,6 +553,12 @@ class _RelocBinary:
 
     def section_data(self, sec: _RelocSection) -> bytes:
         return sec.data
+
+    def section_view(self, sec: _RelocSection) -> memoryview:
+        return memoryview(sec.data)
+
+    def let_go(self, offset: int, size: int) -> None:
+        pass
 
     def section_by_index(self, index: int) -> _RelocSection | None:
         return self.sections[index] if 0 <= index < len(self.sections) else None
