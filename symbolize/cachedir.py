@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import mmap
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import TypeAlias
 
     # What a function of symbolize that keeps a cache takes (CacheDir.of).
@@ -212,6 +212,27 @@ class CacheDir:
             self.prune()
         return True
 
+    def write_mapped(self, path: str | None, size: int,
+                     fill: Callable[[mmap.mmap], int | None]) -> bool:
+        """Write a cache file of at most size bytes atomically through a
+        mapping of it: fill(mapped) lays the contents out in place and says
+        how many bytes they are (None: none, nothing kept).  What a compiled
+        reader lays out as it reads (the kernel's table, 2.5 MB) is then
+        written once, into the page cache, not first into memory and then
+        copied there: on this project's machines each page first touched
+        costs more than the copy.  False when disabled or failing (the
+        blocks are taken first, so a full disk fails here, not in the
+        mapping)."""
+        if self.root is None or not path:
+            return False
+        written = write_mapped(path, size, fill)
+        if written is None:
+            return False
+        self._written += written
+        if not self._pruned or self._written > self.limit // 16:
+            self.prune()
+        return True
+
     def write_json(self, path: str | None, doc: object) -> bool:
         import json
         try:
@@ -329,11 +350,39 @@ def write_atomic(path: str, data: bytes | bytearray) -> bool:
         return False
 
 
+def write_mapped(path: str, size: int, fill: Callable[[mmap.mmap], int | None]) -> int | None:
+    """CacheDir.write_mapped's file: how many bytes it holds, or None (and
+    nothing left behind)."""
+    import mmap
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = _new_temporary(os.path.dirname(path))
+        try:
+            os.posix_fallocate(fd, 0, size)
+            with mmap.mmap(fd, size) as mapped:
+                kept = fill(mapped)
+            if kept is None or not 0 < kept <= size:
+                raise ValueError("nothing to keep")
+            os.ftruncate(fd, kept)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        return kept
+    except (OSError, ValueError, BufferError):
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return None
+
+
 def _new_temporary(folder: str) -> tuple[int, str]:
     """A new file of this user's alone in folder, named _TMP and a random
     part, opened for writing: what tempfile.mkstemp makes, without the 5-13
     ms its import (shutil, random, bz2, lzma) costs a first run's start."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
         getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = os.path.join(folder, _TMP + os.urandom(6).hex())

@@ -137,7 +137,21 @@ class SymtabRun:
         try:
             # (head and tail: the room the cache file's header and identity
             # take; head a multiple of 8)
-            mod.parse_kallsyms(view, rng.choice((0, 8, 64)), rng.choice((0, 7, 300)))
+            head, tail = rng.choice((0, 8, 64)), rng.choice((0, 7, 300))
+            own = mod.parse_kallsyms(view, head, tail)
+            # (and laid out in a buffer of exactly the room it asks for, as
+            # into a cache file mapped: the same table)
+            room = mod.kallsyms_room(view, head, tail)
+            out_ptr, out = exact_buffer(bytes(room))
+            try:
+                got = mod.parse_kallsyms(view, head, tail, out)
+                same = got is None and own is None or got is not None and own is not None and \
+                    got[:3] == own[:3] and (own[3] is None or out[:len(own[3])] == own[3])
+            finally:
+                out.release()
+                _LIBC.free(out_ptr)
+            if not same:
+                finding("kallsyms: laid out in a buffer handed over, another table", text)
         finally:
             view.release()
             _LIBC.free(ptr)

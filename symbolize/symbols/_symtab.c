@@ -43,10 +43,10 @@
 #define SHN_UNDEF 0
 #define SHN_LORESERVE 0xFF00
 #define KSYM_NAME_LEN 512
-/* The entry points' version (compiled.py's SYMTAB_VERSION): 2, fixup's
- * names, demangler, relocs, plt_slots and parse_kallsyms' layout over the
- * text. */
-#define SYMTAB_VERSION 2
+/* The entry points' version (compiled.py's SYMTAB_VERSION): 3, fixup's
+ * names, demangler, relocs, plt_slots, parse_kallsyms' layout over the text
+ * (into a buffer handed over, too) and kallsyms_room. */
+#define SYMTAB_VERSION 3
 #define PAGE 4096
 
 /* ------------------------------------------------------------- fixup */
@@ -1318,35 +1318,32 @@ sort_columns(KallsymsColumns *c)
 #define KSYM_MODULE 8
 
 /* A kallsyms text parsed as kallsyms.py's cache file holds its table (its
- * header and the identity left to Python: head and tail bytes of room): the
- * kept symbols' starts and sizes (native unsigned 64-bit), where each one's
- * name is in the text (native unsigned 32-bit: the text is under 4 GiB) and
- * a flags byte each; the names and modules stay in the text.  The columns
- * are laid out in the image for every line that could be kept, fixed up
- * there, then moved down to the symbols kept: the image is the parse's one
- * large allocation (on this project's machines each page a process touches
- * for the first time costs as much as parsing 200 lines).  Returns (bad,
- * all zero, kept, the bytearray), None for a text the Python parse must
- * read, or NULL. */
-static PyObject *
-kallsyms_table(const char *text, Py_ssize_t len, Py_ssize_t head, Py_ssize_t tail)
+ * header and the identity left to Python: head and tail bytes of room) into
+ * o, of head + 21 * cap + tail bytes (cap: count_lines'): the kept
+ * symbols' starts and sizes (native unsigned 64-bit), where each one's name
+ * is in the text (native unsigned 32-bit: the text is under 4 GiB) and a
+ * flags byte each; the names and modules stay in the text.  The columns are
+ * laid out for every line that could be kept, fixed up there, then moved
+ * down to the symbols kept: o is the parse's one large piece of memory (on
+ * this project's machines each page a process touches for the first time
+ * costs as much as parsing 200 lines; kallsyms.py hands over the cache
+ * file itself, mapped, so that the table is not written twice).  Returns
+ * how many are kept (*bad: the malformed lines; *all_zero), -1 with an
+ * exception set, -2 for a text the Python parse must read. */
+static Py_ssize_t
+kallsyms_table(const char *text, Py_ssize_t len, Py_ssize_t cap, char *image, Py_ssize_t head,
+               Py_ssize_t tail, Py_ssize_t *bad, int *all_zero)
 {
     KallsymsColumns c;
-    Py_ssize_t cap = count_lines(text, len), kept, i, k, total;
-    PyObject *image, *out = NULL;
+    Py_ssize_t kept = -1, i, k;
     uint8_t *keep = NULL;
-    char *o;
-    int all_zero;
-    total = head + 21 * cap + tail;
-    image = PyByteArray_FromStringAndSize(NULL, total);
+    char *o = image + head;
     c.module = PyMem_Malloc(cap ? (size_t)cap : 1);
     keep = PyMem_Malloc(cap ? (size_t)cap : 1);
-    if (image == NULL || c.module == NULL || keep == NULL) {
-        if (image != NULL)
-            PyErr_NoMemory();
+    if (c.module == NULL || keep == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
-    o = PyByteArray_AS_STRING(image) + head;
     c.text = text;
     c.len = len;
     c.starts = (uint64_t *)o;
@@ -1357,15 +1354,15 @@ kallsyms_table(const char *text, Py_ssize_t len, Py_ssize_t head, Py_ssize_t tai
     c.cap = cap;
     c.bad = 0;
     if (parse_lines(&c) > 0) {
-        Py_INCREF(Py_None);
-        out = Py_None;
+        kept = -2;
         goto done;
     }
-    all_zero = c.n > 0;
-    for (i = 0; i < c.n && all_zero; i++)
-        all_zero = c.starts[i] == 0;
-    if (all_zero) {
-        out = Py_BuildValue("nin", c.bad, 1, (Py_ssize_t)0);
+    *bad = c.bad;
+    *all_zero = c.n > 0;
+    for (i = 0; i < c.n && *all_zero; i++)
+        *all_zero = c.starts[i] == 0;
+    if (*all_zero) {
+        kept = 0;
         goto done;
     }
     if (sort_columns(&c) < 0) {
@@ -1391,54 +1388,129 @@ kallsyms_table(const char *text, Py_ssize_t len, Py_ssize_t head, Py_ssize_t tai
     memmove(o + 8 * kept, c.sizes, (size_t)kept * 8);
     memmove(o + 16 * kept, c.name_at, (size_t)kept * 4);
     memmove(o + 20 * kept, c.bindings, (size_t)kept);
-    total = head + 21 * kept + tail;
-    memset(PyByteArray_AS_STRING(image), 0, (size_t)head);
+    memset(image, 0, (size_t)head);
     memset(o + 21 * kept, 0, (size_t)tail);
-    if (PyByteArray_Resize(image, total) < 0)
-        goto done;
-    out = Py_BuildValue("ninO", c.bad, 0, kept, image);
 done:
-    Py_XDECREF(image);
     PyMem_Free(c.module);
     PyMem_Free(keep);
-    return out;
+    return kept;
+}
+
+/* The room parse_kallsyms lays a text out in: head + 21 * (its lines of
+ * five bytes or more) + tail, or -1 (past PY_SSIZE_T_MAX). */
+static Py_ssize_t
+kallsyms_room(const char *text, Py_ssize_t len, Py_ssize_t head, Py_ssize_t tail,
+              Py_ssize_t *cap)
+{
+    *cap = count_lines(text, len);
+    if (*cap > (PY_SSIZE_T_MAX - head - tail) / 21)
+        return -1;
+    return head + 21 * *cap + tail;
 }
 
 PyDoc_STRVAR(parse_kallsyms_doc,
-"parse_kallsyms(text, head, tail) -> tuple | None\n\n"
+"parse_kallsyms(text, head, tail[, out]) -> tuple | None\n\n"
 "A kallsyms text (bytes) parsed and fixed up as KernelSymbols.parse does,\n"
 "in the layout of kallsyms.py's cache file: (malformed lines, every address\n"
 "0, symbols kept, then, unless every address is 0, a bytearray: head bytes\n"
 "of room, the starts and sizes (native unsigned 64-bit), where each name is\n"
 "in the text (native unsigned 32-bit), a flags byte per symbol (its\n"
-"binding; 8: a module), tail bytes of room).  head: a multiple of 8.  None\n"
-"for a text the Python parse must read: a byte other than\n"
-"printable ASCII, tab and newline, an address other than 1-16 hexadecimal\n"
-"digits, or 4 GiB or more.");
+"binding; 8: a module), tail bytes of room).  head: a multiple of 8.  With\n"
+"out (a writable buffer of kallsyms_room(text, head, tail) bytes or more,\n"
+"8-aligned: a file mapped), laid out there instead, the fourth item None\n"
+"(what follows the tail's room up to the room's end: not the table's).\n"
+"None for a text the\n"
+"Python parse must read: a byte other than printable ASCII, tab and\n"
+"newline, an address other than 1-16 hexadecimal digits, or 4 GiB or more.");
+
+static int
+room_checked(Py_ssize_t head, Py_ssize_t tail)
+{
+    /* (head a multiple of 8: the columns of 64-bit numbers are aligned) */
+    if (head < 0 || tail < 0 || head > (1 << 20) || tail > (1 << 20) || head % 8) {
+        PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB, head a multiple of 8");
+        return -1;
+    }
+    return 0;
+}
 
 static PyObject *
 py_parse_kallsyms(PyObject *self, PyObject *args)
 {
-    Py_buffer text;
-    PyObject *out;
-    Py_ssize_t head, tail;
-    if (!PyArg_ParseTuple(args, "y*nn:parse_kallsyms", &text, &head, &tail))
+    Py_buffer text, out = {NULL, NULL};
+    PyObject *image = NULL, *result = NULL;
+    Py_ssize_t head, tail, cap, room, kept, bad = 0;
+    int all_zero = 0;
+    if (!PyArg_ParseTuple(args, "y*nn|w*:parse_kallsyms", &text, &head, &tail, &out))
         return NULL;
-    /* (head a multiple of 8: the columns of 64-bit numbers are aligned) */
-    if (head < 0 || tail < 0 || head > (1 << 20) || tail > (1 << 20) || head % 8) {
-        PyBuffer_Release(&text);
-        PyErr_SetString(PyExc_ValueError, "head and tail: 0 to 1 MiB, head a multiple of 8");
-        return NULL;
-    }
+    if (room_checked(head, tail) < 0)
+        goto done;
     /* (the names' places are 32-bit offsets) */
     if (text.len > (Py_ssize_t)0xFFFFFFFF || !all_printable((const char *)text.buf, text.len)) {
         Py_INCREF(Py_None);
-        out = Py_None;          /* Python's splitlines and split decide */
+        result = Py_None;       /* Python's splitlines and split decide */
+        goto done;
     }
-    else
-        out = kallsyms_table((const char *)text.buf, text.len, head, tail);
+    room = kallsyms_room((const char *)text.buf, text.len, head, tail, &cap);
+    if (room < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (out.buf != NULL) {
+        if (out.len < room || (uintptr_t)out.buf % 8) {
+            PyErr_Format(PyExc_ValueError, "out: %zd bytes, %zd needed, 8-aligned", out.len,
+                         room);
+            goto done;
+        }
+    }
+    else {
+        image = PyByteArray_FromStringAndSize(NULL, room);
+        if (image == NULL)
+            goto done;
+    }
+    kept = kallsyms_table((const char *)text.buf, text.len, cap,
+                          image != NULL ? PyByteArray_AS_STRING(image) : (char *)out.buf, head,
+                          tail, &bad, &all_zero);
+    if (kept == -1)
+        goto done;
+    if (kept == -2) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    if (all_zero) {
+        result = Py_BuildValue("nin", bad, 1, (Py_ssize_t)0);
+        goto done;
+    }
+    if (image != NULL && PyByteArray_Resize(image, head + 21 * kept + tail) < 0)
+        goto done;
+    result = Py_BuildValue("ninO", bad, 0, kept, image != NULL ? image : Py_None);
+done:
+    Py_XDECREF(image);
+    if (out.buf != NULL)
+        PyBuffer_Release(&out);
     PyBuffer_Release(&text);
-    return out;
+    return result;
+}
+
+PyDoc_STRVAR(kallsyms_room_doc,
+"kallsyms_room(text, head, tail) -> int\n\n"
+"The bytes parse_kallsyms(text, head, tail, out) lays the table out in.");
+
+static PyObject *
+py_kallsyms_room(PyObject *self, PyObject *args)
+{
+    Py_buffer text;
+    Py_ssize_t head, tail, cap, room = -1;
+    if (!PyArg_ParseTuple(args, "y*nn:kallsyms_room", &text, &head, &tail))
+        return NULL;
+    if (room_checked(head, tail) == 0) {
+        room = kallsyms_room((const char *)text.buf, text.len, head, tail, &cap);
+        if (room < 0)
+            PyErr_NoMemory();
+    }
+    PyBuffer_Release(&text);
+    return room < 0 ? NULL : PyLong_FromSsize_t(room);
 }
 
 static PyMethodDef methods[] = {
@@ -1448,6 +1520,7 @@ static PyMethodDef methods[] = {
     {"plt_slots", py_plt_slots, METH_VARARGS, plt_slots_doc},
     {"read_symbols", py_read_symbols, METH_VARARGS, read_symbols_doc},
     {"parse_kallsyms", py_parse_kallsyms, METH_VARARGS, parse_kallsyms_doc},
+    {"kallsyms_room", py_kallsyms_room, METH_VARARGS, kallsyms_room_doc},
     {NULL, NULL, 0, NULL}
 };
 

@@ -20,7 +20,7 @@ _imported: list[types.ModuleType | None] = []
 
 # The version of _symtab.c's entry points this code calls (SYMTAB_VERSION
 # there): a module built from other sources is not used.
-SYMTAB_VERSION = 2
+SYMTAB_VERSION = 3
 
 
 def symtab_core() -> types.ModuleType | None:

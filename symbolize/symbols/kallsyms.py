@@ -159,10 +159,17 @@ class KernelSymbols:
             t = cls()
             t.warnings.append(data)
             return t
+        # (the text, as _load_cached finds it again: the file's path, or
+        # the bytes read of /proc/kallsyms)
+        text_of: str | bytes = path
         if identity is None:
             assert isinstance(data, bytes)      # (_read_kallsyms')
-            identity = _text_identity(data)
+            identity, text_of = _text_identity(data), data
             cached = _load_cached(identity, cache, data)
+            if cached is not None:
+                return cached
+        if _parsed_into_cache(data, identity, cache):
+            cached = _load_cached(identity, cache, text_of)
             if cached is not None:
                 return cached
         table = cls._parse(data, path, identity)
@@ -499,6 +506,34 @@ def _utf8(text: str, ends: Sequence[int], count: int) -> tuple[bytes, Sequence[i
     pieces = [_LazySymbols._cut(text, ends, i).encode("utf-8", "surrogateescape")  # type: ignore[arg-type]
               for i in range(count)]
     return b"".join(pieces), array("Q", itertools.accumulate(map(len, pieces)))
+
+
+def _parsed_into_cache(text: bytes | mmap.mmap, identity: str, cache: CacheDir) -> bool:
+    """The compiled parse of a kallsyms text laid out in its cache file
+    itself, mapped (CacheDir.write_mapped: the 2.5 MB table is not made in
+    memory and then written); True where the file is there.  A text the C
+    leaves to Python, or whose table has a warning (malformed lines, every
+    address 0) or no symbol, is not cached: False, and the caller parses."""
+    compiled = symtab_core()
+    if compiled is None or not cache.enabled:
+        return False
+    ident = identity.encode("utf-8", "surrogateescape")
+    head = kallsyms_text.HEADER.size
+    try:
+        room = compiled.kallsyms_room(text, head, len(ident))
+    except (ValueError, MemoryError):
+        return False
+
+    def fill(out: "mmap.mmap") -> int | None:
+        parsed = compiled.parse_kallsyms(text, head, len(ident), out)
+        if parsed is None or parsed[0] or parsed[1] or not parsed[2]:
+            return None
+        count = parsed[2]
+        kallsyms_text.HEADER.pack_into(out, 0, kallsyms_text.MAGIC, count, len(text), len(ident))
+        end = head + 21 * count
+        out[end:end + len(ident)] = ident
+        return end + len(ident)
+    return cache.write_mapped(cache.file(_cache_file(identity)), room, fill)
 
 
 def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None:

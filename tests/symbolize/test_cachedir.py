@@ -307,3 +307,40 @@ def test_tables_no_file_can_hold_are_not_saved(tmp_path):
         assert table.lookup(syms[0].start + 1) == syms[0]
         assert not save_table(table, str(tmp_path / "t.table"))
         assert not (tmp_path / "t.table").exists()
+
+
+def test_written_through_a_mapping_or_not_at_all(tmp_path):
+    """write_mapped: what fill lays out, cut to the length it gives, is the
+    file; fill giving None, a length past the room, or raising a buffer it
+    keeps leaves nothing behind (no temporary either)."""
+    cache = CacheDir(str(tmp_path / "c"))
+    path = cache.file("kallsyms-test.bin")
+
+    def fill(out):
+        out[:5] = b"hello"
+        return 5
+    assert cache.write_mapped(path, 4096, fill)
+    assert Path(path).read_bytes() == b"hello"
+    for bad in (lambda out: None, lambda out: 4097, lambda out: 0):
+        other = cache.file("kallsyms-other.bin")
+        assert not cache.write_mapped(other, 4096, bad)
+        assert not os.path.exists(other)
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["kallsyms-test.bin"]
+    assert not CacheDir(None).write_mapped(path, 4096, fill)
+
+
+def test_kallsyms_cached_where_the_disk_takes_no_file(tmp_path, monkeypatch):
+    """A disk that refuses the room (posix_fallocate: ENOSPC) leaves the
+    mapped write undone: the table is parsed in memory all the same."""
+    import errno
+
+    from symbolize.symbols import kallsyms
+
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    text = tmp_path / "kallsyms"
+    text.write_bytes(b"ffffffff81000000 T _stext\nffffffff81000100 t b\n")
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    table = kallsyms.KernelSymbols.from_file(str(text), CacheDir(str(tmp_path / "c")))
+    assert [s.name for s in table] == ["_stext", "b"]
+    assert not [p for p in (tmp_path / "c").rglob("*") if p.name.startswith(".tmp-")]

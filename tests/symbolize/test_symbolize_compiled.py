@@ -668,3 +668,28 @@ def test_kallsyms_room_asked_for_is_checked():
     for head, tail in ((1, 0), (12, 0), (-8, 0), (0, -1), (2 << 20, 0), (0, 2 << 20)):
         with pytest.raises(ValueError):
             core.parse_kallsyms(text, head, tail)
+
+
+def test_kallsyms_laid_out_in_a_buffer_handed_over():
+    """parse_kallsyms into a buffer of kallsyms_room's size (a file mapped):
+    the same table as into its own bytearray, nothing past the room
+    written; a buffer too small or not 8-aligned refused."""
+    import mmap
+    core = symtab_core()
+    if core is None:
+        pytest.skip("symbolize.symbols._symtab is not built")
+    for text in [SYNTHETIC, kernel_with_modules(random.Random(2))]:
+        own = core.parse_kallsyms(text, 32, 7)
+        room = core.kallsyms_room(text, 32, 7)
+        out = mmap.mmap(-1, room + 100)
+        out[:] = b"\xaa" * (room + 100)
+        got = core.parse_kallsyms(text, 32, 7, out)
+        assert got[:3] == own[:3] and got[3] is None
+        size = len(own[3])
+        assert out[:size] == bytes(own[3])
+        assert out[room:] == b"\xaa" * 100
+        with pytest.raises(ValueError):
+            core.parse_kallsyms(text, 32, 7, bytearray(room - 1))
+        with pytest.raises(ValueError):
+            core.parse_kallsyms(text, 32, 7, memoryview(out)[4:])
+        out.close()
