@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import mmap
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
     from typing import TypeAlias
+
+    Buffer: TypeAlias = "bytes | bytearray | memoryview"
 
     # What a function of symbolize that keeps a cache takes (CacheDir.of).
     CacheWhere: TypeAlias = "CacheDir | str | os.PathLike[str] | _Default | None"
@@ -201,13 +203,15 @@ class CacheDir:
                 pass
 
     # ------------------------------------------------------------ writing
-    def write(self, path: str | None, data: bytes | bytearray) -> bool:
-        """Write a cache file atomically; False when disabled or failing."""
+    def write(self, path: str | None, data: Buffer | Sequence[Buffer]) -> bool:
+        """Write a cache file atomically (data: its bytes, or a list of the
+        parts it is made of, written in turn); False when disabled or
+        failing."""
         if self.root is None or not path:
             return False
         if not write_atomic(path, data):
             return False
-        self._written += len(data)
+        self._written += _size(data)
         if not self._pruned or self._written > self.limit // 16:
             self.prune()
         return True
@@ -330,15 +334,24 @@ def code_tag(kind: str, modules: Iterable[str]) -> str:
     return "perfdata-%s-%08x%08x" % (kind, crc, adler)
 
 
-def write_atomic(path: str, data: bytes | bytearray) -> bool:
-    """Write data to path so that a reader never sees half a file (a temporary
-    file renamed over it); False, and nothing left behind, when that fails."""
+def _size(data: Buffer | Sequence[Buffer]) -> int:
+    """The bytes of data, or of its parts."""
+    if isinstance(data, list):
+        return sum(memoryview(part).nbytes for part in data)
+    return memoryview(data).nbytes
+
+
+def write_atomic(path: str, data: Buffer | Sequence[Buffer]) -> bool:
+    """Write data (bytes, or a list of parts written in turn) to path so
+    that a reader never sees half a file (a temporary file renamed over it);
+    False, and nothing left behind, when that fails."""
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = _new_temporary(os.path.dirname(path))
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for part in data if isinstance(data, list) else (data,):
+                f.write(part)
         os.replace(tmp, path)
         return True
     except OSError:

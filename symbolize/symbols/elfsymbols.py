@@ -45,8 +45,8 @@ class SymbolColumns(NamedTuple):
     cc1's 27,000 symbols would be 2 MB made for the fixups to read once)."""
     starts: list[int] | array[int]
     sizes: list[int] | array[int]
-    bindings: list[int]
-    types: list[int]
+    bindings: list[int] | bytearray
+    types: list[int] | bytearray
     names: list[str]
     sources: list[str]
 
@@ -198,7 +198,9 @@ def _read_compiled(compiled: ModuleType, binary: Binary,
     starts, sizes, bindings, types, names = compiled.read_symbols(
         data, strtab, fields, offsets[-1], fmt[0] == "<", bytes(sections),
         binary.machine in ("EM_ARM", "EM_AARCH64"), objects)
-    return SymbolColumns(u64_array(starts), u64_array(sizes), list(bindings), list(types), names,
+    # (the bindings and types a byte each: bytearrays, which extend() can add to)
+    return SymbolColumns(u64_array(starts), u64_array(sizes), bytearray(bindings),
+                         bytearray(types), names,
                          [source] * len(names))
 
 

@@ -206,7 +206,7 @@ def _fixup_compiled(compiled: ModuleType,
         flags = demangle_flags(demangled == "s")
     try:
         order, fixed, kept_starts, kept_bindings = compiled.fixup(
-            array("Q", starts), array("Q", sizes), bytes(bindings),
+            _u64_buffer(starts), _u64_buffer(sizes), bytes(bindings),
             lambda a, b: choose_by_names(name_of(a), name_of(b)),
             names if isinstance(names, list) else list(names), flags)
     except (OverflowError, ValueError, TypeError):
@@ -218,6 +218,14 @@ def _fixup_compiled(compiled: ModuleType,
         sources = list(map(sources.__getitem__, kept))
     return (u64_array(kept_starts), u64_array(fixed), list(map(names.__getitem__, kept)),
             kept_bindings, sources)
+
+
+def _u64_buffer(column: Sequence[int]) -> array[int]:
+    """A column as the compiled fixup reads it: native unsigned 64-bit
+    values (an array the reader made is that already, and is not copied)."""
+    if isinstance(column, array) and column.typecode == "Q":
+        return column
+    return array("Q", column)
 
 
 # A cache file's first line is at most this long (see SymbolTable.to_bytes).
@@ -277,7 +285,7 @@ class SymbolTable:
         self._starts = _int_column(starts)
         self._sizes = _int_column(sizes)
         self._names = "".join(names)
-        self._name_ends = _int_column(list(accumulate(map(len, names))))
+        self._name_ends = array("Q", accumulate(map(len, names)))
         self._source_names = tuple(sorted(set(sources)))
         index = {name: i for i, name in enumerate(self._source_names)}
         if len(index) == 1:
@@ -372,6 +380,13 @@ class SymbolTable:
     def to_bytes(self) -> bytes | None:
         """The table as a cache file holds it; None for one no file can hold
         (made by hand: a value beyond 64 bits, a source not of SOURCES)."""
+        parts = self.file_parts()
+        return b"".join(parts) if parts is not None else None
+
+    def file_parts(self) -> list[bytes | memoryview] | None:
+        """to_bytes(), in the parts it joins (save_table writes them one
+        after the other: cc1's table is 2 MB, and a copy joined is memory
+        first touched for nothing), the columns as views of the arrays."""
         import zlib
         starts, sizes, name_ends, source_of, bindings = \
             self._starts, self._sizes, self._name_ends, self._source_of, self._bindings
@@ -383,14 +398,15 @@ class SymbolTable:
             utf8 = names.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        body = [c.tobytes() for c in (starts, sizes, name_ends)  # type: ignore[attr-defined]
-                ] + [source_of, bindings, utf8]
+        body: list[bytes | memoryview] = [
+            memoryview(c).cast("B") for c in (starts, sizes, name_ends)  # type: ignore[arg-type]
+        ] + [source_of, bindings, utf8]
         crc = 0
         for part in body:
             crc = zlib.crc32(part, crc)
         line = "%s %d %d %d %s\n" % (cache_format(), len(starts), len(utf8), crc,
                                      ",".join(source_names))
-        return b"".join([line.encode("ascii")] + body)
+        return [line.encode("ascii")] + body
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "SymbolTable | None":
@@ -549,13 +565,13 @@ def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> 
     """Write a table in the cache's format (atomically: a reader never sees
     half a file); cache: the CacheDir the file belongs to (its bound then
     applies)."""
-    data = table.to_bytes()
-    if data is None:
+    parts = table.file_parts()
+    if parts is None:
         return False
     if cache is not None:
-        return cache.write(path, data)
+        return cache.write(path, parts)
     from ..cachedir import write_atomic
-    return write_atomic(path, data)
+    return write_atomic(path, parts)
 
 
 def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = None
