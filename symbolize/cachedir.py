@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import mmap
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable
     from typing import TypeAlias
 
-    Buffer: TypeAlias = "bytes | bytearray | memoryview"
+    # A cache file's contents: its bytes, or the parts it is made of.
+    Data: TypeAlias = "bytes | bytearray | memoryview | list[bytes | bytearray | memoryview]"
 
     # What a function of symbolize that keeps a cache takes (CacheDir.of).
     CacheWhere: TypeAlias = "CacheDir | str | os.PathLike[str] | _Default | None"
@@ -203,7 +204,7 @@ class CacheDir:
                 pass
 
     # ------------------------------------------------------------ writing
-    def write(self, path: str | None, data: Buffer | Sequence[Buffer]) -> bool:
+    def write(self, path: str | None, data: Data) -> bool:
         """Write a cache file atomically (data: its bytes, or a list of the
         parts it is made of, written in turn); False when disabled or
         failing."""
@@ -334,14 +335,16 @@ def code_tag(kind: str, modules: Iterable[str]) -> str:
     return "perfdata-%s-%08x%08x" % (kind, crc, adler)
 
 
-def _size(data: Buffer | Sequence[Buffer]) -> int:
+def _parts(data: Data) -> list[bytes | bytearray | memoryview]:
+    return data if isinstance(data, list) else [data]
+
+
+def _size(data: Data) -> int:
     """The bytes of data, or of its parts."""
-    if isinstance(data, list):
-        return sum(memoryview(part).nbytes for part in data)
-    return memoryview(data).nbytes
+    return sum(memoryview(part).nbytes for part in _parts(data))
 
 
-def write_atomic(path: str, data: Buffer | Sequence[Buffer]) -> bool:
+def write_atomic(path: str, data: Data) -> bool:
     """Write data (bytes, or a list of parts written in turn) to path so
     that a reader never sees half a file (a temporary file renamed over it);
     False, and nothing left behind, when that fails."""
@@ -350,7 +353,7 @@ def write_atomic(path: str, data: Buffer | Sequence[Buffer]) -> bool:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = _new_temporary(os.path.dirname(path))
         with os.fdopen(fd, "wb") as f:
-            for part in data if isinstance(data, list) else (data,):
+            for part in _parts(data):
                 f.write(part)
         os.replace(tmp, path)
         return True

@@ -192,11 +192,8 @@ class Binary:
         return data
 
     def view(self, offset: int, size: int) -> memoryview | bytes | None:
-        """As read(), without a copy: a view of the mapping (released by
-        the caller before the binary closes; let_go() then gives its pages
-        back).  What a compiled reader takes whole once (a symbol table and
-        its names: 2 MB for cc1) is not copied into memory first touched
-        for it."""
+        """As read(), without a copy: a view of the mapping, which the
+        caller releases (then let_go() gives its pages back)."""
         if not self._within(offset, size):
             return None
         buf = self._buf
@@ -206,10 +203,8 @@ class Binary:
 
     def let_go(self, offset: int, size: int) -> None:
         """The mapping's pages at offset given back (MADV_DONTNEED: they
-        stay in the page cache, and are read from there again if asked
-        for): what was copied or read whole (a symbol table, .eh_frame, a
-        DWARF section) need not stay resident; a DWARF recording's first
-        run reads large sections of many binaries."""
+        stay in the page cache): what was read whole (a symbol table,
+        .eh_frame, a DWARF section) need not stay resident too."""
         buf = self._buf
         if not isinstance(buf, mmap.mmap) or not self._within(offset, size):
             return
@@ -392,23 +387,19 @@ class Binary:
 
     def section_data(self, sec: SectionHeader | str | None) -> bytes | None:
         """Contents of a section (decompressed if SHF_COMPRESSED), or None."""
-        return self._section(sec, self.read)
+        data = self.section_view(sec, copy=True)
+        return bytes(data) if isinstance(data, memoryview) else data
 
-    def section_view(self, sec: SectionHeader | str | None) -> memoryview | bytes | None:
-        """section_data(), a view of the mapping where the section is stored
-        as it is (see view())."""
-        return self._section(sec, self.view)
-
-    def _section(self, sec: SectionHeader | str | None,
-                 read: Callable[[int, int], memoryview | bytes | None]
-                 ) -> memoryview | bytes | None:
+    def section_view(self, sec: SectionHeader | str | None, copy: bool = False
+                     ) -> memoryview | bytes | None:
+        """section_data(), a view() where it is stored as it is (copy: read())."""
         if isinstance(sec, str):
             sec = self.get_section(sec)
         if sec is None or sec.type == SHT_NOBITS:
             return None
         if sec.flags & SHF_COMPRESSED:
             return self._guard(f"section {sec.name}", lambda: decompress_section(self, sec))
-        data = read(sec.offset, sec.size)
+        data = (self.read if copy else self.view)(sec.offset, sec.size)
         if data is None:
             self.warn(f"section {sec.name} runs past the end of the file")
         return data

@@ -67,7 +67,7 @@ class SymbolColumns(NamedTuple):
         lists or arrays are this reading's own), not copied (cc1's 27,000
         symbols and its PLT's 490), and returned."""
         for mine, theirs in zip(self, other):
-            mine.extend(theirs)     # type: ignore[attr-defined]
+            mine.extend(theirs)     # type: ignore[attr-defined, arg-type]
         return self
 
 

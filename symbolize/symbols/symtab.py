@@ -97,7 +97,8 @@ def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
                          is_kallsyms=is_kallsyms, demangled=demangled)
 
 
-def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], names: list[str],
+def fixup_columns(starts: Sequence[int], sizes: Sequence[int], bindings: Sequence[int],
+                  names: list[str],
                   sources: list | None = None, *, is_kallsyms: bool = False,
                   demangled: str = ""
                   ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list]:
@@ -140,7 +141,7 @@ def fixup_columns(starts: list[int], sizes: list[int], bindings: list[int], name
         ends = [start + size if size else nxt
                 for start, size, nxt in zip(starts, sizes, starts[1:])]
     else:
-        ends = starts[1:]              # (kallsyms: no symbol has a size)
+        ends = list(starts[1:])        # (kallsyms: no symbol has a size)
     last = starts[-1]
     ends.append(last + sizes[-1] if sizes[-1] else (last + 4095) // 4096 * 4096 + 4096)
     if is_kallsyms:
@@ -188,7 +189,7 @@ def _compared_names(names: list[str], demangled: str) -> Callable[[int], str]:
 
 
 def _fixup_compiled(compiled: ModuleType,
-                    columns: tuple[list[int], list[int], list[int], list[str], list],
+                    columns: tuple[Sequence[int], Sequence[int], Sequence[int], list[str], list],
                     demangled: str
                     ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list] | None:
     """fixup_columns in C: the order, the sizes and the aliases chosen there,
@@ -383,7 +384,7 @@ class SymbolTable:
         parts = self.file_parts()
         return b"".join(parts) if parts is not None else None
 
-    def file_parts(self) -> list[bytes | memoryview] | None:
+    def file_parts(self) -> list[bytes | bytearray | memoryview] | None:
         """to_bytes(), in the parts it joins (save_table writes them one
         after the other: cc1's table is 2 MB, and a copy joined is memory
         first touched for nothing), the columns as views of the arrays."""
@@ -398,9 +399,10 @@ class SymbolTable:
             utf8 = names.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        body: list[bytes | memoryview] = [
+        body: list[bytes | bytearray | memoryview] = [
             memoryview(c).cast("B") for c in (starts, sizes, name_ends)  # type: ignore[arg-type]
-        ] + [source_of, bindings, utf8]
+        ]
+        body += [source_of, bindings, utf8]
         crc = 0
         for part in body:
             crc = zlib.crc32(part, crc)
