@@ -404,7 +404,11 @@ def test_no_cfi_then_debug_frame_from_the_debug_file(tmp_path):
     shutil.copy(tmp_path / "nocfi.debug", d / (bid[2:] + ".debug"))
     opts = ("--buildid-dir", str(empty), "--debug-dir", str(tmp_path / "dbg"))
     res2, _ = util.diagnose(data, *opts)
-    assert util.cls(res2, "dwarf-no-cfi") is None
+    # (left: only a start-up sample in ld.so's entry code, _start and
+    # _dl_start_user, which has no FDE; perf's stack ends there too)
+    left = util.cls(res2, "dwarf-no-cfi")
+    assert left is None or all(os.path.basename(b["path"]).startswith("ld-")
+                               for b in left["binaries"]), left
     rc, out, _ = run_cli(["script", data, "-F", "comm,ip,sym,dso", *opts])
     stacks = [[s for _, s, _ in fr] for _, fr in parse_samples(out)]
     inner = [s for s in stacks if s and s[0] == "hot_inner"]
