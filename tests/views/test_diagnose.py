@@ -255,7 +255,10 @@ def test_dwarf_stack_exhausted_and_suggested_size_suffices(tmp_path):
     # so of perf: fewer cut stacks than with the 8 KiB snapshot.
     rc, ours2, err = run_cli(["script", str(data2)])
     assert rc == 0, err
-    assert all(any(s.startswith("main") for _, s, _ in fr) for _, fr in parse_samples(ours2))
+    # (but a sample in ld.so's start-up, before main, whose stack ends in
+    # ld.so's own _start: its cpuid probes trap to the hypervisor on a VM)
+    assert all(any(s.startswith("main") for _, s, _ in fr) for _, fr in parse_samples(ours2)
+               if fr and not os.path.basename(fr[-1][2]).startswith("ld-"))
     samples2 = parse_samples(util.perf_script(tmp_path, data2))
     cut2 = sum(1 for _, fr in samples2 if not any(s.startswith("main") for _, s, _ in fr))
     assert cut2 < cut and cut2 <= len(samples2) // 20
