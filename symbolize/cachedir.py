@@ -208,14 +208,9 @@ class CacheDir:
         """Write a cache file atomically (data: its bytes, or a list of the
         parts it is made of, written in turn); False when disabled or
         failing."""
-        if self.root is None or not path:
+        if self.root is None or not path or not write_atomic(path, data):
             return False
-        if not write_atomic(path, data):
-            return False
-        self._written += _size(data)
-        if not self._pruned or self._written > self.limit // 16:
-            self.prune()
-        return True
+        return self._wrote(_size(data))
 
     def write_mapped(self, path: str | None, size: int,
                      fill: Callable[[mmap.mmap], int | None]) -> bool:
@@ -228,12 +223,12 @@ class CacheDir:
         costs more than the copy.  False when disabled or failing (the
         blocks are taken first, so a full disk fails here, not in the
         mapping)."""
-        if self.root is None or not path:
-            return False
-        written = write_mapped(path, size, fill)
-        if written is None:
-            return False
-        self._written += written
+        written = write_mapped(path, size, fill) if self.root is not None and path else None
+        return written is not None and self._wrote(written)
+
+    def _wrote(self, size: int) -> bool:
+        """A file of size bytes written: the bound applied when due."""
+        self._written += size
         if not self._pruned or self._written > self.limit // 16:
             self.prune()
         return True
@@ -348,43 +343,44 @@ def write_atomic(path: str, data: Data) -> bool:
     """Write data (bytes, or a list of parts written in turn) to path so
     that a reader never sees half a file (a temporary file renamed over it);
     False, and nothing left behind, when that fails."""
-    tmp = None
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = _new_temporary(os.path.dirname(path))
-        with os.fdopen(fd, "wb") as f:
+    def fill(fd: int) -> int:
+        with os.fdopen(fd, "wb", closefd=False) as f:
             for part in _parts(data):
                 f.write(part)
-        os.replace(tmp, path)
-        return True
-    except OSError:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        return False
+        return 0
+    return _renamed_into_place(path, fill) is not None
 
 
 def write_mapped(path: str, size: int, fill: Callable[[mmap.mmap], int | None]) -> int | None:
     """CacheDir.write_mapped's file: how many bytes it holds, or None (and
     nothing left behind)."""
     import mmap
+
+    def laid_out(fd: int) -> int:
+        os.posix_fallocate(fd, 0, size)
+        with mmap.mmap(fd, size) as mapped:
+            kept = fill(mapped)
+        if kept is None or not 0 < kept <= size:
+            raise ValueError("nothing to keep")
+        os.ftruncate(fd, kept)
+        return kept
+    return _renamed_into_place(path, laid_out)
+
+
+def _renamed_into_place(path: str, write: Callable[[int], int]) -> int | None:
+    """write(fd) on a new temporary file beside path, then the file renamed
+    to path: what write returned, or None (and nothing left behind) where
+    any of it failed."""
     tmp = None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = _new_temporary(os.path.dirname(path))
         try:
-            os.posix_fallocate(fd, 0, size)
-            with mmap.mmap(fd, size) as mapped:
-                kept = fill(mapped)
-            if kept is None or not 0 < kept <= size:
-                raise ValueError("nothing to keep")
-            os.ftruncate(fd, kept)
+            got = write(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        return kept
+        return got
     except (OSError, ValueError, BufferError):
         if tmp is not None:
             try:

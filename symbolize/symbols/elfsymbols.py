@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from types import ModuleType
 
-    from ..elffile import Binary
+    from ..elffile import Binary, SectionHeader
 
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_GNU_IFUNC = 0, 1, 2, 10
 STV_INTERNAL, STV_HIDDEN = 1, 2
@@ -90,13 +90,13 @@ def read_symbol_columns(binary: Binary, section_name: str, source: str, objects:
 
 
 @contextmanager
-def symbol_section(binary: Binary, section_name: str
+def symbol_section(binary: Binary, section: str | SectionHeader | None
                    ) -> Iterator[tuple[memoryview | bytes, memoryview | bytes] | None]:
-    """(the entries, the string table they name) of a symbol section, or
-    None where either is missing or empty: views of the binary's mapping
-    where they are stored as they are (Binary.view), for the block's time;
-    after it their pages are given back, as a copy's are."""
-    symsec = binary.get_section(section_name)
+    """(the entries, the string table they name) of a symbol section (by
+    name or header), or None where either is missing or empty: views of the
+    binary's mapping where they are stored as they are (Binary.view), for
+    the block's time; after it their pages are given back, as a copy's are."""
+    symsec = binary.get_section(section) if isinstance(section, str) else section
     strsec = binary.section_by_index(symsec.link) if symsec is not None else None
     data = binary.section_view(symsec) if symsec is not None else None
     strtab = binary.section_view(strsec) if strsec is not None else None

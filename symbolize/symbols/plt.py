@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..elffile import Binary, SectionHeader, SHT_NOBITS
 from .compiled import symtab_core
+from .elfsymbols import symbol_section
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
@@ -58,7 +59,8 @@ def _read_relocs(binary: Binary, sec: SectionHeader, wanted: Collection[int]
         rela = sec.type == SHT_RELA
         fmt, size = (le + "IIi", 12) if rela else (le + "II", 8)
         sym_shift, type_mask = 8, 0xFF
-    with _SymbolNames(binary, binary.section_by_index(sec.link)) as names:
+    with symbol_section(binary, binary.section_by_index(sec.link)) as tables:
+        names = _SymbolNames(binary, tables)
         compiled = symtab_core()
         if compiled is not None:
             # (the loop in C: the same entries, types and names)
@@ -87,7 +89,11 @@ class _SymbolNames:
     """Names of the entries of a symbol section by index, each decoded when
     first asked for (the relocations name a few of .dynsym's thousands)."""
 
-    def __init__(self, binary: Binary, symsec: SectionHeader | None) -> None:
+    def __init__(self, binary: Binary,
+                 tables: tuple[memoryview | bytes, memoryview | bytes] | None) -> None:
+        """tables: symbol_section's (views of the binary's mapping, not
+        copies: .dynsym and its names are 2 MB in cc1, and only a few hundred
+        entries are named), used while its block lasts."""
         self._data: memoryview | bytes = b""
         self._strtab: memoryview | bytes = b""
         self._count = 0
@@ -95,19 +101,9 @@ class _SymbolNames:
         # (for the compiled loop: an entry's size and st_name's offset,
         # width and byte order)
         self.entry_size, self.name_field = 1, (0, 1, True)
-        # (views of the binary's mapping, not copies: .dynsym and its names
-        # are 2 MB in cc1, and only a few hundred entries are named; given
-        # back when the block using them ends)
-        self._binary = binary
-        self._views: list[tuple[SectionHeader, memoryview | bytes | None]] = []
-        if symsec is None:
+        if tables is None:
             return
-        data = binary.section_view(symsec)
-        strsec = binary.section_by_index(symsec.link)
-        strtab = binary.section_view(strsec) if strsec is not None else None
-        self._views = [(symsec, data)] + ([(strsec, strtab)] if strsec is not None else [])
-        if not data or strtab is None:
-            return
+        data, strtab = tables
         # (the entry's layout from pyelftools' Elf_Sym, as symtab reads it)
         fmt, fields = binary.struct_layout("Elf_Sym")
         self._entry = struct.Struct(fmt)
@@ -117,18 +113,6 @@ class _SymbolNames:
         self.entry_size = self._entry.size
         self.name_field = (struct.calcsize(fmt[0] + fmt[1:1 + self._name_field]),
                            struct.calcsize(fmt[0] + fmt[1 + self._name_field]), fmt[0] == "<")
-
-    def __enter__(self) -> _SymbolNames:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._data = self._strtab = b""
-        self._count = 0
-        for sec, view in self._views:
-            if isinstance(view, memoryview):
-                view.release()
-                self._binary.let_go(sec.offset, sec.size)
-        self._views = []
 
     @property
     def data(self) -> memoryview | bytes:
