@@ -23,6 +23,7 @@ counted by category instead of failing:
                   another), so in more than one sample in a hundred (and
                   more than one) it is a difference of perfdata's.
 """
+import os
 import re
 
 _FRAME = re.compile(r"^\t\s*([0-9a-f]+) (.*) \((.*)\)$")
@@ -52,6 +53,39 @@ def parse_samples(text):
     if header is not None:
         samples.append((header, frames))
     return samples
+
+
+def in_loader_start_up(frames):
+    """Whether a sample (perfdata's frames, as parse_samples gives them) was
+    taken in the dynamic loader's start-up, before the program's entry: its
+    outermost frame is in ld.so (the loader's `_start`, where the kernel
+    entered the process, or a frame of it without CFI), whatever its leaf
+    (ld.so, libc's early init, the kernel).  A virtual machine puts many
+    samples there (ld.so's cpuid probes trap to the hypervisor), and perf
+    6.1's libdw unwind there ends early or takes other frames
+    (docs/differences.md)."""
+    return bool(frames) and os.path.basename(frames[-1][2]).startswith("ld-")
+
+
+def loader_start_up_apart(ours_text, perf_text):
+    """(ours, perf's, [(our sample, perf's)]): both texts less the samples
+    in the loader's start-up (in_loader_start_up of ours), then those
+    samples in pairs of text, after checking each pair's header and leaf
+    frame are equal (neither is unwound)."""
+    def blocks(text):
+        return [b for b in text.split("\n\n") if b.strip()]
+    mine, theirs, samples = blocks(ours_text), blocks(perf_text), parse_samples(ours_text)
+    assert len(mine) == len(theirs) == len(samples), (len(mine), len(theirs), len(samples))
+    kept, apart = [], []
+    for i, (_, frames) in enumerate(samples):
+        if in_loader_start_up(frames):
+            pair = (mine[i], theirs[i])
+            assert mine[i].splitlines()[:2] == theirs[i].splitlines()[:2], pair
+            apart.append(pair)
+        else:
+            kept.append(i)
+    return ("\n\n".join(mine[i] for i in kept) + "\n\n",
+            "\n\n".join(theirs[i] for i in kept) + "\n\n", apart)
 
 
 def _bare(sym):

@@ -19,7 +19,9 @@ The tracker is fed switches in time order, whatever recorded them:
 
 A wait is the time from a thread's switch out to its next switch in (perf
 sched timehist's "wait time", which holds its "sch delay"); the time from a
-switch in to the next switch out is run time.  Stacks are opaque here (the
+switch in to the next switch out is run time, or to the thread's exit
+(PERF_RECORD_EXIT) where no switch out follows it: a per-process recording
+loses a thread's events in do_exit, before its last switch.  Stacks are opaque here (the
 caller's keys); this layer knows nothing of symbols.
 """
 from __future__ import annotations
@@ -76,9 +78,10 @@ WAKEUP_FIELDS = ("comm", "pid")
 
 class ThreadTimes:
     """One thread's times: what it ran, what it waited (by state), and the
-    span the switches saw (from its first switch to its last)."""
+    span the switches saw (from its first switch to its last, or to its exit
+    where it exited running)."""
     __slots__ = ("tid", "pid", "comm", "first", "last", "run", "waits", "wait_count", "switches_out",
-                 "out_at", "out_state", "out_stack", "in_at", "woken_by", "waker")
+                 "out_at", "out_state", "out_stack", "in_at", "exit_at", "woken_by", "waker")
 
     def __init__(self, tid: int, time: int) -> None:
         self.tid = tid
@@ -94,6 +97,7 @@ class ThreadTimes:
         self.out_state = ""
         self.out_stack: Hashable = None
         self.in_at: int | None = None               # its switch in, while it runs
+        self.exit_at: int | None = None             # its exit, if seen
         self.woken_by = ""                          # the comm of its waker, if known
         self.waker: Waker | None = None             # its waker, where wakers are kept
 
@@ -226,6 +230,24 @@ class SwitchTracker:
             woke = self.wakes.setdefault((t.tid, stack, state, t.waker), [0, 0])
             woke[0] += ns
             woke[1] += 1
+
+    def exited(self, time: int, tid: int) -> None:
+        """Thread tid exits at `time` (its EXIT record): where no switch out
+        follows, `finish` ends its last run there."""
+        t = self.threads.get(tid)
+        if t is not None:
+            t.exit_at = time
+
+    def finish(self) -> None:
+        """The end of the file: the runs of threads that exited running end
+        at their exit (a system-wide recording sees their last switch out
+        instead, after the exit, and ends them there)."""
+        for t in self.threads.values():
+            in_at, exit_at = t.in_at, t.exit_at
+            if in_at is not None and exit_at is not None and exit_at >= in_at:
+                t.run += exit_at - in_at if self.window is None else self._clip(in_at, exit_at)
+                t.last = max(t.last, exit_at)
+                t.in_at = None
 
     def waiting(self, tid: int) -> bool:
         """Whether thread tid waits and no wakeup of this wait was seen yet."""

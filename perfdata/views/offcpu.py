@@ -278,10 +278,12 @@ def gather(options: ResolveOptions, pf: PerfFile, tracker: SwitchTracker,
             gather_fast(pf, roles, tracker, compiled):
         print_warnings(pf)
         return
-    samples = build_sample_symbolizer(pf, options, side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE))
+    samples = build_sample_symbolizer(pf, options,
+                                      side_events=(RT.SWITCH, RT.SWITCH_CPU_WIDE, RT.EXIT))
     feed = _Feeder(roles, samples, tracker)
     try:
         feed.run()
+        tracker.finish()
         if feed.unreadable:
             pf.warnings.append("%d offcpu-time samples left out: their raw data is shorter "
                                "than its callchain" % feed.unreadable)
@@ -397,7 +399,7 @@ class _Feeder:
                     s: Any = ev
                     tracker.ran(s.time, s.tid, s.pid, s.comm, s.period, self.stack(s))
             elif kind is SideEvent:
-                self.switch_record(ev)  # type: ignore[arg-type]
+                self.side_record(ev)  # type: ignore[arg-type]
             elif kind is BuildId:
                 build_ids.setdefault(ev.path, ev.build_id)  # type: ignore[union-attr]
 
@@ -439,8 +441,14 @@ class _Feeder:
             self.tracker.add_wait(s.tid, s.pid, s.comm, start, s.time, OFFCPU_TIME_STATE,
                                   self.stack(s))
 
-    def switch_record(self, ev: Any) -> None:
+    def side_record(self, ev: Any) -> None:
+        """A switch record, or an exit (which ends a run no switch out ends)."""
         rec = ev.record
+        if rec.type == RT.EXIT:
+            tid = ev.fields.get("tid")
+            if tid and rec.time is not None:
+                self.tracker.exited(rec.time, tid)
+            return
         tid = (ev.fields.get("sample_id") or {}).get("tid")
         if tid is None or tid <= 0 or rec.time is None:
             return

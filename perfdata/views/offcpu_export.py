@@ -40,10 +40,10 @@ def weighted_stacks(tracker: SwitchTracker) -> list[tuple[ThreadTimes, list[tupl
         got = rows.setdefault((tid, _frames(stack), state), [0, 0])
         got[0] += ns
         got[1] += count
-    for (tid, stack), ns in oncpu_times(tracker).items():
+    for (tid, stack), (ns, count) in oncpu_times(tracker).items():
         got = rows.setdefault((tid, _frames(stack), None), [0, 0])
         got[0] += ns
-        got[1] += tracker.oncpu[(tid, stack)][1]
+        got[1] += count
     return [(tracker.threads[tid], list(frames), state, ns, count)
             for (tid, frames, state), (ns, count) in sorted(rows.items(), key=str)]
 

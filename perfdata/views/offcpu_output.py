@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 # KIND_COLORS): what the kinds of their frames become.
 OFFCPU_KIND = "offcpu"
 NO_STACK = "[no callchain]"
+# The wall-clock view's stack for the run time of a thread no clock sample
+# caught (each of its runs shorter than the sampling period): its wall time
+# still adds up.
+UNSAMPLED = (("[on-CPU, not sampled]", "unknown", ""),)
 
 
 def ms(ns: int) -> str:
@@ -28,8 +32,8 @@ def ms(ns: int) -> str:
 
 
 def thread_lines(tracker: SwitchTracker) -> list[str]:
-    """The per-thread table: wall (its first switch to its last) = run +
-    wait; the wait split by state."""
+    """The per-thread table: wall (its first switch to its last, or to its
+    exit) = run + wait; the wait split by state."""
     threads = tracker.kept_threads()
     states = sorted({s for t in threads for s in t.waits})
     head = "%-16s %15s %12s %12s %12s %7s" % ("comm", "pid/tid", "wall ms", "run ms",
@@ -77,7 +81,7 @@ def report_lines(tracker: SwitchTracker, percent_limit: float = 0.0) -> list[str
     total = sum(t.wait for t in threads)
     lines = ["# off-CPU time: %d threads waited %s ms in %d waits (%d switches)"
              % (len(threads), ms(total), sum(t.wait_count for t in threads),
-                tracker.switches), "#", "# per thread (wall: first switch to last)"]
+                tracker.switches), "#", "# per thread (wall: first switch to last, or to its exit)"]
     lines += thread_lines(tracker)
     lines += ["", "# per stack and state"]
     lines += stack_lines(tracker, percent_limit)
@@ -95,25 +99,31 @@ def folded(tracker: SwitchTracker, tid_root: bool = False, with_state: bool = Fa
         names = _names(tracker.threads[tid], stack, state, tid_root, with_state)
         text = ";".join(names)
         counts[text] = counts.get(text, 0) + ns
-    for (tid, stack), ns in oncpu_times(tracker).items():
+    for (tid, stack), (ns, _) in oncpu_times(tracker).items():
         text = ";".join(_names(tracker.threads[tid], stack, "", tid_root, False))
         counts[text] = counts.get(text, 0) + ns
     return counts
 
 
-def oncpu_times(tracker: SwitchTracker) -> dict[tuple[int, Any], int]:
-    """{(tid, stack): ns run there}: each thread's run time as its switches
-    measure it, split over its stacks as its clock samples' periods are (a
-    sample's period stops at the last tick before the thread leaves the
-    cpu; the switches see the whole slice); the periods as they are for a
-    thread without run time from switches."""
+def oncpu_times(tracker: SwitchTracker) -> dict[tuple[int, Any], tuple[int, int]]:
+    """{(tid, stack): (ns run there, samples)}: each thread's run time as its
+    switches measure it, split over its stacks as its clock samples' periods
+    are (a sample's period stops at the last tick before the thread leaves
+    the cpu; the switches see the whole slice); the periods as they are for
+    a thread without run time from switches; the run time of a thread no
+    sample caught under UNSAMPLED."""
     sampled: dict[int, int] = {}
     for (tid, _), (ns, _) in tracker.oncpu.items():
         sampled[tid] = sampled.get(tid, 0) + ns
     out = {}
-    for (tid, stack), (ns, _) in tracker.oncpu.items():
+    for (tid, stack), (ns, count) in tracker.oncpu.items():
         run = tracker.threads[tid].run
-        out[(tid, stack)] = round(ns * run / sampled[tid]) if run and sampled[tid] else ns
+        out[(tid, stack)] = (round(ns * run / sampled[tid]) if run and sampled[tid] else ns,
+                             count)
+    if tracker.oncpu:
+        for t in tracker.kept_threads():
+            if t.run and not sampled.get(t.tid):
+                out[(t.tid, UNSAMPLED)] = (t.run, 0)
     return out
 
 
@@ -150,10 +160,10 @@ def flamegraph_svg(args: argparse.Namespace, tracker: SwitchTracker) -> str:
         if args.with_state or tracker.oncpu:
             path.append(("[%s]" % state, OFFCPU_KIND, None))
         builder.add_stack(_root(t, args.tid_root), path, ns, count, "off-CPU time (ns)")
-    for (tid, stack), ns in sorted(oncpu_times(tracker).items(), key=str):
+    for (tid, stack), (ns, count) in sorted(oncpu_times(tracker).items(), key=str):
         path = [(NO_STACK, "unknown", None)] if stack is None else list(stack)
-        builder.add_stack(_root(tracker.threads[tid], args.tid_root), path, ns,
-                          tracker.oncpu[(tid, stack)][1], "off-CPU time (ns)")
+        builder.add_stack(_root(tracker.threads[tid], args.tid_root), path, ns, count,
+                          "off-CPU time (ns)")
     title = args.title if args.title is not None else \
         "Wall-Clock Time Flame Graph" if tracker.oncpu else "Off-CPU Time Flame Graph"
     return render(args, builder, title, "off-CPU time (ns)")

@@ -14,8 +14,9 @@
  * It prints one line per wait,
  *     wait COMM TID FUNCTION STATE NS
  * and one per thread, from the thread function's start to its end,
- *     thread COMM TID WALL_NS CPU_NS
- * (CPU_NS: the thread's CPU clock), after every thread has ended.
+ *     thread COMM TID WALL_NS CPU_NS START_NS
+ * (CPU_NS: the thread's CPU clock; START_NS: CLOCK_MONOTONIC at its start,
+ * the clock of `perf record -k mono`), after every thread has ended.
  * argv[1]: scale of the waits (default 1: 200 to 300 ms each).
  */
 #define _GNU_SOURCE
@@ -42,7 +43,7 @@ struct job {
     int pin;
     int tid;
     const char *func, *state;
-    long long wait_ns, wall_ns, cpu_ns;
+    long long wait_ns, wall_ns, cpu_ns, start_ns;
 };
 
 static long long now(clockid_t clock)
@@ -143,6 +144,7 @@ static void *thread_main(void *arg)
     job->run(job);
     job->cpu_ns = now(CLOCK_THREAD_CPUTIME_ID) - c0;
     job->wall_ns = now(CLOCK_MONOTONIC) - t0;
+    job->start_ns = t0;
     return NULL;
 }
 
@@ -171,8 +173,8 @@ int main(int argc, char **argv)
         if (jobs[i].func)
             printf("wait %s %d %s %s %lld\n", jobs[i].comm, jobs[i].tid, jobs[i].func,
                    jobs[i].state, jobs[i].wait_ns);
-        printf("thread %s %d %lld %lld\n", jobs[i].comm, jobs[i].tid, jobs[i].wall_ns,
-               jobs[i].cpu_ns);
+        printf("thread %s %d %lld %lld %lld\n", jobs[i].comm, jobs[i].tid, jobs[i].wall_ns,
+               jobs[i].cpu_ns, jobs[i].start_ns);
     }
     return 0;
 }

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PERF, SPIN_LEAF_C, can_unshare_mount, requires_perf, run_cli
-from script_compare import compare, parse_samples
+from script_compare import compare, loader_start_up_apart, parse_samples
 
 SOURCE = r"""
 #include <fcntl.h>
@@ -152,34 +152,21 @@ def test_frames_in_a_running_container_as_perf(live_container, mode):
 
 def _loader_start_up_apart(ours, perf_text):
     """Both texts without the samples taken in the dynamic loader's start-up
-    (outermost frame ld.so's `_start`: a `sh` the container's set-up starts),
-    after checking that on each of them perf's frames are ours with some left
-    out: perf 6.1 leaves out caller frames there, ours follow each frame's CFI
-    (one CI run: perf `__pthread_tunables_init` <- `_dl_sysdep_start` <-
-    `_start`, where the CFI, as the pure and the compiled unwinders read it,
-    gives `__libc_early_init` and `dl_main` before `_dl_sysdep_start` and
-    `_dl_start` after it: the loader's calls in that order)."""
-    def blocks(text):
-        return [b for b in text.split("\n\n") if b.strip()]
-
-    def in_loader_start_up(block):
-        last = block.rstrip().splitlines()[-1]
-        return " _start+" in last and "/ld-linux" in last
-
-    mine, theirs = blocks(ours), blocks(perf_text)
-    if len(mine) != len(theirs):
+    (script_compare.in_loader_start_up: a `sh` the container's set-up
+    starts), after checking that on each of them perf's frames are ours with
+    some left out: perf 6.1 leaves out caller frames there, ours follow each
+    frame's CFI (one CI run: perf `__pthread_tunables_init` <-
+    `_dl_sysdep_start` <- `_start`, where the CFI, as the pure and the
+    compiled unwinders read it, gives `__libc_early_init` and `dl_main`
+    before `_dl_sysdep_start` and `_dl_start` after it: the loader's calls in
+    that order)."""
+    if len(parse_samples(ours)) != len(parse_samples(perf_text)):
         return ours, perf_text          # (compare() reports the counts)
-    kept_mine, kept_theirs = [], []
-    for a, b in zip(mine, theirs):
-        if in_loader_start_up(a) and in_loader_start_up(b):
-            lines_a, lines_b = a.splitlines(), b.splitlines()
-            assert lines_a[:2] == lines_b[:2], (a, b)       # header and leaf
-            rest = iter(lines_a[2:])
-            assert all(line in rest for line in lines_b[2:]), (a, b)
-            continue
-        kept_mine.append(a)
-        kept_theirs.append(b)
-    return "\n\n".join(kept_mine) + "\n\n", "\n\n".join(kept_theirs) + "\n\n"
+    ours, perf_text, apart = loader_start_up_apart(ours, perf_text)
+    for a, b in apart:
+        rest = iter(a.splitlines()[2:])
+        assert all(line in rest for line in b.splitlines()[2:]), (a, b)
+    return ours, perf_text
 
 
 HOLD_SOURCE = r"""

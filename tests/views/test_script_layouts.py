@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from conftest import PERF, SPIN_LEAF_C, requires_perf, run_cli
-from script_compare import compare, parse_samples
+from script_compare import compare, loader_start_up_apart, parse_samples
 
 SOURCE = r"""
 #include <stdlib.h>
@@ -117,23 +117,6 @@ def _of_comm(text, comm):
     return "\n\n".join(b for b in blocks if b.lstrip().split(" ", 1)[0] == comm) + "\n"
 
 
-def _without_startup(ours, perf_text, binary):
-    """Both texts less the samples of ld.so's start-up: in perfdata's, the
-    leaf in ld.so and no frame of the program's binary."""
-    def blocks(text):
-        return [b for b in text.split("\n\n") if b.strip()]
-    mine, theirs, samples = blocks(ours), blocks(perf_text), parse_samples(ours)
-    assert len(mine) == len(theirs) == len(samples)
-    keep = []
-    for i, (_, frames) in enumerate(samples):
-        startup = bool(frames) and os.path.basename(frames[0][2]).startswith("ld-") and \
-            all(dso != binary for _, _, dso in frames)
-        if not startup:
-            keep.append(i)
-    return ("\n\n".join(mine[i] for i in keep) + "\n",
-            "\n\n".join(theirs[i] for i in keep) + "\n")
-
-
 CASES = [(layout, run, mode) for layout, run in RUNS for mode in MODES]
 
 
@@ -158,7 +141,8 @@ def test_layout_as_perf_and_true_stacks(layouts, layout, run, mode):
         # ld.so's start-up, before the program's code runs: perf's libdw
         # unwind there ends early or goes wrong (docs/differences.md), perfdata's
         # is the whole stack; those samples are left out of the comparison.
-        stats = compare(*_without_startup(ours, perf_text, binary))
+        ours_kept, perf_kept, _ = loader_start_up_apart(ours, perf_text)
+        stats = compare(ours_kept, perf_kept)
     # every frame perf names is perfdata's (perf's DWARF stacks of a static
     # non-PIE executable stop at the leaf: docs/differences.md; perfdata's go on)
     assert stats["other"] == [], stats["other"][:5]
