@@ -3,7 +3,7 @@ bound."""
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .elffacts import SectionHeader
@@ -42,7 +42,10 @@ def decompress_section(binary: Binary, sec: SectionHeader) -> bytes | None:
             binary.let_go(sec.offset, sec.size)
 
 
-def _inflated(binary: Binary, sec: SectionHeader, raw: memoryview | bytes) -> bytes | None:
+def _header(binary: Binary, sec: SectionHeader, raw: memoryview | bytes
+            ) -> tuple[int, int, int] | None:
+    """(ch_type, ch_size, where the compressed bytes start) of a compressed
+    section's Elf_Chdr, or None (cut short, or over the size limit: warned)."""
     le = "<" if binary.little_endian else ">"
     if binary.is_64:
         if len(raw) < 24:
@@ -57,17 +60,113 @@ def _inflated(binary: Binary, sec: SectionHeader, raw: memoryview | bytes) -> by
     if ch_size > MAX_DECOMPRESSED_SECTION:
         binary.warn(f"section {sec.name}: {ch_size} bytes uncompressed is over the limit")
         return None
+    if ch_type not in (1, 2):                 # ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD
+        binary.warn(f"section {sec.name}: unknown compression type {ch_type}")
+        return None
+    return ch_type, ch_size, at
+
+
+def _inflated(binary: Binary, sec: SectionHeader, raw: memoryview | bytes) -> bytes | None:
+    header = _header(binary, sec, raw)
+    if header is None:
+        return None
+    ch_type, ch_size, at = header
     with memoryview(raw)[at:] as body:
-        if ch_type == 1:                      # ELFCOMPRESS_ZLIB
+        if ch_type == 1:
             out = _zlib().decompressobj().decompress(body, ch_size)
-        elif ch_type == 2:                    # ELFCOMPRESS_ZSTD
+        else:
             import io
             import zstandard
             reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body))
             out = reader.read(ch_size)
-        else:
-            binary.warn(f"section {sec.name}: unknown compression type {ch_type}")
-            return None
     if len(out) != ch_size:
         binary.warn(f"section {sec.name}: decompressed to {len(out)} bytes, not {ch_size}")
     return out
+
+
+class Inflater:
+    """A compressed section inflated as far as it is read: its start, up to
+    the furthest byte asked for (`upto`), kept.  A reader of some units of a
+    large .debug_info (libc6-dbg's: 2.3 MB, 5.8 MB inflated) then makes only
+    the pages before its last unit, and none of a section it never reads.
+    `size` is the header's (ch_size), known before anything is inflated;
+    the bytes made are never more than the compressed bytes give.  `whole`
+    makes bytes of it (inflated at once where nothing was read before: no
+    copy), which later reads share."""
+
+    CHUNK = 1 << 16       # compressed bytes a step: its output stays small
+
+    def __init__(self, binary: Binary, sec: SectionHeader) -> None:
+        self.binary = binary
+        self.sec = sec
+        self.out: bytearray | bytes = bytearray()
+        self._fed = 0               # where the compressed bytes not yet inflated start
+        self._engine: Any = None
+        self.size = 0
+        self.done = True
+        self.ok = False             # its header read
+        head = binary.read(sec.offset, min(sec.size, 24))
+        got = _header(binary, sec, head) if head is not None else None
+        if got is None:
+            return
+        ch_type, self.size, self._fed = got
+        self.ok = True
+        if ch_type == 1:
+            self._engine = _zlib().decompressobj()
+        else:
+            import zstandard
+            self._engine = zstandard.ZstdDecompressor().decompressobj()
+        self.done = False
+
+    def whole(self) -> bytes | None:
+        """All of the section's bytes (fewer where the compressed bytes stop
+        making any), or None where its header is bad."""
+        if not self.ok:
+            return None
+        if not self.out and not self.done:
+            self.out = decompress_section(self.binary, self.sec) or b""
+            self.done, self._engine = True, None
+        elif not isinstance(self.out, bytes):
+            self.out = bytes(self.upto(self.size))
+        return self.out  # type: ignore[return-value]
+
+    def upto(self, end: int) -> bytearray | bytes:
+        """The section's bytes from its start to `end` at least (fewer at its
+        end, or where the compressed bytes stop making any)."""
+        out, sec = self.out, self.sec
+        if len(out) >= min(end, self.size) or self.done:
+            return out
+        assert isinstance(out, bytearray)
+        raw = self.binary.view(sec.offset, sec.size)
+        if raw is None:
+            self.binary.warn(f"section {sec.name} runs past the end of the file")
+            self.done, self._engine = True, None
+            return out
+        start, stop = self._fed, len(raw)
+        try:
+            while len(out) < end and self._fed < stop:
+                step = raw[self._fed:self._fed + self.CHUNK]
+                self._fed += len(step)
+                out += self._engine.decompress(step)
+                if len(out) >= self.size:
+                    # (all of it: what follows the stream is not fed)
+                    del out[self.size:]
+                    self._fed = stop
+        except Exception as e:      # zlib.error, zstd.ZstdError: the bytes are bad
+            self.binary.warn(f"section {sec.name}: {type(e).__name__}: {e}")
+            self._fed = stop
+        finally:
+            if isinstance(raw, memoryview):
+                raw.release()
+                self.binary.let_go(sec.offset + start, min(self._fed, stop) - start)
+        if self._fed >= stop:
+            self._finish(stop)
+        return out
+
+    def _finish(self, fed: int) -> None:
+        self.done = True
+        self._engine = None
+        self._fed = fed
+        if len(self.out) != self.size:
+            self.binary.warn(f"section {self.sec.name}: decompressed to {len(self.out)} bytes, "
+                             f"not {self.size}")

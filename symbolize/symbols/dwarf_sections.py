@@ -1,13 +1,15 @@
 """The DWARF sections of an ELF file, as lines.py and unit_symcache.py read
 them: a part at a time (a unit, a line program) or whole, a compressed
-section inflated once and kept for both; pyelftools' section descriptors of
-them; .debug_aranges read with struct."""
+section inflated as far as it is read and kept for both; pyelftools' section
+descriptors of them, streams that read the same way; .debug_aranges read
+with struct."""
 from __future__ import annotations
 
 import io
 import struct
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..elfcompress import Inflater
 from ..elffile import SHF_COMPRESSED, Binary
 
 if TYPE_CHECKING:
@@ -21,47 +23,68 @@ class DwarfSections:
 
     def __init__(self, binary: Binary) -> None:
         self.binary = binary
-        self._inflated: dict[str, bytes] = {}  # compressed sections, decompressed
+        self._inflaters: dict[str, Inflater] = {}     # compressed sections, by name
         # (aranges_sets of .debug_aranges; False: not read yet)
         self._sets: list[tuple[int, list[tuple[int, int]]]] | None | Literal[False] = False
 
     def size(self, name: str) -> int | None:
-        """The size of a section, decompressed; None where it is absent."""
+        """The size of a section, decompressed (a compressed one's header
+        says: nothing is inflated); None where it is absent."""
         sec = self.binary.get_section(name)
         if sec is None:
             return None
         if not sec.flags & SHF_COMPRESSED:
             return sec.size
-        whole = self.whole(name)
-        return len(whole) if whole is not None else None
+        return self._inflater(name, sec).size
 
     def part(self, name: str, offset: int, size: int) -> bytes | None:
         """size bytes at offset of a section, decompressed, or None past its
-        end.  A compressed section is inflated once and kept; another is
-        read from the file, part by part: a unit's own symcache needs its
-        unit and line program, not the whole of libpython's 14 MB of
-        .debug_info."""
+        end.  A compressed section is inflated up to there and kept (the
+        units asked about end before most of libc6-dbg's .debug_info
+        does); another is read from the file, part by part: a unit's own
+        symcache needs its unit and line program, not the whole of
+        libpython's 14 MB of .debug_info."""
         sec = self.binary.get_section(name)
         if sec is None or offset < 0 or size < 0:
             return None
         if sec.flags & SHF_COMPRESSED:
-            whole = self.whole(name)
-            if whole is None or offset + size > len(whole):
+            got = self._inflater(name, sec).upto(offset + size)
+            if offset + size > len(got):
                 return None
-            return whole[offset:offset + size]
+            return bytes(got[offset:offset + size])
         if offset + size > sec.size:
             return None
         return self.binary.read(sec.offset + offset, size)
 
     def whole(self, name: str) -> bytes | None:
         """A section's bytes, decompressed (a compressed one kept), or None."""
-        if name in self._inflated:
-            return self._inflated[name]
         sec = self.binary.get_section(name)
-        data = self.binary.section_data(sec) if sec is not None else None
-        if data is not None and sec is not None and sec.flags & SHF_COMPRESSED:
-            self._inflated[name] = data = bytes(data)
-        return data
+        if sec is None:
+            return None
+        if sec.flags & SHF_COMPRESSED:
+            return self._inflater(name, sec).whole()
+        return self.binary.section_data(sec)
+
+    def stream(self, name: str, by_part: bool) -> SectionStream | LazySection | None:
+        """A file-like reader of a section (pyelftools' streams), or None
+        where the section is absent (or a compressed one's header is bad).
+        by_part: reading as part() does, a Python call a read (where
+        pyelftools reads a few units: the native index answers the rest);
+        else the whole section in an io.BytesIO, made at the first read."""
+        size = self.size(name)
+        sec = self.binary.get_section(name)
+        if size is None or sec is None or \
+                sec.flags & SHF_COMPRESSED and not self._inflater(name, sec).ok:
+            return None
+        if by_part:
+            return SectionStream(self, name, size)
+        return LazySection(lambda: self.whole(name), size)
+
+    def _inflater(self, name: str, sec: Any) -> Inflater:
+        got = self._inflaters.get(name)
+        if got is None:
+            got = self._inflaters[name] = Inflater(self.binary, sec)
+        return got
 
     def aranges(self) -> list[tuple[int, int, int]] | None:
         """.debug_aranges' ranges (read_aranges), read without a pyelftools
@@ -86,6 +109,59 @@ class DwarfSections:
         return self._sets
 
 
+class SectionStream:
+    """One section as pyelftools reads it (seek, tell, read), its bytes
+    from DwarfSections.part at each read: a unit's DIEs read by pyelftools
+    inflate a compressed .debug_info only up to that unit, and a section
+    it never reads (.debug_loclists, where no DIE says DW_FORM_loclistx)
+    not at all; an uncompressed one is read from the file's mapping, not
+    copied whole first."""
+    __slots__ = ("sections", "name", "size", "pos")
+
+    def __init__(self, sections: DwarfSections, name: str, size: int) -> None:
+        self.sections = sections
+        self.name = name
+        self.size = size
+        self.pos = 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = max(0, offset if whence == 0 else self.pos + offset if whence == 1
+                       else self.size + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int | None = -1) -> bytes:
+        """n bytes from the position (fewer at the section's end)."""
+        left = self.size - self.pos
+        if n is None or n < 0 or n > left:
+            n = left
+        if n <= 0:
+            return b""
+        data = self.sections.part(self.name, self.pos, n) or b""
+        self.pos += len(data)
+        return data
+
+
+class LazySection:
+    """An io.BytesIO of a section's bytes, made at its first use (a section
+    pyelftools never reads, .debug_loclists where no DIE says
+    DW_FORM_loclistx, is never read or inflated); its methods are then the
+    BytesIO's own, as fast."""
+
+    def __init__(self, load: Callable[[], bytes | None], size: int) -> None:
+        self._load = load
+        self.size = size
+
+    def __getattr__(self, name: str) -> Any:
+        stream = self.__dict__.get("_stream")
+        if stream is None:
+            stream = self._stream = io.BytesIO(self._load() or b"")
+            self.read, self.seek, self.tell = stream.read, stream.seek, stream.tell
+        return getattr(stream, name)
+
+
 # Sections pyelftools' DWARFInfo takes, by its keyword. .debug_loc(lists) are
 # needed although no location is read: pyelftools resolves DW_FORM_loclistx
 # while it parses a DIE.
@@ -108,23 +184,31 @@ UNUSED_SECTIONS = ("debug_frame_sec", "eh_frame_sec", "debug_pubtypes_sec", "deb
 
 
 def pyelftools_sections(b: Binary, supplementary: bool = False,
-                        read: Callable[[str], bytes | None] | None = None) -> tuple[dict, Any] | None:
-    """The DWARF sections of a file, read (and decompressed) as pyelftools'
-    section descriptors, with its DwarfConfig; None without .debug_info and
-    .debug_abbrev (a supplementary file: without .debug_str and them; dwz
-    moves strings alone there where no DIE is shared).  read: how to read a
-    section by name (DwarfSections.whole, which keeps what it inflated)."""
+                        sections: DwarfSections | None = None, by_part: bool = False
+                        ) -> tuple[dict, Any] | None:
+    """The DWARF sections of a file as pyelftools' section descriptors, with
+    its DwarfConfig; None without .debug_info and .debug_abbrev (a
+    supplementary file: without .debug_str and them; dwz moves strings
+    alone there where no DIE is shared).  sections: read through it, as
+    its streams (DwarfSections.stream, by_part or not: lines.py's own
+    file); else each section read (and decompressed) whole now."""
     from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DwarfConfig
     secs: dict = dict.fromkeys(UNUSED_SECTIONS)
     for key, name in SECTIONS.items():
         sec = b.get_section(name)
-        data = None if sec is None else read(name) if read is not None else b.section_data(sec)
-        if data is None:
+        stream: Any = None
+        if sec is None:
+            pass
+        elif sections is not None:
+            stream = sections.stream(name, by_part)
+        else:
+            data = b.section_data(sec)
+            stream = None if data is None else io.BytesIO(bytes(data))
+        if stream is None:
             secs[key] = None          # absent, or unreadable (already warned)
             continue
-        data = bytes(data)
-        # (data: the section is there)
-        secs[key] = DebugSectionDescriptor(io.BytesIO(data), name, sec.offset, len(data), sec.addr)  # type: ignore[union-attr]
+        size = len(stream.getbuffer()) if isinstance(stream, io.BytesIO) else stream.size
+        secs[key] = DebugSectionDescriptor(stream, name, sec.offset, size, sec.addr)  # type: ignore[union-attr]
     has_units = secs["debug_info_sec"] is not None and secs["debug_abbrev_sec"] is not None
     if not (has_units or (supplementary and secs["debug_str_sec"] is not None)):
         return None
@@ -151,7 +235,7 @@ def _fixed_layout(construct: Any) -> tuple[str, list[str]] | None:
     return fmt, names
 
 
-def read_aranges(data: bytes, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
+def read_aranges(data: bytes | bytearray, structs: DWARFStructs) -> list[tuple[int, int, int]] | None:
     """(begin, end, CU offset) of every range of .debug_aranges (aranges_sets,
     flattened), or None where aranges_sets does not read the section."""
     return _ranges_of(aranges_sets(data, structs))
@@ -164,7 +248,7 @@ def _ranges_of(sets: list[tuple[int, list[tuple[int, int]]]] | None
                                       for lo, hi in ranges]
 
 
-def aranges_sets(data: bytes, structs: DWARFStructs
+def aranges_sets(data: bytes | bytearray, structs: DWARFStructs
                  ) -> list[tuple[int, list[tuple[int, int]]]] | None:
     """Each set of .debug_aranges: its unit's offset in .debug_info and its
     (begin, end) ranges (none for a unit without code), read as pyelftools'

@@ -301,7 +301,10 @@ class LineInfo:
         """Read (and decompress) the DWARF sections once, as pyelftools'
         section descriptors; and the supplementary file's, where the DWARF
         refers to one that is found."""
-        loaded = pyelftools_sections(self.binary, read=self.sections.whole)
+        # (by part where the native index answers most units: pyelftools then
+        # reads a few, the assembler ones, not whole sections)
+        loaded = pyelftools_sections(self.binary, sections=self.sections,
+                                     by_part=self._native_index() is not None)
         if loaded is None:
             return False
         self._sections, self._config = loaded
@@ -335,9 +338,8 @@ class LineInfo:
                 return None
             ranges = None
             try:
-                sec = self._sections.get("debug_aranges_sec") if self._sections else None
-                ranges = read_aranges(sec.stream.getvalue(), dwarf.structs) \
-                    if sec is not None else None
+                data = self.sections.whole(".debug_aranges")
+                ranges = read_aranges(data, dwarf.structs) if data is not None else None
                 if ranges is None:
                     ar = dwarf.get_aranges()
                     if ar is not None:

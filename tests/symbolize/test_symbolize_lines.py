@@ -289,10 +289,10 @@ def _aranges_both(binary):
     from symbolize.symbols.dwarf_sections import read_aranges as _read_aranges
     li = LineInfo(binary)
     dwarf = li._dwarfinfo()
-    sec = li._sections.get("debug_aranges_sec") if li._sections else None
-    if dwarf is None or sec is None:
+    data = li.sections.whole(".debug_aranges")
+    if dwarf is None or data is None:
         return None, None
-    ours = _read_aranges(sec.stream.getvalue(), dwarf.structs)
+    ours = _read_aranges(data, dwarf.structs)
     theirs = sorted((e.begin_addr, e.begin_addr + e.length, e.info_offset)
                     for e in dwarf.get_aranges().entries if e.length)
     return (sorted(ours) if ours is not None else None), theirs
@@ -315,7 +315,7 @@ def test_aranges_damaged_never_raise_or_loop(prog):
     from symbolize.symbols.dwarf_sections import read_aranges as _read_aranges
     li = LineInfo(Binary(prog))
     dwarf = li._dwarfinfo()
-    data = li._sections["debug_aranges_sec"].stream.getvalue()
+    data = bytes(li.sections.whole(".debug_aranges"))
     for cut in range(0, len(data), 3):
         _read_aranges(data[:cut], dwarf.structs)
     for i in range(0, min(len(data), 64)):
