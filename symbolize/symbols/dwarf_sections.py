@@ -35,7 +35,8 @@ class DwarfSections:
             return None
         if not sec.flags & SHF_COMPRESSED:
             return sec.size
-        return self._inflater(name, sec).size
+        inflater = self._inflater(name, sec)
+        return inflater.size if inflater.ok else None
 
     def part(self, name: str, offset: int, size: int) -> bytes | None:
         """size bytes at offset of a section, decompressed, or None past its
