@@ -302,9 +302,10 @@ class LineInfo:
         section descriptors; and the supplementary file's, where the DWARF
         refers to one that is found."""
         # (by part where the native index answers most units: pyelftools then
-        # reads a few, the assembler ones, not whole sections)
+        # reads a few, the assembler ones, not whole sections; the index as
+        # made already, not made here: symbolic's import is not this one's)
         loaded = pyelftools_sections(self.binary, sections=self.sections,
-                                     by_part=self._native_index() is not None)
+                                     by_part=bool(self._native))
         if loaded is None:
             return False
         self._sections, self._config = loaded
