@@ -10,14 +10,19 @@ def _thread(tracker, tid):
     return t
 
 
-def test_a_run_ends_at_the_exit_where_no_switch_out_follows():
-    tr = SwitchTracker()
+def _runs_waits_runs_exits(tr):
+    """Thread 7 runs 100-130, waits until 180, runs until its exit at 250,
+    with no switch out after it (a per-process recording)."""
     tr.switch_in(100, 7)
     tr.switch_out(130, 7, 1, "worker", "S")
     tr.switch_in(180, 7)
     tr.exited(250, 7)
     tr.finish()
-    t = _thread(tr, 7)
+    return _thread(tr, 7)
+
+
+def test_a_run_ends_at_the_exit_where_no_switch_out_follows():
+    t = _runs_waits_runs_exits(SwitchTracker())
     assert (t.first, t.last, t.run, t.wait) == (100, 250, 30 + 70, 50)
     assert t.wall == t.run + t.wait
 
@@ -45,11 +50,5 @@ def test_an_exit_while_waiting_or_unseen_changes_nothing():
 
 
 def test_the_window_clips_the_run_to_the_exit():
-    tr = SwitchTracker(window=[(150, 1000)])
-    tr.switch_in(100, 7)
-    tr.switch_out(130, 7, 1, "worker", "S")
-    tr.switch_in(180, 7)
-    tr.exited(250, 7)
-    tr.finish()
-    t = _thread(tr, 7)
+    t = _runs_waits_runs_exits(SwitchTracker(window=[(150, 1000)]))
     assert t.run == 70 and t.waits == {"S": 30}
