@@ -90,7 +90,9 @@ class Inflater:
     large .debug_info (libc6-dbg's: 2.3 MB, 5.8 MB inflated) then makes only
     the pages before its last unit, and none of a section it never reads.
     `size` is the header's (ch_size), known before anything is inflated;
-    the bytes made are never more than the compressed bytes give.  `whole`
+    the bytes made are never more than the compressed bytes give, nor a
+    step's more than the section can still hold (zlib's max_length; zstd
+    in pieces of CHUNK): a bomb allocates no more than its header says.  `whole`
     makes bytes of it (inflated at once where nothing was read before: no
     copy), which later reads share."""
 
@@ -111,11 +113,7 @@ class Inflater:
             return
         ch_type, self.size, self._fed = got
         self.ok = True
-        if ch_type == 1:
-            self._engine = _zlib().decompressobj()
-        else:
-            import zstandard
-            self._engine = zstandard.ZstdDecompressor().decompressobj()
+        self._zlib = ch_type == 1
         self.done = False
 
     def whole(self) -> bytes | None:
@@ -143,11 +141,28 @@ class Inflater:
             self.done, self._engine = True, None
             return out
         start, stop = self._fed, len(raw)
+        if self._engine is None:
+            if self._zlib:
+                self._engine = _zlib().decompressobj()
+            else:
+                # (zstd's decompressobj cannot bound its output: read_to_iter
+                # makes pieces of CHUNK at most, from the compressed bytes)
+                import zstandard
+                self._engine = zstandard.ZstdDecompressor().read_to_iter(
+                    bytes(raw[start:]), write_size=self.CHUNK)
         try:
             while len(out) < end and self._fed < stop:
-                step = raw[self._fed:self._fed + self.CHUNK]
-                self._fed += len(step)
-                out += self._engine.decompress(step)
+                if self._zlib:
+                    step = raw[self._fed:self._fed + self.CHUNK]
+                    self._fed += len(step)
+                    # (no more than the section can still hold: a step of a
+                    # bomb makes no more than the header's size)
+                    out += self._engine.decompress(step, self.size - len(out))
+                else:
+                    piece = next(self._engine, None)
+                    if piece is None:
+                        self._fed = stop
+                    out += piece or b""
                 if len(out) >= self.size:
                     # (all of it: what follows the stream is not fed)
                     del out[self.size:]

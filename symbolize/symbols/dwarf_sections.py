@@ -72,10 +72,8 @@ class DwarfSections:
         by_part: reading as part() does, a Python call a read (where
         pyelftools reads a few units: the native index answers the rest);
         else the whole section in an io.BytesIO, made at the first read."""
-        size = self.size(name)
-        sec = self.binary.get_section(name)
-        if size is None or sec is None or \
-                sec.flags & SHF_COMPRESSED and not self._inflater(name, sec).ok:
+        size = self.size(name)          # (None: absent, or a bad header)
+        if size is None:
             return None
         if by_part:
             return SectionStream(self, name, size)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..cachedir import CacheDir
 from ..elffile import Binary
-from .dwarf_sections import DwarfSections, pyelftools_sections, read_aranges
+from .dwarf_sections import DwarfSections, pyelftools_sections
 from .dwarf_units import (Scope, UnitData, UnitWalk, collect_functions, die_ranges,
                           function_at, load_lines, low_pc, unit_file)
 
@@ -339,8 +339,7 @@ class LineInfo:
                 return None
             ranges = None
             try:
-                data = self.sections.whole(".debug_aranges")
-                ranges = read_aranges(data, dwarf.structs) if data is not None else None
+                ranges = self.sections.aranges()
                 if ranges is None:
                     ar = dwarf.get_aranges()
                     if ar is not None:

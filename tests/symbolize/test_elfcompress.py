@@ -118,3 +118,54 @@ def test_bad_bytes_a_warning_and_what_came_before(packed, tmp_path):
             assert got == whole
             ds = DwarfSections(Binary(str(path)))
             assert ds.part(".debug_info", len(whole), 1) is None
+
+
+def test_a_step_makes_no_more_than_the_header_says(packed, tmp_path):
+    """ch_size claiming less than the bytes inflate to (a bomb's shape): each
+    step is bounded by what the section can still hold, so the bytes made
+    are the header's size, the start of the true ones."""
+    b = Binary(packed)
+    sec = b.get_section(".debug_info")
+    whole = decompress_section(b, sec)
+    buf = bytearray(open(packed, "rb").read())
+    struct.pack_into("<Q", buf, sec.offset + 8, 100)        # ch_size
+    path = tmp_path / "claims-less"
+    path.write_bytes(bytes(buf))
+    bad = Binary(str(path))
+    inflater = Inflater(bad, bad.get_section(".debug_info"))
+    assert inflater.size == 100
+    got = inflater.upto(10)
+    assert len(got) <= 100 and bytes(got) == whole[:len(got)]
+    assert bytes(inflater.upto(100)) == whole[:100] and inflater.done
+
+
+def test_a_bomb_step_allocates_what_the_header_says(packed, tmp_path):
+    """A stream of zeros far larger than its section's header says (zlib:
+    180 KB in 197 bytes; zstd: 1 MB in 49) where the header says 100: the
+    step that makes the 100 allocates less than the stream inflates to (the
+    decompressor's own state, and zstd one piece of Inflater.CHUNK at most;
+    unbounded steps: 260 KB and 2 MB measured)."""
+    import tracemalloc
+    import zlib
+    import zstandard
+    b = Binary(packed)
+    sec = b.get_section(".debug_info")
+    zeros = 180_000 if packed.endswith("zlib") else 1_000_000
+    bomb = zlib.compress(b"\0" * zeros, 9) if packed.endswith("zlib") else \
+        zstandard.compress(b"\0" * zeros, 19)
+    assert sec.size - 24 >= len(bomb)
+    buf = bytearray(open(packed, "rb").read())
+    struct.pack_into("<Q", buf, sec.offset + 8, 100)
+    buf[sec.offset + 24:sec.offset + 24 + len(bomb)] = bomb
+    path = tmp_path / "bomb"
+    path.write_bytes(bytes(buf))
+    bad = Binary(str(path))
+    inflater = Inflater(bad, bad.get_section(".debug_info"))
+    tracemalloc.start()
+    try:
+        got = bytes(inflater.upto(100))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == b"\0" * 100
+    assert peak < zeros, peak
