@@ -154,23 +154,13 @@ class CacheDir:
         """A cache file mapped read-only (what the caller reads of it is all
         it pays for), or None as read() gives it.  The file counts as used.
         (A file replaced or pruned while mapped stays as it was mapped.)"""
-        import mmap
-        import stat
         if self.root is None or not path:
             return None
-        try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= max_size:
-                return None
-            with open(path, "rb") as f:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
+        got = _map_regular(path, max_size)
+        if got is None:
             return None
-        if len(mapped) > max_size:
-            mapped.close()
-            return None
-        self._touch(path, st)
-        return mapped
+        self._touch(path, got[1])
+        return got[0]
 
     def read_json(self, path: str | None, max_size: int = 512 << 20) -> Any:
         """The JSON document in a cache file, or None (as read(), or damaged)."""
@@ -403,6 +393,29 @@ def _new_temporary(folder: str) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(f"{folder}: no temporary name left")
+
+
+def map_file(path: str, max_size: int = 512 << 20) -> mmap.mmap | None:
+    """The file at path mapped read-only, or None as read_file gives it."""
+    got = _map_regular(path, max_size)
+    return got[0] if got is not None else None
+
+
+def _map_regular(path: str, max_size: int) -> tuple[mmap.mmap, os.stat_result] | None:
+    import mmap
+    import stat
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= max_size:
+            return None
+        with open(path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    if len(mapped) > max_size:
+        mapped.close()
+        return None
+    return mapped, st
 
 
 def read_file(path: str, max_size: int = 512 << 20) -> bytes | None:

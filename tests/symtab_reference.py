@@ -3,7 +3,7 @@
 fixup_columns does by columns, kept here as the tests' reference."""
 from operator import itemgetter
 
-from symbolize.symbols.symtab import choose_best
+from symbolize.symbols.fixups import choose_best
 
 _START = itemgetter(0)
 

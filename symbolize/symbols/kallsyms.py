@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
     from ..cachedir import CacheWhere
-from .symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_columns, fixup_symbols
+from .fixups import STB_GLOBAL, STB_LOCAL, STB_WEAK, fixup_columns, fixup_symbols
+from .symtab import utf8_names
 
 MAX_KALLSYMS_SIZE = 256 << 20
 KSYM_NAME_LEN = 512
@@ -497,17 +498,6 @@ class _LazySymbols:
         return (self[i] for i in range(len(self.starts)))
 
 
-def _utf8(text: str, ends: Sequence[int], count: int) -> tuple[bytes, Sequence[int]]:
-    """Text of names cut at character offsets `ends` as UTF-8 and the byte
-    offsets where each name ends."""
-    raw = text.encode("utf-8", "surrogateescape")
-    if len(raw) == len(text):           # ASCII (a kernel's names are)
-        return raw, ends
-    pieces = [_LazySymbols._cut(text, ends, i).encode("utf-8", "surrogateescape")  # type: ignore[arg-type]
-              for i in range(count)]
-    return b"".join(pieces), array("Q", itertools.accumulate(map(len, pieces)))
-
-
 def _parsed_into_cache(text: bytes | mmap.mmap, identity: str, cache: CacheDir) -> bool:
     """The compiled parse of a kallsyms text laid out in its cache file
     itself, mapped (CacheDir.write_mapped: the 2.5 MB table is not made in
@@ -571,8 +561,8 @@ def _save_cached(identity: str, table: "KernelSymbols", cache: CacheDir) -> None
             not isinstance(syms.modules, str):
         return
     count = len(syms)
-    names, name_ends = _utf8(syms.names, syms.name_ends, count)
-    modules, module_ends = _utf8(syms.modules, syms.module_ends, count)
+    names, name_ends = utf8_names(syms.names, syms.name_ends, "surrogateescape")
+    modules, module_ends = utf8_names(syms.modules, syms.module_ends, "surrogateescape")
     data = b"".join((_HEADER.pack(_MAGIC, count, len(names), len(modules), len(mine)),
                      array("Q", syms.starts).tobytes(), array("Q", syms.sizes).tobytes(),
                      array("Q", name_ends).tobytes(), array("Q", module_ends).tobytes(),

@@ -5,28 +5,26 @@ STT_FUNC / STT_GNU_IFUNC symbols and STT_NOTYPE "labels" in sections whose name
 contains "text" (elfsymbols.py reads them); it then gives each size-0 symbol the room up to the next
 symbol (`symbols__fixup_end`) and resolves symbols sharing an address with
 `choose_best_symbol` (`symbols__fixup_duplicate`). The same rules are applied
-here, so names match `perf script`. One deliberate difference: PLT stubs are
+here (fixups.py), so names match `perf script`. One deliberate difference: PLT stubs are
 added before sizes are fixed up, so a size-0 `_init` no longer swallows `.plt`.
 """
 from __future__ import annotations
 
 import bisect
 from array import array
-from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, contains, eq, itemgetter, le, ne, sub
+from itertools import accumulate, chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
-from .compiled import symtab_core
-from .elfsymbols import STT_FUNC, RawSymbol, SymbolColumns, read_symbol_columns, u64_array
+from .elfsymbols import STT_FUNC, RawSymbol, SymbolColumns, read_symbol_columns
+from .fixups import STB_GLOBAL, fixup_columns
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
-    from types import ModuleType
+    import mmap
+    from collections.abc import Iterable, Iterator, Sequence
 
     from ..cachedir import CacheDir
     from ..elffile import Binary
-
-STB_LOCAL, STB_GLOBAL, STB_WEAK = 0, 1, 2
 
 SOURCES = ("symtab", "dynsym", "minidebuginfo", "plt", "debuginfo")
 
@@ -42,193 +40,6 @@ class Symbol(NamedTuple):
         return self.start + self.size
 
 
-def _underscores(name: str) -> int:
-    return len(name) - len(name.lstrip("_"))
-
-
-def choose_best(a: list, b: list) -> bool:
-    """True if a wins over b; perf 6.1's choose_best_symbol on [start, end,
-    binding, name, ...] entries."""
-    la, lb = a[1] - a[0], b[1] - b[0]
-    if lb == 0 and la > 0:
-        return True
-    if la == 0 and lb > 0:
-        return False
-    wa, wb = a[2] == STB_WEAK, b[2] == STB_WEAK
-    if wb and not wa:
-        return True
-    if wa and not wb:
-        return False
-    ga, gb = a[2] == STB_GLOBAL, b[2] == STB_GLOBAL
-    if ga and not gb:
-        return True
-    if gb and not ga:
-        return False
-    return choose_by_names(a[3], b[3])
-
-
-def choose_by_names(a: str, b: str) -> bool:
-    """choose_best_symbol's last rules, where the sizes and bindings of two
-    symbols at one address do not decide: True if a (its name) wins over b."""
-    ua, ub = _underscores(a), _underscores(b)
-    if ub > ua:
-        return True
-    if ua > ub:
-        return False
-    if len(a) != len(b):
-        return len(a) > len(b)
-    # arch__choose_best_symbol: avoid the kernel's "SyS" syscall aliases.
-    return not (a.startswith("SyS") or a.startswith("compat_SyS"))
-
-
-def fixup_symbols(raw: Iterable[RawSymbol], *, is_kallsyms: bool = False) -> list[list]:
-    """perf's symbols__fixup_end then symbols__fixup_duplicate.
-
-    Returns sorted [start, end, binding, name, source] lists, one per address.
-    """
-    starts, sizes, names, bindings, sources = _fixup_raw(raw, is_kallsyms)
-    return [list(e) for e in zip(starts, map(add, starts, sizes), bindings, names, sources)]
-
-
-def _fixup_raw(raw: Iterable[RawSymbol], is_kallsyms: bool, demangled: str = ""
-               ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list]:
-    c = SymbolColumns.of(raw)
-    return fixup_columns(c.starts, c.sizes, c.bindings, c.names, c.sources,
-                         is_kallsyms=is_kallsyms, demangled=demangled)
-
-
-def fixup_columns(starts: Sequence[int], sizes: Sequence[int], bindings: Sequence[int],
-                  names: list[str],
-                  sources: list | None = None, *, is_kallsyms: bool = False,
-                  demangled: str = ""
-                  ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list]:
-    """perf 6.1's symbols__fixup_end then symbols__fixup_duplicate on a
-    table as columns (a column costs a C loop where a list per symbol costs
-    a Python step): (starts, sizes, names, bindings, sources) sorted by
-    start, one symbol per address.  A size of 0 is perf's zero-size symbol,
-    which runs to the next one; with is_kallsyms the last symbol of the
-    kernel or of a module (a name holding perf's in-band "[module]" marker)
-    ends at the end of the page after its start, not across the gap; the
-    very last symbol a page past its own.  sources (any values) follow
-    their symbols; None gives an empty list.  With demangled ("p": perf's
-    form, no parameters; "s": with them, perf -v's), symbols sharing an
-    address are compared by their demangled names, as perf 6.1 compares an
-    ELF table's: dso__load_sym
-    demangles each name before symbol__new, so choose_best_symbol's
-    underscore count and "longest name" rule see `<usize as
-    core::fmt::Display>::fmt`, not its mangled name (the same length as the
-    `u64` alias's, folded to the same code)."""
-    n = len(starts)
-    if sources is None:
-        sources = []
-    if not n:
-        return [], [], [], [], sources
-    compiled = None if is_kallsyms else symtab_core()
-    if compiled is not None:
-        fixed = _fixup_compiled(compiled, (starts, sizes, bindings, names, sources), demangled)
-        if fixed is not None:
-            return fixed
-    # (slices, not islice: a copy costs less than an iterator's steps)
-    # Stable, as perf's rbtree insertion leaves equal starts in table order;
-    # a table in address order already (kallsyms, mostly) is left as it is.
-    if n > 1 and not all(map(le, starts, starts[1:])):
-        pick = itemgetter(*sorted(range(n), key=starts.__getitem__))
-        starts, sizes, bindings = list(pick(starts)), list(pick(sizes)), list(pick(bindings))
-        names = list(pick(names))
-        if sources:
-            sources = list(pick(sources))
-    if any(sizes):
-        ends = [start + size if size else nxt
-                for start, size, nxt in zip(starts, sizes, starts[1:])]
-    else:
-        ends = list(starts[1:])        # (kallsyms: no symbol has a size)
-    last = starts[-1]
-    ends.append(last + sizes[-1] if sizes[-1] else (last + 4095) // 4096 * 4096 + 4096)
-    if is_kallsyms:
-        in_module = list(map(contains, names, repeat("[")))
-        for i in compress(range(n - 1), map(ne, in_module, in_module[1:])):
-            if not sizes[i]:
-                ends[i] = (starts[i] + 4096 + 4095) // 4096 * 4096
-    # Symbols sharing an address: choose_best_symbol keeps one.
-    keep = [True] * n
-    winner = None
-    name_of = _compared_names(names, demangled)
-    for i in compress(range(n - 1), map(eq, starts, starts[1:])):
-        if winner is None or starts[winner] != starts[i]:
-            winner = i
-        nxt = i + 1
-        if choose_best([starts[winner], ends[winner], bindings[winner], name_of(winner)],
-                       [starts[nxt], ends[nxt], bindings[nxt], name_of(nxt)]):
-            keep[nxt] = False
-        else:
-            keep[winner] = False
-            winner = nxt
-    sizes = list(map(sub, ends, starts))
-    if not all(keep):
-        starts, sizes = list(compress(starts, keep)), list(compress(sizes, keep))
-        names, bindings = list(compress(names, keep)), list(compress(bindings, keep))
-        if sources:
-            sources = list(compress(sources, keep))
-    return starts, sizes, names, bindings, sources
-
-
-def _compared_names(names: list[str], demangled: str) -> Callable[[int], str]:
-    """The name choose_best compares of the symbol at an index: as read, or
-    demangled (each once, and only those compared)."""
-    if not demangled:
-        return names.__getitem__
-    shown: dict[int, str] = {}
-    from .demangle import demangle
-
-    def name_of(k: int) -> str:
-        out = shown.get(k)
-        if out is None:
-            out = shown[k] = demangle(names[k], params=demangled == "s")
-        return out
-    return name_of
-
-
-def _fixup_compiled(compiled: ModuleType,
-                    columns: tuple[Sequence[int], Sequence[int], Sequence[int], list[str], list],
-                    demangled: str
-                    ) -> tuple[Sequence[int], Sequence[int], list[str], Sequence[int], list] | None:
-    """fixup_columns in C: the order, the sizes and the aliases chosen there,
-    the names compared here where they decide; None for a table C does not
-    take (a value beyond 64 bits or a binding beyond a byte: made by hand).
-    The starts and sizes come back as arrays, the bindings as bytes."""
-    starts, sizes, bindings, names, sources = columns
-    name_of = _compared_names(names, demangled)
-    flags = -1
-    if demangled:
-        # (C demangles the names it compares with demangle.py's library;
-        # Rust names and those with a version suffix are compared here)
-        from .demangle import demangle_flags, load_into
-        load_into(compiled)
-        flags = demangle_flags(demangled == "s")
-    try:
-        order, fixed, kept_starts, kept_bindings = compiled.fixup(
-            _u64_buffer(starts), _u64_buffer(sizes), bytes(bindings),
-            lambda a, b: choose_by_names(name_of(a), name_of(b)),
-            names if isinstance(names, list) else list(names), flags)
-    except (OverflowError, ValueError, TypeError):
-        return None
-    kept = u64_array(order)
-    if sources and sources.count(sources[0]) == len(sources):
-        sources = [sources[0]] * len(kept)          # (one section's symbols)
-    elif sources:
-        sources = list(map(sources.__getitem__, kept))
-    return (u64_array(kept_starts), u64_array(fixed), list(map(names.__getitem__, kept)),
-            kept_bindings, sources)
-
-
-def _u64_buffer(column: Sequence[int]) -> array[int]:
-    """A column as the compiled fixup reads it: native unsigned 64-bit
-    values (an array the reader made is that already, and is not copied)."""
-    if isinstance(column, array) and column.typecode == "Q":
-        return column
-    return array("Q", column)
-
-
 # A cache file's first line is at most this long (see SymbolTable.to_bytes).
 _CACHE_LINE_MAX = 256
 
@@ -239,15 +50,16 @@ class SymbolTable:
     Kept as columns, not as one Symbol per entry: starts and sizes (arrays),
     the names as one string with where each ends, and each symbol's source as
     an index into the table's few sources.  A cached table of tens of
-    thousands of symbols then loads at once (its columns are the file's
-    bytes), while a profile looks up a few hundred of them: the Symbol is
-    made for the entry a lookup returns."""
+    thousands of symbols then loads at once (its columns are views of the
+    cache file, mapped, and its names that file's UTF-8), while a profile
+    looks up a few hundred of them: the Symbol is made, its name decoded,
+    for the entry a lookup returns."""
     __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
                  "_bindings", "_made")
 
     _starts: Sequence[int]
     _sizes: Sequence[int]
-    _names: str
+    _names: str | _Utf8Names          # (a loaded table's: _name_ends count bytes)
     _name_ends: Sequence[int]
     _source_of: Sequence[int]         # index into _source_names, per symbol
     _source_names: tuple[str, ...]    # sorted
@@ -356,24 +168,27 @@ class SymbolTable:
             return next((s for s in self if not s.name), None)
         # Where the name occurs in the joined names and a symbol's name both
         # starts and ends there.
+        width = len(name) if isinstance(names, str) else names.width(name)
         at = names.find(name)
         while at >= 0:
-            i = bisect.bisect_left(ends, at + len(name))
-            if i < len(ends) and ends[i] == at + len(name) and (ends[i - 1] if i else 0) == at:
+            i = bisect.bisect_left(ends, at + width)
+            if i < len(ends) and ends[i] == at + width and (ends[i - 1] if i else 0) == at:
                 return self._symbol(i)
             at = names.find(name, at + 1)
         return None
 
     # A cache file holds one ASCII line, then the table's columns as it keeps
-    # them, so that loading one is a few copies:
+    # them, so that loading one is mapping it:
     #
-    #   TAG COUNT NAMES_SIZE CRC32 SOURCE,SOURCE...\n
+    #   TAG COUNT NAMES_SIZE CRC32 SOURCE,SOURCE... (spaces)\n
+    #                              (spaces to a multiple of 8 bytes: the
+    #                              columns below are aligned where mapped)
     #   starts, sizes, name ends   COUNT unsigned 64-bit values each, in this
     #                              machine's byte order (the tag names it)
     #   source of each symbol      COUNT bytes: an index into the line's sources
     #   binding of each symbol     COUNT bytes: its ELF STB_* value
     #   names                      NAMES_SIZE bytes: UTF-8, one after another
-    #                              (the name ends count characters)
+    #                              (the name ends count bytes)
     #
     # CRC32 covers everything after the line.  The line's numbers must add up
     # to the file's size before anything is made from them: a damaged or
@@ -392,34 +207,39 @@ class SymbolTable:
         starts, sizes, name_ends, source_of, bindings = \
             self._starts, self._sizes, self._name_ends, self._source_of, self._bindings
         names, source_names = self._names, self._source_names
-        if not all(isinstance(c, array) and c.typecode == "Q" for c in (starts, sizes, name_ends)) \
+        if not all(_u64_view(c) is not None for c in (starts, sizes, name_ends)) \
                 or not isinstance(source_of, bytes) or not set(source_names) <= set(SOURCES):
             return None
-        try:
-            utf8 = names.encode("utf-8")
-        except UnicodeEncodeError:
-            return None
+        if isinstance(names, str):
+            try:
+                utf8, name_ends = utf8_names(names, name_ends)
+            except UnicodeEncodeError:
+                return None
+        else:
+            utf8 = names.encoded()
         body: list[bytes | bytearray | memoryview] = [
-            memoryview(c).cast("B") for c in (starts, sizes, name_ends)  # type: ignore[arg-type]
-        ]
+            _u64_view(c) for c in (starts, sizes, name_ends)]  # type: ignore[misc]
         body += [source_of, bindings, utf8]
         crc = 0
         for part in body:
             crc = zlib.crc32(part, crc)
-        line = "%s %d %d %d %s\n" % (cache_format(), len(starts), len(utf8), crc,
-                                     ",".join(source_names))
+        line = "%s %d %d %d %s" % (cache_format(), len(starts), len(utf8), crc,
+                                   ",".join(source_names))
+        line += " " * (-(len(line) + 1) % 8) + "\n"
         return [line.encode("ascii")] + body
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "SymbolTable | None":
-        """The table to_bytes() made, or None if the bytes are damaged, cut
-        short, of another format or of other code."""
+    def from_bytes(cls, data: bytes | mmap.mmap) -> "SymbolTable | None":
+        """The table to_bytes() made (its bytes, or the cache file mapped:
+        the table's columns are then views of it, nothing copied but two
+        bytes a symbol), or None if the bytes are damaged, cut short, of
+        another format or of other code."""
         import zlib
         eol = data.find(b"\n", 0, _CACHE_LINE_MAX)
-        if eol < 0:
+        if eol < 0 or (eol + 1) % 8:
             return None
         fields = data[:eol].split(b" ")
-        if len(fields) != 5 or fields[0] != cache_format().encode("ascii"):
+        if len(fields) < 5 or any(fields[5:]) or fields[0] != cache_format().encode("ascii"):
             return None
         try:
             count, names_size, crc = int(fields[1]), int(fields[2]), int(fields[3])
@@ -431,29 +251,71 @@ class SymbolTable:
                 or list(source_names) != sorted(set(source_names)) \
                 or not set(source_names) <= set(SOURCES) or zlib.crc32(body) != crc:
             return None
-        columns = []
-        for k in range(3):
-            column = array("Q")
-            column.frombytes(body[8 * count * k:8 * count * (k + 1)])
-            columns.append(column)
-        starts, sizes, name_ends = columns
+        numbers = body[:24 * count].cast("Q")
+        starts, sizes, name_ends = (numbers[k * count:(k + 1) * count] for k in range(3))
         source_of = bytes(body[24 * count:25 * count])
         bindings = bytes(body[25 * count:26 * count])
         # (every source index names one of the sources)
         if source_of.translate(None, bytes(range(len(source_names)))):
             return None
-        try:
-            names = str(body[26 * count:], "utf-8")
-        except UnicodeDecodeError:
-            return None
-        if (name_ends[-1] if count else 0) != len(names):
+        if (name_ends[-1] if count else 0) != names_size:
             return None
         table = cls.__new__(cls)
         table._starts, table._sizes, table._name_ends = starts, sizes, name_ends
-        table._source_of, table._names, table._source_names = source_of, names, source_names
+        table._source_of, table._source_names = source_of, source_names
+        table._names = _Utf8Names(data, eol + 1 + 26 * count, names_size)
         table._bindings = bindings
         table._made = {}
         return table
+
+
+class _Utf8Names:
+    """The names of a table loaded from its cache file: the file's UTF-8
+    (mapped), each name decoded when a lookup returns its symbol (a profile
+    asks for a few hundred of cc1's 27,000), at byte offsets."""
+    __slots__ = ("data", "at", "size")
+
+    def __init__(self, data: bytes | mmap.mmap, at: int, size: int) -> None:
+        self.data, self.at, self.size = data, at, size
+
+    def __getitem__(self, cut: slice) -> str:
+        # ("replace": what a file of the right CRC but not ours may hold)
+        return str(self.data[self.at + cut.start:self.at + cut.stop], "utf-8", "replace")
+
+    def find(self, name: str, start: int = 0) -> int:
+        """Where name's UTF-8 starts, from byte offset start; -1 if nowhere."""
+        at = self.data.find(name.encode("utf-8", "surrogatepass"), self.at + start,
+                            self.at + self.size)
+        return at - self.at if at >= 0 else -1
+
+    @staticmethod
+    def width(name: str) -> int:
+        """name's bytes in these names."""
+        return len(name.encode("utf-8", "surrogatepass"))
+
+    def encoded(self) -> bytes:
+        return bytes(self.data[self.at:self.at + self.size])
+
+
+def utf8_names(text: str, ends: Sequence[int], errors: str = "strict"
+               ) -> tuple[bytes, Sequence[int]]:
+    """Names joined in one text, cut at character offsets `ends`, as UTF-8,
+    and the byte offsets where each ends (the same offsets where the text
+    is ASCII, as symbol names are)."""
+    raw = text.encode("utf-8", errors)
+    if len(raw) == len(text):
+        return raw, ends
+    pieces = [text[a:b].encode("utf-8", errors) for a, b in zip(chain((0,), ends), ends)]
+    return b"".join(pieces), array("Q", accumulate(map(len, pieces)))
+
+
+def _u64_view(column: Sequence[int]) -> memoryview | None:
+    """A column's bytes, where it is unsigned 64-bit values (an array made
+    for the table, or a view of a mapped file); None where it is not."""
+    if isinstance(column, array) and column.typecode == "Q" or \
+            isinstance(column, memoryview) and column.format == "Q":
+        return memoryview(column).cast("B")  # type: ignore[arg-type]
+    return None
 
 
 _START_OF_SYMBOL = attrgetter("start")
@@ -548,9 +410,9 @@ _CACHE_FORMAT = None
 # makes every cached table stale, so their text is part of the format tag.
 # (The demangler among them: which of two aliases a table keeps is decided
 # by their demangled names.)
-_TABLE_MAKERS = ("symbols/symtab.py", "symbols/elfsymbols.py", "symbols/plt.py",
-                 "debuginfo/minidebuginfo.py", "elffile.py", "elfheader.py", "elfcompress.py",
-                 "symbols/demangle.py", "symbols/rust_demangle.py")
+_TABLE_MAKERS = ("symbols/symtab.py", "symbols/fixups.py", "symbols/elfsymbols.py",
+                 "symbols/plt.py", "debuginfo/minidebuginfo.py", "elffile.py", "elfheader.py",
+                 "elfcompress.py", "symbols/demangle.py", "symbols/rust_demangle.py")
 
 
 def cache_format() -> str:
@@ -578,11 +440,11 @@ def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> 
 
 def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = None
                ) -> SymbolTable | None:
-    """A table saved by save_table, or None if absent, damaged or foreign;
-    cache: the CacheDir the file belongs to (it counts as used)."""
+    """A table saved by save_table, mapped, or None if absent, damaged or
+    foreign; cache: the CacheDir the file belongs to (it counts as used)."""
     if cache is not None:
-        data = cache.read(path, max_size)
+        data = cache.map(path, max_size)
     else:
-        from ..cachedir import read_file
-        data = read_file(path, max_size)
+        from ..cachedir import map_file
+        data = map_file(path, max_size)
     return SymbolTable.from_bytes(data) if data is not None else None

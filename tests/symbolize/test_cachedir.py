@@ -185,12 +185,12 @@ def _threads_table():
 
 def _table_file(count, names_size, source_names, body, crc=None):
     """A symbol table file of the current tag with the header given (the
-    right CRC of body unless told)."""
+    right CRC of body unless told), its line padded as save_table pads it."""
     import zlib
     from symbolize.symbols.symtab import cache_format
     crc = zlib.crc32(body) if crc is None else crc
-    return ("%s %d %d %d %s\n" % (cache_format(), count, names_size, crc,
-                                   ",".join(source_names))).encode() + body
+    line = "%s %d %d %d %s" % (cache_format(), count, names_size, crc, ",".join(source_names))
+    return (line + " " * (-(len(line) + 1) % 8) + "\n").encode() + body
 
 
 def test_symbol_table_file_round_trip(tmp_path):
@@ -213,6 +213,58 @@ def test_symbol_table_file_round_trip(tmp_path):
             if piece not in names:
                 assert again.get_symbol_by_name(piece) is None, piece
     assert again.to_bytes() == open(path, "rb").read()
+
+
+def test_symbol_table_file_names_not_ascii(tmp_path):
+    """Names of more than one byte a character (the file's name ends count
+    bytes, a table built in memory counts characters): every symbol, lookup
+    and search by name the same after the round trip, the file the same
+    bytes when the loaded table is saved again."""
+    from symbolize.symbols.symtab import Symbol, SymbolTable, load_table, save_table
+    names = ["caf\u00e9", "f", "\u00df::na\u00efve", "\u65e5\u672c", "g\u00e9", "h"]
+    table = SymbolTable([Symbol(n, 0x1000 + 0x10 * i, 8, "symtab") for i, n in enumerate(names)])
+    path = str(tmp_path / "t.table")
+    assert save_table(table, path)
+    again = load_table(path)
+    assert list(again) == list(table)
+    for i, name in enumerate(names):
+        assert again.lookup(0x1000 + 0x10 * i + 7) == table.lookup(0x1000 + 0x10 * i + 7)
+        assert again.get_symbol_by_name(name) == table.get_symbol_by_name(name) is not None
+    assert again.get_symbol_by_name("\u00e9") is None      # (a piece of two names)
+    assert again.to_bytes() == open(path, "rb").read()
+
+
+def test_symbol_table_file_loads_mapped(tmp_path):
+    """A loaded table is the file mapped: its columns views of it and its
+    names decoded as lookups ask for them, so loading a table of 30,000
+    symbols (cc1's size) allocates a small part of the file (a copy of
+    each column and of the names allocated more than the file), and a
+    lookup gives the symbol the table built in memory gives."""
+    import tracemalloc
+    from symbolize.symbols.symtab import Symbol, SymbolTable, load_table, save_table
+    table = SymbolTable([Symbol("_ZN5outer%05d4stepEv" % i, 0x400000 + 0x40 * i, 0x30, "symtab")
+                         for i in range(30000)])
+    path = tmp_path / "t.table"
+    assert save_table(table, str(path))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        again = load_table(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert again is not None and len(again) == 30000
+    assert peak < size // 10, (peak, size)
+    for i in (0, 1, 12345, 29999):
+        addr = 0x400000 + 0x40 * i + 0x2f
+        assert again.lookup(addr) == table.lookup(addr) is not None
+    assert again.lookup(0x400000 + 0x40 * 29999 + 0x30) is None
+    # (a line one space longer than its writer pads it: the columns would
+    # not be aligned)
+    data = path.read_bytes()
+    eol = data.index(b"\n")
+    path.write_bytes(data[:eol] + b" " + data[eol:])
+    assert load_table(str(path)) is None
 
 
 def test_symbol_table_file_damaged_or_foreign_is_absent(tmp_path):
@@ -253,9 +305,11 @@ def test_symbol_table_file_damaged_or_foreign_is_absent(tmp_path):
 def test_symbol_table_file_hostile_content(tmp_path):
     """Files with a right CRC whose header lies: counts that do not add up to
     the file's size (however large they claim), negative counts, a source
-    index past the sources, a source not perfdata's, names that are not
-    UTF-8 or not as long as their ends say.  None, and loading never takes
-    much more memory than the file's size."""
+    index past the sources, a source not perfdata's, names not as long as
+    their ends say.  None, and loading never takes much more memory than the
+    file's size.  Names that are not UTF-8 load (a table's names are decoded
+    as lookups ask for them, not at the load), each byte that is not UTF-8
+    read as U+FFFD."""
     import struct
     import tracemalloc
     from symbolize.symbols.symtab import load_table
@@ -275,7 +329,7 @@ def test_symbol_table_file_hostile_content(tmp_path):
         _table_file(1, 1, [], one),
         _table_file(1, 1, ["evil"], one),
         _table_file(1, 1, ["symtab", "dynsym"], one),               # (not sorted)
-        _table_file(1, 1, ["symtab"], one[:26] + b"\xff"),          # not UTF-8
+        _table_file(1, 1, ["symtab"], one[:26] + b"\xff"),          # not UTF-8 (loads)
         _table_file(1, 1, ["symtab"], cols(16) + cols(4) + cols(2) + b"\0\1" + b"f"),
         _table_file(1, 1, ["symtab"], one, crc=0),
         b"\n" * 300, b"x" * 300,
@@ -292,6 +346,8 @@ def test_symbol_table_file_hostile_content(tmp_path):
         assert peak < 4 * len(data) + 65536, (i, peak)
         if i == 0:
             assert table is not None and [tuple(s) for s in table] == [("f", 16, 4, "symtab")]
+        elif i == 9:
+            assert table is not None and [tuple(s) for s in table] == [("\ufffd", 16, 4, "symtab")]
         else:
             assert table is None, i
 

@@ -12,7 +12,8 @@ import pytest
 
 from symbolize import Binary, build_symbol_table
 from symbolize.symbols.kallsyms import KernelSymbols
-from symbolize.symbols.symtab import STB_GLOBAL, STB_LOCAL, STB_WEAK, SymbolTable
+from symbolize.symbols.fixups import STB_GLOBAL, STB_LOCAL, STB_WEAK
+from symbolize.symbols.symtab import SymbolTable
 from test_symbolize_util import readelf_symbols
 
 BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "bin")

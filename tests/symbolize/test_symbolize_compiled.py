@@ -24,7 +24,8 @@ from symbolize.cachedir import CacheDir
 from symbolize.symbols import kallsyms
 from symbolize.symbols.compiled import symtab_core
 from symbolize.symbols.elfsymbols import read_symbol_columns
-from symbolize.symbols.symtab import build_symbol_table, fixup_columns
+from symbolize.symbols.fixups import fixup_columns
+from symbolize.symbols.symtab import build_symbol_table
 
 pytestmark = pytest.mark.skipif(symtab_core() is None,
                                 reason="symbolize.symbols._symtab is not built")

@@ -231,7 +231,8 @@ def test_fixup_by_columns_equals_the_rules_one_symbol_at_a_time(prog, section, o
     symbol by symbol (tests/symtab_reference.py), on real binaries and the
     alias program: every kept entry, its size, name and source."""
     import symtab_reference as ref
-    from symbolize.symbols.symtab import SymbolTable, fixup_symbols
+    from symbolize.symbols.fixups import fixup_symbols
+    from symbolize.symbols.symtab import SymbolTable
     checked = 0
     for path in _real_binaries() + [str(prog)]:
         binary = Binary(path)
