@@ -440,11 +440,25 @@ def save_table(table: SymbolTable, path: str, cache: CacheDir | None = None) -> 
 
 def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = None
                ) -> SymbolTable | None:
-    """A table saved by save_table, mapped, or None if absent, damaged or
-    foreign; cache: the CacheDir the file belongs to (it counts as used)."""
+    """A table saved by save_table, or None if absent, damaged or foreign;
+    cache: the CacheDir the file belongs to (it counts as used).  A file of
+    MAPPED_FROM bytes or more is mapped, a smaller one read: a mapping
+    holds a file descriptor while its table lives, and a profile of
+    thousands of binaries would run out of them (each table a view of its
+    bytes either way: nothing copied)."""
+    import os
+    try:
+        mapped = os.stat(path).st_size >= MAPPED_FROM
+    except OSError:
+        return None
+    data: bytes | mmap.mmap | None
     if cache is not None:
-        data = cache.map(path, max_size)
+        data = cache.map(path, max_size) if mapped else cache.read(path, max_size)
     else:
-        from ..cachedir import map_file
-        data = map_file(path, max_size)
+        from ..cachedir import map_file, read_file
+        data = map_file(path, max_size) if mapped else read_file(path, max_size)
     return SymbolTable.from_bytes(data) if data is not None else None
+
+
+# (cc1's table is 1.9 MB, libc's 160 KB: the large ones, a few in a profile)
+MAPPED_FROM = 256 << 10
