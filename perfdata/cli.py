@@ -88,6 +88,7 @@ defer_modules(*UNUSED_MODULES, "platform")
 if "platform" in _stand_ins:
     _stand_ins["platform"].system = lambda: os.uname().sysname  # type: ignore[attr-defined]
 
+from perfdata.run.limits import raise_open_files_limit  # noqa: E402
 from perfdata.run.profile import print_warnings  # noqa: E402
 from perfdata.views.options import add_input_argument  # noqa: E402
 
@@ -504,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     # thresholds walked in ~30 young and 3 older collections, 6 ms of a
     # 80 ms run (`perfdata script` of a small -g recording, installed).
     gc.set_threshold(GC_YOUNG_THRESHOLD, *GC_OLDER_THRESHOLDS)
+    raise_open_files_limit()
     if argv is None and "_ARGCOMPLETE" in os.environ:
         # The shell asks for completions (argcomplete's protocol): they are
         # written to its descriptor and the process ends there.

@@ -60,3 +60,25 @@ def test_names_an_ascii_stream_cannot_encode_are_written_escaped(tmp_path):
         got = _command(["script", "-j", jobs, str(renamed)], env={"PYTHONIOENCODING": "ascii"})
         assert got.returncode == 0, got.stderr
         assert got.stdout == utf8.stdout.replace("é", "\\xe9")
+
+
+def test_a_low_limit_on_open_files_is_raised():
+    """Each binary a run names addresses in stays mapped, a descriptor each:
+    started with a soft limit of 6 open files (the hard one 4096 or less), the run
+    raises it and reads every binary (before: the program and libc
+    "unreadable: ... Too many open files", 1,338 frames [unknown]); its
+    output is the unlimited run's."""
+    import resource
+    data = str(SAMPLES / "threads.fp.data")
+    rc, want, _ = run_cli(["script", data])
+    assert rc == 0 and "[unknown]" not in want
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    hard = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (6, hard))
+    got = subprocess.run([sys.executable, "-m", "perfdata", "script", data], capture_output=True,
+                         text=True, cwd=REPO, timeout=300, preexec_fn=low_limit)
+    assert got.returncode == 0 and "Too many open files" not in got.stderr, got.stderr
+    assert got.stdout == want
