@@ -66,12 +66,12 @@ def test_a_low_limit_on_open_files_is_raised():
     """Each binary a run names addresses in stays mapped, a descriptor each:
     started with a soft limit of 6 open files (the hard one 4096 or less), the run
     raises it and reads every binary (before: the program and libc
-    "unreadable: ... Too many open files", 1,338 frames [unknown]); its
-    output is the unlimited run's."""
+    "unreadable: ... Too many open files", 1,338 more frames [unknown]);
+    its output is the unlimited run's."""
     import resource
     data = str(SAMPLES / "threads.fp.data")
     rc, want, _ = run_cli(["script", data])
-    assert rc == 0 and "[unknown]" not in want
+    assert rc == 0
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     hard = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
