@@ -5,8 +5,9 @@ STT_FUNC / STT_GNU_IFUNC symbols and STT_NOTYPE "labels" in sections whose name
 contains "text" (elfsymbols.py reads them); it then gives each size-0 symbol the room up to the next
 symbol (`symbols__fixup_end`) and resolves symbols sharing an address with
 `choose_best_symbol` (`symbols__fixup_duplicate`). The same rules are applied
-here (fixups.py), so names match `perf script`. One deliberate difference: PLT stubs are
-added before sizes are fixed up, so a size-0 `_init` no longer swallows `.plt`.
+here (fixups.py), so names match `perf script`. One deliberate difference: PLT
+stubs are added before sizes are fixed up, so a size-0 `_init` no longer
+swallows `.plt`.
 """
 from __future__ import annotations
 
@@ -51,9 +52,9 @@ class SymbolTable:
     the names as one string with where each ends, and each symbol's source as
     an index into the table's few sources.  A cached table of tens of
     thousands of symbols then loads at once (its columns are views of the
-    cache file, mapped, and its names that file's UTF-8), while a profile
-    looks up a few hundred of them: the Symbol is made, its name decoded,
-    for the entry a lookup returns."""
+    cache file's bytes, mapped where the file is large, and its names that
+    file's UTF-8), while a profile looks up a few hundred of them: the
+    Symbol is made, its name decoded, for the entry a lookup returns."""
     __slots__ = ("_starts", "_sizes", "_names", "_name_ends", "_source_of", "_source_names",
                  "_bindings", "_made")
 
