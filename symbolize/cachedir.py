@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     import mmap
@@ -138,12 +138,24 @@ class CacheDir:
         return os.path.join(self.root, name) if self.root is not None else None
 
     # ------------------------------------------------------------ reading
-    def read(self, path: str | None, max_size: int = 512 << 20) -> bytes | None:
+    @overload
+    def read(self, path: str | None, max_size: int = ..., map_from: None = None
+             ) -> bytes | None: ...
+
+    @overload
+    def read(self, path: str | None, max_size: int, map_from: int
+             ) -> bytes | mmap.mmap | None: ...
+
+    def read(self, path: str | None, max_size: int = 512 << 20,
+             map_from: int | None = None) -> bytes | mmap.mmap | None:
         """The bytes of a cache file, or None if disabled, absent, not a
-        regular file, too large or unreadable.  The file counts as used."""
+        regular file, too large or unreadable; a file of map_from bytes or
+        more mapped read-only instead (what the caller reads of it is all it
+        pays for; a file replaced or pruned while mapped stays as it was
+        mapped).  The file counts as used."""
         if self.root is None or not path:
             return None
-        got = _read_regular(path, max_size)
+        got = _read_regular(path, max_size, map_from)
         if got is None:
             return None
         data, st = got
@@ -151,16 +163,10 @@ class CacheDir:
         return data
 
     def map(self, path: str | None, max_size: int = 512 << 20) -> mmap.mmap | None:
-        """A cache file mapped read-only (what the caller reads of it is all
-        it pays for), or None as read() gives it.  The file counts as used.
-        (A file replaced or pruned while mapped stays as it was mapped.)"""
-        if self.root is None or not path:
-            return None
-        got = _map_regular(path, max_size)
-        if got is None:
-            return None
-        self._touch(path, got[1])
-        return got[0]
+        """A cache file mapped read-only, or None as read() gives it (an
+        empty file too).  The file counts as used."""
+        got = self.read(path, max_size, 0)
+        return got if not isinstance(got, bytes) else None
 
     def read_json(self, path: str | None, max_size: int = 512 << 20) -> Any:
         """The JSON document in a cache file, or None (as read(), or damaged)."""
@@ -395,48 +401,46 @@ def _new_temporary(folder: str) -> tuple[int, str]:
     raise FileExistsError(f"{folder}: no temporary name left")
 
 
-def map_file(path: str, max_size: int = 512 << 20) -> mmap.mmap | None:
-    """The file at path mapped read-only, or None as read_file gives it."""
-    got = _map_regular(path, max_size)
-    return got[0] if got is not None else None
+@overload
+def read_file(path: str, max_size: int = ..., map_from: None = None) -> bytes | None: ...
 
 
-def _map_regular(path: str, max_size: int) -> tuple[mmap.mmap, os.stat_result] | None:
-    import mmap
-    import stat
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or not 0 < st.st_size <= max_size:
-            return None
-        with open(path, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-    if len(mapped) > max_size:
-        mapped.close()
-        return None
-    return mapped, st
+@overload
+def read_file(path: str, max_size: int, map_from: int) -> bytes | mmap.mmap | None: ...
 
 
-def read_file(path: str, max_size: int = 512 << 20) -> bytes | None:
+def read_file(path: str, max_size: int = 512 << 20,
+              map_from: int | None = None) -> bytes | mmap.mmap | None:
     """The bytes of the file at path, or None if absent, not a regular file,
-    too large or unreadable."""
-    got = _read_regular(path, max_size)
+    too large or unreadable; a file of map_from bytes or more mapped
+    read-only instead."""
+    got = _read_regular(path, max_size, map_from)
     return got[0] if got is not None else None
 
 
-def _read_regular(path: str, max_size: int) -> tuple[bytes, os.stat_result] | None:
+def _read_regular(path: str, max_size: int, map_from: int | None = None
+                  ) -> tuple[bytes | mmap.mmap, os.stat_result] | None:
     import stat
     try:
         # (stat before open: opening a FIFO would block)
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_size:
             return None
+        if map_from is not None and st.st_size >= map_from:
+            import mmap
+            if not st.st_size:
+                return None             # (nothing to map)
+            with open(path, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if len(mapped) > max_size:
+                mapped.close()
+                return None
+            return mapped, st
         # (read the size stat gave, not max_size: a read of n bytes first
         # allocates n; one byte more tells a file that grew meanwhile)
         with open(path, "rb", buffering=0) as f:
             data = f.read(st.st_size + 1)
-    except OSError:
+    except (OSError, ValueError):
         return None
     if len(data) > st.st_size:          # changed as it was read: not to be trusted
         return None

@@ -447,17 +447,11 @@ def load_table(path: str, max_size: int = 512 << 20, cache: CacheDir | None = No
     holds a file descriptor while its table lives, and a profile of
     thousands of binaries would run out of them (each table a view of its
     bytes either way: nothing copied)."""
-    import os
-    try:
-        mapped = os.stat(path).st_size >= MAPPED_FROM
-    except OSError:
-        return None
-    data: bytes | mmap.mmap | None
     if cache is not None:
-        data = cache.map(path, max_size) if mapped else cache.read(path, max_size)
+        data = cache.read(path, max_size, MAPPED_FROM)
     else:
-        from ..cachedir import map_file, read_file
-        data = map_file(path, max_size) if mapped else read_file(path, max_size)
+        from ..cachedir import read_file
+        data = read_file(path, max_size, MAPPED_FROM)
     return SymbolTable.from_bytes(data) if data is not None else None
 
 
